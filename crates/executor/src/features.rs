@@ -1,5 +1,10 @@
 //! Probing what the kernel allows: cgroups, namespaces, pidfds, subreapers.
 
+use std::ffi::c_void;
+
+use crate::cgroup::Cgroups;
+use crate::spawn::IdMaps;
+
 /// The result of probing one kernel feature.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -24,7 +29,7 @@ pub struct Features {
     pub pid_namespace: Probe,
     /// `PR_SET_CHILD_SUBREAPER` and a readable `/proc`.
     pub subreaper: Probe,
-    /// `pidfd_open` and `pidfd_send_signal`.
+    /// `pidfd_open`, `pidfd_send_signal` and `CLONE_PIDFD` (Linux 5.3 or later).
     pub pidfd: Probe,
 }
 
@@ -43,19 +48,119 @@ impl Features {
     }
 }
 
-/// Probes the kernel.
+/// Probes the kernel. Creates and removes a cgroup directory on the way.
 pub fn probe_features() -> Features {
-    let unprobed = || Probe {
-        available: false,
-        detail: "not probed yet".to_owned(),
+    probe().1
+}
+
+/// Probes the kernel, keeping the cgroup directories for an executor.
+pub(crate) fn probe() -> (Option<Cgroups>, Features) {
+    let (cgroups, cgroup_probes) = Cgroups::create();
+    let features = Features {
+        cgroup_kill: cgroup_probes.kill,
+        memory_controller: cgroup_probes.memory,
+        pids_controller: cgroup_probes.pids,
+        cpu_accounting: cgroup_probes.cpu,
+        pid_namespace: probe_pid_namespace(),
+        subreaper: probe_subreaper(),
+        pidfd: probe_pidfd(),
     };
-    Features {
-        cgroup_kill: unprobed(),
-        memory_controller: unprobed(),
-        pids_controller: unprobed(),
-        cpu_accounting: unprobed(),
-        pid_namespace: unprobed(),
-        subreaper: unprobed(),
-        pidfd: unprobed(),
+    (cgroups, features)
+}
+
+fn probe_pidfd() -> Probe {
+    // SAFETY: getpid cannot fail.
+    let own_pid = unsafe { libc::getpid() };
+    match crate::pidfd::open(own_pid) {
+        Some(_) => Probe {
+            available: true,
+            detail: "pidfd_open works".to_owned(),
+        },
+        None => Probe {
+            available: false,
+            detail: format!("pidfd_open failed: {}", std::io::Error::last_os_error()),
+        },
     }
+}
+
+fn probe_subreaper() -> Probe {
+    let mut current: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int.
+    let works = unsafe {
+        libc::prctl(
+            libc::PR_GET_CHILD_SUBREAPER,
+            &mut current as *mut libc::c_int,
+        )
+    } == 0;
+    let proc_readable = std::fs::read("/proc/self/environ").is_ok();
+    Probe {
+        available: works && proc_readable,
+        detail: match (works, proc_readable) {
+            (true, true) => "PR_SET_CHILD_SUBREAPER and /proc/<pid>/environ usable".to_owned(),
+            (false, _) => "PR_SET_CHILD_SUBREAPER is unsupported".to_owned(),
+            (_, false) => "/proc/<pid>/environ is unreadable".to_owned(),
+        },
+    }
+}
+
+/// Arguments of the namespace probe's child.
+struct NamespaceProbe {
+    id_maps: Option<IdMaps>,
+}
+
+/// Clones a child into a new PID namespace (and user namespace when not
+/// root) that exits at once.
+fn probe_pid_namespace() -> Probe {
+    // SAFETY: geteuid cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let (flags, probe) = if is_root {
+        (libc::CLONE_NEWPID, NamespaceProbe { id_maps: None })
+    } else {
+        (
+            libc::CLONE_NEWPID | libc::CLONE_NEWUSER,
+            NamespaceProbe {
+                id_maps: Some(IdMaps::identity()),
+            },
+        )
+    };
+    let mut stack = vec![0_u8; 64 * 1024];
+    // SAFETY: a vfork-style clone whose child only makes system calls on the
+    // given stack, then exits.
+    let pid = unsafe {
+        libc::clone(
+            namespace_probe_child,
+            stack.as_mut_ptr().add(stack.len()).cast::<c_void>(),
+            libc::CLONE_VM | libc::CLONE_VFORK | flags | libc::SIGCHLD,
+            std::ptr::from_ref(&probe).cast_mut().cast::<c_void>(),
+        )
+    };
+    if pid < 0 {
+        return Probe {
+            available: false,
+            detail: format!(
+                "clone(CLONE_NEWPID) failed: {}",
+                std::io::Error::last_os_error()
+            ),
+        };
+    }
+    let mut status = 0;
+    // SAFETY: pid is our child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let exited_cleanly = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Probe {
+        available: exited_cleanly,
+        detail: match (exited_cleanly, is_root) {
+            (true, true) => "new PID namespaces (as root)".to_owned(),
+            (true, false) => "new PID namespaces through an unprivileged user namespace".to_owned(),
+            (false, _) => "the probe child could not set up its user namespace".to_owned(),
+        },
+    }
+}
+
+extern "C" fn namespace_probe_child(argument: *mut c_void) -> libc::c_int {
+    // SAFETY: the parent passes a NamespaceProbe that outlives the child.
+    let probe = unsafe { &*argument.cast::<NamespaceProbe>() };
+    let ok = probe.id_maps.as_ref().is_none_or(|maps| maps.write_own());
+    // SAFETY: _exit never returns.
+    unsafe { libc::_exit(if ok { 0 } else { 1 }) }
 }

@@ -24,13 +24,23 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod capture;
+mod cgroup;
 mod command;
+mod containment;
 mod error;
 mod features;
+mod lifecycle;
 mod limits;
 mod outcome;
+mod pidfd;
+mod run;
+mod spawn;
+mod sweep;
 
-use std::time::Instant;
+use std::collections::HashSet;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, filtered_env};
@@ -38,6 +48,10 @@ pub use crate::error::Error;
 pub use crate::features::{Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
+
+use crate::cgroup::Cgroups;
+use crate::containment::Containment;
+use crate::spawn::{IdMaps, Namespaces, Rlimit};
 
 /// How an [`Executor`] is set up.
 #[derive(Debug, Clone)]
@@ -49,26 +63,100 @@ pub struct ExecutorConfig {
 }
 
 /// Runs programs. Create one per process and share it: it owns the cgroup
-/// directory of its runs and the chosen backend.
+/// directories of its runs (removed when it is dropped) and the chosen backend.
 #[derive(Debug)]
 pub struct Executor {
     backend: Backend,
     features: Features,
+    cgroups: Option<Cgroups>,
     permits: Option<tokio::sync::Semaphore>,
+    next_run: AtomicU64,
+    is_root: bool,
+    /// The executor's own hard rlimits: a run's limits are clamped to them,
+    /// since raising a hard limit needs CAP_SYS_RESOURCE.
+    hard_limits: Vec<(libc::__rlimit_resource_t, u64)>,
 }
 
+/// The rlimits the executor may set on a run.
+const RLIMIT_RESOURCES: [libc::__rlimit_resource_t; 6] = [
+    libc::RLIMIT_CORE,
+    libc::RLIMIT_CPU,
+    libc::RLIMIT_FSIZE,
+    libc::RLIMIT_NOFILE,
+    libc::RLIMIT_DATA,
+    libc::RLIMIT_NPROC,
+];
+
 impl Executor {
-    /// Probes the kernel and picks the backend.
+    /// Probes the kernel and sets up the chosen backend.
+    ///
+    /// With [`BackendChoice::Auto`] the strongest available backend is used:
+    /// cgroup, then PID namespace, then subreaper, then process group. With
+    /// [`BackendChoice::Only`] an unavailable backend is an error.
     pub fn new(config: ExecutorConfig) -> Result<Executor, Error> {
-        let features = probe_features();
-        let backend = match config.backend {
-            BackendChoice::Auto => Backend::ProcessGroup,
-            BackendChoice::Only(backend) => backend,
+        ignore_sigpipe();
+        let (cgroups, features) = features::probe();
+        let available = |backend: Backend| -> Result<(), String> {
+            let probe = match backend {
+                Backend::Cgroup => &features.cgroup_kill,
+                Backend::PidNamespace => &features.pid_namespace,
+                Backend::Subreaper => &features.subreaper,
+                Backend::ProcessGroup => return Ok(()),
+            };
+            if !features.pidfd.available {
+                return Err(format!("pidfds are unavailable: {}", features.pidfd.detail));
+            }
+            if probe.available {
+                Ok(())
+            } else {
+                Err(probe.detail.clone())
+            }
         };
+        let backend = match config.backend {
+            BackendChoice::Auto => Backend::ALL
+                .into_iter()
+                .find(|&backend| available(backend).is_ok())
+                .unwrap_or(Backend::ProcessGroup),
+            BackendChoice::Only(backend) => {
+                available(backend)
+                    .map_err(|reason| Error::BackendUnavailable { backend, reason })?;
+                backend
+            }
+        };
+        if backend == Backend::Subreaper {
+            // SAFETY: a process-wide flag; orphans of runs are re-parented to
+            // this process and reaped by the sweep (only marked ones).
+            if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
+                return Err(Error::Sys {
+                    call: "prctl(PR_SET_CHILD_SUBREAPER)",
+                    source: std::io::Error::last_os_error(),
+                });
+            }
+        }
+        let hard_limits = RLIMIT_RESOURCES
+            .into_iter()
+            .map(|resource| {
+                // SAFETY: getrlimit fills a plain struct.
+                let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+                unsafe { libc::getrlimit(resource, &mut limit) };
+                (resource, limit.rlim_max)
+            })
+            .collect();
         Ok(Executor {
             backend,
             features,
-            permits: config.max_concurrent.map(tokio::sync::Semaphore::new),
+            cgroups: if backend == Backend::Cgroup {
+                cgroups
+            } else {
+                None
+            },
+            permits: config
+                .max_concurrent
+                .map(|permits| tokio::sync::Semaphore::new(permits.max(1))),
+            next_run: AtomicU64::new(0),
+            // SAFETY: geteuid cannot fail.
+            is_root: unsafe { libc::geteuid() } == 0,
+            hard_limits,
         })
     }
 
@@ -85,62 +173,127 @@ impl Executor {
     /// Runs `command` under `limits` and waits until its whole process tree is gone.
     ///
     /// Cancel-safe: dropping the returned future kills and reaps everything
-    /// the run started.
+    /// the run started. A program that cannot be started is
+    /// [`Error::Spawn`]; a program that starts and fails is an [`Outcome`].
     pub async fn run(&self, command: &Command, limits: &Limits) -> Result<Outcome, Error> {
         let _permit = match &self.permits {
             Some(semaphore) => semaphore.acquire().await.ok(),
             None => None,
         };
-        // Transitional body, replaced by the contained engine.
-        let started = Instant::now();
-        let mut child = tokio::process::Command::new(command.program());
-        child
-            .args(command.args())
-            .current_dir(command.cwd())
-            .env_clear()
-            .envs(command.env_vars().iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = child.spawn().map_err(|source| Error::Spawn {
-            program: command.program().to_path_buf(),
-            stage: "execve",
+        run::run(self, command, limits).await
+    }
+
+    fn next_run_id(&self) -> u64 {
+        self.next_run.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn contain(&self, limits: &Limits) -> Result<Containment, Error> {
+        Ok(match self.backend {
+            Backend::Cgroup => match &self.cgroups {
+                Some(cgroups) => Containment::Cgroup(cgroups.acquire(limits)?),
+                None => Containment::ProcessGroup,
+            },
+            Backend::PidNamespace => Containment::PidNamespace,
+            Backend::Subreaper => Containment::Subreaper {
+                marker: Vec::new(),
+                seen: HashSet::new(),
+            },
+            Backend::ProcessGroup => Containment::ProcessGroup,
+        })
+    }
+
+    fn release(&self, containment: Containment) {
+        if let (Containment::Cgroup(leaf), Some(cgroups)) = (containment, &self.cgroups) {
+            cgroups.release(leaf);
+        }
+    }
+
+    fn dev_null(&self) -> Result<OwnedFd, Error> {
+        let file = std::fs::File::open("/dev/null").map_err(|source| Error::Sys {
+            call: "open(/dev/null)",
             source,
         })?;
-        if let Some(mut stdin) = child.stdin.take() {
-            use tokio::io::AsyncWriteExt;
-            let _ = stdin.write_all(command.stdin_bytes().unwrap_or_default()).await;
+        spawn::above_stdio(file.into())
+    }
+
+    /// The rlimits of a run: always no core files; CPU with soft < hard so
+    /// SIGXCPU comes first; file size and open files; and, only where no
+    /// cgroup does the job, RLIMIT_DATA for memory and RLIMIT_NPROC for
+    /// processes (which does not bind root, and counts every process of the uid).
+    fn rlimits(&self, limits: &Limits) -> Vec<Rlimit> {
+        let cgroups = self.cgroups.as_ref();
+        let mut wanted: Vec<(libc::__rlimit_resource_t, u64, u64)> =
+            vec![(libc::RLIMIT_CORE, 0, 0)];
+        if let Some(cpu) = limits.cpu {
+            let soft = cpu.as_secs() + u64::from(cpu.subsec_nanos() > 0);
+            let soft = soft.max(1);
+            wanted.push((libc::RLIMIT_CPU, soft, soft + 1));
         }
-        let output = tokio::time::timeout(limits.timeout, child.wait_with_output()).await;
-        let (termination, limit, stdout, stderr) = match output {
-            Ok(Ok(output)) => {
-                use std::os::unix::process::ExitStatusExt;
-                let termination = match output.status.code() {
-                    Some(code) => Termination::Exited(code),
-                    None => Termination::Signaled(output.status.signal().unwrap_or(9)),
-                };
-                (termination, None, output.stdout, output.stderr)
-            }
-            _ => (Termination::Signaled(9), Some(LimitKind::Timeout), Vec::new(), Vec::new()),
-        };
-        let capture = |bytes: Vec<u8>| Capture {
-            total: bytes.len() as u64,
-            truncated: false,
-            bytes,
-        };
-        Ok(Outcome {
-            termination,
-            limit,
-            escalated: false,
-            wall_time: started.elapsed(),
-            cpu_time: None,
-            peak_memory: None,
-            stdout: capture(stdout),
-            stderr: capture(stderr),
-            leftovers_killed: None,
-            stdin_unread: false,
-            backend: self.backend,
-        })
+        if let Some(bytes) = limits.max_file_size {
+            wanted.push((libc::RLIMIT_FSIZE, bytes, bytes));
+        }
+        if let Some(count) = limits.max_open_files {
+            wanted.push((libc::RLIMIT_NOFILE, count, count));
+        }
+        if let Some(bytes) = limits
+            .memory
+            .filter(|_| !cgroups.is_some_and(Cgroups::limits_memory))
+        {
+            wanted.push((libc::RLIMIT_DATA, bytes, bytes));
+        }
+        if let Some(count) = limits
+            .max_processes
+            .filter(|_| !self.is_root && !cgroups.is_some_and(Cgroups::limits_pids))
+        {
+            wanted.push((libc::RLIMIT_NPROC, count, count));
+        }
+        wanted
+            .into_iter()
+            .map(|(resource, soft, hard)| {
+                let ceiling = self
+                    .hard_limits
+                    .iter()
+                    .find(|(known, _)| *known == resource)
+                    .map_or(libc::RLIM_INFINITY, |(_, hard)| *hard);
+                let hard = hard.min(ceiling);
+                Rlimit {
+                    resource,
+                    soft: soft.min(hard),
+                    hard,
+                }
+            })
+            .collect()
+    }
+
+    fn namespaces(&self) -> Namespaces {
+        match self.backend {
+            Backend::PidNamespace if self.is_root => Namespaces {
+                clone_flags: libc::CLONE_NEWPID,
+                id_maps: None,
+            },
+            Backend::PidNamespace => Namespaces {
+                clone_flags: libc::CLONE_NEWPID | libc::CLONE_NEWUSER,
+                id_maps: Some(IdMaps::identity()),
+            },
+            _ => Namespaces {
+                clone_flags: 0,
+                id_maps: None,
+            },
+        }
+    }
+}
+
+/// A write to a pipe whose reader is gone must fail with EPIPE rather than
+/// kill the executor. Rust binaries already ignore SIGPIPE; a library may be
+/// embedded in one that does not.
+fn ignore_sigpipe() {
+    // SAFETY: querying and, if it is the default, ignoring SIGPIPE.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+        {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
     }
 }

@@ -1,0 +1,637 @@
+//! Cgroup leaves per run: tracking and killing the whole tree (v2
+//! `cgroup.kill`), and limiting and measuring its memory, processes and CPU
+//! (v2 controllers where delegated, else v1 hierarchies, as on hybrid hosts).
+//!
+//! The executor creates one directory per [`Executor`](crate::Executor),
+//! `toolsmith-<pid>-<n>`, below the cgroup it runs in (never elsewhere), in
+//! each hierarchy it uses. Runs get leaves `run-<n>` inside it. An emptied
+//! leaf goes back to a pool and is reused by the next run, which keeps the
+//! per-run cost to a few writes: creating a memory cgroup costs more than the
+//! whole rest of a spawn.
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::{Error, Limits, Probe};
+
+/// Where a controller lives for this executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Placement {
+    /// In the v2 leaf itself.
+    V2,
+    /// In a leaf of its own under this v1 directory (the executor's directory
+    /// in that hierarchy).
+    V1(PathBuf),
+}
+
+/// The cgroup directories of one executor, and its pool of idle leaves.
+#[derive(Debug)]
+pub(crate) struct Cgroups {
+    /// The executor's v2 directory; leaves below it have `cgroup.kill`.
+    v2_dir: PathBuf,
+    memory: Option<Placement>,
+    pids: Option<Placement>,
+    cpu: Option<Placement>,
+    pool: Mutex<Vec<Leaf>>,
+    next_leaf: AtomicU64,
+}
+
+/// One leaf directory with its `cgroup.procs` open for the child to join.
+#[derive(Debug)]
+struct LeafDir {
+    path: PathBuf,
+    procs: OwnedFd,
+}
+
+/// The cgroup leaves of one run.
+#[derive(Debug)]
+pub(crate) struct Leaf {
+    v2: LeafDir,
+    memory_v1: Option<LeafDir>,
+    pids_v1: Option<LeafDir>,
+    cpu_v1: Option<LeafDir>,
+    oom_baseline: u64,
+    cpu_baseline: Duration,
+}
+
+/// What the probe of the cgroup hierarchies found, for `doctor`.
+#[derive(Debug, Clone)]
+pub(crate) struct CgroupProbes {
+    pub(crate) kill: Probe,
+    pub(crate) memory: Probe,
+    pub(crate) pids: Probe,
+    pub(crate) cpu: Probe,
+}
+
+static NEXT_EXECUTOR_DIR: AtomicU64 = AtomicU64::new(0);
+
+impl Cgroups {
+    /// Finds the hierarchies, creates the executor's directories and reports
+    /// what works. Returns `None` (with the reasons in the probes) when no v2
+    /// hierarchy with `cgroup.kill` is usable below our own cgroup.
+    pub(crate) fn create() -> (Option<Cgroups>, CgroupProbes) {
+        let unavailable = |detail: &str| Probe {
+            available: false,
+            detail: detail.to_owned(),
+        };
+        let mut probes = CgroupProbes {
+            kill: unavailable("no cgroup v2 hierarchy mounted"),
+            memory: unavailable(
+                "no memory controller available below our cgroup; RLIMIT_DATA per process instead",
+            ),
+            pids: unavailable(
+                "no pids controller available below our cgroup; RLIMIT_NPROC (not binding for root) instead",
+            ),
+            cpu: unavailable(
+                "no cpu accounting below our cgroup; RLIMIT_CPU per process and rusage instead",
+            ),
+        };
+        let mounts = Mounts::read();
+        let memberships = Memberships::read();
+        let Some(v2_base) = mounts
+            .v2
+            .as_ref()
+            .zip(memberships.v2.as_ref())
+            .map(|(mount, path)| join_cgroup_path(mount, path))
+        else {
+            return (None, probes);
+        };
+        let dir_name = format!(
+            "toolsmith-{}-{}",
+            std::process::id(),
+            NEXT_EXECUTOR_DIR.fetch_add(1, Ordering::Relaxed)
+        );
+        remove_stale_dirs(&v2_base);
+        let v2_dir = v2_base.join(&dir_name);
+        if let Err(error) = fs::create_dir(&v2_dir) {
+            probes.kill.detail = format!(
+                "cannot create a cgroup below {}: {error}",
+                v2_base.display()
+            );
+            return (None, probes);
+        }
+        if !v2_dir.join("cgroup.kill").exists() {
+            let _ = fs::remove_dir(&v2_dir);
+            probes.kill.detail =
+                "the kernel has no cgroup.kill (Linux 5.14 or later needed)".to_owned();
+            return (None, probes);
+        }
+        probes.kill = Probe {
+            available: true,
+            detail: format!("cgroup v2 leaves under {}", v2_dir.display()),
+        };
+
+        let delegated = fs::read_to_string(v2_dir.join("cgroup.controllers")).unwrap_or_default();
+        let enable_v2 = |controller: &str| -> bool {
+            delegated.split_whitespace().any(|name| name == controller)
+                && fs::write(
+                    v2_dir.join("cgroup.subtree_control"),
+                    format!("+{controller}"),
+                )
+                .is_ok()
+        };
+        let mut cgroups = Cgroups {
+            memory: None,
+            pids: None,
+            cpu: None,
+            pool: Mutex::new(Vec::new()),
+            next_leaf: AtomicU64::new(0),
+            v2_dir: v2_dir.clone(),
+        };
+        let place = |v2_name: &str, v1_name: &str, probe: &mut Probe| -> Option<Placement> {
+            if enable_v2(v2_name) {
+                probe.available = true;
+                probe.detail = format!("cgroup v2 `{v2_name}` controller");
+                return Some(Placement::V2);
+            }
+            let mount = mounts
+                .v1
+                .iter()
+                .find(|(_, controllers)| controllers.iter().any(|name| name == v1_name))?;
+            let path = memberships
+                .v1
+                .iter()
+                .find(|(controllers, _)| controllers.iter().any(|name| name == v1_name))?;
+            let base = join_cgroup_path(&mount.0, &path.1);
+            remove_stale_dirs(&base);
+            let dir = base.join(&dir_name);
+            match fs::create_dir(&dir) {
+                Ok(()) => {
+                    probe.available = true;
+                    probe.detail = format!("cgroup v1 `{v1_name}` leaves under {}", dir.display());
+                    Some(Placement::V1(dir))
+                }
+                Err(error) => {
+                    probe.detail = format!(
+                        "cannot create a v1 `{v1_name}` cgroup below {}: {error}",
+                        base.display()
+                    );
+                    None
+                }
+            }
+        };
+        cgroups.memory = place("memory", "memory", &mut probes.memory);
+        cgroups.pids = place("pids", "pids", &mut probes.pids);
+        cgroups.cpu = place("cpu", "cpuacct", &mut probes.cpu);
+        (Some(cgroups), probes)
+    }
+
+    /// True when memory is limited by a cgroup (so no RLIMIT_DATA is needed).
+    pub(crate) fn limits_memory(&self) -> bool {
+        self.memory.is_some()
+    }
+
+    /// True when the process count is capped by a cgroup.
+    pub(crate) fn limits_pids(&self) -> bool {
+        self.pids.is_some()
+    }
+
+    /// Takes an idle leaf from the pool, or creates one, and applies `limits`.
+    pub(crate) fn acquire(&self, limits: &Limits) -> Result<Leaf, Error> {
+        let pooled = self.pool.lock().map(|mut pool| pool.pop()).unwrap_or(None);
+        let mut leaf = match pooled {
+            Some(leaf) => leaf,
+            None => self.create_leaf()?,
+        };
+        if let Err(error) = leaf.configure(self, limits) {
+            leaf.remove();
+            return Err(error);
+        }
+        Ok(leaf)
+    }
+
+    /// Returns an emptied leaf to the pool, or removes it if it is not empty.
+    pub(crate) fn release(&self, leaf: Leaf) {
+        if !leaf.is_empty() {
+            leaf.remove();
+            return;
+        }
+        match self.pool.lock() {
+            Ok(mut pool) => pool.push(leaf),
+            Err(_) => leaf.remove(),
+        }
+    }
+
+    fn create_leaf(&self) -> Result<Leaf, Error> {
+        let name = format!("run-{}", self.next_leaf.fetch_add(1, Ordering::Relaxed));
+        let v2 = LeafDir::create(&self.v2_dir.join(&name))?;
+        let mut leaf = Leaf {
+            v2,
+            memory_v1: None,
+            pids_v1: None,
+            cpu_v1: None,
+            oom_baseline: 0,
+            cpu_baseline: Duration::ZERO,
+        };
+        let v1_leaf = |placement: &Option<Placement>| -> Result<Option<LeafDir>, Error> {
+            match placement {
+                Some(Placement::V1(dir)) => LeafDir::create(&dir.join(&name)).map(Some),
+                _ => Ok(None),
+            }
+        };
+        let created = (|| -> Result<(), Error> {
+            leaf.memory_v1 = v1_leaf(&self.memory)?;
+            leaf.pids_v1 = v1_leaf(&self.pids)?;
+            leaf.cpu_v1 = v1_leaf(&self.cpu)?;
+            Ok(())
+        })();
+        match created {
+            Ok(()) => Ok(leaf),
+            Err(error) => {
+                leaf.remove();
+                Err(error)
+            }
+        }
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        let leaves = self.pool.get_mut().map(std::mem::take).unwrap_or_default();
+        for leaf in leaves {
+            leaf.remove();
+        }
+        let _ = fs::remove_dir(&self.v2_dir);
+        for placement in [&self.memory, &self.pids, &self.cpu].into_iter().flatten() {
+            if let Placement::V1(dir) = placement {
+                let _ = fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+impl LeafDir {
+    fn create(path: &Path) -> Result<LeafDir, Error> {
+        let cgroup_error = |source| Error::Cgroup {
+            path: path.to_path_buf(),
+            source,
+        };
+        match fs::create_dir(path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(cgroup_error(error)),
+        }
+        let procs = fs::OpenOptions::new()
+            .write(true)
+            .open(path.join("cgroup.procs"))
+            .map_err(cgroup_error)?;
+        Ok(LeafDir {
+            path: path.to_path_buf(),
+            procs: procs.into(),
+        })
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), Error> {
+        let path = self.path.join(file);
+        fs::write(&path, value).map_err(|source| Error::Cgroup { path, source })
+    }
+
+    fn read(&self, file: &str) -> Option<String> {
+        fs::read_to_string(self.path.join(file)).ok()
+    }
+}
+
+impl Leaf {
+    /// The `cgroup.procs` descriptors the child writes itself into.
+    pub(crate) fn procs_fds(&self) -> Vec<RawFd> {
+        [
+            Some(&self.v2),
+            self.memory_v1.as_ref(),
+            self.pids_v1.as_ref(),
+            self.cpu_v1.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.procs.as_raw_fd())
+        .collect()
+    }
+
+    /// The relative path of the v2 leaf as `/proc/<pid>/cgroup` shows it.
+    pub(crate) fn v2_path(&self) -> &Path {
+        &self.v2.path
+    }
+
+    fn configure(&mut self, cgroups: &Cgroups, limits: &Limits) -> Result<(), Error> {
+        match (&cgroups.memory, &self.memory_v1) {
+            (Some(Placement::V2), _) => {
+                let max = limits
+                    .memory
+                    .map_or("max".to_owned(), |bytes| bytes.to_string());
+                self.v2.write("memory.max", &max)?;
+                // Swap would let the tree exceed the limit silently.
+                let _ = self.v2.write("memory.swap.max", "0");
+            }
+            (_, Some(memory)) => {
+                let max = limits
+                    .memory
+                    .map_or("-1".to_owned(), |bytes| bytes.to_string());
+                memory.write("memory.limit_in_bytes", &max)?;
+                // Resetting the high-water mark makes a pooled leaf report this run's peak.
+                memory.write("memory.max_usage_in_bytes", "0")?;
+            }
+            _ => {}
+        }
+        let pids_max = limits
+            .max_processes
+            .map_or("max".to_owned(), |count| count.to_string());
+        match (&cgroups.pids, &self.pids_v1) {
+            (Some(Placement::V2), _) => self.v2.write("pids.max", &pids_max)?,
+            (_, Some(pids)) => pids.write("pids.max", &pids_max)?,
+            _ => {}
+        }
+        self.oom_baseline = self.oom_kills_total();
+        self.cpu_baseline = self.cpu_total().unwrap_or_default();
+        Ok(())
+    }
+
+    /// The pids of every process in the run, read from the v2 leaf.
+    pub(crate) fn pids(&self) -> Vec<libc::pid_t> {
+        self.v2
+            .read("cgroup.procs")
+            .map(|procs| {
+                procs
+                    .lines()
+                    .filter_map(|line| line.trim().parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// True when no process is left in the run.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self.v2.read("cgroup.events") {
+            Some(events) => events.lines().any(|line| line.trim() == "populated 0"),
+            None => self.pids().is_empty(),
+        }
+    }
+
+    /// Kills every process of the run at once, new forks included.
+    pub(crate) fn kill(&self) {
+        if let Err(error) = self.v2.write("cgroup.kill", "1") {
+            tracing::warn!(%error, "cgroup.kill failed");
+        }
+    }
+
+    /// Polls until the leaf is empty or `budget` is spent; true when empty.
+    pub(crate) async fn wait_empty(&self, budget: Duration) -> bool {
+        let give_up = Instant::now() + budget;
+        let mut pause = Duration::from_micros(200);
+        loop {
+            if self.is_empty() {
+                return true;
+            }
+            if Instant::now() >= give_up {
+                return false;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// As [`Leaf::wait_empty`], blocking the thread; for `Drop`.
+    pub(crate) fn wait_empty_blocking(&self, budget: Duration) -> bool {
+        let give_up = Instant::now() + budget;
+        let mut pause = Duration::from_micros(200);
+        loop {
+            if self.is_empty() {
+                return true;
+            }
+            if Instant::now() >= give_up {
+                return false;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// CPU time used by the run so far (user + system, every process).
+    pub(crate) fn cpu_time(&self) -> Option<Duration> {
+        self.cpu_total()
+            .map(|total| total.saturating_sub(self.cpu_baseline))
+    }
+
+    fn cpu_total(&self) -> Option<Duration> {
+        if let Some(cpu) = &self.cpu_v1 {
+            let nanos: u64 = cpu.read("cpuacct.usage")?.trim().parse().ok()?;
+            return Some(Duration::from_nanos(nanos));
+        }
+        let stat = self.v2.read("cpu.stat")?;
+        let micros = stat
+            .lines()
+            .find_map(|line| line.strip_prefix("usage_usec "))?
+            .trim()
+            .parse()
+            .ok()?;
+        Some(Duration::from_micros(micros))
+    }
+
+    /// The run's peak memory in bytes.
+    pub(crate) fn peak_memory(&self) -> Option<u64> {
+        match &self.memory_v1 {
+            Some(memory) => memory
+                .read("memory.max_usage_in_bytes")?
+                .trim()
+                .parse()
+                .ok(),
+            None => self.v2.read("memory.peak")?.trim().parse().ok(),
+        }
+    }
+
+    /// OOM kills in the run so far.
+    pub(crate) fn oom_kills(&self) -> u64 {
+        self.oom_kills_total().saturating_sub(self.oom_baseline)
+    }
+
+    fn oom_kills_total(&self) -> u64 {
+        let (text, key) = match &self.memory_v1 {
+            Some(memory) => (memory.read("memory.oom_control"), "oom_kill "),
+            None => (self.v2.read("memory.events"), "oom_kill "),
+        };
+        text.and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(key))
+                .and_then(|count| count.trim().parse().ok())
+        })
+        .unwrap_or(0)
+    }
+
+    /// Removes the leaf's directories, killing anything left in them first.
+    pub(crate) fn remove(self) {
+        if !self.is_empty() {
+            self.kill();
+            self.wait_empty_blocking(Duration::from_millis(200));
+        }
+        for dir in [Some(self.v2), self.memory_v1, self.pids_v1, self.cpu_v1]
+            .into_iter()
+            .flatten()
+        {
+            drop(dir.procs);
+            remove_dir_retrying(&dir.path);
+        }
+    }
+}
+
+/// `rmdir` of a cgroup can fail with EBUSY for a few milliseconds after its
+/// last process died; retry briefly.
+fn remove_dir_retrying(path: &Path) {
+    for attempt in 0..20 {
+        match fs::remove_dir(path) {
+            Ok(()) => return,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return,
+            Err(_) if attempt < 19 => std::thread::sleep(Duration::from_millis(1)),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "could not remove a cgroup")
+            }
+        }
+    }
+}
+
+/// Removes `toolsmith-<pid>-<n>` directories left under `base` by executors
+/// whose process no longer exists (one killed with SIGKILL, say), killing
+/// whatever still runs in their leaves.
+fn remove_stale_dirs(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("toolsmith-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        if let Ok(leaves) = fs::read_dir(&dir) {
+            for leaf in leaves.flatten().filter(|leaf| leaf.path().is_dir()) {
+                let kill = leaf.path().join("cgroup.kill");
+                if kill.exists() {
+                    let _ = fs::write(&kill, "1");
+                }
+                remove_dir_retrying(&leaf.path());
+            }
+        }
+        remove_dir_retrying(&dir);
+        tracing::info!(path = %dir.display(), "removed a stale cgroup of a dead executor");
+    }
+}
+
+fn join_cgroup_path(mount: &Path, cgroup: &str) -> PathBuf {
+    mount.join(cgroup.trim_start_matches('/'))
+}
+
+/// The cgroup mounts of this mount namespace.
+#[derive(Debug, Default)]
+struct Mounts {
+    v2: Option<PathBuf>,
+    v1: Vec<(PathBuf, Vec<String>)>,
+}
+
+impl Mounts {
+    fn read() -> Mounts {
+        fs::read_to_string("/proc/self/mountinfo")
+            .map(|text| Mounts::parse(&text))
+            .unwrap_or_default()
+    }
+
+    /// Parses `/proc/self/mountinfo`: the mount point is the fifth field; the
+    /// file system type and super options follow the ` - ` separator.
+    fn parse(mountinfo: &str) -> Mounts {
+        let mut mounts = Mounts::default();
+        for line in mountinfo.lines() {
+            let Some((before, after)) = line.split_once(" - ") else {
+                continue;
+            };
+            let Some(mount_point) = before.split(' ').nth(4) else {
+                continue;
+            };
+            let mut after = after.split(' ');
+            let fs_type = after.next().unwrap_or_default();
+            let super_options = after.nth(1).unwrap_or_default();
+            let mount_point = PathBuf::from(mount_point.replace("\\040", " "));
+            match fs_type {
+                "cgroup2" if mounts.v2.is_none() => mounts.v2 = Some(mount_point),
+                "cgroup" => {
+                    let controllers = super_options.split(',').map(str::to_owned).collect();
+                    mounts.v1.push((mount_point, controllers));
+                }
+                _ => {}
+            }
+        }
+        mounts
+    }
+}
+
+/// The cgroups this process belongs to.
+#[derive(Debug, Default)]
+struct Memberships {
+    v2: Option<String>,
+    v1: Vec<(Vec<String>, String)>,
+}
+
+impl Memberships {
+    fn read() -> Memberships {
+        fs::read_to_string("/proc/self/cgroup")
+            .map(|text| Memberships::parse(&text))
+            .unwrap_or_default()
+    }
+
+    /// Parses `/proc/self/cgroup` lines `id:controllers:path`.
+    fn parse(text: &str) -> Memberships {
+        let mut memberships = Memberships::default();
+        for line in text.lines() {
+            let mut fields = line.splitn(3, ':');
+            let (Some(id), Some(controllers), Some(path)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if id == "0" && controllers.is_empty() {
+                memberships.v2 = Some(path.to_owned());
+            } else {
+                let controllers = controllers.split(',').map(str::to_owned).collect();
+                memberships.v1.push((controllers, path.to_owned()));
+            }
+        }
+        memberships
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_hybrid_mountinfo() {
+        let mountinfo = "\
+35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate
+36 25 0:31 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+37 25 0:32 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
+";
+        let mounts = Mounts::parse(mountinfo);
+        assert_eq!(mounts.v2, Some(PathBuf::from("/sys/fs/cgroup/unified")));
+        assert_eq!(mounts.v1.len(), 2);
+        assert_eq!(mounts.v1[1].1, ["rw", "cpu", "cpuacct"]);
+    }
+
+    #[test]
+    fn parses_memberships() {
+        let memberships = Memberships::parse("4:memory:/process_api/abc\n2:cpu,cpuacct:/\n0::/\n");
+        assert_eq!(memberships.v2.as_deref(), Some("/"));
+        assert_eq!(
+            memberships.v1[0],
+            (vec!["memory".to_owned()], "/process_api/abc".to_owned())
+        );
+        assert_eq!(memberships.v1[1].0, ["cpu", "cpuacct"]);
+    }
+}

@@ -1,0 +1,87 @@
+//! Process handles that cannot outlive their process: pidfds, and reaping.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use crate::Termination;
+
+/// Opens a pidfd for `pid`, or `None` when the process is already gone.
+pub(crate) fn open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0_u32) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel returned a fresh descriptor, which we now own.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sends `signal` to the process behind `pidfd`. A process that has already
+/// exited is not an error: there is nothing left to signal.
+pub(crate) fn send_signal(pidfd: &OwnedFd, signal: libc::c_int) {
+    // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0_u32,
+        );
+    }
+}
+
+/// How a reaped process ended, with the resources it and the children it
+/// waited for used.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reaped {
+    pub(crate) termination: Termination,
+    pub(crate) cpu_time: Duration,
+    pub(crate) max_rss_bytes: u64,
+}
+
+/// Reaps `pid`, our child, if it has exited; `Ok(None)` while it runs.
+pub(crate) fn try_reap(pid: libc::pid_t) -> io::Result<Option<Reaped>> {
+    reap(pid, libc::WNOHANG)
+}
+
+/// Reaps `pid`, our child, waiting for it to exit.
+pub(crate) fn reap_blocking(pid: libc::pid_t) -> io::Result<Option<Reaped>> {
+    reap(pid, 0)
+}
+
+fn reap(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<Reaped>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data, filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 on our own child with valid out-pointers.
+        let result = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+        if result == 0 {
+            return Ok(None);
+        }
+        if result < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        break;
+    }
+    let termination = if libc::WIFSIGNALED(status) {
+        Termination::Signaled(libc::WTERMSIG(status))
+    } else {
+        Termination::Exited(libc::WEXITSTATUS(status))
+    };
+    let to_duration = |time: libc::timeval| {
+        Duration::from_secs(u64::try_from(time.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(time.tv_usec).unwrap_or(0))
+    };
+    Ok(Some(Reaped {
+        termination,
+        cpu_time: to_duration(usage.ru_utime) + to_duration(usage.ru_stime),
+        max_rss_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+    }))
+}

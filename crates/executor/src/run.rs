@@ -1,0 +1,369 @@
+//! One run from spawn to a clean end: the event loop that feeds the
+//! [`Lifecycle`] state machine, drains the output streams, feeds stdin, and
+//! guarantees (in `Drop`) that nothing outlives the run.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+
+use crate::capture::StreamCapture;
+use crate::containment::{Containment, Leader, MARKER_VAR};
+use crate::lifecycle::{Action, Event, Lifecycle, Phase};
+use crate::spawn::{self, SpawnPlan};
+use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
+
+/// How long the pipes may still be read after the main process exited and
+/// the rest of the tree was killed. With a kernel-enforced container the
+/// pipes reach EOF at once; this bounds the weaker backends, where a process
+/// that escaped may hold a pipe open forever.
+const DRAIN_BUDGET: Duration = Duration::from_millis(500);
+
+/// How long to wait for the killed tree to disappear.
+const TREE_GONE_BUDGET: Duration = Duration::from_secs(1);
+
+/// How often the tree's CPU time is compared with the CPU limit.
+const CPU_POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The size of one read from an output pipe.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A run in progress. Dropping it (a cancelled future, an early error)
+/// kills and reaps everything the run started.
+struct RunGuard<'executor> {
+    executor: &'executor Executor,
+    containment: Option<Containment>,
+    leader: Option<Leader>,
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        let Some(mut containment) = self.containment.take() else {
+            return;
+        };
+        if let Some(leader) = self.leader.take() {
+            containment.signal_tree(&leader, libc::SIGKILL);
+            // SIGKILL cannot be caught, so this wait is short.
+            if let Err(error) = pidfd::reap_blocking(leader.pid) {
+                tracing::warn!(pid = leader.pid, %error, "could not reap a cancelled run");
+            }
+            containment.wait_gone_blocking(TREE_GONE_BUDGET);
+        }
+        self.executor.release(containment);
+    }
+}
+
+/// An output pipe being read into a bounded capture.
+struct Stream {
+    pipe: Option<pipe::Receiver>,
+    capture: StreamCapture,
+    buffer: Box<[u8]>,
+}
+
+impl Stream {
+    fn new(read_end: OwnedFd, cap: u64) -> Result<Stream, Error> {
+        spawn::set_nonblocking(&read_end)?;
+        let pipe =
+            pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
+                call: "registering a pipe with the runtime",
+                source,
+            })?;
+        Ok(Stream {
+            pipe: Some(pipe),
+            capture: StreamCapture::new(cap),
+            buffer: vec![0; READ_CHUNK].into_boxed_slice(),
+        })
+    }
+
+    fn open(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    /// Reads one chunk; closes the stream at EOF or on an error. Cancel-safe.
+    async fn read_chunk(&mut self) {
+        let Some(pipe) = &mut self.pipe else {
+            return;
+        };
+        match pipe.read(&mut self.buffer).await {
+            Ok(0) | Err(_) => self.pipe = None,
+            Ok(read) => self.capture.push(&self.buffer[..read]),
+        }
+    }
+}
+
+/// The input being written to the program's stdin.
+struct Input<'input> {
+    pipe: Option<pipe::Sender>,
+    remaining: &'input [u8],
+    unread: bool,
+}
+
+impl Input<'_> {
+    fn pending(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    /// Writes one chunk; closes stdin when done. A program that exits or
+    /// closes stdin without reading everything is not an error.
+    async fn write_chunk(&mut self) {
+        let Some(pipe) = &mut self.pipe else {
+            return;
+        };
+        if self.remaining.is_empty() {
+            self.pipe = None;
+            return;
+        }
+        match pipe.write(self.remaining).await {
+            Ok(written) => self.remaining = &self.remaining[written..],
+            Err(error) => {
+                if error.kind() != io::ErrorKind::BrokenPipe {
+                    tracing::debug!(%error, "writing stdin failed");
+                }
+                self.unread = true;
+                self.pipe = None;
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        if self.pipe.take().is_some() && !self.remaining.is_empty() {
+            self.unread = true;
+        }
+    }
+}
+
+/// Runs `command` to completion. See [`Executor::run`].
+pub(crate) async fn run(
+    executor: &Executor,
+    command: &Command,
+    limits: &Limits,
+) -> Result<Outcome, Error> {
+    let run_id = executor.next_run_id();
+    let containment = executor.contain(limits)?;
+    let mut guard = RunGuard {
+        executor,
+        containment: Some(containment),
+        leader: None,
+    };
+
+    let (stdout_read, stdout_write) = spawn::pipe()?;
+    let (stderr_read, stderr_write) = spawn::pipe()?;
+    let (stdin_child, stdin_parent) = match command.stdin_bytes() {
+        Some(_) => {
+            let (read, write) = spawn::pipe()?;
+            (read, Some(write))
+        }
+        None => (executor.dev_null()?, None),
+    };
+
+    let marker_value = format!("{}.{run_id}", std::process::id());
+    let extra_env: Vec<(&OsStr, &OsStr)> =
+        match guard.containment.as_ref().map(Containment::backend) {
+            Some(crate::Backend::Subreaper) => {
+                vec![(OsStr::new(MARKER_VAR), OsStr::new(&marker_value))]
+            }
+            _ => Vec::new(),
+        };
+    if let Some(Containment::Subreaper { marker, .. }) = guard.containment.as_mut() {
+        *marker = format!("{MARKER_VAR}={marker_value}").into_bytes();
+    }
+    let plan = SpawnPlan::new(
+        command,
+        &extra_env,
+        [
+            stdin_child.as_raw_fd(),
+            stdout_write.as_raw_fd(),
+            stderr_write.as_raw_fd(),
+        ],
+        guard
+            .containment
+            .as_ref()
+            .map(Containment::procs_fds)
+            .unwrap_or_default(),
+        executor.rlimits(limits),
+        executor.namespaces(),
+    )?;
+
+    let started = Instant::now();
+    let spawned = spawn::spawn(&plan)?;
+    drop((stdin_child, stdout_write, stderr_write));
+    let leader = guard.leader.insert(Leader {
+        pid: spawned.pid,
+        pidfd: spawned.pidfd,
+    });
+    // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
+    // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
+    // later) is dropped before `guard`.
+    let leader_exit = unsafe {
+        AsyncFd::register_with_interest(leader.pidfd.as_raw_fd(), tokio::io::Interest::READABLE)
+    }
+    .map_err(|error| Error::Sys {
+        call: "registering a pidfd with the runtime",
+        source: io::Error::from(error),
+    })?;
+
+    let mut stdout = Stream::new(stdout_read, limits.max_output)?;
+    let mut stderr = Stream::new(stderr_read, limits.max_output)?;
+    let mut input = Input {
+        pipe: match stdin_parent {
+            Some(write_end) => {
+                spawn::set_nonblocking(&write_end)?;
+                Some(
+                    pipe::Sender::from_owned_fd_unchecked(write_end).map_err(|source| {
+                        Error::Sys {
+                            call: "registering a pipe with the runtime",
+                            source,
+                        }
+                    })?,
+                )
+            }
+            None => None,
+        },
+        remaining: command.stdin_bytes().unwrap_or_default(),
+        unread: false,
+    };
+
+    let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+    let watch_cpu = limits.cpu.filter(|_| {
+        guard
+            .containment
+            .as_ref()
+            .is_some_and(|containment| containment.cpu_time().is_some())
+    });
+    let mut cpu_poll = tokio::time::interval(CPU_POLL_INTERVAL);
+    let mut lifecycle = Lifecycle::new(limits.grace);
+    let mut leftovers_killed = Some(0);
+
+    while lifecycle.phase() != Phase::Exited {
+        let kill_at = match lifecycle.phase() {
+            Phase::Terminating { kill_at } => Some(tokio::time::Instant::from_std(kill_at)),
+            _ => None,
+        };
+        let running = lifecycle.phase() == Phase::Running;
+        let event = tokio::select! {
+            biased;
+            ready = leader_exit.readable() => {
+                if let Ok(mut ready) = ready {
+                    ready.retain_ready();
+                }
+                Event::LeaderExited
+            }
+            () = tokio::time::sleep_until(deadline), if running => Event::Deadline,
+            () = tokio::time::sleep_until(kill_at.unwrap_or(deadline)), if kill_at.is_some() => Event::GraceElapsed,
+            _ = cpu_poll.tick(), if running && watch_cpu.is_some() => {
+                let used = guard.containment.as_ref().and_then(Containment::cpu_time).unwrap_or_default();
+                if watch_cpu.is_some_and(|limit| used >= limit) {
+                    Event::CpuExceeded
+                } else {
+                    continue;
+                }
+            }
+            () = stdout.read_chunk(), if stdout.open() => continue,
+            () = stderr.read_chunk(), if stderr.open() => continue,
+            () = input.write_chunk(), if input.pending() => continue,
+        };
+        let Some(action) = lifecycle.on(event, Instant::now()) else {
+            continue;
+        };
+        let (Some(containment), Some(leader)) = (guard.containment.as_mut(), guard.leader.as_ref())
+        else {
+            break;
+        };
+        match action {
+            Action::TerminateTree => containment.signal_tree(leader, libc::SIGTERM),
+            Action::KillTree => containment.signal_tree(leader, libc::SIGKILL),
+            Action::KillLeftovers => leftovers_killed = containment.kill_leftovers(leader),
+        }
+    }
+    drop(leader_exit);
+    input.close();
+
+    // The leader has exited: reap it (it is our child and a zombie, so its
+    // pid could not have been reused), then make sure the tree is gone.
+    let leader = guard.leader.take();
+    let reaped = match &leader {
+        Some(leader) => pidfd::reap_blocking(leader.pid).map_err(|source| Error::Sys {
+            call: "wait4",
+            source,
+        })?,
+        None => None,
+    };
+    let mut containment = guard.containment.take();
+    let tree_gone = match containment.as_mut() {
+        Some(containment) => containment.wait_gone(TREE_GONE_BUDGET).await,
+        None => true,
+    };
+    if !tree_gone {
+        tracing::debug!("processes of the run may remain (weak containment backend)");
+    }
+    let drain_until = tokio::time::Instant::now() + DRAIN_BUDGET;
+    while stdout.open() || stderr.open() {
+        tokio::select! {
+            () = tokio::time::sleep_until(drain_until) => break,
+            () = stdout.read_chunk(), if stdout.open() => {}
+            () = stderr.read_chunk(), if stderr.open() => {}
+        }
+    }
+    let wall_time = started.elapsed();
+
+    let Some(containment) = containment else {
+        return Err(Error::Sys {
+            call: "run",
+            source: io::Error::other("the run lost its container"),
+        });
+    };
+    let termination = reaped.map_or(Termination::Signaled(libc::SIGKILL), |reaped| {
+        reaped.termination
+    });
+    let cpu_time = containment
+        .cpu_time()
+        .or(reaped.map(|reaped| reaped.cpu_time));
+    let limit = lifecycle.limit().or_else(|| {
+        if containment.oom_kills() > 0 {
+            return Some(LimitKind::Memory);
+        }
+        cpu_limit_hit(
+            termination,
+            limits.cpu,
+            reaped.map(|reaped| reaped.cpu_time),
+        )
+    });
+    let outcome = Outcome {
+        termination,
+        limit,
+        escalated: lifecycle.escalated(),
+        wall_time,
+        cpu_time,
+        peak_memory: containment
+            .peak_memory()
+            .or(reaped.map(|reaped| reaped.max_rss_bytes)),
+        stdout: stdout.capture.finish(),
+        stderr: stderr.capture.finish(),
+        leftovers_killed,
+        stdin_unread: input.unread,
+        backend: containment.backend(),
+    };
+    executor.release(containment);
+    Ok(outcome)
+}
+
+/// RLIMIT_CPU ends a process with SIGXCPU at the soft limit, or SIGKILL at
+/// the hard one when SIGXCPU is caught or ignored.
+fn cpu_limit_hit(
+    termination: Termination,
+    limit: Option<Duration>,
+    used: Option<Duration>,
+) -> Option<LimitKind> {
+    let limit = limit?;
+    match termination {
+        Termination::Signaled(libc::SIGXCPU) => Some(LimitKind::Cpu),
+        Termination::Signaled(libc::SIGKILL) if used.is_some_and(|used| used >= limit) => {
+            Some(LimitKind::Cpu)
+        }
+        _ => None,
+    }
+}
