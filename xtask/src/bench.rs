@@ -1,0 +1,581 @@
+//! `cargo xtask bench`: the per-call cost of a fully isolated run through the executor,
+//! against plain `std::process::Command` of the same program measured in the same run.
+//!
+//! Method (as in section 4 of the isolation research): every variant gets warm-ups, then
+//! the calls are spread over interleaved rounds that rotate the order of the variants, so
+//! drift in machine load hits all of them alike. The whole measurement runs twice: with
+//! this process small, then holding 1 GiB of resident memory, where a `fork` (as opposed
+//! to `vfork`/`posix_spawn`) must copy page tables and slows down by an order of magnitude.
+//! Only ratios against the baseline of the same run mean anything across machines.
+
+use std::ffi::CStr;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, Outcome};
+
+use crate::CheckFailed;
+
+/// The trivial program every variant runs.
+const PROGRAM: &str = "/bin/true";
+
+/// Resident memory the parent holds in the second pass.
+const LARGE_PARENT_BYTES: usize = 1 << 30;
+
+/// Bytes between two writes that make the large parent's memory resident.
+const PAGE_BYTES: usize = 4096;
+
+/// How many calls to make, resolved from the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BenchSettings {
+    calls_small_parent: usize,
+    calls_large_parent: usize,
+    warmups: usize,
+    rounds: usize,
+}
+
+impl BenchSettings {
+    /// `--quick` makes a smoke run of a few calls; `--calls N` sets the calls per variant
+    /// with a small parent, and a quarter of that with the large one (a fork there costs
+    /// tens of milliseconds).
+    pub(crate) fn resolve(quick: bool, calls: Option<usize>) -> BenchSettings {
+        let (default_calls, warmups) = if quick { (40, 5) } else { (2000, 20) };
+        let calls_small_parent = calls.unwrap_or(default_calls);
+        let calls_large_parent = (calls_small_parent / 4).max(1);
+        BenchSettings {
+            calls_small_parent,
+            calls_large_parent,
+            warmups,
+            rounds: calls_large_parent.min(10),
+        }
+    }
+}
+
+/// One way of running [`PROGRAM`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `std::process::Command` with null stdin, `.output()`: glibc `posix_spawn`, a vfork.
+    StdCommand,
+    /// The same with a no-op `pre_exec` closure, which forces a real `fork`.
+    StdPreExec,
+    /// `Executor::run` awaited on a multi-thread tokio runtime, as the CLI runs it.
+    ExecutorMultiThread,
+    /// `Executor::run` awaited on a current-thread tokio runtime.
+    ExecutorCurrentThread,
+}
+
+impl Variant {
+    const ALL: [Variant; 4] = [
+        Variant::StdCommand,
+        Variant::StdPreExec,
+        Variant::ExecutorMultiThread,
+        Variant::ExecutorCurrentThread,
+    ];
+
+    /// The variant every ratio is taken against.
+    const BASELINE: Variant = Variant::StdCommand;
+
+    fn label(self) -> &'static str {
+        match self {
+            Variant::StdCommand => "std Command (baseline)",
+            Variant::StdPreExec => "std Command + pre_exec no-op (fork)",
+            Variant::ExecutorMultiThread => "executor.run, multi-thread runtime",
+            Variant::ExecutorCurrentThread => "executor.run, current-thread runtime",
+        }
+    }
+}
+
+/// The runtimes and executors the executor variants run on, set up once.
+struct Harness {
+    multi_thread: tokio::runtime::Runtime,
+    multi_thread_executor: Executor,
+    current_thread: tokio::runtime::Runtime,
+    current_thread_executor: Executor,
+    command: toolsmith_executor::Command,
+    limits: Limits,
+}
+
+impl Harness {
+    fn new() -> anyhow::Result<Harness> {
+        let multi_thread = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("could not start a multi-thread tokio runtime")?;
+        let current_thread = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("could not start a current-thread tokio runtime")?;
+        // Each executor is created inside the runtime it will run on, in case it starts
+        // background work there.
+        let multi_thread_executor = new_executor(&multi_thread)?;
+        let current_thread_executor = new_executor(&current_thread)?;
+        let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
+            .context("could not describe the benchmarked command")?;
+        Ok(Harness {
+            multi_thread,
+            multi_thread_executor,
+            current_thread,
+            current_thread_executor,
+            command,
+            limits: Limits::recommended(),
+        })
+    }
+
+    /// Makes `n_calls` calls of `variant`, appending each one's duration in µs to `samples`.
+    fn run_batch(
+        &self,
+        variant: Variant,
+        n_calls: usize,
+        samples: &mut Vec<f64>,
+    ) -> anyhow::Result<()> {
+        match variant {
+            Variant::StdCommand => std_batch(false, n_calls, samples),
+            Variant::StdPreExec => std_batch(true, n_calls, samples),
+            Variant::ExecutorMultiThread => self.executor_batch(
+                &self.multi_thread,
+                &self.multi_thread_executor,
+                n_calls,
+                samples,
+            ),
+            Variant::ExecutorCurrentThread => self.executor_batch(
+                &self.current_thread,
+                &self.current_thread_executor,
+                n_calls,
+                samples,
+            ),
+        }
+    }
+
+    /// Times each `run` inside one `block_on`, so runtime entry is not part of a call.
+    fn executor_batch(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        executor: &Executor,
+        n_calls: usize,
+        samples: &mut Vec<f64>,
+    ) -> anyhow::Result<()> {
+        runtime.block_on(async {
+            for _ in 0..n_calls {
+                let started = Instant::now();
+                let result = executor.run(&self.command, &self.limits).await;
+                let elapsed = started.elapsed();
+                let outcome =
+                    result.with_context(|| format!("executor.run of `{PROGRAM}` failed"))?;
+                ensure_success(&outcome)?;
+                samples.push(micros(elapsed));
+            }
+            Ok(())
+        })
+    }
+}
+
+fn new_executor(runtime: &tokio::runtime::Runtime) -> anyhow::Result<Executor> {
+    let _entered = runtime.enter();
+    Executor::new(ExecutorConfig {
+        backend: BackendChoice::Auto,
+        max_concurrent: None,
+    })
+    .context("could not create the executor")
+}
+
+fn ensure_success(outcome: &Outcome) -> anyhow::Result<()> {
+    if outcome.success() {
+        return Ok(());
+    }
+    Err(CheckFailed(format!(
+        "executor run of `{PROGRAM}` did not succeed: termination {:?}, limit {:?}, backend {}, stderr {:?}",
+        outcome.termination,
+        outcome.limit,
+        outcome.backend,
+        outcome.stderr.text_lossy(),
+    ))
+    .into())
+}
+
+fn std_batch(force_fork: bool, n_calls: usize, samples: &mut Vec<f64>) -> anyhow::Result<()> {
+    for _ in 0..n_calls {
+        let started = Instant::now();
+        let mut command = std::process::Command::new(PROGRAM);
+        command.stdin(Stdio::null());
+        if force_fork {
+            // SAFETY: the closure does nothing, so it is async-signal-safe and touches no
+            // state shared with the parent.
+            unsafe {
+                command.pre_exec(|| Ok(()));
+            }
+        }
+        let output = command
+            .output()
+            .with_context(|| format!("could not run `{PROGRAM}` with std::process::Command"))?;
+        let elapsed = started.elapsed();
+        if !output.status.success() {
+            return Err(CheckFailed(format!(
+                "std::process::Command run of `{PROGRAM}` did not succeed: {}",
+                output.status
+            ))
+            .into());
+        }
+        samples.push(micros(elapsed));
+    }
+    Ok(())
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// The distribution of one variant's call durations, in µs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stats {
+    median: f64,
+    p90: f64,
+    p99: f64,
+}
+
+impl Stats {
+    fn of(samples: &[f64]) -> Stats {
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Stats {
+            median: percentile(&sorted, 0.50),
+            p90: percentile(&sorted, 0.90),
+            p99: percentile(&sorted, 0.99),
+        }
+    }
+}
+
+/// Linear interpolation between the closest ranks of `sorted` (numpy's default method).
+fn percentile(sorted: &[f64], fraction: f64) -> f64 {
+    let Some(&last) = sorted.last() else {
+        return f64::NAN;
+    };
+    let rank = fraction * (sorted.len() - 1) as f64;
+    let below = rank.floor() as usize;
+    let Some(&above_value) = sorted.get(below + 1) else {
+        return last;
+    };
+    sorted[below] + (above_value - sorted[below]) * (rank - below as f64)
+}
+
+/// One row of the report.
+struct Row {
+    variant: Variant,
+    parent: &'static str,
+    parent_rss_mib: u64,
+    calls: usize,
+    stats: Stats,
+}
+
+/// Warm-ups, then `n_calls` calls per variant over interleaved rounds.
+fn measure_pass(
+    harness: &Harness,
+    settings: &BenchSettings,
+    parent: &'static str,
+    n_calls: usize,
+) -> anyhow::Result<Vec<Row>> {
+    let parent_rss_mib = resident_memory_kib()? / 1024;
+    eprintln!(
+        "bench: parent {parent} (RSS {parent_rss_mib} MiB): {n_calls} calls per variant in {} rounds",
+        settings.rounds
+    );
+    let mut discarded = Vec::new();
+    for variant in Variant::ALL {
+        harness.run_batch(variant, settings.warmups, &mut discarded)?;
+    }
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(n_calls); Variant::ALL.len()];
+    for round in 0..settings.rounds {
+        // Spread the remainder over the first rounds so the total is exactly `n_calls`.
+        let calls_this_round =
+            n_calls / settings.rounds + usize::from(round < n_calls % settings.rounds);
+        for offset in 0..Variant::ALL.len() {
+            let variant_idx = (round + offset) % Variant::ALL.len();
+            harness.run_batch(
+                Variant::ALL[variant_idx],
+                calls_this_round,
+                &mut samples[variant_idx],
+            )?;
+        }
+    }
+    Ok(Variant::ALL
+        .into_iter()
+        .zip(samples)
+        .map(|(variant, variant_samples)| Row {
+            variant,
+            parent,
+            parent_rss_mib,
+            calls: variant_samples.len(),
+            stats: Stats::of(&variant_samples),
+        })
+        .collect())
+}
+
+/// 1 GiB that is really resident: allocated fallibly, then written once per page.
+fn allocate_large_parent_memory() -> anyhow::Result<Vec<u8>> {
+    let mut ballast: Vec<u8> = Vec::new();
+    ballast
+        .try_reserve_exact(LARGE_PARENT_BYTES)
+        .context("could not allocate 1 GiB for the large-parent pass")?;
+    ballast.resize(LARGE_PARENT_BYTES, 0);
+    for byte in ballast.iter_mut().step_by(PAGE_BYTES) {
+        *byte = 1;
+    }
+    Ok(std::hint::black_box(ballast))
+}
+
+/// `VmRSS` of this process, in KiB.
+fn resident_memory_kib() -> anyhow::Result<u64> {
+    let status =
+        std::fs::read_to_string("/proc/self/status").context("could not read /proc/self/status")?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("/proc/self/status has no readable VmRSS line")
+}
+
+/// What the numbers depend on, printed above the table.
+struct MachineFacts {
+    n_cpus: usize,
+    kernel: String,
+    cpu_model: String,
+}
+
+fn machine_facts() -> MachineFacts {
+    let n_cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|cpuinfo| {
+            cpuinfo
+                .lines()
+                .find_map(|line| line.strip_prefix("model name"))
+                .and_then(|rest| rest.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    MachineFacts {
+        n_cpus,
+        kernel: kernel_release(),
+        cpu_model,
+    }
+}
+
+/// `uname -srm`, read with the system call rather than by spawning `uname`.
+fn kernel_release() -> String {
+    // SAFETY: `utsname` is plain old data for which all-zero bytes are valid.
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is a valid, writable `utsname`.
+    if unsafe { libc::uname(&mut name) } != 0 {
+        return "unknown".to_owned();
+    }
+    let field = |chars: &[libc::c_char]| {
+        // SAFETY: uname fills each field with a NUL-terminated string within its array.
+        unsafe { CStr::from_ptr(chars.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&name.sysname),
+        field(&name.release),
+        field(&name.machine)
+    )
+}
+
+/// Measures both passes and prints the report on stdout; progress goes to stderr.
+///
+/// Timings of an unoptimized executor say little about the shipped one, so a debug build
+/// of xtask hands over to a release build of itself with the same arguments.
+pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        return run_release_build(root);
+    }
+    let harness = Harness::new()?;
+    let facts = machine_facts();
+    let started = Instant::now();
+    let mut rows = measure_pass(&harness, settings, "small", settings.calls_small_parent)?;
+    let ballast = allocate_large_parent_memory()?;
+    rows.extend(measure_pass(
+        &harness,
+        settings,
+        "1 GiB",
+        settings.calls_large_parent,
+    )?);
+    drop(std::hint::black_box(ballast));
+    eprintln!("bench: done in {:.1}s", started.elapsed().as_secs_f64());
+    let report = render_report(&harness, settings, &facts, &rows);
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(report.as_bytes())
+        .context("could not write the report")?;
+    stdout.flush().context("could not write the report")
+}
+
+fn run_release_build(root: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("bench: building and running xtask in release mode");
+    let status = std::process::Command::new(&cargo)
+        .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
+        .args(std::env::args_os().skip(1))
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("could not start `{}`", cargo.to_string_lossy()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(CheckFailed(format!(
+            "the release build of the bench exited with {status}"
+        ))
+        .into())
+    }
+}
+
+fn render_report(
+    harness: &Harness,
+    settings: &BenchSettings,
+    facts: &MachineFacts,
+    rows: &[Row],
+) -> String {
+    let mut report = String::new();
+    let backend = harness.multi_thread_executor.backend();
+    // Writing to a String cannot fail.
+    let _ = writeln!(report, "toolsmith spawn bench: `{PROGRAM}` per call, µs");
+    let _ = writeln!(
+        report,
+        "executor: toolsmith_executor::Executor::run, backend {backend}, Limits::recommended()"
+    );
+    let _ = writeln!(
+        report,
+        "machine: {} cpus, {}, {}",
+        facts.n_cpus, facts.kernel, facts.cpu_model
+    );
+    let _ = writeln!(
+        report,
+        "method: {} warm-ups per variant, then {} interleaved rounds; ratio = median / median of the baseline with the same parent",
+        settings.warmups, settings.rounds
+    );
+    let _ = writeln!(report);
+    let header = [
+        "variant",
+        "parent",
+        "parent RSS",
+        "calls",
+        "median µs",
+        "p90 µs",
+        "p99 µs",
+        "ratio",
+    ];
+    let mut table: Vec<[String; 8]> = Vec::new();
+    for row in rows {
+        let baseline = rows
+            .iter()
+            .find(|other| other.parent == row.parent && other.variant == Variant::BASELINE)
+            .map_or(f64::NAN, |baseline| baseline.stats.median);
+        table.push([
+            row.variant.label().to_owned(),
+            row.parent.to_owned(),
+            format!("{} MiB", row.parent_rss_mib),
+            row.calls.to_string(),
+            format!("{:.1}", row.stats.median),
+            format!("{:.1}", row.stats.p90),
+            format!("{:.1}", row.stats.p99),
+            format!("{:.2}", row.stats.median / baseline),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            table
+                .iter()
+                .map(|cells| cells[column].chars().count())
+                .chain([header[column].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    // The first two columns are text, left-aligned; the rest are numbers, right-aligned.
+    let render_line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(column, (cell, &width))| {
+                if column < 2 {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        format!("| {} |", padded.join(" | "))
+    };
+    let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
+    let _ = writeln!(report, "{}", render_line(&header));
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(column, &width)| {
+            if column < 2 {
+                "-".repeat(width)
+            } else {
+                format!("{}:", "-".repeat(width.saturating_sub(1)))
+            }
+        })
+        .collect();
+    let _ = writeln!(report, "| {} |", rule.join(" | "));
+    for cells in &table {
+        let _ = writeln!(report, "{}", render_line(cells));
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bench::{BenchSettings, Stats, percentile};
+
+    fn check(samples: &[f64], expect: (f64, f64, f64)) {
+        let stats = Stats::of(samples);
+        assert_eq!(
+            (stats.median, stats.p90, stats.p99),
+            expect,
+            "samples: {samples:?}"
+        );
+    }
+
+    #[test]
+    fn stats() {
+        check(&[5.0], (5.0, 5.0, 5.0));
+        check(&[3.0, 1.0], (2.0, 2.8, 2.98));
+        check(&[4.0, 1.0, 3.0, 2.0, 5.0], (3.0, 4.6, 4.96));
+        let hundred_and_one: Vec<f64> = (0..=100).rev().map(f64::from).collect();
+        check(&hundred_and_one, (50.0, 90.0, 99.0));
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn settings() {
+        let default = BenchSettings::resolve(false, None);
+        assert_eq!(
+            (default.calls_small_parent, default.calls_large_parent),
+            (2000, 500)
+        );
+        assert_eq!((default.warmups, default.rounds), (20, 10));
+        let quick = BenchSettings::resolve(true, None);
+        assert_eq!(
+            (quick.calls_small_parent, quick.calls_large_parent),
+            (40, 10)
+        );
+        let tiny = BenchSettings::resolve(false, Some(6));
+        assert_eq!(
+            (
+                tiny.calls_small_parent,
+                tiny.calls_large_parent,
+                tiny.rounds
+            ),
+            (6, 1, 1)
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::CheckFailed;
+
+/// One CI step that runs cargo.
+struct CargoStep {
+    name: &'static str,
+    args: &'static [&'static str],
+    /// Rustdoc flags added for this step only.
+    rustdoc_flags: Option<&'static str>,
+}
+
+/// The cargo steps, cheapest and most likely to fail first. Tidy runs after them.
+const CARGO_STEPS: &[CargoStep] = &[
+    CargoStep {
+        name: "fmt",
+        args: &["fmt", "--all", "--", "--check"],
+        rustdoc_flags: None,
+    },
+    CargoStep {
+        name: "clippy",
+        args: &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        rustdoc_flags: None,
+    },
+    CargoStep {
+        name: "test",
+        args: &["test", "--workspace"],
+        rustdoc_flags: None,
+    },
+    CargoStep {
+        name: "doc",
+        args: &["doc", "--workspace", "--no-deps"],
+        rustdoc_flags: Some("-D warnings"),
+    },
+];
+
+/// Runs every step in `root`, printing each step's name and duration on stderr.
+pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut timings: Vec<(&str, Duration)> = Vec::new();
+    for step in CARGO_STEPS {
+        let started = step_started(step.name, &format!("cargo {}", step.args.join(" ")));
+        let mut command = Command::new(&cargo);
+        command.args(step.args).current_dir(root);
+        if let Some(flags) = step.rustdoc_flags {
+            command.env("RUSTDOCFLAGS", rustdoc_flags_with(flags));
+        }
+        // stdio is inherited: `cargo test` output reaches CI unchanged.
+        let status = command
+            .status()
+            .with_context(|| format!("could not start `{}`", cargo.to_string_lossy()))?;
+        let elapsed = step_finished(step.name, started, status.success());
+        timings.push((step.name, elapsed));
+        if !status.success() {
+            return Err(CheckFailed(format!(
+                "ci step `{}` failed: `cargo {}` exited with {status}",
+                step.name,
+                step.args.join(" ")
+            ))
+            .into());
+        }
+    }
+    let started = step_started("tidy", "cargo xtask tidy");
+    let tidy_result = crate::tidy::run(root);
+    timings.push(("tidy", step_finished("tidy", started, tidy_result.is_ok())));
+    tidy_result.context("ci step `tidy` failed")?;
+    let summary: Vec<String> = timings
+        .iter()
+        .map(|(name, elapsed)| format!("{name} {:.1}s", elapsed.as_secs_f64()))
+        .collect();
+    eprintln!("ci: all steps passed ({})", summary.join(", "));
+    Ok(())
+}
+
+/// The caller's `RUSTDOCFLAGS` with `extra` appended, so a local setting is kept.
+fn rustdoc_flags_with(extra: &str) -> OsString {
+    match std::env::var_os("RUSTDOCFLAGS") {
+        Some(existing) if !existing.is_empty() => {
+            let mut flags = existing;
+            flags.push(" ");
+            flags.push(extra);
+            flags
+        }
+        _ => OsString::from(extra),
+    }
+}
+
+fn step_started(name: &str, command_line: &str) -> Instant {
+    eprintln!("ci: step `{name}`: {command_line}");
+    Instant::now()
+}
+
+fn step_finished(name: &str, started: Instant, passed: bool) -> Duration {
+    let elapsed = started.elapsed();
+    let verdict = if passed { "passed" } else { "FAILED" };
+    eprintln!(
+        "ci: step `{name}` {verdict} in {:.1}s",
+        elapsed.as_secs_f64()
+    );
+    elapsed
+}
