@@ -1,1 +1,57 @@
-//! placeholder
+//! Tool formats, discovery, validation and invocation for toolsmith.
+//!
+//! The principal types: [`discover`] scans tool directories and probes every
+//! candidate through a [`toolsmith_executor::Executor`], producing a
+//! [`Catalog`] of [`Tool`]s (each with a [`ToolName`] and a compiled
+//! [`InputSchema`]) and of [`Problem`]s for the files that could not be
+//! loaded. [`invoke`] (or [`invoke_named`]) validates a call's arguments
+//! against the tool's schema, runs it under the [`RunConfig`]'s limits and
+//! environment, and returns an [`Envelope`]: the tool's result, or an
+//! [`ErrorCode`] with a sentence, plus [`Metadata`] about the run.
+//!
+//! The registry runs processes only through the executor and knows nothing of
+//! command lines, terminals or exit codes.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::path::PathBuf;
+//! use std::sync::Arc;
+//! use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
+//! use toolsmith_registry::{RunConfig, discover, invoke_named};
+//!
+//! let executor = Arc::new(Executor::new(ExecutorConfig { backend: BackendChoice::Auto, max_concurrent: None })?);
+//! let config = RunConfig {
+//!     cwd: std::env::current_dir()?,
+//!     env: filtered_env(&["PATH".to_owned()], &[]),
+//!     limits: Limits::recommended(),
+//! };
+//! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
+//! for problem in catalog.problems() {
+//!     eprintln!("{}: {}", problem.path.display(), problem.message());
+//! }
+//! let arguments = serde_json::json!({"name": "Ada"});
+//! let envelope = invoke_named(&executor, &catalog, "custom_tool_hello", &arguments, &config).await?;
+//! println!("{}", serde_json::to_string(&envelope)?);
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod discovery;
+mod envelope;
+mod error;
+mod invoke;
+mod kodelet;
+mod name;
+mod schema;
+mod tool;
+
+pub use crate::discovery::{
+    Catalog, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed, discover,
+};
+pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
+pub use crate::error::Error;
+pub use crate::invoke::{RunConfig, invoke, invoke_named};
+pub use crate::kodelet::DescriptionError;
+pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
+pub use crate::schema::{InputSchema, SchemaError, Violation};
+pub use crate::tool::{Tool, ToolKind};

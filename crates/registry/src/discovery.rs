@@ -1,0 +1,547 @@
+//! Discovery: scanning tool directories, probing each candidate's `description` in parallel, and building the catalog.
+//!
+//! Rules, in the order they apply:
+//! - Dotfiles, directories, non-executable files and other special files are skipped silently.
+//!   A symbolic link counts as the file it points to; a broken one is a problem.
+//! - A file whose name (after mapping `-` to `_`) is not a valid [`ToolName`] is a problem and is never run.
+//! - Two files with one tool name in one directory: the first in sorted order is probed, the other is a problem.
+//! - Each remaining candidate is probed with `description`, under [`PROBE_TIMEOUT`] and [`PROBE_MAX_OUTPUT`].
+//!   Any failure (spawn error, timeout, non-zero exit, oversized or invalid output) is a problem.
+//! - The name a tool declares must be its file's name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
+//! - Among the tools that passed, a later directory shadows an earlier one by name, and the shadowed tool is recorded.
+//!   A candidate that failed its probe shadows nothing.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolsmith_executor::{Executor, LimitKind, Limits, Termination};
+
+use crate::kodelet::{self, DescriptionError};
+use crate::{NameError, RunConfig, Tool, ToolKind, ToolName};
+
+/// The wall-clock budget of a `description` probe.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The most output a `description` probe may print.
+pub const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
+
+/// The longest grace period between SIGTERM and SIGKILL for a probe.
+const PROBE_MAX_GRACE: Duration = Duration::from_millis(500);
+
+/// A file that looked like a tool but could not be loaded, and why.
+#[derive(Debug)]
+pub struct Problem {
+    /// The file (or directory) at fault.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub error: ProblemError,
+}
+
+impl Problem {
+    /// The error and its causes as one line, e.g.
+    /// `invalid description output: field `name` is missing`.
+    pub fn message(&self) -> String {
+        let mut message = self.error.to_string();
+        let mut source = std::error::Error::source(&self.error);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        message
+    }
+}
+
+/// Why a candidate is not a tool.
+#[derive(Debug, thiserror::Error)]
+pub enum ProblemError {
+    /// The directory could not be listed.
+    #[error("cannot read tool directory")]
+    ReadDir {
+        /// The IO failure.
+        #[source]
+        source: io::Error,
+    },
+    /// A symbolic link points nowhere.
+    #[error("broken symbolic link")]
+    BrokenLink {
+        /// The IO failure when following it.
+        #[source]
+        source: io::Error,
+    },
+    /// The file's metadata could not be read.
+    #[error("cannot read file metadata")]
+    Metadata {
+        /// The IO failure.
+        #[source]
+        source: io::Error,
+    },
+    /// The file name is not valid UTF-8.
+    #[error("file name is not valid UTF-8")]
+    NonUtf8FileName,
+    /// The file name is not a valid tool name.
+    #[error("file name is not a valid tool name")]
+    FileName {
+        /// Why.
+        #[source]
+        source: NameError,
+    },
+    /// Another file in the same directory provides the same tool name.
+    #[error("tool `{name}` is already provided by `{winner}` in the same directory", winner = winner.display())]
+    Duplicate {
+        /// The tool name.
+        name: ToolName,
+        /// The file that won (first in sorted order).
+        winner: PathBuf,
+    },
+    /// `description` could not be started.
+    #[error("`description` could not be started")]
+    Spawn {
+        /// The executor's error.
+        #[source]
+        source: toolsmith_executor::Error,
+    },
+    /// `description` did not finish in time.
+    #[error("`description` did not finish within {timeout:?} and was killed")]
+    Timeout {
+        /// The probe's timeout.
+        timeout: Duration,
+    },
+    /// `description` hit a CPU or memory limit.
+    #[error("`description` was killed by the {limit} limit")]
+    Limit {
+        /// The limit.
+        limit: LimitKind,
+    },
+    /// `description` exited with a non-zero status.
+    #[error(
+        "`description` exited with status {code}{}",
+        stderr_suffix(first_stderr_line)
+    )]
+    Exited {
+        /// The exit status.
+        code: i32,
+        /// The first non-empty line of stderr, if any.
+        first_stderr_line: Option<String>,
+    },
+    /// `description` was killed by a signal.
+    #[error("`description` was killed by signal {signal}")]
+    Signaled {
+        /// The signal number.
+        signal: i32,
+    },
+    /// `description` printed more than [`PROBE_MAX_OUTPUT`] bytes.
+    #[error("`description` printed {total} bytes, more than the {PROBE_MAX_OUTPUT} allowed")]
+    OutputTooLarge {
+        /// How much it printed.
+        total: u64,
+    },
+    /// The output of `description` is not a valid description.
+    #[error("invalid `description` output")]
+    Description {
+        /// Why.
+        #[source]
+        source: DescriptionError,
+    },
+    /// The declared name differs from the file's name.
+    #[error(
+        "declares name `{declared}` but its file name makes it `{expected}`; rename the file or fix the name"
+    )]
+    NameMismatch {
+        /// The name in the description.
+        declared: ToolName,
+        /// The name from the file name.
+        expected: ToolName,
+    },
+}
+
+fn stderr_suffix(line: &Option<String>) -> String {
+    match line {
+        Some(line) => format!(" (stderr: {line})"),
+        None => String::new(),
+    }
+}
+
+/// A tool hidden by a tool of the same name in a later directory.
+#[derive(Debug, Clone)]
+pub struct Shadowed {
+    /// The tool that is hidden.
+    pub tool: Tool,
+    /// The file of the tool that hides it.
+    pub by: PathBuf,
+}
+
+/// Everything discovery found: the usable tools (sorted by name), the
+/// problems (in directory and file order) and the shadowed tools.
+#[derive(Debug)]
+pub struct Catalog {
+    tools: Vec<Tool>,
+    problems: Vec<Problem>,
+    shadowed: Vec<Shadowed>,
+}
+
+impl Catalog {
+    /// The usable tools, sorted by name.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The files that could not be loaded.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The tools hidden by a later directory.
+    pub fn shadowed(&self) -> &[Shadowed] {
+        &self.shadowed
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &ToolName) -> Option<&Tool> {
+        self.tools.iter().find(|tool| tool.name() == name)
+    }
+}
+
+/// A file to probe.
+#[derive(Debug)]
+struct Candidate {
+    path: PathBuf,
+    source: PathBuf,
+    expected: ToolName,
+}
+
+/// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
+/// candidate, at most as many at once as the machine has cores.
+///
+/// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
+/// Cancel-safe: dropping the future kills the probes still running.
+pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
+    let mut problems = Vec::new();
+    let mut candidates = Vec::new();
+    for dir in dirs {
+        let dir = config.cwd.join(dir);
+        scan_dir(&dir, &mut candidates, &mut problems);
+    }
+
+    let probe_results = probe_all(executor, &candidates, config).await;
+
+    let mut by_name: HashMap<ToolName, Tool> = HashMap::new();
+    let mut shadowed = Vec::new();
+    for (candidate, result) in candidates.into_iter().zip(probe_results) {
+        match result {
+            Ok(tool) => {
+                if let Some(previous) = by_name.insert(tool.name().clone(), tool) {
+                    shadowed.push(Shadowed {
+                        tool: previous,
+                        by: candidate.path,
+                    });
+                }
+            }
+            Err(error) => problems.push(Problem {
+                path: candidate.path,
+                error,
+            }),
+        }
+    }
+    let mut tools: Vec<Tool> = by_name.into_values().collect();
+    tools.sort_by(|left, right| left.name().cmp(right.name()));
+    Catalog {
+        tools,
+        problems,
+        shadowed,
+    }
+}
+
+/// Adds the candidates of `dir` in sorted file-name order.
+fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(source) => {
+            problems.push(Problem {
+                path: dir.to_path_buf(),
+                error: ProblemError::ReadDir { source },
+            });
+            return;
+        }
+    };
+    let mut paths = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => paths.push(entry.path()),
+            Err(source) => problems.push(Problem {
+                path: dir.to_path_buf(),
+                error: ProblemError::ReadDir { source },
+            }),
+        }
+    }
+    paths.sort();
+
+    let mut winners: HashMap<ToolName, PathBuf> = HashMap::new();
+    for path in paths {
+        match classify(&path) {
+            Ok(Some(expected)) => {
+                if let Some(winner) = winners.get(&expected) {
+                    problems.push(Problem {
+                        error: ProblemError::Duplicate {
+                            name: expected,
+                            winner: winner.clone(),
+                        },
+                        path,
+                    });
+                    continue;
+                }
+                winners.insert(expected.clone(), path.clone());
+                candidates.push(Candidate {
+                    path,
+                    source: dir.to_path_buf(),
+                    expected,
+                });
+            }
+            Ok(None) => {}
+            Err(error) => problems.push(Problem { path, error }),
+        }
+    }
+}
+
+/// The tool name of `path` if it is a candidate, `None` if it is silently skipped.
+fn classify(path: &Path) -> Result<Option<ToolName>, ProblemError> {
+    let Some(file_name) = path.file_name() else {
+        return Ok(None);
+    };
+    if file_name.as_encoded_bytes().starts_with(b".") {
+        return Ok(None);
+    }
+    let metadata = match fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(source) => {
+            let is_link = fs::symlink_metadata(path)
+                .map(|link| link.file_type().is_symlink())
+                .unwrap_or(false);
+            return Err(if is_link {
+                ProblemError::BrokenLink { source }
+            } else {
+                ProblemError::Metadata { source }
+            });
+        }
+    };
+    if !metadata.is_file() || metadata.permissions().mode() & 0o111 == 0 {
+        return Ok(None);
+    }
+    let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
+    ToolName::new(file_name)
+        .map(Some)
+        .map_err(|source| ProblemError::FileName { source })
+}
+
+/// Probes every candidate; the results are in the candidates' order.
+async fn probe_all(
+    executor: &Arc<Executor>,
+    candidates: &[Candidate],
+    config: &RunConfig,
+) -> Vec<Result<Tool, ProblemError>> {
+    let parallelism = std::thread::available_parallelism().map_or(1, usize::from);
+    let permits = Arc::new(tokio::sync::Semaphore::new(parallelism));
+    let limits = probe_limits(&config.limits);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut index_of_task = HashMap::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        let executor = Arc::clone(executor);
+        let permits = Arc::clone(&permits);
+        let limits = limits.clone();
+        let cwd = config.cwd.clone();
+        let env = config.env.clone();
+        let path = candidate.path.clone();
+        let source = candidate.source.clone();
+        let expected = candidate.expected.clone();
+        let handle = tasks.spawn(async move {
+            // The semaphore is never closed, so acquiring only waits.
+            let _permit = permits.acquire_owned().await;
+            probe(&executor, &path, &source, &expected, &cwd, &env, &limits).await
+        });
+        index_of_task.insert(handle.id(), index);
+    }
+
+    let mut results: Vec<Option<Result<Tool, ProblemError>>> =
+        candidates.iter().map(|_| None).collect();
+    while let Some(joined) = tasks.join_next_with_id().await {
+        match joined {
+            Ok((task_id, result)) => {
+                if let Some(&index) = index_of_task.get(&task_id) {
+                    results[index] = Some(result);
+                }
+            }
+            Err(join_error) if join_error.is_panic() => {
+                std::panic::resume_unwind(join_error.into_panic());
+            }
+            Err(_cancelled) => {}
+        }
+    }
+    results
+        .into_iter()
+        .map(|result| {
+            result.expect("every probe task is joined: none is aborted and panics are resumed")
+        })
+        .collect()
+}
+
+/// The limits of a probe: the caller's, with the probe's timeout and output cap.
+fn probe_limits(base: &Limits) -> Limits {
+    Limits {
+        timeout: PROBE_TIMEOUT,
+        grace: base.grace.min(PROBE_MAX_GRACE),
+        max_output: PROBE_MAX_OUTPUT,
+        ..base.clone()
+    }
+}
+
+async fn probe(
+    executor: &Executor,
+    path: &Path,
+    source: &Path,
+    expected: &ToolName,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    limits: &Limits,
+) -> Result<Tool, ProblemError> {
+    let command = kodelet::description_command(path, cwd, env)
+        .map_err(|source| ProblemError::Spawn { source })?;
+    let outcome = executor
+        .run(&command, limits)
+        .await
+        .map_err(|source| ProblemError::Spawn { source })?;
+    match outcome.limit {
+        Some(LimitKind::Timeout) => {
+            return Err(ProblemError::Timeout {
+                timeout: limits.timeout,
+            });
+        }
+        Some(limit) => return Err(ProblemError::Limit { limit }),
+        None => {}
+    }
+    match outcome.termination {
+        Termination::Exited(0) => {}
+        Termination::Exited(code) => {
+            return Err(ProblemError::Exited {
+                code,
+                first_stderr_line: first_line(&outcome.stderr.text_lossy()),
+            });
+        }
+        Termination::Signaled(signal) => return Err(ProblemError::Signaled { signal }),
+    }
+    if outcome.stdout.truncated {
+        return Err(ProblemError::OutputTooLarge {
+            total: outcome.stdout.total,
+        });
+    }
+    let description = kodelet::parse_description(&outcome.stdout.bytes)
+        .map_err(|source| ProblemError::Description { source })?;
+    if &description.name != expected {
+        return Err(ProblemError::NameMismatch {
+            declared: description.name,
+            expected: expected.clone(),
+        });
+    }
+    Ok(Tool::new(
+        description.name,
+        description.description,
+        description.input_schema,
+        path.to_path_buf(),
+        source.to_path_buf(),
+        ToolKind::Executable,
+    ))
+}
+
+/// The first non-empty line of `text`, trimmed and cut to 200 characters.
+pub(crate) fn first_line(text: &str) -> Option<String> {
+    const MAX_CHARS: usize = 200;
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(|line| line.chars().take(MAX_CHARS).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    use crate::discovery::{classify, first_line};
+
+    fn check(file: &str, contents: Option<(&str, u32)>, expect: Result<Option<&str>, &str>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file);
+        match contents {
+            Some((text, mode)) => {
+                fs::write(&path, text).unwrap();
+                fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            }
+            None => fs::create_dir(&path).unwrap(),
+        }
+        let actual = classify(&path)
+            .map(|name| name.map(|name| name.as_str().to_owned()))
+            .map_err(|error| error.to_string());
+        let expect = expect
+            .map(|name| name.map(str::to_owned))
+            .map_err(str::to_owned);
+        assert_eq!(actual, expect, "{file}");
+    }
+
+    #[test]
+    fn executable_file_is_a_candidate() {
+        check("hello", Some(("#!/bin/sh\n", 0o755)), Ok(Some("hello")));
+        check(
+            "file-read",
+            Some(("#!/bin/sh\n", 0o700)),
+            Ok(Some("file_read")),
+        );
+    }
+
+    #[test]
+    fn skipped_silently() {
+        check("readme", Some(("text", 0o644)), Ok(None));
+        check(".hidden", Some(("#!/bin/sh\n", 0o755)), Ok(None));
+        check("subdir", None, Ok(None));
+    }
+
+    #[test]
+    fn invalid_file_name() {
+        check(
+            "Hello.py",
+            Some(("#!/bin/sh\n", 0o755)),
+            Err("file name is not a valid tool name"),
+        );
+    }
+
+    #[test]
+    fn broken_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("dangling");
+        std::os::unix::fs::symlink(Path::new("/nonexistent/target"), &link).unwrap();
+        let error = classify(&link).unwrap_err();
+        assert_eq!(error.to_string(), "broken symbolic link");
+    }
+
+    #[test]
+    fn symlink_to_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real");
+        fs::write(&target, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
+        let link = dir.path().join("linked");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(classify(&link).unwrap().unwrap().as_str(), "linked");
+    }
+
+    #[test]
+    fn first_stderr_line() {
+        assert_eq!(first_line("\n  \n boom \nmore"), Some("boom".to_owned()));
+        assert_eq!(first_line(""), None);
+    }
+}

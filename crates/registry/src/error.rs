@@ -1,0 +1,37 @@
+//! The registry's error type.
+
+use std::path::PathBuf;
+
+use crate::{DescriptionError, NameError, ProblemError, SchemaError};
+
+/// Everything that can go wrong in the registry.
+///
+/// Most failures of tools are not errors: a tool that cannot be loaded is a
+/// [`Problem`](crate::Problem) in the catalog, and a call that fails is an
+/// [`Envelope`](crate::Envelope) with an error code. What remains is invalid
+/// input to the API and failures of the executor's own plumbing.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A string is not a valid tool name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// An input schema was refused.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// A tool's description was refused.
+    #[error(transparent)]
+    Description(#[from] DescriptionError),
+    /// A candidate tool could not be loaded.
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    /// The executor failed to run a tool for a reason of its own (not the
+    /// tool's fault, e.g. a cgroup could not be created).
+    #[error("the executor failed to run `{program}`", program = program.display())]
+    Executor {
+        /// The tool's program.
+        program: PathBuf,
+        /// The executor's error.
+        #[source]
+        source: toolsmith_executor::Error,
+    },
+}

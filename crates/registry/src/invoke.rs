@@ -1,0 +1,376 @@
+//! Invoking a tool: validating the arguments, running it through the executor and mapping the outcome to an envelope.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
+
+use crate::discovery::first_line;
+use crate::{Body, Catalog, Envelope, Error, ErrorCode, Metadata, Tool, ToolName, kodelet};
+
+/// How tool processes are run, for probes and calls alike.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The working directory of every tool process; must be absolute.
+    pub cwd: PathBuf,
+    /// The exact environment of every tool process, usually from
+    /// [`filtered_env`](toolsmith_executor::filtered_env).
+    pub env: Vec<(OsString, OsString)>,
+    /// The resource limits of a call. Probes use them with their own timeout
+    /// and output cap.
+    pub limits: Limits,
+}
+
+/// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
+/// `custom_tool_hello`) with `arguments`.
+///
+/// An unknown name is a `TOOL_NOT_FOUND` envelope, not an error.
+pub async fn invoke_named(
+    executor: &Executor,
+    catalog: &Catalog,
+    name: &str,
+    arguments: &Value,
+    config: &RunConfig,
+) -> Result<Envelope, Error> {
+    let tool = ToolName::from_exposed_or_plain(name)
+        .ok()
+        .and_then(|tool_name| catalog.get(&tool_name));
+    match tool {
+        Some(tool) => invoke(executor, tool, arguments, config).await,
+        None => Ok(Envelope::failure(
+            ErrorCode::ToolNotFound,
+            not_found_sentence(name, catalog),
+            Metadata::not_started(),
+        )),
+    }
+}
+
+/// Calls `tool` with `arguments`.
+///
+/// The arguments are checked against the tool's input schema first; when
+/// they fail it, nothing is run and the envelope is `INVALID_PARAMS`.
+/// Only a failure of the executor's own plumbing is an `Err`: everything the
+/// tool does, including failing to start, is an envelope.
+pub async fn invoke(
+    executor: &Executor,
+    tool: &Tool,
+    arguments: &Value,
+    config: &RunConfig,
+) -> Result<Envelope, Error> {
+    let violations = tool.input_schema().violations(arguments);
+    if !violations.is_empty() {
+        let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        return Ok(Envelope::failure(
+            ErrorCode::InvalidParams,
+            format!(
+                "Invalid arguments for tool {}: {}.",
+                tool.name(),
+                details.join("; ")
+            ),
+            Metadata::not_started(),
+        ));
+    }
+    let command = kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments).map_err(
+        |source| Error::Executor {
+            program: tool.path().to_path_buf(),
+            source,
+        },
+    )?;
+    match executor.run(&command, &config.limits).await {
+        Ok(outcome) => Ok(envelope_from_outcome(tool.name(), &outcome, &config.limits)),
+        Err(toolsmith_executor::Error::Spawn { stage, source, .. }) => Ok(Envelope::failure(
+            ErrorCode::SpawnFailed,
+            format!(
+                "Tool {} could not be started ({stage} failed: {source}).",
+                tool.name()
+            ),
+            Metadata::not_started(),
+        )),
+        Err(source) => Err(Error::Executor {
+            program: tool.path().to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Maps a finished run to its envelope.
+fn envelope_from_outcome(name: &ToolName, outcome: &Outcome, limits: &Limits) -> Envelope {
+    let metadata = Metadata::from_outcome(outcome);
+    let stdout = parse_stdout(&outcome.stdout.bytes);
+    let failure = |error_code: ErrorCode, error: String| {
+        Envelope::failure(error_code, error, metadata.clone())
+    };
+    match outcome.limit {
+        Some(LimitKind::Timeout) => {
+            return failure(
+                ErrorCode::ToolTimeout,
+                format!(
+                    "Tool {name} did not finish within {} and was killed.",
+                    format_duration(limits.timeout)
+                ),
+            );
+        }
+        Some(LimitKind::Cpu) => {
+            let budget = limits
+                .cpu
+                .map(|cpu| format!(" of {}", format_duration(cpu)))
+                .unwrap_or_default();
+            return failure(
+                ErrorCode::CpuLimit,
+                format!("Tool {name} used up its CPU time limit{budget} and was killed."),
+            );
+        }
+        Some(LimitKind::Memory) => {
+            let budget = limits
+                .memory
+                .map(|bytes| format!(" of {} MiB", bytes / (1024 * 1024)))
+                .unwrap_or_default();
+            return failure(
+                ErrorCode::MemoryLimit,
+                format!("Tool {name} exceeded its memory limit{budget} and was killed."),
+            );
+        }
+        None => {}
+    }
+    let status = match outcome.termination {
+        Termination::Exited(0) => {
+            return Envelope {
+                body: Body::Success { result: stdout },
+                metadata,
+            };
+        }
+        Termination::Exited(code) => format!("exited with status {code}"),
+        Termination::Signaled(signal) => format!("was killed by signal {signal}"),
+    };
+    if let Some(message) = structured_error(&stdout) {
+        return failure(ErrorCode::ToolCrashed, message.to_owned());
+    }
+    let stderr_hint = first_line(&outcome.stderr.text_lossy())
+        .map(|line| format!(": {line}"))
+        .unwrap_or_default();
+    failure(
+        ErrorCode::ToolCrashed,
+        format!("Tool {name} {status}{stderr_hint}."),
+    )
+}
+
+/// The tool's stdout without one trailing newline: JSON when it parses, else text.
+fn parse_stdout(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text
+        .strip_suffix('\n')
+        .map(|text| text.strip_suffix('\r').unwrap_or(text))
+        .unwrap_or(&text);
+    match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(_) => Value::String(text.to_owned()),
+    }
+}
+
+/// The message of a Kodelet structured error: stdout is `{"error": "<message>", ...}`.
+fn structured_error(stdout: &Value) -> Option<&str> {
+    stdout
+        .as_object()?
+        .get("error")?
+        .as_str()
+        .filter(|message| !message.trim().is_empty())
+}
+
+fn not_found_sentence(name: &str, catalog: &Catalog) -> String {
+    let known: Vec<&str> = catalog
+        .tools()
+        .iter()
+        .map(|tool| tool.name().as_str())
+        .collect();
+    if known.is_empty() {
+        format!("No tool named {name:?}: no tools are available.")
+    } else {
+        format!(
+            "No tool named {name:?}; available tools: {}.",
+            known.join(", ")
+        )
+    }
+}
+
+/// A duration for sentences: `500ms`, `2s`, `1.5s`, `2m`.
+fn format_duration(duration: std::time::Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        format!("{millis}ms")
+    } else if millis.is_multiple_of(60_000) {
+        format!("{}m", millis / 60_000)
+    } else if millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else {
+        format!("{:.1}s", duration.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use toolsmith_executor::{Backend, Capture, LimitKind, Limits, Outcome, Termination};
+
+    use crate::invoke::{envelope_from_outcome, format_duration, parse_stdout};
+    use crate::{Envelope, ToolName};
+
+    fn capture(text: &str) -> Capture {
+        Capture {
+            bytes: text.as_bytes().to_vec(),
+            total: text.len() as u64,
+            truncated: false,
+        }
+    }
+
+    fn outcome(
+        termination: Termination,
+        limit: Option<LimitKind>,
+        stdout: &str,
+        stderr: &str,
+    ) -> Outcome {
+        Outcome {
+            termination,
+            limit,
+            escalated: false,
+            wall_time: Duration::from_millis(12),
+            cpu_time: Some(Duration::from_millis(3)),
+            peak_memory: Some(4096 * 1024),
+            stdout: capture(stdout),
+            stderr: capture(stderr),
+            leftovers_killed: None,
+            stdin_unread: false,
+            backend: Backend::ProcessGroup,
+        }
+    }
+
+    /// Checks the envelope without its metadata, which has its own tests.
+    fn check(outcome: Outcome, expect: Value) {
+        let mut limits = Limits::recommended();
+        limits.timeout = Duration::from_secs(2);
+        limits.cpu = Some(Duration::from_millis(1500));
+        limits.memory = Some(64 * 1024 * 1024);
+        let envelope: Envelope =
+            envelope_from_outcome(&ToolName::new("demo").unwrap(), &outcome, &limits);
+        let mut actual = serde_json::to_value(&envelope).unwrap();
+        actual.as_object_mut().unwrap().remove("metadata");
+        assert_eq!(actual, expect);
+    }
+
+    #[test]
+    fn json_result() {
+        check(
+            outcome(Termination::Exited(0), None, "{\"a\": 1}\n", ""),
+            json!({"tool_success": true, "result": {"a": 1}}),
+        );
+    }
+
+    #[test]
+    fn text_result_loses_one_newline() {
+        check(
+            outcome(Termination::Exited(0), None, "Hello, Ada!\n\n", ""),
+            json!({"tool_success": true, "result": "Hello, Ada!\n"}),
+        );
+    }
+
+    #[test]
+    fn operation_error_with_exit_zero_is_success() {
+        check(
+            outcome(
+                Termination::Exited(0),
+                None,
+                "{\"error\": \"not a repo\"}",
+                "",
+            ),
+            json!({"tool_success": true, "result": {"error": "not a repo"}}),
+        );
+    }
+
+    #[test]
+    fn structured_error_on_nonzero_exit() {
+        check(
+            outcome(
+                Termination::Exited(1),
+                None,
+                "{\"error\": \"boom\", \"details\": \"x\"}\n",
+                "trace",
+            ),
+            json!({"tool_success": false, "error": "boom", "error_code": "TOOL_CRASHED"}),
+        );
+    }
+
+    #[test]
+    fn plain_nonzero_exit() {
+        check(
+            outcome(
+                Termination::Exited(3),
+                None,
+                "",
+                "\nfatal: no such thing\nmore\n",
+            ),
+            json!({"tool_success": false, "error": "Tool demo exited with status 3: fatal: no such thing.", "error_code": "TOOL_CRASHED"}),
+        );
+    }
+
+    #[test]
+    fn signal() {
+        check(
+            outcome(Termination::Signaled(11), None, "", ""),
+            json!({"tool_success": false, "error": "Tool demo was killed by signal 11.", "error_code": "TOOL_CRASHED"}),
+        );
+    }
+
+    #[test]
+    fn limits() {
+        check(
+            outcome(Termination::Signaled(9), Some(LimitKind::Timeout), "", ""),
+            json!({"tool_success": false, "error": "Tool demo did not finish within 2s and was killed.", "error_code": "TOOL_TIMEOUT"}),
+        );
+        check(
+            outcome(Termination::Signaled(9), Some(LimitKind::Cpu), "", ""),
+            json!({"tool_success": false, "error": "Tool demo used up its CPU time limit of 1.5s and was killed.", "error_code": "CPU_LIMIT"}),
+        );
+        check(
+            outcome(Termination::Signaled(9), Some(LimitKind::Memory), "", ""),
+            json!({"tool_success": false, "error": "Tool demo exceeded its memory limit of 64 MiB and was killed.", "error_code": "MEMORY_LIMIT"}),
+        );
+    }
+
+    #[test]
+    fn stdout_parsing() {
+        assert_eq!(parse_stdout(b"42\n"), json!(42));
+        assert_eq!(parse_stdout(b"text\r\n"), json!("text"));
+        assert_eq!(parse_stdout(b""), json!(""));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
+    }
+
+    #[test]
+    fn metadata_of_a_run() {
+        let metadata =
+            crate::Metadata::from_outcome(&outcome(Termination::Exited(0), None, "x", "warn"));
+        assert_eq!(
+            serde_json::to_value(metadata).unwrap(),
+            json!({
+                "execution_time_ms": 12,
+                "exit_code": 0,
+                "stdout_truncated": false,
+                "stderr": "warn",
+                "stderr_truncated": false,
+                "stdout_bytes": 1,
+                "stderr_bytes": 4,
+                "cpu_time_ms": 3,
+                "peak_rss_kb": 4096,
+                "escalated": false,
+                "backend": "pgroup"
+            })
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! The Kodelet tool protocol: `tool description` prints the tool's metadata as JSON, `tool run` reads the arguments on stdin.
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+use serde_json::Value;
+use toolsmith_executor::Command;
+
+use crate::schema::json_type;
+use crate::{InputSchema, NameError, SchemaError, ToolName};
+
+/// The argument that asks a tool for its description.
+const DESCRIPTION_ARG: &str = "description";
+
+/// The argument that runs a tool.
+const RUN_ARG: &str = "run";
+
+/// What a tool's `description` command declared.
+#[derive(Debug)]
+pub(crate) struct Description {
+    pub(crate) name: ToolName,
+    pub(crate) description: String,
+    pub(crate) input_schema: InputSchema,
+}
+
+/// Why the output of `description` is not a usable description.
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptionError {
+    /// The output is not JSON.
+    #[error("output is not JSON (starts with {preview:?})")]
+    NotJson {
+        /// The first characters of the output.
+        preview: String,
+        /// The parser's complaint.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The output is JSON but not an object.
+    #[error("output must be a JSON object, not {found}")]
+    NotAnObject {
+        /// The JSON type found instead.
+        found: &'static str,
+    },
+    /// A required field is absent.
+    #[error("field `{field}` is missing")]
+    MissingField {
+        /// The absent field.
+        field: &'static str,
+    },
+    /// A field has the wrong JSON type.
+    #[error("field `{field}` must be {expected}, not {found}")]
+    WrongType {
+        /// The field.
+        field: &'static str,
+        /// The JSON type it must have.
+        expected: &'static str,
+        /// The JSON type it has.
+        found: &'static str,
+    },
+    /// The declared `name` is not a valid tool name.
+    #[error("field `name` is invalid")]
+    InvalidName {
+        /// Why.
+        #[source]
+        source: NameError,
+    },
+    /// The declared `input_schema` was refused.
+    #[error("field `input_schema` is invalid")]
+    InvalidSchema {
+        /// Why.
+        #[source]
+        source: SchemaError,
+    },
+}
+
+/// The command that asks the tool at `program` to describe itself.
+pub(crate) fn description_command(
+    program: &Path,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+) -> Result<Command, toolsmith_executor::Error> {
+    let mut command = Command::new(program, cwd)?;
+    command.arg(OsStr::new(DESCRIPTION_ARG)).envs(env.to_vec());
+    Ok(command)
+}
+
+/// The command that runs the tool at `program` with `arguments` on stdin.
+pub(crate) fn run_command(
+    program: &Path,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    arguments: &Value,
+) -> Result<Command, toolsmith_executor::Error> {
+    let mut command = Command::new(program, cwd)?;
+    command
+        .arg(OsStr::new(RUN_ARG))
+        .envs(env.to_vec())
+        .stdin(arguments.to_string().into_bytes());
+    Ok(command)
+}
+
+/// Parses what `description` printed.
+///
+/// Fields other than `name`, `description` and `input_schema` are ignored, so
+/// that tools written for Kodelet with extra metadata still load.
+pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, DescriptionError> {
+    let value: Value =
+        serde_json::from_slice(stdout).map_err(|source| DescriptionError::NotJson {
+            preview: preview(stdout),
+            source,
+        })?;
+    let Value::Object(mut object) = value else {
+        return Err(DescriptionError::NotAnObject {
+            found: json_type(&value),
+        });
+    };
+    let name = take_string(&mut object, "name")?;
+    let name = ToolName::new(&name).map_err(|source| DescriptionError::InvalidName { source })?;
+    let description = take_string(&mut object, "description")?;
+    let input_schema = object
+        .remove("input_schema")
+        .ok_or(DescriptionError::MissingField {
+            field: "input_schema",
+        })?;
+    let input_schema = InputSchema::new(input_schema)
+        .map_err(|source| DescriptionError::InvalidSchema { source })?;
+    Ok(Description {
+        name,
+        description,
+        input_schema,
+    })
+}
+
+fn take_string(
+    object: &mut serde_json::Map<String, Value>,
+    field: &'static str,
+) -> Result<String, DescriptionError> {
+    match object.remove(field) {
+        Some(Value::String(text)) => Ok(text),
+        Some(other) => Err(DescriptionError::WrongType {
+            field,
+            expected: "a string",
+            found: json_type(&other),
+        }),
+        None => Err(DescriptionError::MissingField { field }),
+    }
+}
+
+/// The first 40 characters of `bytes` as lossy text, for messages.
+fn preview(bytes: &[u8]) -> String {
+    const PREVIEW_CHARS: usize = 40;
+    let text = String::from_utf8_lossy(bytes);
+    let mut preview: String = text.trim().chars().take(PREVIEW_CHARS).collect();
+    if text.trim().chars().count() > PREVIEW_CHARS {
+        preview.push('…');
+    }
+    preview
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use crate::kodelet::parse_description;
+
+    /// Renders the error with its whole source chain, as the CLI does.
+    fn check(stdout: &str, expect: Result<(&str, &str), &str>) {
+        let actual = parse_description(stdout.as_bytes())
+            .map(|description| {
+                (
+                    description.name.as_str().to_owned(),
+                    description.description,
+                )
+            })
+            .map_err(|error| {
+                let mut message = error.to_string();
+                let mut source = error.source();
+                while let Some(cause) = source {
+                    message.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                message
+            });
+        let expect = expect
+            .map(|(name, description)| (name.to_owned(), description.to_owned()))
+            .map_err(str::to_owned);
+        assert_eq!(actual, expect);
+    }
+
+    #[test]
+    fn kodelet_hello() {
+        check(
+            r#"{"name": "hello", "description": "Say hello", "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}"#,
+            Ok(("hello", "Say hello")),
+        );
+    }
+
+    #[test]
+    fn extra_fields_are_ignored() {
+        check(
+            r#"{"name": "a", "description": "d", "input_schema": {"type": "object"}, "version": 2}"#,
+            Ok(("a", "d")),
+        );
+    }
+
+    #[test]
+    fn garbage() {
+        check(
+            "this is not json\n",
+            Err(
+                "output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2",
+            ),
+        );
+    }
+
+    #[test]
+    fn empty_output() {
+        check(
+            "",
+            Err(
+                "output is not JSON (starts with \"\"): EOF while parsing a value at line 1 column 0",
+            ),
+        );
+    }
+
+    #[test]
+    fn not_an_object() {
+        check("[1, 2]", Err("output must be a JSON object, not an array"));
+    }
+
+    #[test]
+    fn missing_name() {
+        check(
+            r#"{"description": "d", "input_schema": {"type": "object"}}"#,
+            Err("field `name` is missing"),
+        );
+    }
+
+    #[test]
+    fn name_not_a_string() {
+        check(
+            r#"{"name": 7, "description": "d", "input_schema": {"type": "object"}}"#,
+            Err("field `name` must be a string, not a number"),
+        );
+    }
+
+    #[test]
+    fn invalid_name() {
+        check(
+            r#"{"name": "Hello", "description": "d", "input_schema": {"type": "object"}}"#,
+            Err("field `name` is invalid: tool name `Hello` must start with a lowercase letter"),
+        );
+    }
+
+    #[test]
+    fn missing_description() {
+        check(
+            r#"{"name": "a", "input_schema": {"type": "object"}}"#,
+            Err("field `description` is missing"),
+        );
+    }
+
+    #[test]
+    fn missing_schema() {
+        check(
+            r#"{"name": "a", "description": "d"}"#,
+            Err("field `input_schema` is missing"),
+        );
+    }
+
+    #[test]
+    fn schema_not_object_type() {
+        check(
+            r#"{"name": "a", "description": "d", "input_schema": {"type": "array"}}"#,
+            Err(
+                "field `input_schema` is invalid: input_schema must have \"type\": \"object\", found \"array\"",
+            ),
+        );
+    }
+}
