@@ -36,6 +36,7 @@ mod outcome;
 mod pidfd;
 mod run;
 mod spawn;
+mod subreaper;
 mod sweep;
 
 use std::collections::HashSet;
@@ -124,14 +125,7 @@ impl Executor {
             }
         };
         if backend == Backend::Subreaper {
-            // SAFETY: a process-wide flag; orphans of runs are re-parented to
-            // this process and reaped by the sweep (only marked ones).
-            if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
-                return Err(Error::Sys {
-                    call: "prctl(PR_SET_CHILD_SUBREAPER)",
-                    source: std::io::Error::last_os_error(),
-                });
-            }
+            subreaper::acquire()?;
         }
         let hard_limits = RLIMIT_RESOURCES
             .into_iter()
@@ -279,6 +273,14 @@ impl Executor {
                 clone_flags: 0,
                 id_maps: None,
             },
+        }
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        if self.backend == Backend::Subreaper {
+            subreaper::release();
         }
     }
 }

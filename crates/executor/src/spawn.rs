@@ -166,6 +166,17 @@ fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
         .collect()
 }
 
+/// The kernel's `struct sigaction` (not glibc's): handler, flags, restorer,
+/// and a 64-bit mask. All zero is SIG_DFL with an empty mask.
+#[repr(C)]
+#[derive(Default)]
+struct KernelSigaction {
+    handler: usize,
+    flags: u64,
+    restorer: usize,
+    mask: u64,
+}
+
 /// The steps of the child's set-up, named in spawn errors.
 const STAGES: [&str; 11] = [
     "none",
@@ -366,14 +377,19 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             return fail(STAGE_SETSID);
         }
-        // Dispositions the executor set to "ignore" would otherwise survive
-        // execve; handlers are reset by execve anyway, but resetting them here
-        // closes the window before it. Errors are expected for SIGKILL,
-        // SIGSTOP and the signals glibc reserves, and are harmless.
-        let mut default_action: libc::sigaction = std::mem::zeroed();
-        default_action.sa_sigaction = libc::SIG_DFL;
+        // Dispositions the executor set to "ignore" would survive execve.
+        // The raw system call also resets the signals glibc reserves for
+        // itself (32 and 33), which its sigaction wrapper refuses to touch.
+        // Errors for SIGKILL and SIGSTOP are expected and harmless.
+        let default_action = KernelSigaction::default();
         for signal in 1..NSIG {
-            libc::sigaction(signal, &default_action, ptr::null_mut());
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                &raw const default_action,
+                ptr::null_mut::<KernelSigaction>(),
+                size_of::<u64>(),
+            );
         }
         for limit in &plan.rlimits {
             let value = libc::rlimit {
