@@ -31,12 +31,10 @@ impl StreamCapture {
     /// stay valid UTF-8.
     pub(crate) fn finish(mut self) -> Capture {
         let truncated = self.total > self.kept.len() as u64;
-        if truncated {
-            if let Err(error) = std::str::from_utf8(&self.kept) {
-                let incomplete_tail = error.error_len().is_none();
-                if incomplete_tail && self.kept.len() - error.valid_up_to() < 4 {
-                    self.kept.truncate(error.valid_up_to());
-                }
+        if truncated && let Err(error) = std::str::from_utf8(&self.kept) {
+            let incomplete_tail = error.error_len().is_none();
+            if incomplete_tail && self.kept.len() - error.valid_up_to() < 4 {
+                self.kept.truncate(error.valid_up_to());
             }
         }
         Capture {

@@ -272,10 +272,10 @@ impl AsRawFd for Leader {
 /// Signals `pid` through a pidfd, after checking with `belongs` (once the
 /// pidfd pins the process) that the pid still names a process of the run.
 fn signal_verified(pid: libc::pid_t, signal: libc::c_int, belongs: impl Fn(libc::pid_t) -> bool) {
-    if let Some(fd) = pidfd::open(pid) {
-        if belongs(pid) {
-            pidfd::send_signal(&fd, signal);
-        }
+    if let Some(fd) = pidfd::open(pid)
+        && belongs(pid)
+    {
+        pidfd::send_signal(&fd, signal);
     }
 }
 

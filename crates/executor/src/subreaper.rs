@@ -31,10 +31,10 @@ pub(crate) fn release() {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     *holders = holders.saturating_sub(1);
-    if *holders == 0 {
-        if let Err(error) = set(false) {
-            tracing::warn!(%error, "could not clear the child-subreaper flag");
-        }
+    if *holders == 0
+        && let Err(error) = set(false)
+    {
+        tracing::warn!(%error, "could not clear the child-subreaper flag");
     }
 }
 

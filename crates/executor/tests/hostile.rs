@@ -11,6 +11,11 @@
 //! only their own run. Set `TOOLSMITH_REQUIRE_BACKENDS=1` to turn an
 //! unavailable backend into a failure instead of a loud skip.
 
+#![expect(
+    clippy::print_stderr,
+    reason = "unavailable backends and skipped scenarios must be announced loudly"
+)]
+
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
