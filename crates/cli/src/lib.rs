@@ -1,1 +1,164 @@
-//! placeholder
+//! The `toolsmith` command line: argument parsing, settings resolution, output formats and exit codes.
+//!
+//! [`main`] parses a `Cli` (clap), resolves `GlobalSettings` and the
+//! subcommand's settings from flags, [`EnvVars`] and the config file (in that
+//! order of precedence, decided only in the `settings` module), creates one
+//! `toolsmith_executor::Executor`, runs the subcommand on a tokio runtime and
+//! maps the outcome to an [`ExitStatus`].
+//!
+//! Data goes to stdout, everything else (logs, errors and their `hint:`
+//! lines) to stderr.
+//!
+//! ```no_run
+//! // The whole of `crates/cli/src/main.rs`:
+//! fn main() -> std::process::ExitCode {
+//!     toolsmith_cli::main()
+//! }
+//! ```
+#![warn(missing_docs)]
+
+mod args;
+mod commands;
+mod config;
+mod env_vars;
+mod exit;
+mod logging;
+mod output;
+mod settings;
+mod units;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use toolsmith_executor::{Executor, ExecutorConfig};
+
+pub use crate::env_vars::EnvVars;
+pub use crate::exit::ExitStatus;
+
+use crate::args::{Cli, Commands};
+use crate::config::ConfigError;
+use crate::settings::{GlobalSettings, Options, RunSettings};
+
+/// Runs `toolsmith` with the process's arguments and environment.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout with status 0, usage errors to stderr with 2.
+            let _ignored = error.print();
+            return if error.use_stderr() {
+                ExitStatus::Error.into()
+            } else {
+                ExitStatus::Success.into()
+            };
+        }
+    };
+    logging::init();
+    match run(cli) {
+        Ok(status) => status.into(),
+        Err(error) if is_broken_pipe(&error) => ExitStatus::Success.into(),
+        Err(error) => {
+            report(&error);
+            ExitStatus::Error.into()
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let env_options = Options::from_env(&lookup)?;
+    let explicit_config = cli.global.config.clone().or_else(|| {
+        lookup(EnvVars::TOOLSMITH_CONFIG)
+            .filter(|path| !path.is_empty())
+            .map(Into::into)
+    });
+    let config_file = config::locate(explicit_config.as_deref(), &cwd)
+        .map(|path| config::load(&path))
+        .transpose()?;
+    let global = GlobalSettings::resolve(&cli.global, config_file, env_options, &cwd, &lookup);
+    tracing::debug!(?global, "resolved settings");
+
+    // Everything a subcommand needs is resolved before any process runs, so
+    // that bad input is exit 2 without side effects.
+    let run_inputs = match &cli.command {
+        Commands::Run(args) => {
+            let settings = RunSettings::resolve(args, &global);
+            if cli.global.show_settings {
+                output::write_json(&global.to_json(&settings.limits))?;
+                return Ok(ExitStatus::Success);
+            }
+            Some((settings, commands::run::read_input(&args.input, &cwd)?))
+        }
+        Commands::List(_) | Commands::Doctor(_) => None,
+    };
+    if cli.global.show_settings {
+        output::write_json(&global.to_json(&global.limits))?;
+        return Ok(ExitStatus::Success);
+    }
+
+    let executor = Arc::new(
+        Executor::new(ExecutorConfig {
+            backend: global.backend,
+            max_concurrent: global.max_concurrent,
+        })
+        .context("cannot set up the executor")?,
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        match (&cli.command, run_inputs) {
+            (Commands::Run(args), Some((settings, arguments))) => {
+                commands::run::run(args, &arguments, &global, &settings, &executor).await
+            }
+            (Commands::List(args), _) => commands::list::list(args, &global, &executor).await,
+            (Commands::Doctor(args), _) => commands::doctor::doctor(args, &global, &executor),
+            (Commands::Run(_), None) => {
+                unreachable!("the inputs of `run` are resolved above for every `run` command")
+            }
+        }
+    })
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io_error| io_error.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Prints `error: <message>: <cause>: ...` and an optional `hint:` line to stderr.
+fn report(error: &anyhow::Error) {
+    let message: Vec<String> = error.chain().map(ToString::to_string).collect();
+    let mut text = format!("error: {}\n", message.join(": "));
+    if let Some(hint) = hint(error) {
+        text.push_str(&format!("hint: {hint}\n"));
+    }
+    use std::io::Write;
+    let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+fn hint(error: &anyhow::Error) -> Option<String> {
+    error.chain().find_map(|cause| {
+        if let Some(config_error) = cause.downcast_ref::<ConfigError>() {
+            return config_error.hint();
+        }
+        if let Some(toolsmith_executor::Error::BackendUnavailable { .. }) =
+            cause.downcast_ref::<toolsmith_executor::Error>()
+        {
+            return Some(format!(
+                "set {}=auto or `[executor] backend = \"auto\"` to use the strongest available backend; `toolsmith doctor` shows what this kernel allows",
+                EnvVars::TOOLSMITH_BACKEND
+            ));
+        }
+        if cause.downcast_ref::<serde_json::Error>().is_some() {
+            return Some("pass a JSON object, e.g. --input '{\"name\": \"Ada\"}'".to_owned());
+        }
+        None
+    })
+}

@@ -222,11 +222,37 @@ struct Candidate {
 /// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
 /// Cancel-safe: dropping the future kills the probes still running.
 pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
+    discover_matching(executor, dirs, None, config).await
+}
+
+/// Like [`discover`], but probes only the files that would provide `name`, so
+/// that calling one tool does not wait for every other tool's probe.
+///
+/// Problems of other files are not reported; those of `name`'s files are.
+pub async fn discover_one(
+    executor: &Arc<Executor>,
+    dirs: &[PathBuf],
+    name: &ToolName,
+    config: &RunConfig,
+) -> Catalog {
+    discover_matching(executor, dirs, Some(name), config).await
+}
+
+async fn discover_matching(
+    executor: &Arc<Executor>,
+    dirs: &[PathBuf],
+    only: Option<&ToolName>,
+    config: &RunConfig,
+) -> Catalog {
     let mut problems = Vec::new();
     let mut candidates = Vec::new();
     for dir in dirs {
         let dir = config.cwd.join(dir);
         scan_dir(&dir, &mut candidates, &mut problems);
+    }
+    if let Some(only) = only {
+        candidates.retain(|candidate| &candidate.expected == only);
+        problems.retain(|problem| problem_concerns(problem, only));
     }
 
     let probe_results = probe_all(executor, &candidates, config).await;
@@ -255,6 +281,22 @@ pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunCo
         tools,
         problems,
         shadowed,
+    }
+}
+
+/// Whether `problem` is about a file that would provide `name`, or about a whole directory.
+fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
+    match &problem.error {
+        ProblemError::ReadDir { .. } => true,
+        ProblemError::Duplicate {
+            name: duplicate, ..
+        } => duplicate == name,
+        _ => problem
+            .path
+            .file_name()
+            .and_then(|file_name| file_name.to_str())
+            .and_then(|file_name| ToolName::new(file_name).ok())
+            .is_some_and(|file_tool| &file_tool == name),
     }
 }
 

@@ -178,18 +178,22 @@ fn structured_error(stdout: &Value) -> Option<&str> {
 }
 
 fn not_found_sentence(name: &str, catalog: &Catalog) -> String {
-    let known: Vec<&str> = catalog
-        .tools()
-        .iter()
-        .map(|tool| tool.name().as_str())
-        .collect();
-    if known.is_empty() {
-        format!("No tool named {name:?}: no tools are available.")
-    } else {
-        format!(
-            "No tool named {name:?}; available tools: {}.",
-            known.join(", ")
-        )
+    let wanted = ToolName::from_exposed_or_plain(name).ok();
+    let problem = catalog.problems().iter().find(|problem| {
+        let file_name = problem
+            .path
+            .file_name()
+            .and_then(|file_name| file_name.to_str());
+        let file_tool = file_name.and_then(|file_name| ToolName::new(file_name).ok());
+        file_tool.is_some() && file_tool == wanted
+    });
+    match problem {
+        Some(problem) => format!(
+            "Tool {name} could not be loaded from {}: {}.",
+            problem.path.display(),
+            problem.message()
+        ),
+        None => format!("No tool named {name:?} was found in the tool directories."),
     }
 }
 

@@ -47,6 +47,7 @@ mod tool;
 
 pub use crate::discovery::{
     Catalog, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed, discover,
+    discover_one,
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;

@@ -1,0 +1,123 @@
+//! The command line, as clap parses it: `Cli { command, global }` with one `XxxArgs` per subcommand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::units::{self, Cap};
+
+/// Discover, validate and run custom tools for AI agent pipelines.
+#[derive(Debug, Parser)]
+#[command(name = "toolsmith", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Commands,
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+}
+
+/// Flags every subcommand accepts.
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// A directory to discover tools in; repeat it for several, later ones
+    /// shadowing earlier ones. Replaces the default directories
+    /// ($TOOLSMITH_HOME/tools, then ./.toolsmith/tools).
+    #[arg(long = "tools-dir", value_name = "DIR", global = true)]
+    pub(crate) tools_dir: Vec<PathBuf>,
+
+    /// The TOML config file [default: ./.toolsmith/config.toml if it exists].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Print the resolved settings as JSON instead of running the command.
+    #[arg(long, global = true, hide = true)]
+    pub(crate) show_settings: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Commands {
+    /// List the discovered tools and the files that failed to load.
+    List(ListArgs),
+    /// Call a tool and print its result envelope.
+    Run(RunArgs),
+    /// Show the containment backend, the kernel features it relies on, and
+    /// where configuration and tools are read from.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Print JSON: {"tools": [...], "problems": [...], "shadowed": [...]}.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The tool, as `hello` or `custom_tool_hello`.
+    pub(crate) name: String,
+
+    /// The arguments as JSON, `-` to read them from stdin, or `@FILE` to read them from a file.
+    #[arg(long, value_name = "JSON|-|@FILE", default_value = "{}")]
+    pub(crate) input: String,
+
+    /// Wall-clock timeout, e.g. `30s`, `500ms`, `2m`.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg)]
+    pub(crate) timeout: Option<Duration>,
+
+    /// CPU time limit, e.g. `10s`, or `unlimited`.
+    #[arg(long, value_name = "DUR", value_parser = duration_cap_arg)]
+    pub(crate) cpu: Option<Cap<Duration>>,
+
+    /// Memory limit, e.g. `512MiB`, `1GiB`, or `unlimited`.
+    #[arg(long, value_name = "SIZE", value_parser = size_cap_arg)]
+    pub(crate) memory: Option<Cap<u64>>,
+
+    /// Bytes kept per output stream, e.g. `64KiB`.
+    #[arg(long = "max-output", value_name = "SIZE", value_parser = size_arg)]
+    pub(crate) max_output: Option<u64>,
+
+    /// The directory the tool runs in [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+
+    /// Accepted for symmetry with other subcommands: the envelope is always JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+fn duration_arg(text: &str) -> Result<Duration, units::UnitError> {
+    units::parse_duration(text)
+}
+
+fn duration_cap_arg(text: &str) -> Result<Cap<Duration>, units::UnitError> {
+    units::parse_cap(text, units::parse_duration)
+}
+
+fn size_arg(text: &str) -> Result<u64, units::UnitError> {
+    units::parse_size(text)
+}
+
+fn size_cap_arg(text: &str) -> Result<Cap<u64>, units::UnitError> {
+    units::parse_cap(text, units::parse_size)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use crate::args::Cli;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

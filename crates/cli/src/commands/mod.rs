@@ -1,0 +1,5 @@
+//! The subcommands, one module each.
+
+pub(crate) mod doctor;
+pub(crate) mod list;
+pub(crate) mod run;

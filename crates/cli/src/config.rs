@@ -1,0 +1,424 @@
+//! The TOML configuration file: finding it, parsing it strictly, and turning its values into settings options.
+//!
+//! ```toml
+//! [limits]
+//! timeout = "30s"        # durations: 500ms, 30s, 2m, 1h; a plain number is seconds
+//! cpu = "10s"            # or "unlimited"
+//! memory = "512MiB"      # sizes: 64KiB, 512MiB, 1GiB, 10MB; a plain number is bytes
+//! max_output = "1MiB"
+//! max_processes = 256
+//! max_file_size = "1GiB"
+//! max_open_files = 1024
+//! grace = "2s"
+//!
+//! [env]
+//! allow = ["PATH", "HOME"]   # replaces the default PATH, HOME, USER, LANG
+//! set = { LC_ALL = "C" }
+//!
+//! [executor]
+//! backend = "auto"       # auto, cgroup, pidns, subreaper or pgroup
+//! max_concurrent = 4
+//! ```
+//!
+//! Unknown keys are errors, so that a typo never silently falls back to a default.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, Visitor};
+use toolsmith_executor::BackendChoice;
+
+use crate::settings::{EnvOptions, ExecutorOptions, LimitsOptions, Options};
+use crate::units::{self, Cap, UnitError};
+
+/// The project configuration file, relative to the current directory.
+pub(crate) const PROJECT_CONFIG: &str = ".toolsmith/config.toml";
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}", path = path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown keys.
+    #[error("invalid config file {path}{location}: {message}", path = path.display())]
+    Parse {
+        path: PathBuf,
+        location: String,
+        message: String,
+    },
+    /// A value has the wrong form.
+    #[error("invalid value {value:?} for {key} in {origin}")]
+    Value {
+        value: String,
+        key: String,
+        origin: String,
+        #[source]
+        source: ValueError,
+    },
+}
+
+impl ConfigError {
+    /// A suggestion printed after the error.
+    pub(crate) fn hint(&self) -> Option<String> {
+        match self {
+            ConfigError::Read { .. } => None,
+            ConfigError::Parse { .. } => Some(
+                "the sections are [limits], [env] and [executor]; see the key list in the message"
+                    .to_owned(),
+            ),
+            ConfigError::Value { .. } => None,
+        }
+    }
+}
+
+/// Why a single value was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ValueError {
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error(transparent)]
+    Backend(#[from] toolsmith_executor::UnknownBackend),
+    #[error("expected a whole number of at least 1")]
+    Zero,
+}
+
+/// A number or a string in the file; units are parsed after deserializing so
+/// that errors can name the key.
+#[derive(Debug, Clone)]
+struct Scalar(String);
+
+impl<'de> serde::Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
+        struct ScalarVisitor;
+        impl Visitor<'_> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a string such as \"30s\" or \"512MiB\"")
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, value: f64) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    env: RawEnv,
+    #[serde(default)]
+    executor: RawExecutor,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    timeout: Option<Scalar>,
+    grace: Option<Scalar>,
+    cpu: Option<Scalar>,
+    memory: Option<Scalar>,
+    max_processes: Option<Scalar>,
+    max_file_size: Option<Scalar>,
+    max_open_files: Option<Scalar>,
+    max_output: Option<Scalar>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnv {
+    allow: Option<Vec<String>>,
+    set: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExecutor {
+    backend: Option<Scalar>,
+    max_concurrent: Option<Scalar>,
+}
+
+/// A loaded configuration file.
+#[derive(Debug)]
+pub(crate) struct ConfigFile {
+    /// The file, as the user named it.
+    pub(crate) path: PathBuf,
+    /// What it sets.
+    pub(crate) options: Options,
+}
+
+/// The file to read: `explicit` (from `--config` or `TOOLSMITH_CONFIG`) if
+/// given, else the project file if it exists in `cwd`.
+pub(crate) fn locate(explicit: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    if let Some(explicit) = explicit {
+        return Some(explicit.to_path_buf());
+    }
+    let project = cwd.join(PROJECT_CONFIG);
+    project
+        .is_file()
+        .then(|| PathBuf::from(".").join(PROJECT_CONFIG))
+}
+
+/// Reads and checks the file at `path`.
+pub(crate) fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let options = parse(&text, path)?;
+    Ok(ConfigFile {
+        path: path.to_path_buf(),
+        options,
+    })
+}
+
+fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
+    let raw: RawFile = toml::from_str(text).map_err(|error| {
+        let location = error
+            .span()
+            .map(|span| {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!(" at line {line}")
+            })
+            .unwrap_or_default();
+        ConfigError::Parse {
+            path: path.to_path_buf(),
+            location,
+            message: error.message().trim().to_owned(),
+        }
+    })?;
+    let origin = path.display().to_string();
+    let origin = origin.as_str();
+    let limits = LimitsOptions {
+        timeout: field("limits.timeout", &raw.limits.timeout, origin, duration)?,
+        grace: field("limits.grace", &raw.limits.grace, origin, duration)?,
+        cpu: field("limits.cpu", &raw.limits.cpu, origin, duration_cap)?,
+        memory: field("limits.memory", &raw.limits.memory, origin, size_cap)?,
+        max_processes: field(
+            "limits.max_processes",
+            &raw.limits.max_processes,
+            origin,
+            count_cap,
+        )?,
+        max_file_size: field(
+            "limits.max_file_size",
+            &raw.limits.max_file_size,
+            origin,
+            size_cap,
+        )?,
+        max_open_files: field(
+            "limits.max_open_files",
+            &raw.limits.max_open_files,
+            origin,
+            count_cap,
+        )?,
+        max_output: field("limits.max_output", &raw.limits.max_output, origin, size)?,
+    };
+    let executor = ExecutorOptions {
+        backend: field(
+            "executor.backend",
+            &raw.executor.backend,
+            origin,
+            parse_backend,
+        )?,
+        max_concurrent: field(
+            "executor.max_concurrent",
+            &raw.executor.max_concurrent,
+            origin,
+            parse_max_concurrent,
+        )?,
+    };
+    let env = EnvOptions {
+        allow: raw.env.allow,
+        set: raw.env.set.map(|set| set.into_iter().collect()),
+    };
+    Ok(Options {
+        limits,
+        executor,
+        env,
+    })
+}
+
+/// Parses the value of `key`, if the file sets it.
+fn field<T>(
+    key: &str,
+    scalar: &Option<Scalar>,
+    origin: &str,
+    parse: fn(&str) -> Result<T, ValueError>,
+) -> Result<Option<T>, ConfigError> {
+    let Some(scalar) = scalar else {
+        return Ok(None);
+    };
+    parse(&scalar.0)
+        .map(Some)
+        .map_err(|source| ConfigError::Value {
+            value: scalar.0.clone(),
+            key: key.to_owned(),
+            origin: origin.to_owned(),
+            source,
+        })
+}
+
+fn duration(text: &str) -> Result<Duration, ValueError> {
+    Ok(units::parse_duration(text)?)
+}
+
+fn duration_cap(text: &str) -> Result<Cap<Duration>, ValueError> {
+    Ok(units::parse_cap(text, units::parse_duration)?)
+}
+
+fn size(text: &str) -> Result<u64, ValueError> {
+    Ok(units::parse_size(text)?)
+}
+
+fn size_cap(text: &str) -> Result<Cap<u64>, ValueError> {
+    Ok(units::parse_cap(text, units::parse_size)?)
+}
+
+fn count_cap(text: &str) -> Result<Cap<u64>, ValueError> {
+    Ok(units::parse_cap(text, units::parse_count)?)
+}
+
+/// Parses a backend name or `auto`.
+pub(crate) fn parse_backend(text: &str) -> Result<BackendChoice, ValueError> {
+    Ok(text.trim().parse::<BackendChoice>()?)
+}
+
+/// Parses a positive number of concurrent runs.
+pub(crate) fn parse_max_concurrent(text: &str) -> Result<usize, ValueError> {
+    match units::parse_count(text)? {
+        0 => Err(ValueError::Zero),
+        count => Ok(usize::try_from(count).unwrap_or(usize::MAX)),
+    }
+}
+
+/// A capped value as written in the file, for messages and `--show-settings`.
+pub(crate) fn describe_cap<T>(cap: Cap<T>, format: fn(T) -> String) -> String {
+    match cap {
+        Cap::Unlimited => "unlimited".to_owned(),
+        Cap::At(value) => format(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::config::parse;
+    use crate::units::Cap;
+
+    fn check(text: &str, expect: Result<&str, &str>) {
+        let actual = parse(text, Path::new("x.toml"))
+            .map(|options| format!("{options:?}"))
+            .map_err(|error| {
+                let mut message = error.to_string();
+                if let Some(source) = error.source() {
+                    message.push_str(&format!(": {source}"));
+                }
+                message
+            });
+        match (&actual, expect) {
+            (Ok(debug), Ok(fragment)) => assert!(debug.contains(fragment), "{debug}"),
+            (Err(message), Err(expected)) => assert_eq!(message, expected),
+            _ => panic!("{text:?}: got {actual:?}, expected {expect:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_file() {
+        check("", Ok("timeout: None"));
+    }
+
+    #[test]
+    fn limits_with_units() {
+        let options = parse(
+            "[limits]\ntimeout = \"2m\"\ncpu = \"unlimited\"\nmemory = \"512MiB\"\nmax_output = 1024\ngrace = 1\n",
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(options.limits.timeout, Some(Duration::from_secs(120)));
+        assert_eq!(options.limits.cpu, Some(Cap::Unlimited));
+        assert_eq!(options.limits.memory, Some(Cap::At(512 << 20)));
+        assert_eq!(options.limits.max_output, Some(1024));
+        assert_eq!(options.limits.grace, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn bad_value_names_the_key() {
+        check(
+            "[limits]\ntimeout = \"5 parsecs\"\n",
+            Err(
+                "invalid value \"5 parsecs\" for limits.timeout in x.toml: expected a duration such as `500ms`, `30s`, `2m` or `1h` (a plain number is seconds)",
+            ),
+        );
+    }
+
+    #[test]
+    fn unknown_key() {
+        check(
+            "[limits]\ntimeoutt = \"5s\"\n",
+            Err(
+                "invalid config file x.toml at line 2: unknown field `timeoutt`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`",
+            ),
+        );
+    }
+
+    #[test]
+    fn unknown_section() {
+        check(
+            "[limit]\n",
+            Err(
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`",
+            ),
+        );
+    }
+
+    #[test]
+    fn backend() {
+        check(
+            "[executor]\nbackend = \"pgroup\"\n",
+            Ok("Only(ProcessGroup)"),
+        );
+        check(
+            "[executor]\nbackend = \"docker\"\n",
+            Err(
+                "invalid value \"docker\" for executor.backend in x.toml: unknown containment backend `docker` (expected auto, cgroup, pidns, subreaper or pgroup)",
+            ),
+        );
+        check(
+            "[executor]\nmax_concurrent = 0\n",
+            Err(
+                "invalid value \"0\" for executor.max_concurrent in x.toml: expected a whole number of at least 1",
+            ),
+        );
+    }
+
+    #[test]
+    fn env_section() {
+        check(
+            "[env]\nallow = [\"PATH\"]\nset = { B = \"2\", A = \"1\" }\n",
+            Ok("set: Some([(\"A\", \"1\"), (\"B\", \"2\")])"),
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! Every environment variable toolsmith reads, as documented constants on one type.
+
+/// The environment variables toolsmith reads. Each one is documented here and
+/// nowhere else; reference docs are generated from this list.
+#[derive(Debug)]
+pub struct EnvVars;
+
+impl EnvVars {
+    /// The user's home directory; the default user tool directory is
+    /// `$HOME/.config/toolsmith/tools`.
+    pub const HOME: &'static str = "HOME";
+
+    /// toolsmith's user directory, replacing `~/.config/toolsmith`: user tools
+    /// are found in `$TOOLSMITH_HOME/tools`.
+    pub const TOOLSMITH_HOME: &'static str = "TOOLSMITH_HOME";
+
+    /// The configuration file to read, like `--config` (which wins).
+    pub const TOOLSMITH_CONFIG: &'static str = "TOOLSMITH_CONFIG";
+
+    /// A `tracing` filter for the logs written to stderr, e.g. `debug` or
+    /// `toolsmith_registry=trace`. Default: `warn`.
+    pub const TOOLSMITH_LOG: &'static str = "TOOLSMITH_LOG";
+
+    /// The containment backend: `auto`, `cgroup`, `pidns`, `subreaper` or
+    /// `pgroup`. Overrides `[executor] backend`.
+    pub const TOOLSMITH_BACKEND: &'static str = "TOOLSMITH_BACKEND";
+
+    /// At most this many tool processes at once. Overrides `[executor] max_concurrent`.
+    pub const TOOLSMITH_MAX_CONCURRENT: &'static str = "TOOLSMITH_MAX_CONCURRENT";
+
+    /// The wall-clock timeout of a call, e.g. `30s`. Overrides `[limits] timeout`.
+    pub const TOOLSMITH_TIMEOUT: &'static str = "TOOLSMITH_TIMEOUT";
+
+    /// The CPU time limit of a call, e.g. `10s` or `unlimited`. Overrides `[limits] cpu`.
+    pub const TOOLSMITH_CPU: &'static str = "TOOLSMITH_CPU";
+
+    /// The memory limit of a call, e.g. `512MiB` or `unlimited`. Overrides `[limits] memory`.
+    pub const TOOLSMITH_MEMORY: &'static str = "TOOLSMITH_MEMORY";
+
+    /// Bytes kept per output stream of a call, e.g. `1MiB`. Overrides `[limits] max_output`.
+    pub const TOOLSMITH_MAX_OUTPUT: &'static str = "TOOLSMITH_MAX_OUTPUT";
+
+    /// When set (to anything), output carries no color.
+    pub const NO_COLOR: &'static str = "NO_COLOR";
+}
