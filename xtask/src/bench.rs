@@ -90,12 +90,12 @@ impl Variant {
     }
 }
 
-/// The runtimes and executors the executor variants run on, set up once.
+/// The executor and the runtimes its variants run on, set up once.
 struct Harness {
+    /// One executor for both runtimes, as its documentation asks: one per process, shared.
+    executor: Executor,
     multi_thread: tokio::runtime::Runtime,
-    multi_thread_executor: Executor,
     current_thread: tokio::runtime::Runtime,
-    current_thread_executor: Executor,
     command: toolsmith_executor::Command,
     limits: Limits,
 }
@@ -110,17 +110,21 @@ impl Harness {
             .enable_all()
             .build()
             .context("could not start a current-thread tokio runtime")?;
-        // Each executor is created inside the runtime it will run on, in case it starts
-        // background work there.
-        let multi_thread_executor = new_executor(&multi_thread)?;
-        let current_thread_executor = new_executor(&current_thread)?;
+        // Created inside the runtime the CLI would use, in case it starts work there.
+        let executor = {
+            let _entered = multi_thread.enter();
+            Executor::new(ExecutorConfig {
+                backend: BackendChoice::Auto,
+                max_concurrent: None,
+            })
+            .context("could not create the executor")?
+        };
         let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
             .context("could not describe the benchmarked command")?;
         Ok(Harness {
+            executor,
             multi_thread,
-            multi_thread_executor,
             current_thread,
-            current_thread_executor,
             command,
             limits: Limits::recommended(),
         })
@@ -136,18 +140,12 @@ impl Harness {
         match variant {
             Variant::StdCommand => std_batch(false, n_calls, samples),
             Variant::StdPreExec => std_batch(true, n_calls, samples),
-            Variant::ExecutorMultiThread => self.executor_batch(
-                &self.multi_thread,
-                &self.multi_thread_executor,
-                n_calls,
-                samples,
-            ),
-            Variant::ExecutorCurrentThread => self.executor_batch(
-                &self.current_thread,
-                &self.current_thread_executor,
-                n_calls,
-                samples,
-            ),
+            Variant::ExecutorMultiThread => {
+                self.executor_batch(&self.multi_thread, n_calls, samples)
+            }
+            Variant::ExecutorCurrentThread => {
+                self.executor_batch(&self.current_thread, n_calls, samples)
+            }
         }
     }
 
@@ -155,14 +153,13 @@ impl Harness {
     fn executor_batch(
         &self,
         runtime: &tokio::runtime::Runtime,
-        executor: &Executor,
         n_calls: usize,
         samples: &mut Vec<f64>,
     ) -> anyhow::Result<()> {
         runtime.block_on(async {
             for _ in 0..n_calls {
                 let started = Instant::now();
-                let result = executor.run(&self.command, &self.limits).await;
+                let result = self.executor.run(&self.command, &self.limits).await;
                 let elapsed = started.elapsed();
                 let outcome =
                     result.with_context(|| format!("executor.run of `{PROGRAM}` failed"))?;
@@ -172,15 +169,6 @@ impl Harness {
             Ok(())
         })
     }
-}
-
-fn new_executor(runtime: &tokio::runtime::Runtime) -> anyhow::Result<Executor> {
-    let _entered = runtime.enter();
-    Executor::new(ExecutorConfig {
-        backend: BackendChoice::Auto,
-        max_concurrent: None,
-    })
-    .context("could not create the executor")
 }
 
 fn ensure_success(outcome: &Outcome) -> anyhow::Result<()> {
@@ -441,7 +429,7 @@ fn render_report(
     rows: &[Row],
 ) -> String {
     let mut report = String::new();
-    let backend = harness.multi_thread_executor.backend();
+    let backend = harness.executor.backend();
     // Writing to a String cannot fail.
     let _ = writeln!(report, "toolsmith spawn bench: `{PROGRAM}` per call, µs");
     let _ = writeln!(
