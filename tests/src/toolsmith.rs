@@ -1,1 +1,5 @@
-fn main() {}
+//! A shim of the `toolsmith` binary, so that the black-box tests get `CARGO_BIN_EXE_toolsmith`.
+
+fn main() -> std::process::ExitCode {
+    toolsmith_cli::main()
+}

@@ -17,5 +17,6 @@ pub(crate) fn init() {
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
         .with_target(false)
+        .without_time()
         .try_init();
 }

@@ -122,7 +122,8 @@ fn catalog_text(catalog: &Catalog) -> Result<String, std::fmt::Error> {
         }
     }
     if !catalog.shadowed().is_empty() {
-        writeln!(text, "\nshadowed:")?;
+        separate(&mut text);
+        writeln!(text, "shadowed:")?;
         for shadowed in catalog.shadowed() {
             writeln!(
                 text,
@@ -134,12 +135,20 @@ fn catalog_text(catalog: &Catalog) -> Result<String, std::fmt::Error> {
         }
     }
     if !catalog.problems().is_empty() {
-        writeln!(text, "\nproblems:")?;
+        separate(&mut text);
+        writeln!(text, "problems:")?;
         for problem in catalog.problems() {
             writeln!(text, "  {}: {}", display(&problem.path), problem.message())?;
         }
     }
     Ok(text)
+}
+
+/// Puts a blank line between sections, but none before the first.
+fn separate(text: &mut String) {
+    if !text.is_empty() {
+        text.push('\n');
+    }
 }
 
 fn first_line(text: &str) -> String {

@@ -1,0 +1,204 @@
+//! The test context: a temp directory with a scrubbed environment, fixture tools, and snapshot filters.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Metadata keys whose values depend on timing or the machine; their values
+/// are replaced by placeholders.
+const VOLATILE_KEYS: &[&str] = &["execution_time_ms", "cpu_time_ms", "peak_rss_kb", "backend"];
+
+/// Metadata keys that only some containment backends report; they are removed.
+const BACKEND_DEPENDENT_KEYS: &[&str] = &["leftovers_killed"];
+
+/// One test's world: a temp directory holding a project directory (the
+/// current directory of `toolsmith`), a home directory, and a `tools`
+/// directory for fixture tools.
+pub(crate) struct TestContext {
+    _temp: tempfile::TempDir,
+    pub(crate) root: PathBuf,
+    pub(crate) project: PathBuf,
+    pub(crate) tools: PathBuf,
+    filters: Vec<(String, String)>,
+}
+
+impl TestContext {
+    pub(crate) fn new() -> TestContext {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        let project = root.join("project");
+        let tools = root.join("tools");
+        for dir in [&project, &tools, &root.join("home")] {
+            fs::create_dir_all(dir).unwrap();
+        }
+        let filters = vec![
+            (
+                regex_escape(&examples_dir().display().to_string()),
+                "[EXAMPLES]".to_owned(),
+            ),
+            (
+                regex_escape(&root.display().to_string()),
+                "[TEMP]".to_owned(),
+            ),
+            (r"\b\d+\.\d+m?s\b".to_owned(), "[DURATION]".to_owned()),
+            (r"\bpid \d+\b".to_owned(), "pid [PID]".to_owned()),
+        ];
+        TestContext {
+            _temp: temp,
+            root,
+            project,
+            tools,
+            filters,
+        }
+    }
+
+    /// A `toolsmith` command with a scrubbed environment: only `PATH`, and
+    /// `HOME` and `TOOLSMITH_HOME` inside the temp directory.
+    pub(crate) fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root.join("home"))
+            .env("TOOLSMITH_HOME", self.root.join("home/.config/toolsmith"))
+            .current_dir(&self.project);
+        command
+    }
+
+    /// `toolsmith --tools-dir <fixture tools>` ready for a subcommand.
+    pub(crate) fn with_tools(&self) -> Command {
+        let mut command = self.command();
+        command.arg("--tools-dir").arg(&self.tools);
+        command
+    }
+
+    /// `toolsmith --tools-dir <examples/tools>` ready for a subcommand.
+    pub(crate) fn with_examples(&self) -> Command {
+        let mut command = self.command();
+        command.arg("--tools-dir").arg(examples_dir());
+        command
+    }
+
+    /// Writes an executable fixture tool into the fixture tools directory.
+    pub(crate) fn tool(&self, name: &str, script: &str) -> PathBuf {
+        write_executable(&self.tools.join(name), script)
+    }
+
+    /// Writes a file relative to the project directory.
+    pub(crate) fn project_file(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.project.join(relative);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs `command` and renders its exit code, stdout and stderr with the
+    /// filters applied; JSON stdout has its volatile metadata normalized.
+    pub(crate) fn render(&self, command: &mut Command) -> String {
+        let output = command.output().unwrap();
+        self.render_output(&output)
+    }
+
+    pub(crate) fn render_output(&self, output: &Output) -> String {
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stdout = match serde_json::from_str::<Value>(&stdout) {
+            Ok(mut value) => {
+                normalize(&mut value);
+                format!("{}\n", serde_json::to_string_pretty(&value).unwrap())
+            }
+            Err(_) => stdout,
+        };
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        format!(
+            "exit_code: {}\n----- stdout -----\n{stdout}----- stderr -----\n{stderr}",
+            output
+                .status
+                .code()
+                .map_or("signal".to_owned(), |code| code.to_string()),
+        )
+    }
+
+    /// insta settings with this context's filters.
+    pub(crate) fn insta_settings(&self) -> insta::Settings {
+        let mut settings = insta::Settings::clone_current();
+        for (pattern, replacement) in &self.filters {
+            settings.add_filter(pattern, replacement.as_str());
+        }
+        settings
+    }
+}
+
+/// The repository's `examples/tools`.
+pub(crate) fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/tools")
+        .canonicalize()
+        .unwrap()
+}
+
+pub(crate) fn write_executable(path: &Path, script: &str) -> PathBuf {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, script).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_path_buf()
+}
+
+/// A shell tool speaking the Kodelet protocol: `description` prints a
+/// description of `name` with `schema`, `run` runs `body`.
+pub(crate) fn shell_tool(name: &str, schema: &str, body: &str) -> String {
+    format!(
+        "#!/bin/sh\ncase \"$1\" in\n  description) printf '%s\\n' '{{\"name\": \"{name}\", \"description\": \"The {name} fixture\", \"input_schema\": {schema}}}' ;;\n  run) {body} ;;\nesac\n"
+    )
+}
+
+/// Replaces the volatile values of every `metadata` object in `value`.
+fn normalize(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            for (key, field) in object.iter_mut() {
+                match field {
+                    Value::Object(metadata) if key == "metadata" => normalize_metadata(metadata),
+                    _ => normalize(field),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize),
+        _ => {}
+    }
+}
+
+fn normalize_metadata(metadata: &mut serde_json::Map<String, Value>) {
+    for key in BACKEND_DEPENDENT_KEYS {
+        metadata.shift_remove(*key);
+    }
+    for (key, field) in metadata.iter_mut() {
+        if VOLATILE_KEYS.contains(&key.as_str()) && !field.is_null() {
+            *field = Value::String(format!("[{}]", key.to_uppercase()));
+        }
+    }
+}
+
+/// `text` as a regex matching itself.
+fn regex_escape(text: &str) -> String {
+    let mut escaped = String::new();
+    for character in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(character) {
+            escaped.push('\\');
+        }
+        escaped.push(character);
+    }
+    escaped
+}
+
+/// Runs a command and asserts an inline snapshot of its exit code, stdout and stderr.
+macro_rules! cli_snapshot {
+    ($context:expr, $command:expr, @$snapshot:literal) => {{
+        let rendered = $context.render($command);
+        $context
+            .insta_settings()
+            .bind(|| insta::assert_snapshot!(rendered, @$snapshot));
+    }};
+}

@@ -1,0 +1,287 @@
+//! `toolsmith list`: the examples, broken tools reported as problems, shadowing and the default directories.
+
+use std::time::{Duration, Instant};
+
+use crate::context::{TestContext, shell_tool, write_executable};
+
+const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
+
+#[test]
+fn examples_json() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["list", "--json"]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tools": [
+            {
+              "name": "error_tool",
+              "exposed_name": "custom_tool_error_tool",
+              "description": "A tool that demonstrates error handling: fails on request",
+              "path": "[EXAMPLES]/error_tool",
+              "source": "[EXAMPLES]",
+              "kind": "executable",
+              "input_schema": {
+                "type": "object",
+                "properties": {
+                  "should_fail": {
+                    "type": "boolean",
+                    "description": "Whether the tool should fail"
+                  },
+                  "message": {
+                    "type": "string",
+                    "description": "The error message to report"
+                  }
+                },
+                "required": [
+                  "should_fail"
+                ]
+              }
+            },
+            {
+              "name": "git_info",
+              "exposed_name": "custom_tool_git_info",
+              "description": "Get git repository information: current branch, HEAD commit and the number of uncommitted changes",
+              "path": "[EXAMPLES]/git_info",
+              "source": "[EXAMPLES]",
+              "kind": "executable",
+              "input_schema": {
+                "type": "object",
+                "properties": {
+                  "path": {
+                    "type": "string",
+                    "description": "Repository path (default: the current directory)"
+                  }
+                }
+              }
+            },
+            {
+              "name": "hello",
+              "exposed_name": "custom_tool_hello",
+              "description": "Say hello to a person",
+              "path": "[EXAMPLES]/hello",
+              "source": "[EXAMPLES]",
+              "kind": "executable",
+              "input_schema": {
+                "type": "object",
+                "properties": {
+                  "name": {
+                    "type": "string",
+                    "description": "The name of the person"
+                  },
+                  "age": {
+                    "type": "integer",
+                    "description": "The age of the person"
+                  }
+                },
+                "required": [
+                  "name"
+                ]
+              }
+            }
+          ],
+          "problems": [],
+          "shadowed": []
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn examples_table() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().arg("list"), @r#"
+        exit_code: 0
+        ----- stdout -----
+        NAME        DESCRIPTION                                                                                        PATH
+        error_tool  A tool that demonstrates error handling: fails on request                                          [EXAMPLES]/error_tool
+        git_info    Get git repository information: current branch, HEAD commit and the number of uncommitted changes  [EXAMPLES]/git_info
+        hello       Say hello to a person                                                                              [EXAMPLES]/hello
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn broken_tools_are_problems_and_good_tools_still_list() {
+    let context = TestContext::new();
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "echo ok"));
+    context.tool("hangs", "#!/bin/sh\nsleep 30\n");
+    context.tool("garbage", "#!/bin/sh\necho 'this is not json'\n");
+    context.tool(
+        "nameless",
+        "#!/bin/sh\necho '{\"description\": \"d\", \"input_schema\": {\"type\": \"object\"}}'\n",
+    );
+    context.tool(
+        "fails",
+        "#!/bin/sh\necho 'cannot describe myself' >&2\nexit 4\n",
+    );
+    context.tool("misnamed", &shell_tool("other_name", EMPTY_SCHEMA, "true"));
+    context.tool("Bad.Name", &shell_tool("bad", EMPTY_SCHEMA, "true"));
+    context.tool(
+        "bad-schema",
+        &shell_tool(
+            "bad_schema",
+            r#"{"type": "object", "properties": {"a": {"type": 5}}}"#,
+            "true",
+        ),
+    );
+    std::fs::write(context.tools.join("notes.txt"), "not executable").unwrap();
+    context.tool(".hidden", "#!/bin/sh\nexit 1\n");
+    let started = Instant::now();
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tools": [
+            {
+              "name": "good",
+              "exposed_name": "custom_tool_good",
+              "description": "The good fixture",
+              "path": "[TEMP]/tools/good",
+              "source": "[TEMP]/tools",
+              "kind": "executable",
+              "input_schema": {
+                "type": "object"
+              }
+            }
+          ],
+          "problems": [
+            {
+              "path": "[TEMP]/tools/Bad.Name",
+              "error": "file name is not a valid tool name: tool name `Bad.Name` must start with a lowercase letter"
+            },
+            {
+              "path": "[TEMP]/tools/bad-schema",
+              "error": "invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword"
+            },
+            {
+              "path": "[TEMP]/tools/fails",
+              "error": "`description` exited with status 4 (stderr: cannot describe myself)"
+            },
+            {
+              "path": "[TEMP]/tools/garbage",
+              "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
+            },
+            {
+              "path": "[TEMP]/tools/hangs",
+              "error": "`description` did not finish within 1s and was killed"
+            },
+            {
+              "path": "[TEMP]/tools/misnamed",
+              "error": "declares name `other_name` but its file name makes it `misnamed`; rename the file or fix the name"
+            },
+            {
+              "path": "[TEMP]/tools/nameless",
+              "error": "invalid `description` output: field `name` is missing"
+            }
+          ],
+          "shadowed": []
+        }
+        ----- stderr -----
+        "#);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a hanging description must be cut at its probe timeout, took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn later_directory_shadows_earlier_and_duplicates_are_problems() {
+    let context = TestContext::new();
+    let first = context.root.join("first");
+    let second = context.root.join("second");
+    write_executable(
+        &first.join("greet"),
+        &shell_tool("greet", EMPTY_SCHEMA, "echo first"),
+    );
+    write_executable(
+        &second.join("greet"),
+        &shell_tool("greet", EMPTY_SCHEMA, "echo second"),
+    );
+    write_executable(
+        &second.join("file-read"),
+        &shell_tool("file_read", EMPTY_SCHEMA, "true"),
+    );
+    write_executable(
+        &second.join("file_read"),
+        &shell_tool("file_read", EMPTY_SCHEMA, "true"),
+    );
+    cli_snapshot!(context, context.command().arg("--tools-dir").arg(&first).arg("--tools-dir").arg(&second).arg("list"), @r#"
+        exit_code: 0
+        ----- stdout -----
+        NAME       DESCRIPTION            PATH
+        file_read  The file_read fixture  [TEMP]/second/file-read
+        greet      The greet fixture      [TEMP]/second/greet
+
+        shadowed:
+          greet at [TEMP]/first/greet (by [TEMP]/second/greet)
+
+        problems:
+          [TEMP]/second/file_read: tool `file_read` is already provided by `[TEMP]/second/file-read` in the same directory
+        ----- stderr -----
+        "#);
+    cli_snapshot!(context, context.command().arg("--tools-dir").arg(&first).arg("--tools-dir").arg(&second).args(["run", "greet"]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tool_success": true,
+          "result": "second",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 0,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 7,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn default_directories_user_then_project() {
+    let context = TestContext::new();
+    write_executable(
+        &context.root.join("home/.config/toolsmith/tools/greet"),
+        &shell_tool("greet", EMPTY_SCHEMA, "echo user"),
+    );
+    write_executable(
+        &context.root.join("home/.config/toolsmith/tools/user_only"),
+        &shell_tool("user_only", EMPTY_SCHEMA, "echo user"),
+    );
+    write_executable(
+        &context.project.join(".toolsmith/tools/greet"),
+        &shell_tool("greet", EMPTY_SCHEMA, "echo project"),
+    );
+    cli_snapshot!(context, context.command().arg("list"), @r#"
+        exit_code: 0
+        ----- stdout -----
+        NAME       DESCRIPTION            PATH
+        greet      The greet fixture      [TEMP]/project/.toolsmith/tools/greet
+        user_only  The user_only fixture  [TEMP]/home/.config/toolsmith/tools/user_only
+
+        shadowed:
+          greet at [TEMP]/home/.config/toolsmith/tools/greet (by [TEMP]/project/.toolsmith/tools/greet)
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn missing_tools_dir_is_a_problem() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.command().args(["--tools-dir", "does-not-exist", "list"]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        problems:
+          [TEMP]/project/does-not-exist: cannot read tool directory: No such file or directory (os error 2)
+        ----- stderr -----
+         WARN no tools found (searched: [TEMP]/project/does-not-exist)
+        "#);
+}

@@ -1,0 +1,490 @@
+//! `toolsmith run`: the example tools, argument sources, validation, failures and the environment policy.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::context::{TestContext, shell_tool};
+
+const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
+
+#[test]
+fn hello_success() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", r#"{"name": "Ada", "age": 36}"#]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tool_success": true,
+          "result": "Hello, Ada! You are 36 years old.",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 0,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 34,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn exposed_name_prefix() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "custom_tool_hello", "--input", r#"{"name": "Bob"}"#]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tool_success": true,
+          "result": "Hello, Bob!",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 0,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 12,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn git_info_outside_a_repository_is_a_tool_level_error() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "git_info", "--input", "{}"]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tool_success": true,
+          "result": {
+            "error": "not a git repository: ."
+          },
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 0,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 37,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn git_info_inside_a_repository() {
+    let context = TestContext::new();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&context.project)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "--quiet", "--initial-branch", "trunk"]);
+    context.project_file("a.txt", "a\n");
+    git(&["add", "a.txt"]);
+    git(&[
+        "-c",
+        "user.name=T",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "--quiet",
+        "-m",
+        "first",
+    ]);
+    context.project_file("b.txt", "b\n");
+    let output = context
+        .with_examples()
+        .args(["run", "git_info"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["tool_success"], true);
+    assert_eq!(envelope["result"]["branch"], "trunk");
+    assert_eq!(envelope["result"]["uncommitted_changes"], 1);
+    assert_eq!(envelope["result"]["commit"].as_str().unwrap().len(), 40);
+}
+
+#[test]
+fn error_tool_success() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "error_tool", "--input", r#"{"should_fail": false}"#]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tool_success": true,
+          "result": {
+            "status": "ok",
+            "message": "the tool ran without error"
+          },
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 0,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 58,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn error_tool_failure_carries_its_structured_error() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "error_tool", "--input", r#"{"should_fail": true, "message": "disk on fire"}"#]), @r#"
+        exit_code: 1
+        ----- stdout -----
+        {
+          "tool_success": false,
+          "error": "disk on fire",
+          "error_code": "TOOL_CRASHED",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 1,
+            "stdout_truncated": false,
+            "stderr": "error_tool: failing on request\n",
+            "stderr_truncated": false,
+            "stdout_bytes": 61,
+            "stderr_bytes": 31,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn unknown_tool() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "nope"]), @r#"
+        exit_code: 1
+        ----- stdout -----
+        {
+          "tool_success": false,
+          "error": "No tool named \"nope\" was found in the tool directories.",
+          "error_code": "TOOL_NOT_FOUND",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 0,
+            "stderr_bytes": 0,
+            "escalated": false
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn invalid_params_missing_required_name() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", r#"{"age": "old"}"#]), @r#"
+        exit_code: 1
+        ----- stdout -----
+        {
+          "tool_success": false,
+          "error": "Invalid arguments for tool hello: \"name\" is a required property (at /, keyword `required`); \"old\" is not of type \"integer\" (at /age, keyword `type`).",
+          "error_code": "INVALID_PARAMS",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 0,
+            "stderr_bytes": 0,
+            "escalated": false
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn input_from_stdin() {
+    let context = TestContext::new();
+    let mut child = context
+        .with_examples()
+        .args(["run", "hello", "--input", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"name": "Stdin"}"#)
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    context.insta_settings().bind(|| {
+        insta::assert_snapshot!(context.render_output(&output), @r#"
+            exit_code: 0
+            ----- stdout -----
+            {
+              "tool_success": true,
+              "result": "Hello, Stdin!",
+              "metadata": {
+                "execution_time_ms": "[EXECUTION_TIME_MS]",
+                "exit_code": 0,
+                "stdout_truncated": false,
+                "stderr": "",
+                "stderr_truncated": false,
+                "stdout_bytes": 14,
+                "stderr_bytes": 0,
+                "cpu_time_ms": "[CPU_TIME_MS]",
+                "peak_rss_kb": "[PEAK_RSS_KB]",
+                "escalated": false,
+                "backend": "[BACKEND]"
+              }
+            }
+            ----- stderr -----
+            "#);
+    });
+}
+
+#[test]
+fn input_from_file() {
+    let context = TestContext::new();
+    context.project_file("args.json", r#"{"name": "File", "age": 7}"#);
+    cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", "@args.json"]), @r#"
+        exit_code: 0
+        ----- stdout -----
+        {
+          "tool_success": true,
+          "result": "Hello, File! You are 7 years old.",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 0,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 34,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn input_file_missing() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", "@missing.json"]), @r#"
+        exit_code: 2
+        ----- stdout -----
+        ----- stderr -----
+        error: cannot read input file missing.json: No such file or directory (os error 2)
+        "#);
+}
+
+#[test]
+fn input_not_json_is_a_usage_error() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", "{name: Ada}"]), @r#"
+        exit_code: 2
+        ----- stdout -----
+        ----- stderr -----
+        error: the input from --input is not valid JSON: key must be a string at line 1 column 2
+        hint: pass a JSON object, e.g. --input '{"name": "Ada"}'
+        "#);
+}
+
+#[test]
+fn bad_flag_value_is_a_usage_error() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "hello", "--timeout", "5 parsecs"]), @r#"
+        exit_code: 2
+        ----- stdout -----
+        ----- stderr -----
+        error: invalid value '5 parsecs' for '--timeout <DUR>': expected a duration such as `500ms`, `30s`, `2m` or `1h` (a plain number is seconds)
+
+        For more information, try '--help'.
+        "#);
+}
+
+#[test]
+fn plain_text_result_and_crash_with_stderr() {
+    let context = TestContext::new();
+    context.tool(
+        "crasher",
+        &shell_tool(
+            "crasher",
+            EMPTY_SCHEMA,
+            "echo 'partial output'; echo 'fatal: the widget broke' >&2; exit 3",
+        ),
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "crasher"]), @r#"
+        exit_code: 1
+        ----- stdout -----
+        {
+          "tool_success": false,
+          "error": "Tool crasher exited with status 3: fatal: the widget broke.",
+          "error_code": "TOOL_CRASHED",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "exit_code": 3,
+            "stdout_truncated": false,
+            "stderr": "fatal: the widget broke\n",
+            "stderr_truncated": false,
+            "stdout_bytes": 15,
+            "stderr_bytes": 24,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn timeout_flag() {
+    let context = TestContext::new();
+    context.tool("sleepy", &shell_tool("sleepy", EMPTY_SCHEMA, "sleep 30"));
+    cli_snapshot!(context, context.with_tools().args(["run", "sleepy", "--timeout", "500ms"]), @r#"
+        exit_code: 1
+        ----- stdout -----
+        {
+          "tool_success": false,
+          "error": "Tool sleepy did not finish within 500ms and was killed.",
+          "error_code": "TOOL_TIMEOUT",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "signal": 15,
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 0,
+            "stderr_bytes": 0,
+            "cpu_time_ms": "[CPU_TIME_MS]",
+            "peak_rss_kb": "[PEAK_RSS_KB]",
+            "limit": "timeout",
+            "escalated": false,
+            "backend": "[BACKEND]"
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn tool_that_cannot_start_explains_why_it_is_not_found() {
+    let context = TestContext::new();
+    context.tool("vanishing", "#!/nonexistent/interpreter\n");
+    cli_snapshot!(context, context.with_tools().args(["run", "vanishing"]), @r#"
+        exit_code: 1
+        ----- stdout -----
+        {
+          "tool_success": false,
+          "error": "Tool vanishing could not be loaded from [TEMP]/tools/vanishing: `description` could not be started: failed to start `[TEMP]/tools/vanishing` (execve): No such file or directory (os error 2).",
+          "error_code": "TOOL_NOT_FOUND",
+          "metadata": {
+            "execution_time_ms": "[EXECUTION_TIME_MS]",
+            "stdout_truncated": false,
+            "stderr": "",
+            "stderr_truncated": false,
+            "stdout_bytes": 0,
+            "stderr_bytes": 0,
+            "escalated": false
+          }
+        }
+        ----- stderr -----
+        "#);
+}
+
+#[test]
+fn parent_environment_does_not_leak() {
+    let context = TestContext::new();
+    context.tool(
+        "show_env",
+        &shell_tool("show_env", EMPTY_SCHEMA, "env | sort"),
+    );
+    let output = context
+        .with_tools()
+        .env("SECRET_TOKEN", "hunter2")
+        .args(["run", "show_env"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let environment = envelope["result"].as_str().unwrap();
+    assert!(!environment.contains("SECRET_TOKEN"), "{environment}");
+    assert!(!environment.contains("hunter2"), "{environment}");
+    assert!(environment.contains("PATH="), "{environment}");
+    assert!(environment.contains("HOME="), "{environment}");
+}
+
+#[test]
+fn config_env_policy_allows_and_sets() {
+    let context = TestContext::new();
+    context.tool(
+        "show_env",
+        &shell_tool("show_env", EMPTY_SCHEMA, "env | sort"),
+    );
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[env]\nallow = [\"PATH\", \"SECRET_TOKEN\"]\nset = { GREETING = \"hi\" }\n",
+    );
+    let output = context
+        .with_tools()
+        .env("SECRET_TOKEN", "hunter2")
+        .args(["run", "show_env"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let environment = envelope["result"].as_str().unwrap();
+    assert!(
+        environment.contains("SECRET_TOKEN=hunter2"),
+        "{environment}"
+    );
+    assert!(environment.contains("GREETING=hi"), "{environment}");
+    assert!(!environment.contains("HOME="), "{environment}");
+}
