@@ -37,7 +37,7 @@ use toolsmith_executor::{Executor, ExecutorConfig};
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
-use crate::args::{Cli, Commands};
+use crate::args::{Cli, Commands, DoctorArgs, ListArgs, RunArgs};
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
@@ -83,16 +83,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
 
     // Everything a subcommand needs is resolved before any process runs, so
     // that bad input is exit 2 without side effects.
-    let run_inputs = match &cli.command {
+    let prepared = match &cli.command {
         Commands::Run(args) => {
             let settings = RunSettings::resolve(args, &global);
             if cli.global.show_settings {
                 output::write_json(&global.to_json(&settings.limits))?;
                 return Ok(ExitStatus::Success);
             }
-            Some((settings, commands::run::read_input(&args.input, &cwd)?))
+            let arguments = commands::run::read_input(&args.input, &cwd)?;
+            Prepared::Run {
+                args,
+                settings,
+                arguments,
+            }
         }
-        Commands::List(_) | Commands::Doctor(_) => None,
+        Commands::List(args) => Prepared::List(args),
+        Commands::Doctor(args) => Prepared::Doctor(args),
     };
     if cli.global.show_settings {
         output::write_json(&global.to_json(&global.limits))?;
@@ -111,17 +117,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        match (&cli.command, run_inputs) {
-            (Commands::Run(args), Some((settings, arguments))) => {
-                commands::run::run(args, &arguments, &global, &settings, &executor).await
-            }
-            (Commands::List(args), _) => commands::list::list(args, &global, &executor).await,
-            (Commands::Doctor(args), _) => commands::doctor::doctor(args, &global, &executor),
-            (Commands::Run(_), None) => {
-                unreachable!("the inputs of `run` are resolved above for every `run` command")
-            }
+        match prepared {
+            Prepared::Run {
+                args,
+                settings,
+                arguments,
+            } => commands::run::run(args, &arguments, &global, &settings, &executor).await,
+            Prepared::List(args) => commands::list::list(args, &global, &executor).await,
+            Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor),
         }
     })
+}
+
+/// A subcommand with its settings resolved and its input read.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per process, built once and consumed at once"
+)]
+enum Prepared<'a> {
+    Run {
+        args: &'a RunArgs,
+        settings: RunSettings,
+        arguments: serde_json::Value,
+    },
+    List(&'a ListArgs),
+    Doctor(&'a DoctorArgs),
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
