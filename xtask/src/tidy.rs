@@ -48,17 +48,6 @@ impl Rule {
     }
 }
 
-/// Violations that existed when tidy landed, in files whose owners fix them.
-///
-/// Each entry exempts one rule for one file (path relative to the workspace root).
-/// Tidy lists exempted violations on every run and notes entries that are no longer needed,
-/// so the list only shrinks.
-const EXEMPTIONS: &[(Rule, &str)] = &[
-    // FIXME: the executor and CLI owners are rewriting these files; remove each entry when its `//!` lands.
-    (Rule::ModuleDoc, "crates/cli/src/main.rs"),
-    (Rule::ModuleDoc, "tests/src/toolsmith.rs"),
-];
-
 /// Source directories of library crates, where printing is banned.
 const LIBRARY_SOURCE_DIRS: &[&str] = &["crates/executor/src", "crates/registry/src"];
 
@@ -96,42 +85,21 @@ impl fmt::Display for Violation {
     }
 }
 
-/// What a tidy pass found.
-#[derive(Debug, Default)]
-struct Report {
-    violations: Vec<Violation>,
-    exempted: Vec<Violation>,
-    stale_exemptions: Vec<(Rule, &'static str)>,
-}
-
 /// Checks the workspace at `root`, printing every violation as `path:line` on stderr.
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
-    let report = check_workspace(root)?;
-    for violation in &report.exempted {
-        eprintln!("tidy: exempted until fixed: {violation}");
-    }
-    for (rule, path) in &report.stale_exemptions {
-        eprintln!(
-            "tidy: note: `{path}` now passes `{}`; remove its entry from EXEMPTIONS in xtask/src/tidy.rs",
-            rule.as_str()
-        );
-    }
-    for violation in &report.violations {
+    let violations = check_workspace(root)?;
+    for violation in &violations {
         eprintln!("{violation}");
     }
-    if report.violations.is_empty() {
+    if violations.is_empty() {
         eprintln!("tidy: ok");
         Ok(())
     } else {
-        Err(CheckFailed(format!(
-            "tidy found {} violation(s)",
-            report.violations.len()
-        ))
-        .into())
+        Err(CheckFailed(format!("tidy found {} violation(s)", violations.len())).into())
     }
 }
 
-fn check_workspace(root: &Path) -> anyhow::Result<Report> {
+fn check_workspace(root: &Path) -> anyhow::Result<Vec<Violation>> {
     let mut findings: Vec<Violation> = Vec::new();
     for path in workspace_files(root)? {
         let relative = relative_path(root, &path);
@@ -158,28 +126,7 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
             });
         }
     }
-    let mut report = Report::default();
-    for violation in findings {
-        let exempt = EXEMPTIONS
-            .iter()
-            .any(|&(rule, path)| rule == violation.finding.rule && path == violation.path);
-        if exempt {
-            report.exempted.push(violation);
-        } else {
-            report.violations.push(violation);
-        }
-    }
-    report.stale_exemptions = EXEMPTIONS
-        .iter()
-        .copied()
-        .filter(|&(rule, path)| {
-            !report
-                .exempted
-                .iter()
-                .any(|violation| violation.finding.rule == rule && violation.path == path)
-        })
-        .collect();
-    Ok(report)
+    Ok(findings)
 }
 
 /// Every file below `root`, sorted, skipping `.git` and cargo target directories.
@@ -608,8 +555,8 @@ mod tests {
     /// The tidy rules hold on the whole workspace, so `cargo test` alone enforces them.
     #[test]
     fn workspace_is_tidy() {
-        let report = check_workspace(&crate::project_root()).unwrap();
-        let violations: Vec<String> = report.violations.iter().map(ToString::to_string).collect();
+        let violations = check_workspace(&crate::project_root()).unwrap();
+        let violations: Vec<String> = violations.iter().map(ToString::to_string).collect();
         assert!(
             violations.is_empty(),
             "tidy violations:\n{}",
