@@ -58,6 +58,10 @@ impl TestContext {
     /// A `toolsmith` command with a scrubbed environment: only `PATH`, and
     /// `HOME` and `TOOLSMITH_HOME` inside the temp directory.
     pub(crate) fn command(&self) -> Command {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "black-box tests start the binary under test"
+        )]
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
         command
             .env_clear()

@@ -96,6 +96,10 @@ fn git_info_outside_a_repository_is_a_tool_level_error() {
 fn git_info_inside_a_repository() {
     let context = TestContext::new();
     let git = |args: &[&str]| {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "setting up a git fixture is not a tool run"
+        )]
         let status = std::process::Command::new("git")
             .args(args)
             .current_dir(&context.project)

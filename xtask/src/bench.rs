@@ -188,6 +188,10 @@ fn ensure_success(outcome: &Outcome) -> anyhow::Result<()> {
 fn std_batch(force_fork: bool, n_calls: usize, samples: &mut Vec<f64>) -> anyhow::Result<()> {
     for _ in 0..n_calls {
         let started = Instant::now();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "plain std::process::Command is the baseline being measured"
+        )]
         let mut command = std::process::Command::new(PROGRAM);
         command.stdin(Stdio::null());
         if force_fork {
@@ -406,6 +410,10 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
 fn run_release_build(root: &Path) -> anyhow::Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("bench: building and running xtask in release mode");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "xtask drives cargo; it runs no tools"
+    )]
     let status = std::process::Command::new(&cargo)
         .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
         .args(std::env::args_os().skip(1))

@@ -54,6 +54,10 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let mut timings: Vec<(&str, Duration)> = Vec::new();
     for step in CARGO_STEPS {
         let started = step_started(step.name, &format!("cargo {}", step.args.join(" ")));
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "xtask drives cargo; it runs no tools"
+        )]
         let mut command = Command::new(&cargo);
         command.args(step.args).current_dir(root);
         if let Some(flags) = step.rustdoc_flags {
