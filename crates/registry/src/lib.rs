@@ -42,6 +42,7 @@ mod error;
 mod invoke;
 mod kodelet;
 mod name;
+mod render;
 mod schema;
 mod tool;
 
