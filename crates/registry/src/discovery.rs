@@ -20,10 +20,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolsmith_executor::{Executor, LimitKind, Limits, Termination};
+use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
 use crate::kodelet::{self, DescriptionError};
-use crate::{NameError, RunConfig, Tool, ToolKind, ToolName};
+use crate::tool::{Runner, ToolParts};
+use crate::{Annotations, NameError, RunConfig, Tool, ToolName};
 
 /// The wall-clock budget of a `description` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -100,45 +101,57 @@ pub enum ProblemError {
         /// The file that won (first in sorted order).
         winner: PathBuf,
     },
-    /// `description` could not be started.
-    #[error("`description` could not be started")]
+    /// The probe could not be started.
+    #[error("`{probe}` could not be started")]
     Spawn {
+        /// The probe's argument, e.g. `description`.
+        probe: &'static str,
         /// The executor's error.
         #[source]
         source: toolsmith_executor::Error,
     },
-    /// `description` did not finish in time.
-    #[error("`description` did not finish within {timeout:?} and was killed")]
+    /// The probe did not finish in time.
+    #[error("`{probe}` did not finish within {timeout:?} and was killed")]
     Timeout {
+        /// The probe's argument.
+        probe: &'static str,
         /// The probe's timeout.
         timeout: Duration,
     },
-    /// `description` hit a CPU or memory limit.
-    #[error("`description` was killed by the {limit} limit")]
+    /// The probe hit a CPU or memory limit.
+    #[error("`{probe}` was killed by the {limit} limit")]
     Limit {
+        /// The probe's argument.
+        probe: &'static str,
         /// The limit.
         limit: LimitKind,
     },
-    /// `description` exited with a non-zero status.
+    /// The probe exited with a non-zero status.
     #[error(
-        "`description` exited with status {code}{}",
+        "`{probe}` exited with status {code}{}",
         stderr_suffix(first_stderr_line)
     )]
     Exited {
+        /// The probe's argument.
+        probe: &'static str,
         /// The exit status.
         code: i32,
         /// The first non-empty line of stderr, if any.
         first_stderr_line: Option<String>,
     },
-    /// `description` was killed by a signal.
-    #[error("`description` was killed by signal {signal}")]
+    /// The probe was killed by a signal.
+    #[error("`{probe}` was killed by signal {signal}")]
     Signaled {
+        /// The probe's argument.
+        probe: &'static str,
         /// The signal number.
         signal: i32,
     },
-    /// `description` printed more than [`PROBE_MAX_OUTPUT`] bytes.
-    #[error("`description` printed {total} bytes, more than the {PROBE_MAX_OUTPUT} allowed")]
+    /// The probe printed more than [`PROBE_MAX_OUTPUT`] bytes.
+    #[error("`{probe}` printed {total} bytes, more than the {PROBE_MAX_OUTPUT} allowed")]
     OutputTooLarge {
+        /// The probe's argument.
+        probe: &'static str,
         /// How much it printed.
         total: u64,
     },
@@ -149,6 +162,9 @@ pub enum ProblemError {
         #[source]
         source: DescriptionError,
     },
+    /// The tool's description is empty: the LLM would not know what it does.
+    #[error("the tool's description is empty")]
+    EmptyDescription,
     /// The declared name differs from the file's name.
     #[error(
         "declares name `{declared}` but its file name makes it `{expected}`; rename the file or fix the name"
@@ -208,12 +224,20 @@ impl Catalog {
     }
 }
 
-/// A file to probe.
+/// The format of a candidate file, decided from its name and mode alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// An executable probed with `description` (Kodelet).
+    Kodelet,
+}
+
+/// A file that may be a tool.
 #[derive(Debug)]
 struct Candidate {
     path: PathBuf,
     source: PathBuf,
     expected: ToolName,
+    format: Format,
 }
 
 /// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
@@ -327,7 +351,7 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
     let mut winners: HashMap<ToolName, PathBuf> = HashMap::new();
     for path in paths {
         match classify(&path) {
-            Ok(Some(expected)) => {
+            Ok(Some((expected, format))) => {
                 if let Some(winner) = winners.get(&expected) {
                     problems.push(Problem {
                         error: ProblemError::Duplicate {
@@ -343,6 +367,7 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
                     path,
                     source: dir.to_path_buf(),
                     expected,
+                    format,
                 });
             }
             Ok(None) => {}
@@ -351,8 +376,9 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
     }
 }
 
-/// The tool name of `path` if it is a candidate, `None` if it is silently skipped.
-fn classify(path: &Path) -> Result<Option<ToolName>, ProblemError> {
+/// The tool name and format of `path` if it is a candidate, `None` if it is
+/// silently skipped.
+fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
@@ -377,7 +403,7 @@ fn classify(path: &Path) -> Result<Option<ToolName>, ProblemError> {
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
     ToolName::new(file_name)
-        .map(Some)
+        .map(|name| Some((name, Format::Kodelet)))
         .map_err(|source| ProblemError::FileName { source })
 }
 
@@ -398,13 +424,22 @@ async fn probe_all(
         let limits = limits.clone();
         let cwd = config.cwd.clone();
         let env = config.env.clone();
-        let path = candidate.path.clone();
-        let source = candidate.source.clone();
-        let expected = candidate.expected.clone();
+        let candidate = Candidate {
+            path: candidate.path.clone(),
+            source: candidate.source.clone(),
+            expected: candidate.expected.clone(),
+            format: candidate.format,
+        };
         let handle = tasks.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
             let _permit = permits.acquire_owned().await;
-            probe(&executor, &path, &source, &expected, &cwd, &env, &limits).await
+            let probe = Probe {
+                executor: &executor,
+                cwd: &cwd,
+                env: &env,
+                limits: &limits,
+            };
+            load(&probe, &candidate).await
         });
         index_of_task.insert(handle.id(), index);
     }
@@ -442,61 +477,99 @@ fn probe_limits(base: &Limits) -> Limits {
     }
 }
 
-async fn probe(
-    executor: &Executor,
-    path: &Path,
-    source: &Path,
-    expected: &ToolName,
-    cwd: &Path,
-    env: &[(OsString, OsString)],
-    limits: &Limits,
-) -> Result<Tool, ProblemError> {
-    let command = kodelet::description_command(path, cwd, env)
-        .map_err(|source| ProblemError::Spawn { source })?;
-    let outcome = executor
-        .run(&command, limits)
-        .await
-        .map_err(|source| ProblemError::Spawn { source })?;
-    match outcome.limit {
-        Some(LimitKind::Timeout) => {
-            return Err(ProblemError::Timeout {
-                timeout: limits.timeout,
+/// What a probe needs to run a candidate.
+struct Probe<'a> {
+    executor: &'a Executor,
+    cwd: &'a Path,
+    env: &'a [(OsString, OsString)],
+    limits: &'a Limits,
+}
+
+impl Probe<'_> {
+    /// Runs `command` (the probe called `probe`, e.g. `description`) and
+    /// returns what it printed, or why that is not a usable answer.
+    async fn stdout(&self, probe: &'static str, command: Command) -> Result<Vec<u8>, ProblemError> {
+        let outcome = self
+            .executor
+            .run(&command, self.limits)
+            .await
+            .map_err(|source| ProblemError::Spawn { probe, source })?;
+        match outcome.limit {
+            Some(LimitKind::Timeout) => {
+                return Err(ProblemError::Timeout {
+                    probe,
+                    timeout: self.limits.timeout,
+                });
+            }
+            Some(limit) => return Err(ProblemError::Limit { probe, limit }),
+            None => {}
+        }
+        match outcome.termination {
+            Termination::Exited(0) => {}
+            Termination::Exited(code) => {
+                return Err(ProblemError::Exited {
+                    probe,
+                    code,
+                    first_stderr_line: first_line(&outcome.stderr.text_lossy()),
+                });
+            }
+            Termination::Signaled(signal) => return Err(ProblemError::Signaled { probe, signal }),
+        }
+        if outcome.stdout.truncated {
+            return Err(ProblemError::OutputTooLarge {
+                probe,
+                total: outcome.stdout.total,
             });
         }
-        Some(limit) => return Err(ProblemError::Limit { limit }),
-        None => {}
+        Ok(outcome.stdout.bytes)
     }
-    match outcome.termination {
-        Termination::Exited(0) => {}
-        Termination::Exited(code) => {
-            return Err(ProblemError::Exited {
-                code,
-                first_stderr_line: first_line(&outcome.stderr.text_lossy()),
-            });
-        }
-        Termination::Signaled(signal) => return Err(ProblemError::Signaled { signal }),
-    }
-    if outcome.stdout.truncated {
-        return Err(ProblemError::OutputTooLarge {
-            total: outcome.stdout.total,
-        });
-    }
-    let description = kodelet::parse_description(&outcome.stdout.bytes)
+}
+
+/// Loads one candidate in its format, then applies the checks every format shares.
+async fn load(probe: &Probe<'_>, candidate: &Candidate) -> Result<Tool, ProblemError> {
+    let parts = match candidate.format {
+        Format::Kodelet => load_kodelet(probe, candidate).await?,
+    };
+    register(parts, &candidate.expected)
+}
+
+async fn load_kodelet(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let command =
+        kodelet::description_command(&candidate.path, probe.cwd, probe.env).map_err(|source| {
+            ProblemError::Spawn {
+                probe: kodelet::DESCRIPTION_ARG,
+                source,
+            }
+        })?;
+    let stdout = probe.stdout(kodelet::DESCRIPTION_ARG, command).await?;
+    let description = kodelet::parse_description(&stdout)
         .map_err(|source| ProblemError::Description { source })?;
-    if &description.name != expected {
+    Ok(ToolParts {
+        name: description.name,
+        description: description.description,
+        input_schema: description.input_schema,
+        output_schema: description.output_schema,
+        annotations: Annotations::undeclared(),
+        requested_timeout: None,
+        path: candidate.path.clone(),
+        source: candidate.source.clone(),
+        runner: Runner::Kodelet,
+    })
+}
+
+/// The checks of registration that do not depend on the format: the name
+/// the tool declares is its file's, and it says what it does.
+fn register(parts: ToolParts, expected: &ToolName) -> Result<Tool, ProblemError> {
+    if &parts.name != expected {
         return Err(ProblemError::NameMismatch {
-            declared: description.name,
+            declared: parts.name,
             expected: expected.clone(),
         });
     }
-    Ok(Tool::new(
-        description.name,
-        description.description,
-        description.input_schema,
-        path.to_path_buf(),
-        source.to_path_buf(),
-        ToolKind::Executable,
-    ))
+    if parts.description.trim().is_empty() {
+        return Err(ProblemError::EmptyDescription);
+    }
+    Ok(Tool::from_parts(parts))
 }
 
 /// The first non-empty line of `text`, trimmed and cut to 200 characters.
@@ -527,7 +600,7 @@ mod tests {
             None => fs::create_dir(&path).unwrap(),
         }
         let actual = classify(&path)
-            .map(|name| name.map(|name| name.as_str().to_owned()))
+            .map(|name| name.map(|name| name.0.as_str().to_owned()))
             .map_err(|error| error.to_string());
         let expect = expect
             .map(|name| name.map(str::to_owned))
@@ -578,7 +651,7 @@ mod tests {
         fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
         let link = dir.path().join("linked");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert_eq!(classify(&link).unwrap().unwrap().as_str(), "linked");
+        assert_eq!(classify(&link).unwrap().unwrap().0.as_str(), "linked");
     }
 
     #[test]
