@@ -23,8 +23,17 @@ use std::time::Duration;
 use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
 use crate::kodelet::{self, DescriptionError};
+use crate::manifest::{self, ManifestErrors};
 use crate::tool::{Runner, ToolParts};
 use crate::{Annotations, NameError, RunConfig, Tool, ToolName};
+
+/// The file-name suffix of a Nanocoder manifest; the stem is the tool name.
+const MANIFEST_SUFFIX: &str = ".md";
+
+/// The tool name a file of this name would provide, whatever its format.
+pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
+    ToolName::new(file_name.strip_suffix(MANIFEST_SUFFIX).unwrap_or(file_name)).ok()
+}
 
 /// The wall-clock budget of a `description` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -162,6 +171,17 @@ pub enum ProblemError {
         #[source]
         source: DescriptionError,
     },
+    /// A manifest could not be read.
+    #[error("cannot read the manifest")]
+    ReadManifest {
+        /// The IO failure.
+        #[source]
+        source: io::Error,
+    },
+    /// A manifest's frontmatter or body is invalid; the message lists every
+    /// error with the field it is about.
+    #[error(transparent)]
+    Manifest(#[from] ManifestErrors),
     /// The tool's description is empty: the LLM would not know what it does.
     #[error("the tool's description is empty")]
     EmptyDescription,
@@ -229,6 +249,8 @@ impl Catalog {
 enum Format {
     /// An executable probed with `description` (Kodelet).
     Kodelet,
+    /// A `NAME.md` manifest (Nanocoder), parsed without running anything.
+    Manifest,
 }
 
 /// A file that may be a tool.
@@ -319,7 +341,7 @@ fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str())
-            .and_then(|file_name| ToolName::new(file_name).ok())
+            .and_then(file_tool_name)
             .is_some_and(|file_tool| &file_tool == name),
     }
 }
@@ -398,12 +420,22 @@ fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
             });
         }
     };
-    if !metadata.is_file() || metadata.permissions().mode() & 0o111 == 0 {
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    let is_manifest = file_name
+        .as_encoded_bytes()
+        .ends_with(MANIFEST_SUFFIX.as_bytes());
+    if !is_manifest && metadata.permissions().mode() & 0o111 == 0 {
         return Ok(None);
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
-    ToolName::new(file_name)
-        .map(|name| Some((name, Format::Kodelet)))
+    let (stem, format) = match file_name.strip_suffix(MANIFEST_SUFFIX) {
+        Some(stem) => (stem, Format::Manifest),
+        None => (file_name, Format::Kodelet),
+    };
+    ToolName::new(stem)
+        .map(|name| Some((name, format)))
         .map_err(|source| ProblemError::FileName { source })
 }
 
@@ -529,6 +561,7 @@ impl Probe<'_> {
 async fn load(probe: &Probe<'_>, candidate: &Candidate) -> Result<Tool, ProblemError> {
     let parts = match candidate.format {
         Format::Kodelet => load_kodelet(probe, candidate).await?,
+        Format::Manifest => load_manifest(candidate)?,
     };
     register(parts, &candidate.expected)
 }
@@ -554,6 +587,28 @@ async fn load_kodelet(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolPa
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         runner: Runner::Kodelet,
+    })
+}
+
+/// Reads and parses a manifest; nothing is run.
+fn load_manifest(candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let text = fs::read_to_string(&candidate.path)
+        .map_err(|source| ProblemError::ReadManifest { source })?;
+    let manifest = manifest::parse(&text, &candidate.expected)?;
+    Ok(ToolParts {
+        name: manifest.name.clone(),
+        description: manifest.description.clone(),
+        input_schema: manifest.input_schema.clone(),
+        output_schema: None,
+        annotations: Annotations {
+            title: None,
+            approval: manifest.approval,
+            read_only: manifest.read_only,
+        },
+        requested_timeout: Some(manifest.timeout),
+        path: candidate.path.clone(),
+        source: candidate.source.clone(),
+        runner: Runner::Manifest(Box::new(manifest)),
     })
 }
 

@@ -40,8 +40,10 @@
 mod discovery;
 mod envelope;
 mod error;
+mod expand;
 mod invoke;
 mod kodelet;
+mod manifest;
 mod name;
 mod render;
 mod schema;
@@ -53,8 +55,13 @@ pub use crate::discovery::{
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
+pub use crate::expand::ExpandError;
 pub use crate::invoke::{RunConfig, invoke, invoke_named};
 pub use crate::kodelet::DescriptionError;
+pub use crate::manifest::{
+    DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
+};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
+pub use crate::render::{RenderError, TemplateError};
 pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
 pub use crate::tool::{Annotations, Approval, Tool, ToolKind};
