@@ -5,7 +5,7 @@
 //! `timeout: 5000`) is worse than a tool that does not load.
 //! Every error names the field as written in the file, e.g.
 //! `parameters.namespace.pattern: only allowed for type string`, and all
-//! errors of a file are reported at once.
+//! errors of a file are reported at once (the frontmatter fields in a fixed order, then the body).
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -366,7 +366,7 @@ pub enum ManifestError {
     },
 }
 
-/// Every error of one manifest, in file order, shown one after the other.
+/// Every error of one manifest, shown one after the other, separated by `; `.
 #[derive(Debug, thiserror::Error)]
 pub struct ManifestErrors {
     /// The errors; never empty.

@@ -175,7 +175,7 @@ impl Template {
         }
         let contexts = quoting_of_tags(&tokens, first_line)?;
         let mut contexts = contexts.into_iter();
-        let mut stack: Vec<(Vec<Node>, Option<(&Tag<'_>, Quoting)>)> = vec![(Vec::new(), None)];
+        let mut stack: Vec<Level<'_>> = vec![(Vec::new(), None)];
         for token in &tokens {
             match token {
                 Token::Text(text) => push_node(&mut stack, Node::Text((*text).to_owned())),
@@ -243,7 +243,10 @@ impl Template {
     }
 }
 
-fn push_node(stack: &mut [(Vec<Node>, Option<(&Tag<'_>, Quoting)>)], node: Node) {
+/// One level of section nesting: the nodes so far, and the section's opening tag and quoting (none at the top).
+type Level<'a> = (Vec<Node>, Option<(&'a Tag<'a>, Quoting)>);
+
+fn push_node(stack: &mut [Level<'_>], node: Node) {
     if let Some((nodes, _)) = stack.last_mut() {
         nodes.push(node);
     }
