@@ -404,7 +404,7 @@ fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
-    if file_name.as_encoded_bytes().starts_with(b".") {
+    if file_name.as_encoded_bytes().starts_with(b".") || is_documentation(file_name) {
         return Ok(None);
     }
     let metadata = match fs::metadata(path) {
@@ -437,6 +437,21 @@ fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
     ToolName::new(stem)
         .map(|name| Some((name, format)))
         .map_err(|source| ProblemError::FileName { source })
+}
+
+/// True for the documentation files people keep next to their tools
+/// (`README.md`, `CHANGELOG.md`, ...): markdown, but not manifests, and never
+/// worth a problem report. Any other `.md` file whose name is not a valid
+/// tool name is still reported, so a misnamed manifest is not silently lost.
+fn is_documentation(file_name: &std::ffi::OsStr) -> bool {
+    const DOCUMENTATION: [&str; 5] = ["README", "CHANGELOG", "LICENSE", "CONTRIBUTING", "NOTES"];
+    file_name.to_str().is_some_and(|file_name| {
+        file_name.strip_suffix(MANIFEST_SUFFIX).is_some_and(|stem| {
+            DOCUMENTATION
+                .iter()
+                .any(|doc| stem.eq_ignore_ascii_case(doc))
+        })
+    })
 }
 
 /// Probes every candidate; the results are in the candidates' order.
@@ -676,6 +691,8 @@ mod tests {
     #[test]
     fn skipped_silently() {
         check("readme", Some(("text", 0o644)), Ok(None));
+        check("README.md", Some(("# My tools", 0o644)), Ok(None));
+        check("changelog.md", Some(("# Changes", 0o644)), Ok(None));
         check(".hidden", Some(("#!/bin/sh\n", 0o755)), Ok(None));
         check("subdir", None, Ok(None));
     }
