@@ -3,7 +3,11 @@
 #[macro_use]
 mod context;
 
+mod audit;
 mod config;
 mod doctor;
 mod list;
+mod policy;
 mod run;
+mod show;
+mod validate;
