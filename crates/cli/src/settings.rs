@@ -6,8 +6,9 @@
 //! [`Options`] shape, and [`Combine`] merges them; nothing else decides precedence.
 //!
 //! The limits of a call to one tool add the tool's `[tools.NAME]` section as
-//! a layer between the flags and the environment: `run` flags > `[tools.NAME]`
-//! > `TOOLSMITH_*` > `[limits]` > defaults. The flags and the tool's section
+//! a layer between the flags and the environment:
+//! `run` flags, then `[tools.NAME]`, then `TOOLSMITH_*`, then `[limits]`, then the defaults.
+//! The flags and the tool's section
 //! become the registry's `ToolOverride` for that tool, so they also beat the
 //! timeout the tool requests for itself (an operator's decision about this
 //! tool), while the environment and `[limits]` are the base that a requested
