@@ -37,7 +37,14 @@ fn show_settings_defaults() {
         "max_open_files": "1024",
         "max_output": "1MiB"
       },
-      "max_timeout": "5m"
+      "max_timeout": "5m",
+      "policy": {
+        "disabled": null,
+        "allowed": null,
+        "profile": null
+      },
+      "tools": {},
+      "audit": null
     }
     ----- stderr -----
     "#);
@@ -84,7 +91,14 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "max_open_files": "1024",
         "max_output": "64KiB"
       },
-      "max_timeout": "5m"
+      "max_timeout": "5m",
+      "policy": {
+        "disabled": null,
+        "allowed": null,
+        "profile": null
+      },
+      "tools": {},
+      "audit": null
     }
     ----- stderr -----
     "#);
@@ -179,7 +193,7 @@ fn unknown_key_is_an_error() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env] and [executor]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [tools.NAME] and [audit]; see the key list in the message
     ");
 }
 

@@ -119,11 +119,12 @@ fn examples_table() {
     cli_snapshot!(context, context.with_examples().arg("list"), @"
     exit_code: 0
     ----- stdout -----
-    NAME        DESCRIPTION                                                                                        PATH
-    error_tool  A tool that demonstrates error handling: fails on request                                          [EXAMPLES]/error_tool
-    git_info    Get git repository information: current branch, HEAD commit and the number of uncommitted changes  [EXAMPLES]/git_info
-    hello       Say hello to a person                                                                              [EXAMPLES]/hello
-    word_count  Count the lines, words and bytes of a file in the project, or only the lines.                      [EXAMPLES]/word-count.md
+    [EXAMPLES]:
+      NAME        KIND      DESCRIPTION
+      error_tool  kodelet   A tool that demonstrates error handling: fails on request
+      git_info    kodelet   Get git repository information: current branch, HEAD commit and the number of uncommitted changes
+      hello       kodelet   Say hello to a person
+      word_count  manifest  Count the lines, words and bytes of a file in the project, or only the lines.
     ----- stderr -----
     ");
 }
@@ -234,20 +235,16 @@ fn later_directory_shadows_earlier_and_duplicates_are_problems() {
         &second.join("file_read"),
         &shell_tool("file_read", EMPTY_SCHEMA, "true"),
     );
-    cli_snapshot!(context, context.command().arg("--tools-dir").arg(&first).arg("--tools-dir").arg(&second).arg("list"), @r#"
-        exit_code: 0
-        ----- stdout -----
-        NAME       DESCRIPTION            PATH
-        file_read  The file_read fixture  [TEMP]/second/file-read
-        greet      The greet fixture      [TEMP]/second/greet
-
-        shadowed:
-          greet at [TEMP]/first/greet (by [TEMP]/second/greet)
-
-        problems:
-          [TEMP]/second/file_read: tool `file_read` is already provided by `[TEMP]/second/file-read` in the same directory
-        ----- stderr -----
-        "#);
+    cli_snapshot!(context, context.command().arg("--tools-dir").arg(&first).arg("--tools-dir").arg(&second).arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/second:
+      NAME       KIND     DESCRIPTION
+      file_read  kodelet  The file_read fixture
+      greet      kodelet  The greet fixture
+    ----- stderr -----
+     WARN not listed: 1 tool shadowed, 1 file that could not be loaded; `toolsmith list --all` shows them
+    ");
     cli_snapshot!(context, context.command().arg("--tools-dir").arg(&first).arg("--tools-dir").arg(&second).args(["run", "greet"]), @r#"
         exit_code: 0
         ----- stdout -----
@@ -287,28 +284,29 @@ fn default_directories_user_then_project() {
         &context.project.join(".toolsmith/tools/greet"),
         &shell_tool("greet", EMPTY_SCHEMA, "echo project"),
     );
-    cli_snapshot!(context, context.command().arg("list"), @r#"
-        exit_code: 0
-        ----- stdout -----
-        NAME       DESCRIPTION            PATH
-        greet      The greet fixture      [TEMP]/project/.toolsmith/tools/greet
-        user_only  The user_only fixture  [TEMP]/home/.config/toolsmith/tools/user_only
+    cli_snapshot!(context, context.command().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/home/.config/toolsmith/tools:
+      NAME       KIND     DESCRIPTION
+      user_only  kodelet  The user_only fixture
 
-        shadowed:
-          greet at [TEMP]/home/.config/toolsmith/tools/greet (by [TEMP]/project/.toolsmith/tools/greet)
-        ----- stderr -----
-        "#);
+    [TEMP]/project/.toolsmith/tools:
+      NAME       KIND     DESCRIPTION
+      greet      kodelet  The greet fixture
+    ----- stderr -----
+     WARN not listed: 1 tool shadowed; `toolsmith list --all` shows them
+    ");
 }
 
 #[test]
 fn missing_tools_dir_is_a_problem() {
     let context = TestContext::new();
-    cli_snapshot!(context, context.command().args(["--tools-dir", "does-not-exist", "list"]), @r#"
-        exit_code: 0
-        ----- stdout -----
-        problems:
-          [TEMP]/project/does-not-exist: cannot read tool directory: No such file or directory (os error 2)
-        ----- stderr -----
-         WARN no tools found (searched: [TEMP]/project/does-not-exist)
-        "#);
+    cli_snapshot!(context, context.command().args(["--tools-dir", "does-not-exist", "list"]), @"
+    exit_code: 0
+    ----- stdout -----
+    ----- stderr -----
+     WARN no tools found (searched: [TEMP]/project/does-not-exist)
+     WARN not listed: 1 file that could not be loaded; `toolsmith list --all` shows them
+    ");
 }

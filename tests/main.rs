@@ -3,8 +3,12 @@
 #[macro_use]
 mod context;
 
+mod audit;
 mod config;
 mod doctor;
 mod list;
 mod manifest;
+mod policy;
 mod run;
+mod show;
+mod validate;

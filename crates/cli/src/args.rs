@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use toolsmith_registry::Profile;
 
 use crate::units::{self, Cap};
 
@@ -37,8 +38,13 @@ pub(crate) struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Commands {
-    /// List the discovered tools and the files that failed to load.
+    /// List the tools that may be called, grouped by directory.
     List(ListArgs),
+    /// Show one tool: its schema, annotations, where it lives, its effective
+    /// limits and what policy says about it.
+    Show(ShowArgs),
+    /// Run every check discovery applies to tool files, one line each.
+    Validate(ValidateArgs),
     /// Call a tool and print its result envelope.
     Run(RunArgs),
     /// Show the containment backend, the kernel features it relies on, and
@@ -46,9 +52,67 @@ pub(crate) enum Commands {
     Doctor(DoctorArgs),
 }
 
+/// A policy profile as a flag gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProfileArg {
+    /// Only tools that declare themselves read-only.
+    Plan,
+    /// Only tools that never need approval.
+    Unattended,
+    /// No profile, even if the config or environment sets one.
+    None,
+}
+
+impl ProfileArg {
+    pub(crate) fn profile(self) -> Option<Profile> {
+        match self {
+            ProfileArg::Plan => Some(Profile::Plan),
+            ProfileArg::Unattended => Some(Profile::Unattended),
+            ProfileArg::None => None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
-    /// Print JSON: {"tools": [...], "problems": [...], "shadowed": [...]}.
+    /// Print JSON: {"tools": [...], "problems": [...], "shadowed": [...]}, and
+    /// with --all also "denied".
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Also show the tools that policy denies (with the reason), shadowed
+    /// tools and the files that failed to load.
+    #[arg(long)]
+    pub(crate) all: bool,
+
+    /// The policy profile [env: TOOLSMITH_PROFILE] [default: `[policy] profile`].
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The tool, as `hello` or `custom_tool_hello`.
+    pub(crate) name: String,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// The policy profile the verdict is given for.
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// Tool files (a path, i.e. containing `/` or naming an existing file) or
+    /// tool names looked up in the tool directories [default: every file in
+    /// the tool directories].
+    #[arg(value_name = "PATH|NAME")]
+    pub(crate) targets: Vec<String>,
+
+    /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -81,6 +145,11 @@ pub(crate) struct RunArgs {
     /// The directory the tool runs in [default: the current directory].
     #[arg(long, value_name = "DIR")]
     pub(crate) cwd: Option<PathBuf>,
+
+    /// The policy profile: a tool it denies is POLICY_DENIED and is not run
+    /// [env: TOOLSMITH_PROFILE] [default: `[policy] profile`].
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
 
     /// Accepted for symmetry with other subcommands: the envelope is always JSON.
     #[arg(long)]

@@ -19,6 +19,19 @@
 //! [executor]
 //! backend = "auto"       # auto, cgroup, pidns, subreaper or pgroup
 //! max_concurrent = 4
+//!
+//! [policy]
+//! disabled = ["rm_rf"]       # never listed or called
+//! allowed = ["hello"]        # when set, only these are listed and called
+//! profile = "plan"           # plan (read-only tools only) or unattended (no tool that needs approval)
+//!
+//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout), env, disabled
+//! timeout = "5s"
+//! env = { allow = ["PATH"], set = { GREETING = "hi" } }
+//! disabled = false
+//!
+//! [audit]
+//! path = "audit.jsonl"       # relative to this file's directory; off when unset
 //! ```
 //!
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
@@ -30,8 +43,11 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 use toolsmith_executor::BackendChoice;
+use toolsmith_registry::{Profile, ToolName};
 
-use crate::settings::{EnvOptions, ExecutorOptions, LimitsOptions, Options};
+use crate::settings::{
+    EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions, ToolOptions,
+};
 use crate::units::{self, Cap, UnitError};
 
 /// The project configuration file, relative to the current directory.
@@ -71,7 +87,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env] and [executor]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [tools.NAME] and [audit]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -88,6 +104,10 @@ pub(crate) enum ValueError {
     Backend(#[from] toolsmith_executor::UnknownBackend),
     #[error("expected a whole number of at least 1")]
     Zero,
+    #[error(transparent)]
+    Profile(#[from] toolsmith_registry::UnknownProfile),
+    #[error(transparent)]
+    ToolName(#[from] toolsmith_registry::NameError),
 }
 
 /// A number or a string in the file; units are parsed after deserializing so
@@ -129,6 +149,43 @@ struct RawFile {
     env: RawEnv,
     #[serde(default)]
     executor: RawExecutor,
+    #[serde(default)]
+    policy: RawPolicy,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    audit: RawAudit,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    disabled: Option<Vec<String>>,
+    allowed: Option<Vec<String>>,
+    profile: Option<String>,
+}
+
+/// `[tools.NAME]`: the keys of `[limits]` but `max_timeout`, which is a
+/// ceiling for every tool, plus `env` and `disabled`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    timeout: Option<Scalar>,
+    grace: Option<Scalar>,
+    cpu: Option<Scalar>,
+    memory: Option<Scalar>,
+    max_processes: Option<Scalar>,
+    max_file_size: Option<Scalar>,
+    max_open_files: Option<Scalar>,
+    max_output: Option<Scalar>,
+    env: Option<RawEnv>,
+    disabled: Option<bool>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAudit {
+    path: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -259,11 +316,107 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         allow: raw.env.allow,
         set: raw.env.set.map(|set| set.into_iter().collect()),
     };
+    let policy = PolicyOptions {
+        disabled: tool_names("policy.disabled", raw.policy.disabled, origin)?,
+        allowed: tool_names("policy.allowed", raw.policy.allowed, origin)?,
+        profile: raw
+            .policy
+            .profile
+            .map(|profile| {
+                parse_profile(&profile).map_err(|source| ConfigError::Value {
+                    value: profile.clone(),
+                    key: "policy.profile".to_owned(),
+                    origin: origin.to_owned(),
+                    source,
+                })
+            })
+            .transpose()?,
+    };
+    let mut tools = BTreeMap::new();
+    for (name, raw_tool) in raw.tools {
+        let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
+            value: name.clone(),
+            key: format!("tools.{name}"),
+            origin: origin.to_owned(),
+            source: source.into(),
+        })?;
+        tools.insert(tool_name, tool_options(&name, raw_tool, origin)?);
+    }
+    // A relative audit path is taken from the config file's directory, so the
+    // log does not move when toolsmith is started from another directory.
+    let audit = raw.audit.path.map(|audit_path| {
+        path.parent()
+            .map_or_else(|| audit_path.clone(), |dir| dir.join(&audit_path))
+    });
     Ok(Options {
         limits,
         executor,
         env,
+        policy,
+        tools,
+        audit,
     })
+}
+
+fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, ConfigError> {
+    let key = |field: &str| format!("tools.{name}.{field}");
+    Ok(ToolOptions {
+        limits: LimitsOptions {
+            timeout: field(&key("timeout"), &raw.timeout, origin, duration)?,
+            grace: field(&key("grace"), &raw.grace, origin, duration)?,
+            cpu: field(&key("cpu"), &raw.cpu, origin, duration_cap)?,
+            memory: field(&key("memory"), &raw.memory, origin, size_cap)?,
+            max_processes: field(&key("max_processes"), &raw.max_processes, origin, count_cap)?,
+            max_file_size: field(&key("max_file_size"), &raw.max_file_size, origin, size_cap)?,
+            max_open_files: field(
+                &key("max_open_files"),
+                &raw.max_open_files,
+                origin,
+                count_cap,
+            )?,
+            max_output: field(&key("max_output"), &raw.max_output, origin, size)?,
+            max_timeout: None,
+        },
+        env: raw
+            .env
+            .map(|env| EnvOptions {
+                allow: env.allow,
+                set: env.set.map(|set| set.into_iter().collect()),
+            })
+            .unwrap_or_default(),
+        disabled: raw.disabled,
+    })
+}
+
+/// Parses a list of tool names (plain or exposed), naming the key on error.
+fn tool_names(
+    key: &str,
+    names: Option<Vec<String>>,
+    origin: &str,
+) -> Result<Option<Vec<ToolName>>, ConfigError> {
+    names
+        .map(|names| {
+            names
+                .iter()
+                .map(|name| {
+                    ToolName::from_exposed_or_plain(name).map_err(|source| ConfigError::Value {
+                        value: name.clone(),
+                        key: key.to_owned(),
+                        origin: origin.to_owned(),
+                        source: source.into(),
+                    })
+                })
+                .collect()
+        })
+        .transpose()
+}
+
+/// Parses a profile name; `none` lifts a profile set by a lower layer.
+pub(crate) fn parse_profile(text: &str) -> Result<Option<Profile>, ValueError> {
+    if text.trim() == "none" {
+        return Ok(None);
+    }
+    Ok(Some(text.parse::<Profile>()?))
 }
 
 /// Parses the value of `key`, if the file sets it.
@@ -397,7 +550,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`",
             ),
         );
     }
@@ -419,6 +572,63 @@ mod tests {
             Err(
                 "invalid value \"0\" for executor.max_concurrent in x.toml: expected a whole number of at least 1",
             ),
+        );
+    }
+
+    #[test]
+    fn policy_section() {
+        check(
+            "[policy]\ndisabled = [\"rm-rf\", \"custom_tool_x\"]\nprofile = \"plan\"\n",
+            Ok(
+                "disabled: Some([ToolName(\"rm_rf\"), ToolName(\"x\")]), allowed: None, profile: Some(Some(Plan))",
+            ),
+        );
+        check(
+            "[policy]\nprofile = \"yolo\"\n",
+            Err(
+                "invalid value \"yolo\" for policy.profile in x.toml: unknown profile `yolo` (expected plan or unattended)",
+            ),
+        );
+        check(
+            "[policy]\nallowed = [\"Bad Name\"]\n",
+            Err(
+                "invalid value \"Bad Name\" for policy.allowed in x.toml: tool name `Bad Name` must start with a lowercase letter",
+            ),
+        );
+    }
+
+    #[test]
+    fn tool_sections() {
+        check(
+            "[tools.file-read]\ntimeout = \"5s\"\nmemory = \"unlimited\"\ndisabled = true\nenv = { allow = [\"PATH\"] }\n",
+            Ok(
+                "ToolName(\"file_read\"): ToolOptions { limits: LimitsOptions { timeout: Some(5s), grace: None, cpu: None, memory: Some(Unlimited)",
+            ),
+        );
+        check(
+            "[tools.hello]\ntimeout = \"soon\"\n",
+            Err(
+                "invalid value \"soon\" for tools.hello.timeout in x.toml: expected a duration such as `500ms`, `30s`, `2m` or `1h` (a plain number is seconds)",
+            ),
+        );
+        check(
+            "[tools.hello]\nmax_timeout = \"5s\"\n",
+            Err(
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `disabled`",
+            ),
+        );
+    }
+
+    #[test]
+    fn audit_path_is_relative_to_the_config_file() {
+        let options = parse(
+            "[audit]\npath = \"logs/audit.jsonl\"\n",
+            Path::new("conf/x.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            options.audit,
+            Some(Path::new("conf/logs/audit.jsonl").to_path_buf())
         );
     }
 

@@ -40,6 +40,11 @@ impl EnvVars {
     /// Bytes kept per output stream of a call, e.g. `1MiB`. Overrides `[limits] max_output`.
     pub const TOOLSMITH_MAX_OUTPUT: &'static str = "TOOLSMITH_MAX_OUTPUT";
 
+    /// The policy profile: `plan` (read-only tools only), `unattended` (no
+    /// tool that needs approval) or `none`. Overrides `[policy] profile`;
+    /// `--profile` wins over it.
+    pub const TOOLSMITH_PROFILE: &'static str = "TOOLSMITH_PROFILE";
+
     /// When set (to anything), output carries no color.
     pub const NO_COLOR: &'static str = "NO_COLOR";
 }

@@ -24,6 +24,7 @@ mod env_vars;
 mod exit;
 mod logging;
 mod output;
+mod progress;
 mod settings;
 mod units;
 
@@ -37,7 +38,7 @@ use toolsmith_executor::{Executor, ExecutorConfig};
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
-use crate::args::{Cli, Commands, DoctorArgs, ListArgs, RunArgs};
+use crate::args::{Cli, Commands, DoctorArgs, ListArgs, RunArgs, ShowArgs, ValidateArgs};
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
@@ -98,6 +99,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             }
         }
         Commands::List(args) => Prepared::List(args),
+        Commands::Show(args) => Prepared::Show(args),
+        Commands::Validate(args) => Prepared::Validate(args),
         Commands::Doctor(args) => Prepared::Doctor(args),
     };
     if cli.global.show_settings {
@@ -124,6 +127,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
                 arguments,
             } => commands::run::run(args, &arguments, &global, &settings, &executor).await,
             Prepared::List(args) => commands::list::list(args, &global, &executor).await,
+            Prepared::Show(args) => commands::show::show(args, &global, &executor).await,
+            Prepared::Validate(args) => {
+                commands::validate::validate(args, &global, &executor).await
+            }
             Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor),
         }
     })
@@ -142,6 +149,8 @@ enum Prepared<'a> {
         arguments: serde_json::Value,
     },
     List(&'a ListArgs),
+    Show(&'a ShowArgs),
+    Validate(&'a ValidateArgs),
     Doctor(&'a DoctorArgs),
 }
 

@@ -4,15 +4,28 @@
 //! variables, the config file, then the defaults (`Limits::recommended()`,
 //! `DEFAULT_ENV_ALLOW`, backend `auto`). Each layer is read into the same
 //! [`Options`] shape, and [`Combine`] merges them; nothing else decides precedence.
+//!
+//! The limits of a call to one tool add the tool's `[tools.NAME]` section as
+//! a layer between the flags and the environment:
+//! `run` flags, then `[tools.NAME]`, then `TOOLSMITH_*`, then `[limits]`, then the defaults.
+//! The flags and the tool's section
+//! become the registry's `ToolOverride` for that tool, so they also beat the
+//! timeout the tool requests for itself (an operator's decision about this
+//! tool), while the environment and `[limits]` are the base that a requested
+//! timeout (capped by `max_timeout`) replaces. A tool's `env.allow` replaces
+//! the global list, as `[env] allow` replaces the default one; its `env.set`
+//! is laid over `[env] set` key by key.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
+use toolsmith_registry::{Policy, Profile, RunConfig, ToolName, ToolOverride};
 
-use crate::args::{GlobalArgs, RunArgs};
+use crate::args::{GlobalArgs, ProfileArg, RunArgs};
 use crate::config::{self, ConfigFile, ValueError, describe_cap};
 use crate::env_vars::EnvVars;
 use crate::units::{self, Cap, format_duration, format_size};
@@ -121,12 +134,70 @@ impl Combine for EnvOptions {
     }
 }
 
+/// Which tools may be listed and called, as one layer sets it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct PolicyOptions {
+    pub(crate) disabled: Option<Vec<ToolName>>,
+    pub(crate) allowed: Option<Vec<ToolName>>,
+    /// `Some(None)` lifts a profile set by a lower layer (`--profile none`).
+    pub(crate) profile: Option<Option<Profile>>,
+}
+
+impl Combine for PolicyOptions {
+    fn combine(self, lower: PolicyOptions) -> PolicyOptions {
+        PolicyOptions {
+            disabled: self.disabled.combine(lower.disabled),
+            allowed: self.allowed.combine(lower.allowed),
+            profile: self.profile.combine(lower.profile),
+        }
+    }
+}
+
+/// One tool's `[tools.NAME]` section.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct ToolOptions {
+    /// `max_timeout` is always `None`: the ceiling is for every tool.
+    pub(crate) limits: LimitsOptions,
+    pub(crate) env: EnvOptions,
+    pub(crate) disabled: Option<bool>,
+}
+
+impl Combine for ToolOptions {
+    fn combine(self, lower: ToolOptions) -> ToolOptions {
+        ToolOptions {
+            limits: self.limits.combine(lower.limits),
+            env: self.env.combine(lower.env),
+            disabled: self.disabled.combine(lower.disabled),
+        }
+    }
+}
+
+impl Combine for BTreeMap<ToolName, ToolOptions> {
+    fn combine(
+        self,
+        mut lower: BTreeMap<ToolName, ToolOptions>,
+    ) -> BTreeMap<ToolName, ToolOptions> {
+        for (name, options) in self {
+            let merged = match lower.remove(&name) {
+                Some(lower_options) => options.combine(lower_options),
+                None => options,
+            };
+            lower.insert(name, merged);
+        }
+        lower
+    }
+}
+
 /// Everything one layer can set.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Options {
     pub(crate) limits: LimitsOptions,
     pub(crate) executor: ExecutorOptions,
     pub(crate) env: EnvOptions,
+    pub(crate) policy: PolicyOptions,
+    pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
+    /// The audit log file; no log when unset.
+    pub(crate) audit: Option<PathBuf>,
 }
 
 impl Combine for Options {
@@ -135,6 +206,9 @@ impl Combine for Options {
             limits: self.limits.combine(lower.limits),
             executor: self.executor.combine(lower.executor),
             env: self.env.combine(lower.env),
+            policy: self.policy.combine(lower.policy),
+            tools: self.tools.combine(lower.tools),
+            audit: self.audit.combine(lower.audit),
         }
     }
 }
@@ -191,6 +265,12 @@ impl Options {
                 )?,
             },
             env: EnvOptions::default(),
+            policy: PolicyOptions {
+                profile: read(lookup, EnvVars::TOOLSMITH_PROFILE, &config::parse_profile)?,
+                ..PolicyOptions::default()
+            },
+            tools: BTreeMap::new(),
+            audit: None,
         })
     }
 }
@@ -213,6 +293,12 @@ pub(crate) struct GlobalSettings {
     pub(crate) limits: Limits,
     /// The ceiling of tool-requested timeouts.
     pub(crate) max_timeout: Duration,
+    /// The policy after env and file, before any `--profile`.
+    pub(crate) policy_options: PolicyOptions,
+    /// The `[tools.NAME]` sections.
+    pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
+    /// The audit log file (absolute), if one is set.
+    pub(crate) audit_path: Option<PathBuf>,
 }
 
 impl GlobalSettings {
@@ -253,6 +339,89 @@ impl GlobalSettings {
             limits: combined.limits.clone().resolve(),
             max_timeout: combined.limits.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
             limits_options: combined.limits,
+            policy_options: combined.policy,
+            tools: combined.tools,
+            audit_path: combined.audit.map(|path| {
+                std::path::absolute(cwd.join(&path)).unwrap_or_else(|_| cwd.join(path))
+            }),
+        }
+    }
+
+    /// The policy, with `--profile` (when given) above the other layers.
+    /// Disabled tools are those of `[policy] disabled` and of every
+    /// `[tools.NAME]` with `disabled = true`.
+    pub(crate) fn policy(&self, profile_flag: Option<ProfileArg>) -> Policy {
+        let flag = PolicyOptions {
+            profile: profile_flag.map(ProfileArg::profile),
+            ..PolicyOptions::default()
+        };
+        let options = flag.combine(self.policy_options.clone());
+        let mut disabled = options.disabled.unwrap_or_default();
+        for (name, tool) in &self.tools {
+            if tool.disabled == Some(true) && !disabled.contains(name) {
+                disabled.push(name.clone());
+            }
+        }
+        Policy {
+            disabled,
+            allowed: options.allowed,
+            profile: options.profile.flatten(),
+        }
+    }
+
+    /// How tools are run from `cwd`, with every `[tools.NAME]` section as an
+    /// override; `call` puts a call's flags above the section of its tool.
+    pub(crate) fn run_config(
+        &self,
+        cwd: &Path,
+        call: Option<(&ToolName, &LimitsOptions)>,
+    ) -> RunConfig {
+        let mut tools = self.tools.clone();
+        if let Some((name, flags)) = call {
+            let tool = tools.remove(name).unwrap_or_default();
+            let flags = ToolOptions {
+                limits: flags.clone(),
+                ..ToolOptions::default()
+            };
+            tools.insert(name.clone(), flags.combine(tool));
+        }
+        let overrides = tools
+            .into_iter()
+            .map(|(name, tool)| {
+                let tool_override = self.tool_override(tool);
+                (name, tool_override)
+            })
+            .collect();
+        RunConfig {
+            cwd: cwd.to_path_buf(),
+            env: self.tool_env(),
+            limits: self.limits.clone(),
+            max_timeout: self.max_timeout,
+            overrides,
+        }
+    }
+
+    fn tool_override(&self, tool: ToolOptions) -> ToolOverride {
+        let limits = tool.limits;
+        let env = (tool.env.allow.is_some() || tool.env.set.is_some()).then(|| {
+            let allow = tool.env.allow.unwrap_or_else(|| self.env_allow.clone());
+            let mut set = self.env_set.clone();
+            for (key, value) in tool.env.set.unwrap_or_default() {
+                set.retain(|(existing, _)| existing != &key);
+                set.push((key, value));
+            }
+            toolsmith_executor::filtered_env(&allow, &set)
+        });
+        ToolOverride {
+            timeout: limits.timeout,
+            grace: limits.grace,
+            cpu: limits.cpu.map(Cap::into_option),
+            memory: limits.memory.map(Cap::into_option),
+            max_processes: limits.max_processes.map(Cap::into_option),
+            max_file_size: limits.max_file_size.map(Cap::into_option),
+            max_open_files: limits.max_open_files.map(Cap::into_option),
+            max_output: limits.max_output,
+            env,
         }
     }
 
@@ -280,11 +449,79 @@ impl GlobalSettings {
             },
             "limits": limits_json(limits),
             "max_timeout": format_duration(self.max_timeout),
+            "policy": {
+                "disabled": names_json(self.policy_options.disabled.as_deref()),
+                "allowed": names_json(self.policy_options.allowed.as_deref()),
+                "profile": self.policy_options.profile.flatten().map(Profile::as_str),
+            },
+            "tools": self
+                .tools
+                .iter()
+                .map(|(name, tool)| (name.as_str(), tool_json(tool)))
+                .collect::<BTreeMap<_, _>>(),
+            "audit": self.audit_path,
         })
     }
 }
 
-fn limits_json(limits: &Limits) -> serde_json::Value {
+fn names_json(names: Option<&[ToolName]>) -> serde_json::Value {
+    json!(names.map(|names| names.iter().map(ToolName::as_str).collect::<Vec<_>>()))
+}
+
+/// The keys a `[tools.NAME]` section sets, as written in the file.
+fn tool_json(tool: &ToolOptions) -> serde_json::Value {
+    let limits = &tool.limits;
+    let mut object = serde_json::Map::new();
+    let mut put = |key: &str, value: Option<String>| {
+        if let Some(value) = value {
+            object.insert(key.to_owned(), json!(value));
+        }
+    };
+    put("timeout", limits.timeout.map(format_duration));
+    put("grace", limits.grace.map(format_duration));
+    put(
+        "cpu",
+        limits.cpu.map(|cap| describe_cap(cap, format_duration)),
+    );
+    put(
+        "memory",
+        limits.memory.map(|cap| describe_cap(cap, format_size)),
+    );
+    put(
+        "max_processes",
+        limits
+            .max_processes
+            .map(|cap| describe_cap(cap, |count| count.to_string())),
+    );
+    put(
+        "max_file_size",
+        limits
+            .max_file_size
+            .map(|cap| describe_cap(cap, format_size)),
+    );
+    put(
+        "max_open_files",
+        limits
+            .max_open_files
+            .map(|cap| describe_cap(cap, |count| count.to_string())),
+    );
+    put("max_output", limits.max_output.map(format_size));
+    if tool.env.allow.is_some() || tool.env.set.is_some() {
+        object.insert(
+            "env".to_owned(),
+            json!({
+                "allow": tool.env.allow,
+                "set": tool.env.set.as_ref().map(|set| set.iter().cloned().collect::<BTreeMap<_, _>>()),
+            }),
+        );
+    }
+    if let Some(disabled) = tool.disabled {
+        object.insert("disabled".to_owned(), json!(disabled));
+    }
+    serde_json::Value::Object(object)
+}
+
+pub(crate) fn limits_json(limits: &Limits) -> serde_json::Value {
     let cap_size =
         |value: Option<u64>| describe_cap(value.map_or(Cap::Unlimited, Cap::At), format_size);
     let cap_count = |value: Option<u64>| {
@@ -329,8 +566,13 @@ fn default_tool_dirs(cwd: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Vec
 /// The settings of `toolsmith run`.
 #[derive(Debug, Clone)]
 pub(crate) struct RunSettings {
+    /// The limits of the call before the tool's own requested timeout, for `--show-settings`.
     pub(crate) limits: Limits,
-    pub(crate) cwd: PathBuf,
+    /// The tool called, when the name is valid.
+    pub(crate) tool: Option<ToolName>,
+    /// How the call is run: the flags are the override of `tool`.
+    pub(crate) run_config: RunConfig,
+    pub(crate) policy: Policy,
 }
 
 impl RunSettings {
@@ -349,9 +591,23 @@ impl RunSettings {
             }
             None => global.cwd.clone(),
         };
+        let tool = ToolName::from_exposed_or_plain(&args.name).ok();
+        let tool_limits = match &tool {
+            Some(name) => flags.clone().combine(
+                global
+                    .tools
+                    .get(name)
+                    .map(|tool| tool.limits.clone())
+                    .unwrap_or_default(),
+            ),
+            None => flags.clone(),
+        };
+        let run_config = global.run_config(&cwd, tool.as_ref().map(|name| (name, &flags)));
         RunSettings {
-            limits: flags.combine(global.limits_options.clone()).resolve(),
-            cwd,
+            limits: tool_limits.combine(global.limits_options.clone()).resolve(),
+            tool,
+            run_config,
+            policy: global.policy(args.profile),
         }
     }
 }

@@ -246,7 +246,7 @@ impl Catalog {
 
 /// The format of a candidate file, decided from its name and mode alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     /// An executable probed with `description` (Kodelet).
     Kodelet,
     /// A `NAME.md` manifest (Nanocoder), parsed without running anything.
@@ -255,11 +255,20 @@ enum Format {
 
 /// A file that may be a tool.
 #[derive(Debug)]
-struct Candidate {
-    path: PathBuf,
-    source: PathBuf,
-    expected: ToolName,
-    format: Format,
+pub(crate) struct Candidate {
+    pub(crate) path: PathBuf,
+    pub(crate) source: PathBuf,
+    pub(crate) expected: ToolName,
+    pub(crate) format: Format,
+}
+
+/// How far discovery has come: `probed` of `total` candidates answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscoveryProgress {
+    /// Candidates whose probe has finished.
+    pub probed: usize,
+    /// Candidates found in the directories.
+    pub total: usize,
 }
 
 /// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
@@ -268,7 +277,18 @@ struct Candidate {
 /// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
 /// Cancel-safe: dropping the future kills the probes still running.
 pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
-    discover_matching(executor, dirs, None, config).await
+    discover_matching(executor, dirs, None, config, &|_| {}).await
+}
+
+/// Like [`discover`], calling `progress` once the candidates are known and
+/// after each probe, so that a long discovery can show how far it is.
+pub async fn discover_with_progress(
+    executor: &Arc<Executor>,
+    dirs: &[PathBuf],
+    config: &RunConfig,
+    progress: &(dyn Fn(DiscoveryProgress) + Sync),
+) -> Catalog {
+    discover_matching(executor, dirs, None, config, progress).await
 }
 
 /// Like [`discover`], but probes only the files that would provide `name`, so
@@ -281,7 +301,7 @@ pub async fn discover_one(
     name: &ToolName,
     config: &RunConfig,
 ) -> Catalog {
-    discover_matching(executor, dirs, Some(name), config).await
+    discover_matching(executor, dirs, Some(name), config, &|_| {}).await
 }
 
 async fn discover_matching(
@@ -289,19 +309,10 @@ async fn discover_matching(
     dirs: &[PathBuf],
     only: Option<&ToolName>,
     config: &RunConfig,
+    progress: &(dyn Fn(DiscoveryProgress) + Sync),
 ) -> Catalog {
-    let mut problems = Vec::new();
-    let mut candidates = Vec::new();
-    for dir in dirs {
-        let dir = config.cwd.join(dir);
-        scan_dir(&dir, &mut candidates, &mut problems);
-    }
-    if let Some(only) = only {
-        candidates.retain(|candidate| &candidate.expected == only);
-        problems.retain(|problem| problem_concerns(problem, only));
-    }
-
-    let probe_results = probe_all(executor, &candidates, config).await;
+    let (candidates, mut problems) = scan_dirs(dirs, only, config);
+    let probe_results = probe_all(executor, &candidates, config, progress).await;
 
     let mut by_name: HashMap<ToolName, Tool> = HashMap::new();
     let mut shadowed = Vec::new();
@@ -328,6 +339,26 @@ async fn discover_matching(
         problems,
         shadowed,
     }
+}
+
+/// The candidates and problems of `dirs` (relative ones taken from
+/// `config.cwd`), only those concerning `only` when it is given.
+pub(crate) fn scan_dirs(
+    dirs: &[PathBuf],
+    only: Option<&ToolName>,
+    config: &RunConfig,
+) -> (Vec<Candidate>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut candidates = Vec::new();
+    for dir in dirs {
+        let dir = config.cwd.join(dir);
+        scan_dir(&dir, &mut candidates, &mut problems);
+    }
+    if let Some(only) = only {
+        candidates.retain(|candidate| &candidate.expected == only);
+        problems.retain(|problem| problem_concerns(problem, only));
+    }
+    (candidates, problems)
 }
 
 /// Whether `problem` is about a file that would provide `name`, or about a whole directory.
@@ -400,7 +431,7 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
 
 /// The tool name and format of `path` if it is a candidate, `None` if it is
 /// silently skipped.
-fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
+pub(crate) fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
@@ -455,11 +486,14 @@ fn is_documentation(file_name: &std::ffi::OsStr) -> bool {
 }
 
 /// Probes every candidate; the results are in the candidates' order.
-async fn probe_all(
+pub(crate) async fn probe_all(
     executor: &Arc<Executor>,
     candidates: &[Candidate],
     config: &RunConfig,
+    progress: &(dyn Fn(DiscoveryProgress) + Sync),
 ) -> Vec<Result<Tool, ProblemError>> {
+    let total = candidates.len();
+    progress(DiscoveryProgress { probed: 0, total });
     let parallelism = std::thread::available_parallelism().map_or(1, usize::from);
     let permits = Arc::new(tokio::sync::Semaphore::new(parallelism));
     let limits = probe_limits(&config.limits);
@@ -493,12 +527,15 @@ async fn probe_all(
 
     let mut results: Vec<Option<Result<Tool, ProblemError>>> =
         candidates.iter().map(|_| None).collect();
+    let mut probed = 0;
     while let Some(joined) = tasks.join_next_with_id().await {
         match joined {
             Ok((task_id, result)) => {
                 if let Some(&index) = index_of_task.get(&task_id) {
                     results[index] = Some(result);
                 }
+                probed += 1;
+                progress(DiscoveryProgress { probed, total });
             }
             Err(join_error) if join_error.is_panic() => {
                 std::panic::resume_unwind(join_error.into_panic());

@@ -1,5 +1,6 @@
 //! Invoking a tool: validating the arguments, running it through the executor and mapping the outcome to an envelope.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +11,10 @@ use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 use crate::discovery::{file_tool_name, first_line};
 use crate::manifest::CommandError;
 use crate::tool::Runner;
-use crate::{Body, Catalog, Envelope, Error, ErrorCode, Metadata, Tool, ToolName, kodelet};
+use crate::{
+    Body, Catalog, Envelope, Error, ErrorCode, Metadata, Policy, Tool, ToolName, ToolOverride,
+    kodelet,
+};
 
 /// How tool processes are run, for probes and calls alike.
 #[derive(Debug, Clone)]
@@ -26,20 +30,9 @@ pub struct RunConfig {
     /// The longest timeout a tool may ask for (Kodelet's `config`, a
     /// manifest's `timeout_ms`); a tool that asks for none gets `limits.timeout`.
     pub max_timeout: Duration,
-}
-
-impl RunConfig {
-    /// The limits of a call to `tool`: the configured ones, with the timeout
-    /// the tool asks for, capped by `max_timeout`.
-    pub fn limits_for(&self, tool: &Tool) -> Limits {
-        match tool.requested_timeout() {
-            Some(requested) => Limits {
-                timeout: requested.min(self.max_timeout),
-                ..self.limits.clone()
-            },
-            None => self.limits.clone(),
-        }
-    }
+    /// The operator's per-tool overrides of limits and environment, which
+    /// [`RunConfig::call_config`] applies.
+    pub overrides: BTreeMap<ToolName, ToolOverride>,
 }
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
@@ -52,12 +45,13 @@ pub async fn invoke_named(
     name: &str,
     arguments: &Value,
     config: &RunConfig,
+    policy: &Policy,
 ) -> Result<Envelope, Error> {
     let tool = ToolName::from_exposed_or_plain(name)
         .ok()
         .and_then(|tool_name| catalog.get(&tool_name));
     match tool {
-        Some(tool) => invoke(executor, tool, arguments, config).await,
+        Some(tool) => invoke(executor, tool, arguments, config, policy).await,
         None => Ok(Envelope::failure(
             ErrorCode::ToolNotFound,
             not_found_sentence(name, catalog),
@@ -68,7 +62,8 @@ pub async fn invoke_named(
 
 /// Calls `tool` with `arguments`.
 ///
-/// The arguments are checked against the tool's input schema first; when
+/// When `policy` denies the tool, nothing is run and the envelope is
+/// `POLICY_DENIED` with the reason. The arguments are checked against the tool's input schema first; when
 /// they fail it, nothing is run and the envelope is `INVALID_PARAMS`.
 /// Only a failure of the executor's own plumbing is an `Err`: everything the
 /// tool does, including failing to start, is an envelope.
@@ -77,7 +72,15 @@ pub async fn invoke(
     tool: &Tool,
     arguments: &Value,
     config: &RunConfig,
+    policy: &Policy,
 ) -> Result<Envelope, Error> {
+    if let Err(denial) = policy.check(tool) {
+        return Ok(Envelope::failure(
+            ErrorCode::PolicyDenied,
+            format!("Tool {} may not be called: {denial}.", tool.name()),
+            Metadata::not_started(),
+        ));
+    }
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
         let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
@@ -91,14 +94,15 @@ pub async fn invoke(
             Metadata::not_started(),
         ));
     }
+    let call = config.call_config(tool);
     let executor_error = |source| Error::Executor {
         program: tool.path().to_path_buf(),
         source,
     };
     let command = match tool.runner() {
-        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments)
+        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &call.env, arguments)
             .map_err(executor_error)?,
-        Runner::Manifest(manifest) => match manifest.command(arguments, &config.cwd, &config.env) {
+        Runner::Manifest(manifest) => match manifest.command(arguments, &config.cwd, &call.env) {
             Ok(command) => command,
             Err(CommandError::Render(error)) => {
                 return Ok(Envelope::failure(
@@ -117,7 +121,7 @@ pub async fn invoke(
             Err(CommandError::Executor(source)) => return Err(executor_error(source)),
         },
     };
-    let limits = config.limits_for(tool);
+    let limits = call.limits;
     match executor.run(&command, &limits).await {
         Ok(outcome) => {
             let envelope = match tool.runner() {

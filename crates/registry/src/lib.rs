@@ -9,6 +9,13 @@
 //! environment, and returns an [`Envelope`]: the tool's result, or an
 //! [`ErrorCode`] with a sentence, plus [`Metadata`] about the run.
 //!
+//! Around a call: a [`Policy`] decides which tools may be listed and called
+//! (a denied call is `POLICY_DENIED` and runs nothing), [`ToolOverride`]s in
+//! the [`RunConfig`] give single tools their own limits and environment, and
+//! an [`AuditLog`] keeps one [`AuditRecord`] line per call.
+//! [`validate_paths`] and [`validate_dirs`] report every check discovery
+//! applies to a file, one [`Check`] at a time.
+//!
 //! The registry runs processes only through the executor and knows nothing of
 //! command lines, terminals or exit codes.
 //!
@@ -17,7 +24,7 @@
 //! use std::path::PathBuf;
 //! use std::sync::Arc;
 //! use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-//! use toolsmith_registry::{RunConfig, discover, invoke_named};
+//! use toolsmith_registry::{Policy, RunConfig, discover, invoke_named};
 //!
 //! let executor = Arc::new(Executor::new(ExecutorConfig { backend: BackendChoice::Auto, max_concurrent: None })?);
 //! let config = RunConfig {
@@ -25,18 +32,20 @@
 //!     env: filtered_env(&["PATH".to_owned()], &[]),
 //!     limits: Limits::recommended(),
 //!     max_timeout: std::time::Duration::from_secs(300),
+//!     overrides: Default::default(),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
 //!     eprintln!("{}: {}", problem.path.display(), problem.message());
 //! }
 //! let arguments = serde_json::json!({"name": "Ada"});
-//! let envelope = invoke_named(&executor, &catalog, "custom_tool_hello", &arguments, &config).await?;
+//! let envelope = invoke_named(&executor, &catalog, "custom_tool_hello", &arguments, &config, &Policy::allow_all()).await?;
 //! println!("{}", serde_json::to_string(&envelope)?);
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]
 
+mod audit;
 mod discovery;
 mod envelope;
 mod error;
@@ -45,13 +54,17 @@ mod invoke;
 mod kodelet;
 mod manifest;
 mod name;
+mod overrides;
+mod policy;
 mod render;
 mod schema;
 mod tool;
+mod validate;
 
+pub use crate::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
 pub use crate::discovery::{
-    Catalog, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed, discover,
-    discover_one,
+    Catalog, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed,
+    discover, discover_one, discover_with_progress,
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
@@ -62,6 +75,11 @@ pub use crate::manifest::{
     DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
 };
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
+pub use crate::overrides::{CallConfig, TimeoutSource, ToolOverride};
+pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::render::{RenderError, TemplateError};
 pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
 pub use crate::tool::{Annotations, Approval, Tool, ToolKind};
+pub use crate::validate::{
+    Check, CheckKind, CheckStatus, FileReport, validate_dirs, validate_paths,
+};

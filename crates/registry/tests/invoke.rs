@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-use toolsmith_registry::{RunConfig, discover, invoke_named};
+use toolsmith_registry::{Policy, RunConfig, discover, invoke_named};
 
 const TOOL: &str = r#"#!/bin/sh
 case "$1" in
@@ -41,13 +41,21 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         env: filtered_env(&["PATH".to_owned()], &[]),
         limits: Limits::recommended(),
         max_timeout: std::time::Duration::from_secs(300),
+        overrides: Default::default(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
     change(&tool);
-    let envelope = invoke_named(&executor, &catalog, "echo_args", &json!({"x": 1}), &config)
-        .await
-        .unwrap();
+    let envelope = invoke_named(
+        &executor,
+        &catalog,
+        "echo_args",
+        &json!({"x": 1}),
+        &config,
+        &Policy::allow_all(),
+    )
+    .await
+    .unwrap();
     serde_json::to_value(&envelope).unwrap()
 }
 

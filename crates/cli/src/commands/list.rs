@@ -1,17 +1,18 @@
-//! `toolsmith list`: discover every tool and print them with the problems found on the way.
+//! `toolsmith list`: discover every tool and print those policy admits, grouped by directory; `--all` adds the rest.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, RunConfig};
+use toolsmith_registry::{Catalog, Denial, Policy, Tool};
 
 use crate::args::ListArgs;
 use crate::exit::ExitStatus;
 use crate::output;
+use crate::progress::DiscoveryBar;
 use crate::settings::GlobalSettings;
 
 /// Lists the tools. Problems are part of the listing, so the status is success
@@ -21,128 +22,242 @@ pub(crate) async fn list(
     global: &GlobalSettings,
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
-    let config = RunConfig {
-        cwd: global.cwd.clone(),
-        env: global.tool_env(),
-        limits: global.limits.clone(),
-        max_timeout: global.max_timeout,
-    };
-    let catalog = toolsmith_registry::discover(executor, &global.tool_dirs, &config).await;
+    let config = global.run_config(&global.cwd, None);
+    let policy = global.policy(args.profile);
+    let bar = DiscoveryBar::new();
+    let catalog = toolsmith_registry::discover_with_progress(
+        executor,
+        &global.tool_dirs,
+        &config,
+        &|progress| bar.update(progress),
+    )
+    .await;
+    bar.finish();
+    let listing = Listing::new(&catalog, &policy);
     if args.json {
-        output::write_json(&catalog_json(&catalog))?;
-    } else {
-        if catalog.tools().is_empty() {
-            let searched: Vec<String> = global
-                .tool_dirs
-                .iter()
-                .map(|dir| dir.display().to_string())
-                .collect();
+        output::write_json(&listing.json(args.all))?;
+        return Ok(ExitStatus::Success);
+    }
+    if catalog.tools().is_empty() {
+        let searched: Vec<String> = global
+            .tool_dirs
+            .iter()
+            .map(|dir| dir.display().to_string())
+            .collect();
+        tracing::warn!(
+            "no tools found (searched: {})",
+            if searched.is_empty() {
+                "no tool directory exists".to_owned()
+            } else {
+                searched.join(", ")
+            }
+        );
+    }
+    if !args.all {
+        // Whatever the short listing leaves out is counted, so that nothing is silently missing.
+        let mut hidden = Vec::new();
+        let mut count = |n: usize, one: &str, many: &str| match n {
+            0 => {}
+            1 => hidden.push(format!("1 {one}")),
+            n => hidden.push(format!("{n} {many}")),
+        };
+        count(
+            listing.denied.len(),
+            "tool denied by policy",
+            "tools denied by policy",
+        );
+        count(catalog.shadowed().len(), "tool shadowed", "tools shadowed");
+        count(
+            catalog.problems().len(),
+            "file that could not be loaded",
+            "files that could not be loaded",
+        );
+        if !hidden.is_empty() {
             tracing::warn!(
-                "no tools found (searched: {})",
-                if searched.is_empty() {
-                    "no tool directory exists".to_owned()
-                } else {
-                    searched.join(", ")
-                }
+                "not listed: {}; `toolsmith list --all` shows them",
+                hidden.join(", ")
             );
         }
-        output::write_text(&catalog_text(&catalog).context("cannot format the listing")?)?;
     }
+    let text = listing
+        .text(&global.tool_dirs, args.all)
+        .context("cannot format the listing")?;
+    output::write_text(&text)?;
     Ok(ExitStatus::Success)
 }
 
-fn catalog_json(catalog: &Catalog) -> serde_json::Value {
-    let tools: Vec<serde_json::Value> = catalog
-        .tools()
-        .iter()
-        .map(|tool| {
-            json!({
-                "name": tool.name().as_str(),
-                "exposed_name": tool.name().exposed(),
-                "description": tool.description(),
-                "path": tool.path(),
-                "source": tool.source(),
-                "kind": tool.kind().as_str(),
-                "input_schema": tool.input_schema().as_json(),
-            })
-        })
-        .collect();
-    let problems: Vec<serde_json::Value> = catalog
-        .problems()
-        .iter()
-        .map(|problem| json!({"path": problem.path, "error": problem.message()}))
-        .collect();
-    let shadowed: Vec<serde_json::Value> = catalog
-        .shadowed()
-        .iter()
-        .map(|shadowed| {
-            json!({
-                "name": shadowed.tool.name().as_str(),
-                "path": shadowed.tool.path(),
-                "by": shadowed.by,
-            })
-        })
-        .collect();
-    json!({"tools": tools, "problems": problems, "shadowed": shadowed})
+/// The catalog split by policy.
+struct Listing<'a> {
+    catalog: &'a Catalog,
+    admitted: Vec<&'a Tool>,
+    denied: Vec<(&'a Tool, Denial)>,
 }
 
-fn catalog_text(catalog: &Catalog) -> Result<String, std::fmt::Error> {
-    let mut text = String::new();
-    if !catalog.tools().is_empty() {
-        let rows: Vec<[String; 3]> = catalog
-            .tools()
+impl<'a> Listing<'a> {
+    fn new(catalog: &'a Catalog, policy: &Policy) -> Listing<'a> {
+        let mut admitted = Vec::new();
+        let mut denied = Vec::new();
+        for tool in catalog.tools() {
+            match policy.check(tool) {
+                Ok(()) => admitted.push(tool),
+                Err(denial) => denied.push((tool, denial)),
+            }
+        }
+        Listing {
+            catalog,
+            admitted,
+            denied,
+        }
+    }
+
+    /// The keys of the first `list --json` (`tools`, `problems`, `shadowed`)
+    /// always; `denied` with `--all`.
+    fn json(&self, all: bool) -> serde_json::Value {
+        let tools: Vec<serde_json::Value> =
+            self.admitted.iter().map(|tool| tool_json(tool)).collect();
+        let problems: Vec<serde_json::Value> = self
+            .catalog
+            .problems()
             .iter()
-            .map(|tool| {
-                [
-                    tool.name().to_string(),
-                    first_line(tool.description()),
-                    display(tool.path()),
-                ]
+            .map(|problem| json!({"path": problem.path, "error": problem.message()}))
+            .collect();
+        let shadowed: Vec<serde_json::Value> = self
+            .catalog
+            .shadowed()
+            .iter()
+            .map(|shadowed| {
+                json!({
+                    "name": shadowed.tool.name().as_str(),
+                    "path": shadowed.tool.path(),
+                    "by": shadowed.by,
+                })
             })
             .collect();
-        let headers = ["NAME", "DESCRIPTION", "PATH"];
+        let mut listing = json!({"tools": tools, "problems": problems, "shadowed": shadowed});
+        if all {
+            let denied: Vec<serde_json::Value> = self
+                .denied
+                .iter()
+                .map(|(tool, denial)| {
+                    let mut entry = tool_json(tool);
+                    if let Some(object) = entry.as_object_mut() {
+                        object.insert("reason".to_owned(), json!(denial.to_string()));
+                        object.insert("reason_code".to_owned(), json!(denial.code()));
+                    }
+                    entry
+                })
+                .collect();
+            listing["denied"] = json!(denied);
+        }
+        listing
+    }
+
+    /// The admitted tools grouped by directory (in precedence order, lowest
+    /// first) and sorted by name; `--all` adds the other sections.
+    fn text(&self, tool_dirs: &[PathBuf], all: bool) -> Result<String, std::fmt::Error> {
+        let mut text = String::new();
+        let mut sources: Vec<&Path> = tool_dirs.iter().map(PathBuf::as_path).collect();
+        for tool in &self.admitted {
+            if !sources.contains(&tool.source()) {
+                sources.push(tool.source());
+            }
+        }
+        let rows: Vec<(&Path, [String; 3])> = self
+            .admitted
+            .iter()
+            .map(|tool| {
+                (
+                    tool.source(),
+                    [
+                        tool.name().to_string(),
+                        tool.kind().to_string(),
+                        first_line(tool.description()),
+                    ],
+                )
+            })
+            .collect();
+        let headers = ["NAME", "KIND", "DESCRIPTION"];
         let widths: Vec<usize> = (0..2)
             .map(|column| {
                 rows.iter()
-                    .map(|row| row[column].chars().count())
+                    .map(|(_, row)| row[column].chars().count())
                     .chain([headers[column].len()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        for row in std::iter::once(headers.map(str::to_owned)).chain(rows) {
-            writeln!(
-                text,
-                "{:name_width$}  {:description_width$}  {}",
-                row[0],
-                row[1],
-                row[2],
-                name_width = widths[0],
-                description_width = widths[1],
-            )?;
+        for source in sources {
+            let group: Vec<&[String; 3]> = rows
+                .iter()
+                .filter(|(row_source, _)| *row_source == source)
+                .map(|(_, row)| row)
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
+            separate(&mut text);
+            writeln!(text, "{}:", source.display())?;
+            for row in std::iter::once(&headers.map(str::to_owned)).chain(group) {
+                let line = format!(
+                    "  {:name_width$}  {:kind_width$}  {}",
+                    row[0],
+                    row[1],
+                    row[2],
+                    name_width = widths[0],
+                    kind_width = widths[1],
+                );
+                writeln!(text, "{}", line.trim_end())?;
+            }
         }
-    }
-    if !catalog.shadowed().is_empty() {
-        separate(&mut text);
-        writeln!(text, "shadowed:")?;
-        for shadowed in catalog.shadowed() {
-            writeln!(
-                text,
-                "  {} at {} (by {})",
-                shadowed.tool.name(),
-                display(shadowed.tool.path()),
-                display(&shadowed.by)
-            )?;
+        if !all {
+            return Ok(text);
         }
-    }
-    if !catalog.problems().is_empty() {
-        separate(&mut text);
-        writeln!(text, "problems:")?;
-        for problem in catalog.problems() {
-            writeln!(text, "  {}: {}", display(&problem.path), problem.message())?;
+        if !self.denied.is_empty() {
+            separate(&mut text);
+            writeln!(text, "denied:")?;
+            for (tool, denial) in &self.denied {
+                writeln!(
+                    text,
+                    "  {} at {}: {denial}",
+                    tool.name(),
+                    tool.path().display()
+                )?;
+            }
         }
+        if !self.catalog.shadowed().is_empty() {
+            separate(&mut text);
+            writeln!(text, "shadowed:")?;
+            for shadowed in self.catalog.shadowed() {
+                writeln!(
+                    text,
+                    "  {} at {} (by {})",
+                    shadowed.tool.name(),
+                    shadowed.tool.path().display(),
+                    shadowed.by.display()
+                )?;
+            }
+        }
+        if !self.catalog.problems().is_empty() {
+            separate(&mut text);
+            writeln!(text, "problems:")?;
+            for problem in self.catalog.problems() {
+                writeln!(text, "  {}: {}", problem.path.display(), problem.message())?;
+            }
+        }
+        Ok(text)
     }
-    Ok(text)
+}
+
+fn tool_json(tool: &Tool) -> serde_json::Value {
+    json!({
+        "name": tool.name().as_str(),
+        "exposed_name": tool.name().exposed(),
+        "description": tool.description(),
+        "path": tool.path(),
+        "source": tool.source(),
+        "kind": tool.kind().as_str(),
+        "input_schema": tool.input_schema().as_json(),
+    })
 }
 
 /// Puts a blank line between sections, but none before the first.
@@ -154,8 +269,4 @@ fn separate(text: &mut String) {
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or("").trim().to_owned()
-}
-
-fn display(path: &Path) -> String {
-    path.display().to_string()
 }

@@ -3,3 +3,5 @@
 pub(crate) mod doctor;
 pub(crate) mod list;
 pub(crate) mod run;
+pub(crate) mod show;
+pub(crate) mod validate;

@@ -3,11 +3,12 @@
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 use serde_json::Value;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Envelope, ErrorCode, Metadata, RunConfig, ToolName};
+use toolsmith_registry::{AuditLog, AuditRecord, Envelope, ErrorCode, Metadata, ToolName};
 
 use crate::args::RunArgs;
 use crate::exit::ExitStatus;
@@ -34,6 +35,13 @@ pub(crate) fn read_input(input: &str, cwd: &Path) -> anyhow::Result<Value> {
 }
 
 /// Calls the tool and prints its envelope; the exit status follows `tool_success`.
+///
+/// With an audit log set, the log is opened before anything runs, so that a
+/// log that cannot be written stops the call (status 2) without side effects.
+/// If the line cannot be written after the call, the envelope is still
+/// printed (the tool has run, and its result is real), then the error, and
+/// the status is 2: an operator who relies on the audit learns that a call
+/// went unrecorded.
 pub(crate) async fn run(
     args: &RunArgs,
     arguments: &Value,
@@ -41,27 +49,53 @@ pub(crate) async fn run(
     settings: &RunSettings,
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
-    let config = RunConfig {
-        cwd: settings.cwd.clone(),
-        env: global.tool_env(),
-        limits: settings.limits.clone(),
-        max_timeout: global.max_timeout,
-    };
-    let envelope = match ToolName::from_exposed_or_plain(&args.name) {
-        Ok(name) => {
+    let audit = global
+        .audit_path
+        .as_deref()
+        .map(AuditLog::open)
+        .transpose()?;
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let config = &settings.run_config;
+    let envelope = match &settings.tool {
+        Some(name) => {
             let catalog =
-                toolsmith_registry::discover_one(executor, &global.tool_dirs, &name, &config).await;
-            toolsmith_registry::invoke_named(executor, &catalog, &args.name, arguments, &config)
-                .await
-                .context("cannot run the tool")?
+                toolsmith_registry::discover_one(executor, &global.tool_dirs, name, config).await;
+            toolsmith_registry::invoke_named(
+                executor,
+                &catalog,
+                &args.name,
+                arguments,
+                config,
+                &settings.policy,
+            )
+            .await
+            .context("cannot run the tool")?
         }
-        Err(error) => Envelope::failure(
-            ErrorCode::ToolNotFound,
-            format!("No tool named {:?}: {error}.", args.name),
-            Metadata::not_started(),
-        ),
+        None => {
+            let reason = ToolName::from_exposed_or_plain(&args.name)
+                .err()
+                .map(|error| format!(": {error}"))
+                .unwrap_or_default();
+            Envelope::failure(
+                ErrorCode::ToolNotFound,
+                format!("No tool named {:?}{reason}.", args.name),
+                Metadata::not_started(),
+            )
+        }
     };
+    // The line is written before the envelope, so that a reader that goes
+    // away (a closed pipe) cannot leave a call unrecorded.
+    let audited = audit.as_ref().map_or(Ok(()), |audit| {
+        let tool = settings
+            .tool
+            .as_ref()
+            .map_or(args.name.as_str(), ToolName::as_str);
+        let record = AuditRecord::new(tool, arguments, &envelope, started_at, started.elapsed());
+        audit.append(&record)
+    });
     output::write_json(&envelope)?;
+    audited?;
     Ok(if envelope.tool_success() {
         ExitStatus::Success
     } else {

@@ -1,0 +1,185 @@
+//! `toolsmith show NAME`: one tool in full, with the limits a call would get and what policy says about it.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde_json::json;
+use toolsmith_executor::Executor;
+use toolsmith_registry::{CallConfig, Policy, TimeoutSource, Tool, ToolName};
+
+use crate::args::ShowArgs;
+use crate::exit::ExitStatus;
+use crate::output;
+use crate::settings::{GlobalSettings, limits_json};
+use crate::units::format_duration;
+
+/// Prints the tool; a name that no tool has is status 1, with the reasons
+/// (files of that name that failed to load) on stderr.
+pub(crate) async fn show(
+    args: &ShowArgs,
+    global: &GlobalSettings,
+    executor: &Arc<Executor>,
+) -> anyhow::Result<ExitStatus> {
+    let name = ToolName::from_exposed_or_plain(&args.name);
+    let config = global.run_config(&global.cwd, None);
+    let catalog = match &name {
+        Ok(name) => {
+            Some(toolsmith_registry::discover_one(executor, &global.tool_dirs, name, &config).await)
+        }
+        Err(_) => None,
+    };
+    let found = catalog
+        .as_ref()
+        .zip(name.as_ref().ok())
+        .and_then(|(catalog, name)| catalog.get(name).map(|tool| (catalog, tool)));
+    let Some((catalog, tool)) = found else {
+        let mut text = match &name {
+            Ok(_) => format!(
+                "error: no tool named {:?} in the tool directories\n",
+                args.name
+            ),
+            Err(error) => format!("error: no tool named {:?}: {error}\n", args.name),
+        };
+        for problem in catalog.iter().flat_map(|catalog| catalog.problems()) {
+            writeln!(text, "  {}: {}", problem.path.display(), problem.message())
+                .context("cannot format the report")?;
+        }
+        let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+        return Ok(ExitStatus::Failure);
+    };
+    let policy = global.policy(args.profile);
+    let call = config.call_config(tool);
+    let shadowed: Vec<&std::path::Path> = catalog
+        .shadowed()
+        .iter()
+        .filter(|shadowed| shadowed.tool.name() == tool.name())
+        .map(|shadowed| shadowed.tool.path())
+        .collect();
+    if args.json {
+        let mut document = tool_json(tool, &policy, &call);
+        document["shadowed"] = json!(shadowed);
+        output::write_json(&document)?;
+    } else {
+        let mut text = tool_text(tool, &policy, &call).context("cannot format the tool")?;
+        for path in shadowed {
+            writeln!(text, "shadows:       {}", path.display())
+                .context("cannot format the tool")?;
+        }
+        output::write_text(&text)?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Value {
+    let annotations = tool.annotations();
+    let verdict = match policy.check(tool) {
+        Ok(()) => {
+            json!({"allowed": true, "profile": policy.profile.map(|profile| profile.as_str())})
+        }
+        Err(denial) => json!({
+            "allowed": false,
+            "profile": policy.profile.map(|profile| profile.as_str()),
+            "reason": denial.to_string(),
+            "reason_code": denial.code(),
+        }),
+    };
+    let mut limits = limits_json(&call.limits);
+    limits["timeout_source"] = timeout_source_json(call.timeout_source);
+    json!({
+        "name": tool.name().as_str(),
+        "exposed_name": tool.name().exposed(),
+        "kind": tool.kind().as_str(),
+        "description": tool.description(),
+        "path": tool.path(),
+        "source": tool.source(),
+        "annotations": {
+            "title": annotations.title,
+            "approval": annotations.approval.as_str(),
+            "read_only": annotations.read_only,
+        },
+        "input_schema": tool.input_schema().as_json(),
+        "output_schema": tool.output_schema().map(|schema| schema.as_json()),
+        "policy": verdict,
+        "limits": limits,
+    })
+}
+
+fn timeout_source_json(source: TimeoutSource) -> serde_json::Value {
+    match source {
+        TimeoutSource::Override => json!({"from": "override"}),
+        TimeoutSource::Requested { requested, ceiling } => json!({
+            "from": "requested",
+            "requested": format_duration(requested),
+            "ceiling": format_duration(ceiling),
+        }),
+        TimeoutSource::Configured => json!({"from": "limits"}),
+    }
+}
+
+fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, std::fmt::Error> {
+    let mut text = String::new();
+    let annotations = tool.annotations();
+    writeln!(text, "name:          {}", tool.name())?;
+    writeln!(text, "exposed name:  {}", tool.name().exposed())?;
+    writeln!(text, "kind:          {}", tool.kind())?;
+    writeln!(text, "description:   {}", tool.description())?;
+    writeln!(text, "path:          {}", tool.path().display())?;
+    writeln!(text, "source:        {}", tool.source().display())?;
+    if let Some(title) = &annotations.title {
+        writeln!(text, "title:         {title}")?;
+    }
+    writeln!(
+        text,
+        "annotations:   approval {}, read_only {}",
+        annotations.approval.as_str(),
+        annotations.read_only
+    )?;
+    let profile = policy
+        .profile
+        .map(|profile| format!(" (profile {profile})"))
+        .unwrap_or_default();
+    match policy.check(tool) {
+        Ok(()) => writeln!(text, "policy:        allowed{profile}")?,
+        Err(denial) => writeln!(text, "policy:        denied{profile}: {denial}")?,
+    }
+    let timeout_source = match call.timeout_source {
+        TimeoutSource::Override => "[tools] override or flag".to_owned(),
+        TimeoutSource::Requested { requested, ceiling } => format!(
+            "requested {} by the tool, ceiling {}",
+            format_duration(requested),
+            format_duration(ceiling)
+        ),
+        TimeoutSource::Configured => "[limits]".to_owned(),
+    };
+    writeln!(text, "limits:")?;
+    if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
+        for (key, value) in limits {
+            let value = value.as_str().unwrap_or_default().to_owned();
+            if key == "timeout" {
+                writeln!(text, "  {key:15}{value} ({timeout_source})")?;
+            } else {
+                writeln!(text, "  {key:15}{value}")?;
+            }
+        }
+    }
+    writeln!(text, "input schema:")?;
+    write_indented(&mut text, tool.input_schema().as_json())?;
+    match tool.output_schema() {
+        Some(schema) => {
+            writeln!(text, "output schema:")?;
+            write_indented(&mut text, schema.as_json())?;
+        }
+        None => writeln!(text, "output schema: none")?,
+    }
+    Ok(text)
+}
+
+fn write_indented(text: &mut String, value: &serde_json::Value) -> std::fmt::Result {
+    let pretty = serde_json::to_string_pretty(value).map_err(|_| std::fmt::Error)?;
+    for line in pretty.lines() {
+        writeln!(text, "  {line}")?;
+    }
+    Ok(())
+}

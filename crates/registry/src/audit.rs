@@ -1,0 +1,367 @@
+//! The audit log: one JSON line per call, appended so that concurrent writers never interleave.
+//!
+//! A line reads
+//! `{"time":"2025-01-02T03:04:05.678Z","tool":"hello","arguments_sha256":"…","outcome":"ok","duration_ms":41,"exit_code":0,"signal":null,"backend":"cgroup"}`.
+//! `outcome` is `ok` or the envelope's error code; `exit_code`, `signal` and `backend` are `null`
+//! when no process ran. The digest is of the arguments' canonical JSON (object keys sorted at
+//! every level, no whitespace), so equal arguments written in another key order digest alike,
+//! and the log never holds the arguments themselves, which may be secret.
+//!
+//! The file is opened with `O_APPEND` and each line goes out in one `write(2)`: the kernel appends
+//! it whole, so several toolsmith processes can share one log.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{Body, Envelope};
+
+/// Why the audit log could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file could not be opened for appending.
+    #[error("cannot open audit log {path}", path = path.display())]
+    Open {
+        /// The log file.
+        path: PathBuf,
+        /// The IO failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line could not be written.
+    #[error("cannot write to audit log {path}", path = path.display())]
+    Write {
+        /// The log file.
+        path: PathBuf,
+        /// The IO failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Only part of a line was written (a full disk or a file size limit).
+    #[error("wrote only {written} of {len} bytes of a line to audit log {path}", path = path.display())]
+    ShortWrite {
+        /// The log file.
+        path: PathBuf,
+        /// Bytes written.
+        written: usize,
+        /// Bytes in the line.
+        len: usize,
+    },
+}
+
+/// An audit log file, open for appending.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl AuditLog {
+    /// Opens (creating it if needed) the log at `path` for appending.
+    pub fn open(path: &Path) -> Result<AuditLog, AuditError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|source| AuditError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(AuditLog {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `record` as one line, in one `write`.
+    pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        let mut line = record.to_json().to_string().into_bytes();
+        line.push(b'\n');
+        let written = (&self.file)
+            .write(&line)
+            .map_err(|source| AuditError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        if written != line.len() {
+            return Err(AuditError::ShortWrite {
+                path: self.path.clone(),
+                written,
+                len: line.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What the audit log keeps of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// When the call started.
+    pub time: SystemTime,
+    /// The tool as the caller named it.
+    pub tool: String,
+    /// [`arguments_sha256`] of the arguments.
+    pub arguments_sha256: String,
+    /// `ok`, or the envelope's error code.
+    pub outcome: String,
+    /// How long the call took, from the start of the call to its envelope.
+    pub duration: Duration,
+    /// The tool's exit status, if it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+    /// The containment backend, if a process ran.
+    pub backend: Option<String>,
+}
+
+impl AuditRecord {
+    /// The record of a call to `tool` with `arguments` that started at
+    /// `time`, took `duration` and returned `envelope`.
+    pub fn new(
+        tool: &str,
+        arguments: &Value,
+        envelope: &Envelope,
+        time: SystemTime,
+        duration: Duration,
+    ) -> AuditRecord {
+        AuditRecord {
+            time,
+            tool: tool.to_owned(),
+            arguments_sha256: arguments_sha256(arguments),
+            outcome: match &envelope.body {
+                Body::Success { .. } => "ok".to_owned(),
+                Body::Failure { error_code, .. } => error_code.as_str().to_owned(),
+            },
+            duration,
+            exit_code: envelope.metadata.exit_code,
+            signal: envelope.metadata.signal,
+            backend: envelope.metadata.backend.clone(),
+        }
+    }
+
+    /// The record as the JSON object of its line.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "time": rfc3339_utc(self.time),
+            "tool": self.tool,
+            "arguments_sha256": self.arguments_sha256,
+            "outcome": self.outcome,
+            "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "backend": self.backend,
+        })
+    }
+}
+
+/// The SHA-256 of the canonical JSON of `arguments`, in lowercase hex.
+pub fn arguments_sha256(arguments: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(arguments, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Writes `value` with object keys sorted at every level and no whitespace.
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(object) => {
+            let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+            entries.sort_by(|left, right| left.0.cmp(right.0));
+            out.push('{');
+            for (index, (key, field)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(field, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`.
+fn rfc3339_utc(time: SystemTime) -> String {
+    // Times before 1970 cannot come from the clock of a running call; they are shown as the epoch.
+    let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = since_epoch.as_secs();
+    let days = i64::try_from(seconds / 86_400).unwrap_or(i64::MAX / 2);
+    let second_of_day = seconds % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        second_of_day / 3600,
+        second_of_day % 3600 / 60,
+        second_of_day % 60,
+        since_epoch.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    // Both are in range by construction: day in 1..=31, month in 1..=12.
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use serde_json::{Value, json};
+
+    use crate::audit::{AuditLog, AuditRecord, arguments_sha256, rfc3339_utc};
+    use crate::{Envelope, ErrorCode, Metadata};
+
+    fn check(envelope: Envelope, expect: Value) {
+        let record = AuditRecord::new(
+            "hello",
+            &json!({"name": "Ada"}),
+            &envelope,
+            UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
+            Duration::from_millis(41),
+        );
+        assert_eq!(record.to_json(), expect);
+    }
+
+    #[test]
+    fn line_of_a_successful_call() {
+        let mut metadata = Metadata::not_started();
+        metadata.exit_code = Some(0);
+        metadata.backend = Some("cgroup".to_owned());
+        check(
+            Envelope {
+                body: crate::Body::Success { result: json!(1) },
+                metadata,
+            },
+            json!({
+                "time": "2023-11-14T22:13:20.123Z",
+                "tool": "hello",
+                "arguments_sha256": arguments_sha256(&json!({"name": "Ada"})),
+                "outcome": "ok",
+                "duration_ms": 41,
+                "exit_code": 0,
+                "signal": null,
+                "backend": "cgroup"
+            }),
+        );
+    }
+
+    #[test]
+    fn line_of_a_call_that_ran_nothing() {
+        check(
+            Envelope::failure(
+                ErrorCode::PolicyDenied,
+                "no".to_owned(),
+                Metadata::not_started(),
+            ),
+            json!({
+                "time": "2023-11-14T22:13:20.123Z",
+                "tool": "hello",
+                "arguments_sha256": arguments_sha256(&json!({"name": "Ada"})),
+                "outcome": "POLICY_DENIED",
+                "duration_ms": 41,
+                "exit_code": null,
+                "signal": null,
+                "backend": null
+            }),
+        );
+    }
+
+    #[test]
+    fn digest_ignores_key_order_and_whitespace() {
+        let one: Value = serde_json::from_str(r#"{"b": [1, {"y": 2, "x": 1}], "a": "é"}"#).unwrap();
+        let two: Value = serde_json::from_str(r#"{"a":"é","b":[1,{"x":1,"y":2}]}"#).unwrap();
+        assert_eq!(arguments_sha256(&one), arguments_sha256(&two));
+        assert_ne!(arguments_sha256(&one), arguments_sha256(&json!({"a": "e"})));
+        // The SHA-256 of `{}`.
+        assert_eq!(
+            arguments_sha256(&json!({})),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_millis(4_102_444_799_999)),
+            "2099-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH - Duration::from_secs(1)),
+            "1970-01-01T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn appends_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, "earlier\n").unwrap();
+        let log = AuditLog::open(&path).unwrap();
+        let record = AuditRecord::new(
+            "hello",
+            &json!({}),
+            &Envelope::failure(
+                ErrorCode::ToolNotFound,
+                "x".to_owned(),
+                Metadata::not_started(),
+            ),
+            SystemTime::now(),
+            Duration::ZERO,
+        );
+        log.append(&record).unwrap();
+        log.append(&record).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "earlier");
+        let parsed: Value = serde_json::from_str(lines[2]).unwrap();
+        assert_eq!(parsed["outcome"], "TOOL_NOT_FOUND");
+    }
+}

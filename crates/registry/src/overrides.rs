@@ -1,0 +1,226 @@
+//! Per-tool overrides of the operator (`[tools.NAME]`) and the effective limits and environment of a call.
+//!
+//! The limits of a call to a tool, highest precedence first:
+//! 1. the tool's [`ToolOverride`] (which the CLI builds from the `run` flags above `[tools.NAME]`);
+//! 2. the timeout the tool requests for itself, capped by [`RunConfig::max_timeout`] (timeout only);
+//! 3. [`RunConfig::limits`] (the CLI's environment variables above `[limits]` above the defaults).
+//!
+//! An override's timeout beats the tool's own request because it is the operator's decision about
+//! this very tool, while `[limits] timeout` is a default for tools that ask for nothing.
+//! Overrides apply to calls only: discovery probes keep their own timeout and output cap.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use toolsmith_executor::Limits;
+
+use crate::{RunConfig, Tool};
+
+/// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
+///
+/// For the limits that can be lifted, `Some(None)` means unlimited.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolOverride {
+    /// The wall-clock timeout; beats the timeout the tool requests.
+    pub timeout: Option<Duration>,
+    /// The time between SIGTERM and SIGKILL.
+    pub grace: Option<Duration>,
+    /// The CPU time limit.
+    pub cpu: Option<Option<Duration>>,
+    /// The memory limit in bytes.
+    pub memory: Option<Option<u64>>,
+    /// The most processes the tool's tree may hold.
+    pub max_processes: Option<Option<u64>>,
+    /// The largest file the tool may write, in bytes.
+    pub max_file_size: Option<Option<u64>>,
+    /// The most open files per process.
+    pub max_open_files: Option<Option<u64>>,
+    /// Bytes kept per output stream.
+    pub max_output: Option<u64>,
+    /// The exact environment of the tool's processes, replacing [`RunConfig::env`].
+    pub env: Option<Vec<(OsString, OsString)>>,
+}
+
+/// Where the timeout of a call comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutSource {
+    /// The operator's override for this tool.
+    Override,
+    /// The tool asked for `requested`; the call gets it, capped by `ceiling`.
+    Requested {
+        /// What the tool asked for.
+        requested: Duration,
+        /// The operator's ceiling, [`RunConfig::max_timeout`].
+        ceiling: Duration,
+    },
+    /// The configured limits: the tool asked for nothing and has no override.
+    Configured,
+}
+
+/// How one call to a tool is run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallConfig {
+    /// The limits of the call.
+    pub limits: Limits,
+    /// Where `limits.timeout` comes from.
+    pub timeout_source: TimeoutSource,
+    /// The exact environment of the call.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl RunConfig {
+    /// The limits and environment of a call to `tool`.
+    pub fn call_config(&self, tool: &Tool) -> CallConfig {
+        let tool_override = self.overrides.get(tool.name());
+        let mut limits = self.limits.clone();
+        let timeout_source = match (
+            tool_override.and_then(|tool_override| tool_override.timeout),
+            tool.requested_timeout(),
+        ) {
+            (Some(timeout), _) => {
+                limits.timeout = timeout;
+                TimeoutSource::Override
+            }
+            (None, Some(requested)) => {
+                limits.timeout = requested.min(self.max_timeout);
+                TimeoutSource::Requested {
+                    requested,
+                    ceiling: self.max_timeout,
+                }
+            }
+            (None, None) => TimeoutSource::Configured,
+        };
+        let Some(tool_override) = tool_override else {
+            return CallConfig {
+                limits,
+                timeout_source,
+                env: self.env.clone(),
+            };
+        };
+        let limits = Limits {
+            grace: tool_override.grace.unwrap_or(limits.grace),
+            cpu: tool_override.cpu.unwrap_or(limits.cpu),
+            memory: tool_override.memory.unwrap_or(limits.memory),
+            max_processes: tool_override.max_processes.unwrap_or(limits.max_processes),
+            max_file_size: tool_override.max_file_size.unwrap_or(limits.max_file_size),
+            max_open_files: tool_override
+                .max_open_files
+                .unwrap_or(limits.max_open_files),
+            max_output: tool_override.max_output.unwrap_or(limits.max_output),
+            ..limits
+        };
+        CallConfig {
+            limits,
+            timeout_source,
+            env: tool_override
+                .env
+                .clone()
+                .unwrap_or_else(|| self.env.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use toolsmith_executor::Limits;
+
+    use crate::overrides::{TimeoutSource, ToolOverride};
+    use crate::tool::{Runner, ToolParts};
+    use crate::{Annotations, InputSchema, RunConfig, Tool, ToolName};
+
+    fn tool(requested: Option<u64>) -> Tool {
+        Tool::from_parts(ToolParts {
+            name: ToolName::new("demo").unwrap(),
+            description: "d".to_owned(),
+            input_schema: InputSchema::new(serde_json::json!({"type": "object"})).unwrap(),
+            output_schema: None,
+            annotations: Annotations::undeclared(),
+            requested_timeout: requested.map(Duration::from_secs),
+            path: PathBuf::from("/tools/demo"),
+            source: PathBuf::from("/tools"),
+            runner: Runner::Kodelet,
+        })
+    }
+
+    /// Checks the timeout and memory of a call with the configured timeout
+    /// 30 s, memory 1 GiB and ceiling 60 s.
+    fn check(
+        tool_override: Option<ToolOverride>,
+        requested: Option<u64>,
+        expect: (u64, TimeoutSource, Option<u64>),
+    ) {
+        let mut limits = Limits::recommended();
+        limits.timeout = Duration::from_secs(30);
+        limits.memory = Some(1 << 30);
+        let mut overrides = BTreeMap::new();
+        if let Some(tool_override) = tool_override {
+            overrides.insert(ToolName::new("demo").unwrap(), tool_override);
+        }
+        let config = RunConfig {
+            cwd: PathBuf::from("/"),
+            env: Vec::new(),
+            limits,
+            max_timeout: Duration::from_secs(60),
+            overrides,
+        };
+        let call = config.call_config(&tool(requested));
+        assert_eq!(
+            (call.limits.timeout, call.timeout_source, call.limits.memory),
+            (Duration::from_secs(expect.0), expect.1, expect.2)
+        );
+    }
+
+    #[test]
+    fn configured_limits_without_request_or_override() {
+        check(None, None, (30, TimeoutSource::Configured, Some(1 << 30)));
+    }
+
+    #[test]
+    fn request_beats_configured_timeout_up_to_the_ceiling() {
+        let requested = |requested| TimeoutSource::Requested {
+            requested: Duration::from_secs(requested),
+            ceiling: Duration::from_secs(60),
+        };
+        check(None, Some(45), (45, requested(45), Some(1 << 30)));
+        check(None, Some(600), (60, requested(600), Some(1 << 30)));
+        check(None, Some(5), (5, requested(5), Some(1 << 30)));
+    }
+
+    #[test]
+    fn override_beats_request_and_configured_limits() {
+        let tool_override = ToolOverride {
+            timeout: Some(Duration::from_secs(2)),
+            memory: Some(None),
+            ..ToolOverride::default()
+        };
+        check(
+            Some(tool_override),
+            Some(45),
+            (2, TimeoutSource::Override, None),
+        );
+    }
+
+    #[test]
+    fn override_without_timeout_keeps_the_request() {
+        let tool_override = ToolOverride {
+            memory: Some(Some(1 << 20)),
+            ..ToolOverride::default()
+        };
+        check(
+            Some(tool_override),
+            Some(45),
+            (
+                45,
+                TimeoutSource::Requested {
+                    requested: Duration::from_secs(45),
+                    ceiling: Duration::from_secs(60),
+                },
+                Some(1 << 20),
+            ),
+        );
+    }
+}

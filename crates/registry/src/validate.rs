@@ -1,0 +1,425 @@
+//! Validation of single tool files: every check discovery applies, reported one by one.
+//!
+//! Validation does not re-implement discovery: it classifies files with discovery's
+//! classification, loads them with discovery's loaders (in parallel, through the same probe),
+//! and reads the outcome as a list of [`Check`]s. A failure ends a file's pipeline as it does in
+//! discovery, so the checks after it are [`CheckStatus::Skipped`]. A new format plugs in by giving
+//! its [`ProblemError`]s a [`CheckKind`] in [`failed_check`] and its wording in [`label`].
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolsmith_executor::Executor;
+
+use crate::discovery::{Candidate, Format, classify, probe_all, scan_dirs};
+use crate::{DescriptionError, Problem, ProblemError, RunConfig, Tool, ToolName};
+
+/// One thing validation checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CheckKind {
+    /// The tool directory can be listed.
+    Directory,
+    /// The path is a file discovery would consider (executable, not hidden).
+    File,
+    /// The file name is a valid tool name.
+    FileName,
+    /// No earlier file in the same directory provides the same tool.
+    Unique,
+    /// The tool answered its probe (Kodelet: `description`).
+    Probe,
+    /// The answer parsed.
+    Parse,
+    /// The declared name is a valid tool name.
+    DeclaredName,
+    /// The input schema is a valid JSON Schema for an object.
+    InputSchema,
+    /// The output schema, if any, is a valid JSON Schema.
+    OutputSchema,
+    /// The declared name is the file's name.
+    NameMatches,
+    /// The description is not empty.
+    Description,
+}
+
+impl CheckKind {
+    /// A stable code for JSON output, e.g. `input_schema`.
+    pub fn code(self) -> &'static str {
+        match self {
+            CheckKind::Directory => "directory",
+            CheckKind::File => "file",
+            CheckKind::FileName => "file_name",
+            CheckKind::Unique => "unique",
+            CheckKind::Probe => "probe",
+            CheckKind::Parse => "parse",
+            CheckKind::DeclaredName => "declared_name",
+            CheckKind::InputSchema => "input_schema",
+            CheckKind::OutputSchema => "output_schema",
+            CheckKind::NameMatches => "name_matches",
+            CheckKind::Description => "description",
+        }
+    }
+}
+
+/// How a check went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckStatus {
+    /// It passed.
+    Passed,
+    /// It failed, and why.
+    Failed(String),
+    /// It was not run because an earlier check failed.
+    Skipped,
+}
+
+/// One check of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked.
+    pub kind: CheckKind,
+    /// The check as a sentence fragment for people, e.g. `the input schema is valid`.
+    pub label: &'static str,
+    /// How it went.
+    pub status: CheckStatus,
+}
+
+/// Every check of one file (or directory, when it cannot be listed).
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The file checked.
+    pub path: PathBuf,
+    /// The tool the file provides, by its file name, when that is valid.
+    pub name: Option<ToolName>,
+    /// The checks, in the order discovery applies them.
+    pub checks: Vec<Check>,
+}
+
+impl FileReport {
+    /// True when no check failed.
+    pub fn passed(&self) -> bool {
+        !self
+            .checks
+            .iter()
+            .any(|check| matches!(check.status, CheckStatus::Failed(_)))
+    }
+}
+
+/// Checks the files at `paths` (relative ones taken from `config.cwd`),
+/// each as discovery would if it found it in a directory.
+pub async fn validate_paths(
+    executor: &Arc<Executor>,
+    paths: &[PathBuf],
+    config: &RunConfig,
+) -> Vec<FileReport> {
+    let mut reports = Vec::new();
+    let mut candidates = Vec::new();
+    for path in paths {
+        let path = config.cwd.join(path);
+        match classify(&path) {
+            Ok(Some((expected, format))) => candidates.push(Candidate {
+                source: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                path,
+                expected,
+                format,
+            }),
+            Ok(None) => reports.push(report(
+                path.clone(),
+                None,
+                Some(Format::Kodelet),
+                false,
+                Some((CheckKind::File, not_a_candidate_reason(&path))),
+            )),
+            Err(error) => reports.push(problem_report(&Problem { path, error }, false)),
+        }
+    }
+    reports.extend(probe_reports(executor, candidates, config, false).await);
+    reports
+}
+
+/// Checks every candidate of `dirs` (only those providing `only`, when
+/// given), including the files discovery reports as problems before probing.
+pub async fn validate_dirs(
+    executor: &Arc<Executor>,
+    dirs: &[PathBuf],
+    only: Option<&ToolName>,
+    config: &RunConfig,
+) -> Vec<FileReport> {
+    let (candidates, problems) = scan_dirs(dirs, only, config);
+    let mut reports: Vec<FileReport> = problems
+        .iter()
+        .map(|problem| problem_report(problem, true))
+        .collect();
+    reports.extend(probe_reports(executor, candidates, config, true).await);
+    reports.sort_by(|left, right| left.path.cmp(&right.path));
+    reports
+}
+
+async fn probe_reports(
+    executor: &Arc<Executor>,
+    candidates: Vec<Candidate>,
+    config: &RunConfig,
+    in_directory: bool,
+) -> Vec<FileReport> {
+    let results = probe_all(executor, &candidates, config, &|_| {}).await;
+    candidates
+        .into_iter()
+        .zip(results)
+        .map(|(candidate, result)| {
+            let failure = result
+                .as_ref()
+                .err()
+                .map(|error| (failed_check(error), message(error)));
+            let mut file_report = report(
+                candidate.path,
+                Some(candidate.expected),
+                Some(candidate.format),
+                in_directory,
+                failure,
+            );
+            if let Ok(tool) = &result {
+                note_passed_tool(&mut file_report, tool);
+            }
+            file_report
+        })
+        .collect()
+}
+
+/// The report of a file discovery turned down before probing it.
+fn problem_report(problem: &Problem, in_directory: bool) -> FileReport {
+    let name = problem
+        .path
+        .file_name()
+        .and_then(|file_name| file_name.to_str())
+        .and_then(|file_name| ToolName::new(file_name).ok());
+    report(
+        problem.path.clone(),
+        name,
+        None,
+        in_directory,
+        Some((failed_check(&problem.error), problem.message())),
+    )
+}
+
+/// The checks of a file whose pipeline failed at `failure` (or passed, when `None`).
+fn report(
+    path: PathBuf,
+    name: Option<ToolName>,
+    format: Option<Format>,
+    in_directory: bool,
+    failure: Option<(CheckKind, String)>,
+) -> FileReport {
+    if let Some((CheckKind::Directory, reason)) = failure {
+        return FileReport {
+            path,
+            name: None,
+            checks: vec![Check {
+                kind: CheckKind::Directory,
+                label: label(CheckKind::Directory, format),
+                status: CheckStatus::Failed(reason),
+            }],
+        };
+    }
+    let mut failure = failure;
+    let mut failed = false;
+    let checks = pipeline(in_directory)
+        .iter()
+        .map(|&kind| {
+            let status = if failed {
+                CheckStatus::Skipped
+            } else if failure.as_ref().is_some_and(|(at, _)| *at == kind) {
+                failed = true;
+                let reason = failure.take().map(|(_, reason)| reason).unwrap_or_default();
+                CheckStatus::Failed(reason)
+            } else {
+                CheckStatus::Passed
+            };
+            Check {
+                kind,
+                label: label(kind, format),
+                status,
+            }
+        })
+        .collect();
+    FileReport { path, name, checks }
+}
+
+/// Keeps the output schema check honest when the tool declares none.
+fn note_passed_tool(file_report: &mut FileReport, tool: &Tool) {
+    if tool.output_schema().is_none() {
+        for check in &mut file_report.checks {
+            if check.kind == CheckKind::OutputSchema {
+                check.label = "no output schema is declared (optional)";
+            }
+        }
+    }
+}
+
+/// The checks of a file, in the order discovery applies them.
+fn pipeline(in_directory: bool) -> &'static [CheckKind] {
+    const IN_DIRECTORY: &[CheckKind] = &[
+        CheckKind::File,
+        CheckKind::FileName,
+        CheckKind::Unique,
+        CheckKind::Probe,
+        CheckKind::Parse,
+        CheckKind::DeclaredName,
+        CheckKind::InputSchema,
+        CheckKind::OutputSchema,
+        CheckKind::NameMatches,
+        CheckKind::Description,
+    ];
+    // A file named on its own has no directory siblings to clash with.
+    const ON_ITS_OWN: &[CheckKind] = &[
+        CheckKind::File,
+        CheckKind::FileName,
+        CheckKind::Probe,
+        CheckKind::Parse,
+        CheckKind::DeclaredName,
+        CheckKind::InputSchema,
+        CheckKind::OutputSchema,
+        CheckKind::NameMatches,
+        CheckKind::Description,
+    ];
+    if in_directory {
+        IN_DIRECTORY
+    } else {
+        ON_ITS_OWN
+    }
+}
+
+/// The check a discovery problem fails.
+pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
+    match error {
+        ProblemError::ReadDir { .. } => CheckKind::Directory,
+        ProblemError::BrokenLink { .. } | ProblemError::Metadata { .. } => CheckKind::File,
+        ProblemError::NonUtf8FileName | ProblemError::FileName { .. } => CheckKind::FileName,
+        ProblemError::Duplicate { .. } => CheckKind::Unique,
+        ProblemError::Spawn { .. }
+        | ProblemError::Timeout { .. }
+        | ProblemError::Limit { .. }
+        | ProblemError::Exited { .. }
+        | ProblemError::Signaled { .. }
+        | ProblemError::OutputTooLarge { .. } => CheckKind::Probe,
+        ProblemError::Description { source } => match source {
+            DescriptionError::NotJson { .. }
+            | DescriptionError::NotAnObject { .. }
+            | DescriptionError::MissingField { .. }
+            | DescriptionError::WrongType { .. } => CheckKind::Parse,
+            DescriptionError::InvalidName { .. } => CheckKind::DeclaredName,
+            DescriptionError::InvalidSchema { .. } => CheckKind::InputSchema,
+            DescriptionError::InvalidOutputSchema { .. } => CheckKind::OutputSchema,
+        },
+        ProblemError::ReadManifest { .. } => CheckKind::Probe,
+        ProblemError::Manifest(_) => CheckKind::Parse,
+        ProblemError::EmptyDescription => CheckKind::Description,
+        ProblemError::NameMismatch { .. } => CheckKind::NameMatches,
+    }
+}
+
+/// How a check reads for a file of `format` (`None` when the format is not known yet).
+fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
+    match (kind, format) {
+        (CheckKind::Directory, _) => "the tool directory can be read",
+        (CheckKind::File, _) => "is an executable file",
+        (CheckKind::FileName, _) => "the file name is a valid tool name",
+        (CheckKind::Unique, _) => "no other file in its directory provides the same tool",
+        (CheckKind::Probe, Some(Format::Kodelet)) => "`description` answered in time",
+        (CheckKind::Probe, Some(Format::Manifest)) => "the manifest file can be read",
+        (CheckKind::Probe, None) => "the tool describes itself",
+        (CheckKind::Parse, Some(Format::Kodelet)) => {
+            "the `description` output is a JSON object with the required fields"
+        }
+        (CheckKind::Parse, Some(Format::Manifest)) => {
+            "the frontmatter fields and the body's template tags are valid"
+        }
+        (CheckKind::Parse, None) => "the description parses",
+        (CheckKind::DeclaredName, _) => "the declared name is a valid tool name",
+        (CheckKind::InputSchema, _) => "the input schema is a valid JSON Schema for an object",
+        (CheckKind::OutputSchema, _) => "the output schema is a valid JSON Schema",
+        (CheckKind::NameMatches, _) => "the declared name matches the file name",
+        (CheckKind::Description, _) => "the description is not empty",
+    }
+}
+
+fn message(error: &ProblemError) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Why discovery would skip `path` silently.
+fn not_a_candidate_reason(path: &Path) -> String {
+    let hidden = path
+        .file_name()
+        .is_some_and(|file_name| file_name.as_encoded_bytes().starts_with(b"."));
+    match fs::metadata(path) {
+        Err(error) => format!("cannot read it: {error}"),
+        Ok(_) if hidden => "its name starts with a dot, so discovery skips it".to_owned(),
+        Ok(metadata) if metadata.is_dir() => "it is a directory".to_owned(),
+        Ok(metadata) if !metadata.is_file() => "it is not a regular file".to_owned(),
+        Ok(metadata) if metadata.permissions().mode() & 0o111 == 0 => {
+            "it is not executable (chmod +x it)".to_owned()
+        }
+        Ok(_) => "discovery skips it".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::validate::{CheckKind, CheckStatus, report};
+
+    fn check(in_directory: bool, failure: Option<CheckKind>, expect: &str) {
+        let file_report = report(
+            PathBuf::from("/tools/demo"),
+            None,
+            None,
+            in_directory,
+            failure.map(|kind| (kind, "why".to_owned())),
+        );
+        let actual: Vec<String> = file_report
+            .checks
+            .iter()
+            .map(|check| {
+                let mark = match &check.status {
+                    CheckStatus::Passed => "+",
+                    CheckStatus::Failed(_) => "x",
+                    CheckStatus::Skipped => "-",
+                };
+                format!("{mark}{}", check.kind.code())
+            })
+            .collect();
+        assert_eq!(actual.join(" "), expect);
+        assert_eq!(file_report.passed(), failure.is_none());
+    }
+
+    #[test]
+    fn all_passed() {
+        check(
+            true,
+            None,
+            "+file +file_name +unique +probe +parse +declared_name +input_schema +output_schema +name_matches +description",
+        );
+    }
+
+    #[test]
+    fn a_failure_skips_the_rest() {
+        check(
+            false,
+            Some(CheckKind::InputSchema),
+            "+file +file_name +probe +parse +declared_name xinput_schema -output_schema -name_matches -description",
+        );
+    }
+
+    #[test]
+    fn unreadable_directory_is_one_check() {
+        check(true, Some(CheckKind::Directory), "xdirectory");
+    }
+}

@@ -1,0 +1,275 @@
+//! Policy: disabled and allowed lists, the `plan` and `unattended` profiles, and per-tool overrides.
+
+use crate::context::{TestContext, shell_tool};
+
+const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
+
+/// A tool that leaves a marker file behind when it runs, so a test can prove
+/// that a denied call started no process.
+fn marker_tool(context: &TestContext, name: &str) -> std::path::PathBuf {
+    let marker = context.root.join(format!("{name}.ran"));
+    context.tool(
+        name,
+        &shell_tool(
+            name,
+            EMPTY_SCHEMA,
+            &format!("touch {} && echo done", marker.display()),
+        ),
+    );
+    marker
+}
+
+#[test]
+fn plan_profile_denies_a_tool_that_is_not_read_only_and_runs_nothing() {
+    let context = TestContext::new();
+    let marker = marker_tool(&context, "writer");
+    cli_snapshot!(context, context.with_tools().args(["run", "writer", "--profile", "plan"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool writer may not be called: profile plan admits only read-only tools, and this one is not.",
+      "error_code": "POLICY_DENIED",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
+    assert!(!marker.exists(), "a denied call must start no process");
+
+    // Without the profile, the same call runs, which proves the marker works.
+    let output = context
+        .with_tools()
+        .args(["run", "writer"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(marker.exists());
+}
+
+#[test]
+fn profile_from_environment_and_config_and_flag_none_lifts_it() {
+    let context = TestContext::new();
+    let marker = marker_tool(&context, "writer");
+    let status = |command: &mut std::process::Command| command.output().unwrap().status.code();
+    assert_eq!(
+        status(
+            context
+                .with_tools()
+                .env("TOOLSMITH_PROFILE", "plan")
+                .args(["run", "writer"])
+        ),
+        Some(1)
+    );
+    context.project_file(".toolsmith/config.toml", "[policy]\nprofile = \"plan\"\n");
+    assert_eq!(
+        status(context.with_tools().args(["run", "writer"])),
+        Some(1)
+    );
+    assert!(!marker.exists());
+    assert_eq!(
+        status(
+            context
+                .with_tools()
+                .args(["run", "writer", "--profile", "none"])
+        ),
+        Some(0)
+    );
+    assert!(marker.exists());
+}
+
+#[test]
+fn unattended_profile_admits_tools_without_approval() {
+    // Executables declare no annotations, so they never need approval.
+    let context = TestContext::new();
+    marker_tool(&context, "writer");
+    let output = context
+        .with_tools()
+        .args(["run", "writer", "--profile", "unattended"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
+    let context = TestContext::new();
+    let disabled_marker = marker_tool(&context, "off");
+    marker_tool(&context, "on");
+    marker_tool(&context, "other");
+    context.tool("broken", "#!/bin/sh\necho nope\n");
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[policy]\nallowed = [\"on\", \"off\"]\n\n[tools.off]\ndisabled = true\n",
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "off"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool off may not be called: disabled by config.",
+      "error_code": "POLICY_DENIED",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
+    assert!(!disabled_marker.exists());
+    cli_snapshot!(context, context.with_tools().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/tools:
+      NAME  KIND     DESCRIPTION
+      on    kodelet  The on fixture
+    ----- stderr -----
+     WARN not listed: 2 tools denied by policy, 1 file that could not be loaded; `toolsmith list --all` shows them
+    ");
+    cli_snapshot!(context, context.with_tools().args(["list", "--all"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/tools:
+      NAME  KIND     DESCRIPTION
+      on    kodelet  The on fixture
+
+    denied:
+      off at [TEMP]/tools/off: disabled by config
+      other at [TEMP]/tools/other: not in the allowed list
+
+    problems:
+      [TEMP]/tools/broken: invalid `description` output: output is not JSON (starts with "nope"): expected ident at line 1 column 2
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().args(["list", "--all", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "on",
+          "exposed_name": "custom_tool_on",
+          "description": "The on fixture",
+          "path": "[TEMP]/tools/on",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          }
+        }
+      ],
+      "problems": [
+        {
+          "path": "[TEMP]/tools/broken",
+          "error": "invalid `description` output: output is not JSON (starts with \"nope\"): expected ident at line 1 column 2"
+        }
+      ],
+      "shadowed": [],
+      "denied": [
+        {
+          "name": "off",
+          "exposed_name": "custom_tool_off",
+          "description": "The off fixture",
+          "path": "[TEMP]/tools/off",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          },
+          "reason": "disabled by config",
+          "reason_code": "disabled"
+        },
+        {
+          "name": "other",
+          "exposed_name": "custom_tool_other",
+          "description": "The other fixture",
+          "path": "[TEMP]/tools/other",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          },
+          "reason": "not in the allowed list",
+          "reason_code": "not_allowed"
+        }
+      ]
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn tool_timeout_override_beats_limits_timeout() {
+    let context = TestContext::new();
+    context.tool("sleepy", &shell_tool("sleepy", EMPTY_SCHEMA, "sleep 5"));
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[limits]\ntimeout = \"30s\"\n\n[tools.sleepy]\ntimeout = \"300ms\"\ngrace = \"100ms\"\n",
+    );
+    let output = context
+        .with_tools()
+        .args(["run", "sleepy"])
+        .output()
+        .unwrap();
+    let envelope: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["error_code"], "TOOL_TIMEOUT", "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        "Tool sleepy did not finish within 300ms and was killed."
+    );
+    // A `run` flag beats the tool's section in turn.
+    let output = context
+        .with_tools()
+        .args(["run", "sleepy", "--timeout", "200ms"])
+        .output()
+        .unwrap();
+    let envelope: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        envelope["error"],
+        "Tool sleepy did not finish within 200ms and was killed."
+    );
+}
+
+#[test]
+fn tool_env_override() {
+    let context = TestContext::new();
+    context.tool(
+        "env_dump",
+        &shell_tool("env_dump", EMPTY_SCHEMA, "echo \"$GREETING-$LC_ALL\""),
+    );
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[env]\nset = { LC_ALL = \"C\", GREETING = \"hi\" }\n\n[tools.env-dump]\nenv = { set = { GREETING = \"hello\" } }\n",
+    );
+    let output = context
+        .with_tools()
+        .args(["run", "env_dump"])
+        .output()
+        .unwrap();
+    let envelope: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["result"], "hello-C", "{envelope}");
+}
+
+#[test]
+fn bad_policy_config_names_the_key() {
+    let context = TestContext::new();
+    context.project_file(".toolsmith/config.toml", "[policy]\nprofile = \"yolo\"\n");
+    cli_snapshot!(context, context.with_tools().arg("list"), @r#"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: invalid value "yolo" for policy.profile in ./.toolsmith/config.toml: unknown profile `yolo` (expected plan or unattended)
+    "#);
+}

@@ -1,0 +1,277 @@
+//! `toolsmith validate`: every check, one line each, status 1 on any failure; and the progress bar stays off pipes.
+
+use crate::context::{TestContext, examples_dir, shell_tool};
+
+const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
+
+#[test]
+fn good_tools_pass() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["validate", "hello"]).arg(examples_dir().join("git_info")), @"
+    exit_code: 0
+    ----- stdout -----
+    [EXAMPLES]/hello (hello)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok no output schema is declared (optional)
+      ok the declared name matches the file name
+      ok the description is not empty
+    [EXAMPLES]/git_info (git_info)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok no output schema is declared (optional)
+      ok the declared name matches the file name
+      ok the description is not empty
+    2 files checked, 0 failed
+    ----- stderr -----
+    ");
+}
+
+#[test]
+fn every_directory_file_with_failures() {
+    let context = TestContext::new();
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "true"));
+    context.tool("misnamed", &shell_tool("other", EMPTY_SCHEMA, "true"));
+    context.tool(
+        "bad-schema",
+        &shell_tool(
+            "bad_schema",
+            r#"{"type": "object", "properties": {"a": {"type": 5}}}"#,
+            "true",
+        ),
+    );
+    context.tool("Bad.Name", &shell_tool("bad", EMPTY_SCHEMA, "true"));
+    cli_snapshot!(context, context.with_tools().arg("validate"), @"
+    exit_code: 1
+    ----- stdout -----
+    [TEMP]/tools/Bad.Name
+      ok is an executable file
+      FAIL the file name is a valid tool name: file name is not a valid tool name: tool name `Bad.Name` must start with a lowercase letter
+      skip no other file in its directory provides the same tool (not checked: an earlier check failed)
+      skip the tool describes itself (not checked: an earlier check failed)
+      skip the description parses (not checked: an earlier check failed)
+      skip the declared name is a valid tool name (not checked: an earlier check failed)
+      skip the input schema is a valid JSON Schema for an object (not checked: an earlier check failed)
+      skip the output schema is a valid JSON Schema (not checked: an earlier check failed)
+      skip the declared name matches the file name (not checked: an earlier check failed)
+      skip the description is not empty (not checked: an earlier check failed)
+    [TEMP]/tools/bad-schema (bad_schema)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      FAIL the input schema is a valid JSON Schema for an object: invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword
+      skip the output schema is a valid JSON Schema (not checked: an earlier check failed)
+      skip the declared name matches the file name (not checked: an earlier check failed)
+      skip the description is not empty (not checked: an earlier check failed)
+    [TEMP]/tools/good (good)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok no output schema is declared (optional)
+      ok the declared name matches the file name
+      ok the description is not empty
+    [TEMP]/tools/misnamed (misnamed)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok the output schema is a valid JSON Schema
+      FAIL the declared name matches the file name: declares name `other` but its file name makes it `misnamed`; rename the file or fix the name
+      skip the description is not empty (not checked: an earlier check failed)
+    4 files checked, 3 failed
+    ----- stderr -----
+    ");
+}
+
+#[test]
+fn paths_names_and_json() {
+    let context = TestContext::new();
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "true"));
+    std::fs::write(context.tools.join("notes.txt"), "not executable").unwrap();
+    let notes = context.tools.join("notes.txt");
+    cli_snapshot!(context, context.with_tools().arg("validate").arg(&notes).args(["good", "missing", "--json"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "ok": false,
+      "files": [
+        {
+          "path": "[TEMP]/tools/notes.txt",
+          "name": null,
+          "ok": false,
+          "checks": [
+            {
+              "check": "file",
+              "label": "is an executable file",
+              "status": "failed",
+              "error": "it is not executable (chmod +x it)"
+            },
+            {
+              "check": "file_name",
+              "label": "the file name is a valid tool name",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "probe",
+              "label": "`description` answered in time",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "parse",
+              "label": "the `description` output is a JSON object with the required fields",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "declared_name",
+              "label": "the declared name is a valid tool name",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "input_schema",
+              "label": "the input schema is a valid JSON Schema for an object",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "output_schema",
+              "label": "the output schema is a valid JSON Schema",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "name_matches",
+              "label": "the declared name matches the file name",
+              "status": "skipped",
+              "error": null
+            },
+            {
+              "check": "description",
+              "label": "the description is not empty",
+              "status": "skipped",
+              "error": null
+            }
+          ]
+        },
+        {
+          "path": "[TEMP]/tools/good",
+          "name": "good",
+          "ok": true,
+          "checks": [
+            {
+              "check": "file",
+              "label": "is an executable file",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "file_name",
+              "label": "the file name is a valid tool name",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "unique",
+              "label": "no other file in its directory provides the same tool",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "probe",
+              "label": "`description` answered in time",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "parse",
+              "label": "the `description` output is a JSON object with the required fields",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "declared_name",
+              "label": "the declared name is a valid tool name",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "input_schema",
+              "label": "the input schema is a valid JSON Schema for an object",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "output_schema",
+              "label": "no output schema is declared (optional)",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "name_matches",
+              "label": "the declared name matches the file name",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "description",
+              "label": "the description is not empty",
+              "status": "passed",
+              "error": null
+            }
+          ]
+        },
+        {
+          "target": "missing",
+          "ok": false,
+          "error": "no file provides tool `missing` in the tool directories",
+          "checks": []
+        }
+      ]
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn no_progress_bar_on_a_pipe() {
+    let context = TestContext::new();
+    for index in 0..60 {
+        let name = format!("tool_{index}");
+        context.tool(&name, &shell_tool(&name, EMPTY_SCHEMA, "true"));
+    }
+    let output = context
+        .with_tools()
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let listing: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listing["tools"].as_array().unwrap().len(), 60);
+    assert!(
+        !output.stderr.contains(&0x1b),
+        "escape codes on a pipe: {:?}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
