@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::context::{TestContext, shell_tool, write_executable};
+use crate::context::{TestContext, ikigai_tool, shell_tool, write_executable};
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -284,4 +284,116 @@ fn missing_tools_dir_is_a_problem() {
         ----- stderr -----
          WARN no tools found (searched: [TEMP]/project/does-not-exist)
         "#);
+}
+
+/// The `--schema` answer of the ikigai seed, per-parameter `required` included.
+const DB_QUERY_SCHEMA: &str = r#"{
+  "name": "db_query",
+  "description": "Query the customer database",
+  "parameters": {
+    "query": {
+      "type": "string",
+      "description": "What to look for",
+      "required": true
+    },
+    "limit": {
+      "type": "integer",
+      "description": "At most this many rows",
+      "default": 10
+    }
+  },
+  "returns": {
+    "type": "object",
+    "properties": {
+      "results": {"type": "array", "description": "The rows found"},
+      "count": {"type": "integer", "description": "How many rows"}
+    }
+  }
+}"#;
+
+#[test]
+fn ikigai_tool_is_listed_with_a_json_schema() {
+    let context = TestContext::new();
+    context.tool("db-query-tool", &ikigai_tool(DB_QUERY_SCHEMA, "cat"));
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @"");
+}
+
+#[test]
+fn ikigai_tool_without_the_suffix_is_found_after_description_fails() {
+    let context = TestContext::new();
+    context.tool("db-query", &ikigai_tool(DB_QUERY_SCHEMA, "cat"));
+    context.tool(
+        "neither",
+        "#!/bin/sh\necho \"unknown argument $1\" >&2\nexit 3\n",
+    );
+    cli_snapshot!(context, context.with_tools().arg("list"), @"");
+}
+
+#[test]
+fn bad_schemas_are_problems_and_good_tools_still_list() {
+    let context = TestContext::new();
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "echo ok"));
+    context.tool(
+        "no-schema",
+        "#!/bin/sh\n[ \"$1\" = description ] && echo '{\"name\": \"no_schema\", \"description\": \"Takes anything\"}'\n",
+    );
+    context.tool(
+        "string-root",
+        &shell_tool("string_root", r#"{"type": "string"}"#, "true"),
+    );
+    context.tool(
+        "one-of-root",
+        &shell_tool(
+            "one_of_root",
+            r#"{"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "misspelt-type",
+        &shell_tool(
+            "misspelt_type",
+            r#"{"type": "object", "properties": {"a": {"type": "strnig"}}}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "negative-length",
+        &shell_tool(
+            "negative_length",
+            r#"{"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "bad-returns-tool",
+        &ikigai_tool(
+            r#"{"name": "bad_returns", "description": "d", "returns": {"type": "strnig"}}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "bad-required-tool",
+        &ikigai_tool(
+            r#"{"name": "bad_required", "description": "d", "parameters": {"p": {"type": "string", "required": "yes"}}}"#,
+            "true",
+        ),
+    );
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @"");
+}
+
+#[test]
+fn kodelet_config_timeout_is_checked() {
+    let context = TestContext::new();
+    let with_config = |name: &str, config: &str| {
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n  description) echo '{{\"name\": \"{name}\", \"description\": \"d\"}}' ;;\n  config) echo '{config}' ;;\n  *) echo \"usage\" >&2; exit 2 ;;\nesac\n"
+        )
+    };
+    context.tool("asks-minutes", &with_config("asks_minutes", r#"{"timeout": "30m"}"#));
+    context.tool("asks-nothing", &with_config("asks_nothing", r#"{"other": 1}"#));
+    context.tool("asks-badly", &with_config("asks_badly", r#"{"timeout": "soon"}"#));
+    context.tool("asks-number", &with_config("asks_number", r#"{"timeout": 30}"#));
+    context.tool("no-config", &shell_tool("no_config", EMPTY_SCHEMA, "true"));
+    cli_snapshot!(context, context.with_tools().arg("list"), @"");
 }

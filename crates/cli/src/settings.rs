@@ -331,6 +331,12 @@ fn default_tool_dirs(cwd: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Vec
 pub(crate) struct RunSettings {
     pub(crate) limits: Limits,
     pub(crate) cwd: PathBuf,
+    /// The ceiling of a tool-requested timeout for this call: the global
+    /// `max_timeout`, lowered to `--timeout` when that flag is given, so that
+    /// the operator's explicit timeout for a call is never exceeded (a tool
+    /// may still ask for less). `TOOLSMITH_TIMEOUT` and `[limits] timeout`
+    /// are defaults that a tool's request replaces; only the flag is a ceiling.
+    pub(crate) max_timeout: Duration,
 }
 
 impl RunSettings {
@@ -352,6 +358,9 @@ impl RunSettings {
         RunSettings {
             limits: flags.combine(global.limits_options.clone()).resolve(),
             cwd,
+            max_timeout: args
+                .timeout
+                .map_or(global.max_timeout, |timeout| timeout.min(global.max_timeout)),
         }
     }
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
-use crate::discovery::first_line;
+use crate::discovery::{first_line, tool_of_file};
 use crate::tool::Runner;
-use crate::{Body, Catalog, Envelope, Error, ErrorCode, Metadata, Tool, ToolName, kodelet};
+use crate::{Body, Catalog, Envelope, Error, ErrorCode, Metadata, Tool, ToolName, ikigai, kodelet};
 
 /// How tool processes are run, for probes and calls alike.
 #[derive(Debug, Clone)]
@@ -20,16 +20,26 @@ pub struct RunConfig {
     /// [`filtered_env`](toolsmith_executor::filtered_env).
     pub env: Vec<(OsString, OsString)>,
     /// The resource limits of a call. Probes use them with their own timeout
-    /// and output cap.
+    /// and output cap. `limits.timeout` is the default timeout: it applies to
+    /// tools that ask for none.
     pub limits: Limits,
     /// The longest timeout a tool may ask for (Kodelet's `config`, a
-    /// manifest's `timeout_ms`); a tool that asks for none gets `limits.timeout`.
+    /// manifest's `timeout_ms`).
+    ///
+    /// Precedence of timeouts: a tool's request replaces `limits.timeout`
+    /// (longer or shorter: the author knows how long the tool needs, and a
+    /// tool that asks for 1 s is broken if it runs for 10), but never exceeds
+    /// `max_timeout`. A caller with an explicit timeout for one call (the
+    /// CLI's `run --timeout`) sets both `limits.timeout` and `max_timeout` to
+    /// it (or to the smaller of it and the configured `max_timeout`), so that
+    /// no tool runs longer than the operator said, and a tool that asks for
+    /// less still gets less.
     pub max_timeout: Duration,
 }
 
 impl RunConfig {
     /// The limits of a call to `tool`: the configured ones, with the timeout
-    /// the tool asks for, capped by `max_timeout`.
+    /// the tool asks for, capped by `max_timeout` (see [`RunConfig::max_timeout`]).
     pub fn limits_for(&self, tool: &Tool) -> Limits {
         match tool.requested_timeout() {
             Some(requested) => Limits {
@@ -67,8 +77,13 @@ pub async fn invoke_named(
 
 /// Calls `tool` with `arguments`.
 ///
-/// The arguments are checked against the tool's input schema first; when
-/// they fail it, nothing is run and the envelope is `INVALID_PARAMS`.
+/// The declared defaults are filled in first
+/// ([`InputSchema::with_defaults`](crate::InputSchema::with_defaults)), so a
+/// required property with a default is satisfied. The completed arguments
+/// are then checked against the tool's input schema; when they fail it,
+/// nothing is run and the envelope is `INVALID_PARAMS`, listing every
+/// violation with its JSON path. The tool receives exactly the arguments
+/// that were checked.
 /// Only a failure of the executor's own plumbing is an `Err`: everything the
 /// tool does, including failing to start, is an envelope.
 pub async fn invoke(
@@ -77,6 +92,7 @@ pub async fn invoke(
     arguments: &Value,
     config: &RunConfig,
 ) -> Result<Envelope, Error> {
+    let arguments = &tool.input_schema().with_defaults(arguments);
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
         let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
@@ -92,6 +108,7 @@ pub async fn invoke(
     }
     let command = match tool.runner() {
         Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments),
+        Runner::Ikigai => ikigai::run_command(tool.path(), &config.cwd, &config.env, arguments),
     }
     .map_err(|source| Error::Executor {
         program: tool.path().to_path_buf(),
@@ -120,10 +137,18 @@ pub async fn invoke(
 
 /// Turns a successful envelope whose JSON result fails the tool's output
 /// schema into `INVALID_OUTPUT`: the tool ran, but did not keep its promise.
+///
+/// An operation error (`{"error": "<message>", ...}`, e.g. ikigai's
+/// `{"error": ..., "error_code": "MISSING_CREDENTIALS"}`) is exempt: the tool
+/// ran and reports that the operation failed, which is `tool_success: true`
+/// whatever the shape of its normal result.
 fn check_output(tool: &Tool, envelope: Envelope) -> Envelope {
     let (Some(schema), Body::Success { result }) = (tool.output_schema(), &envelope.body) else {
         return envelope;
     };
+    if structured_error(result).is_some() {
+        return envelope;
+    }
     let violations = schema.violations(result);
     if violations.is_empty() {
         return envelope;
@@ -230,7 +255,9 @@ fn not_found_sentence(name: &str, catalog: &Catalog) -> String {
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str());
-        let file_tool = file_name.and_then(|file_name| ToolName::new(file_name).ok());
+        let file_tool = file_name
+            .and_then(|file_name| tool_of_file(file_name).ok())
+            .map(|(file_tool, _)| file_tool);
         file_tool.is_some() && file_tool == wanted
     });
     match problem {

@@ -40,6 +40,8 @@
 mod discovery;
 mod envelope;
 mod error;
+mod go_duration;
+mod ikigai;
 mod invoke;
 mod kodelet;
 mod name;
@@ -52,8 +54,10 @@ pub use crate::discovery::{
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
+pub use crate::go_duration::DurationError;
+pub use crate::ikigai::ToolSchemaError;
 pub use crate::invoke::{RunConfig, invoke, invoke_named};
-pub use crate::kodelet::DescriptionError;
+pub use crate::kodelet::{ConfigError, DescriptionError};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
 pub use crate::tool::{Annotations, Approval, Tool, ToolKind};

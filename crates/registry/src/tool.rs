@@ -13,6 +13,10 @@ pub enum ToolKind {
     /// `{name, description, input_schema}` and `tool run` reads the JSON
     /// arguments on stdin.
     Kodelet,
+    /// An executable speaking the ikigai protocol: `tool --schema` prints
+    /// `{name, description, parameters, returns}` and the tool runs with no
+    /// argument and the JSON arguments on stdin.
+    Ikigai,
 }
 
 impl ToolKind {
@@ -20,6 +24,7 @@ impl ToolKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ToolKind::Kodelet => "kodelet",
+            ToolKind::Ikigai => "ikigai",
         }
     }
 }
@@ -85,6 +90,8 @@ impl Annotations {
 pub(crate) enum Runner {
     /// `tool run`, arguments as JSON on stdin.
     Kodelet,
+    /// `tool` with no argument, arguments as JSON on stdin.
+    Ikigai,
 }
 
 /// The parts a format's loader produces, from which a [`Tool`] is built.
@@ -174,6 +181,7 @@ impl Tool {
     pub fn kind(&self) -> ToolKind {
         match self.runner {
             Runner::Kodelet => ToolKind::Kodelet,
+            Runner::Ikigai => ToolKind::Ikigai,
         }
     }
 

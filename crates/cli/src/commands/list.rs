@@ -56,7 +56,7 @@ fn catalog_json(catalog: &Catalog) -> serde_json::Value {
         .tools()
         .iter()
         .map(|tool| {
-            json!({
+            let mut entry = json!({
                 "name": tool.name().as_str(),
                 "exposed_name": tool.name().exposed(),
                 "description": tool.description(),
@@ -64,7 +64,14 @@ fn catalog_json(catalog: &Catalog) -> serde_json::Value {
                 "source": tool.source(),
                 "kind": tool.kind().as_str(),
                 "input_schema": tool.input_schema().as_json(),
-            })
+            });
+            // Only tools that declare a result schema (ikigai's `returns`) carry it.
+            if let (Some(output_schema), Some(object)) =
+                (tool.output_schema(), entry.as_object_mut())
+            {
+                object.insert("output_schema".to_owned(), output_schema.as_json().clone());
+            }
+            entry
         })
         .collect();
     let problems: Vec<serde_json::Value> = catalog
