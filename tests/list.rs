@@ -78,6 +78,58 @@ fn examples_json() {
               "name"
             ]
           }
+        },
+        {
+          "name": "word_stats",
+          "exposed_name": "custom_tool_word_stats",
+          "description": "Count the words, lines and characters of a text",
+          "path": "[EXAMPLES]/word-stats-tool",
+          "source": "[EXAMPLES]",
+          "kind": "ikigai",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "text": {
+                "type": "string",
+                "description": "The text to measure"
+              },
+              "top": {
+                "type": "integer",
+                "description": "How many of the most frequent words to list",
+                "minimum": 0,
+                "default": 3
+              }
+            },
+            "required": [
+              "text"
+            ]
+          },
+          "output_schema": {
+            "type": "object",
+            "properties": {
+              "words": {
+                "type": "integer"
+              },
+              "lines": {
+                "type": "integer"
+              },
+              "characters": {
+                "type": "integer"
+              },
+              "most_frequent": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              }
+            },
+            "required": [
+              "words",
+              "lines",
+              "characters",
+              "most_frequent"
+            ]
+          }
         }
       ],
       "problems": [],
@@ -90,15 +142,16 @@ fn examples_json() {
 #[test]
 fn examples_table() {
     let context = TestContext::new();
-    cli_snapshot!(context, context.with_examples().arg("list"), @r#"
-        exit_code: 0
-        ----- stdout -----
-        NAME        DESCRIPTION                                                                                        PATH
-        error_tool  A tool that demonstrates error handling: fails on request                                          [EXAMPLES]/error_tool
-        git_info    Get git repository information: current branch, HEAD commit and the number of uncommitted changes  [EXAMPLES]/git_info
-        hello       Say hello to a person                                                                              [EXAMPLES]/hello
-        ----- stderr -----
-        "#);
+    cli_snapshot!(context, context.with_examples().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    NAME        DESCRIPTION                                                                                        PATH
+    error_tool  A tool that demonstrates error handling: fails on request                                          [EXAMPLES]/error_tool
+    git_info    Get git repository information: current branch, HEAD commit and the number of uncommitted changes  [EXAMPLES]/git_info
+    hello       Say hello to a person                                                                              [EXAMPLES]/hello
+    word_stats  Count the words, lines and characters of a text                                                    [EXAMPLES]/word-stats-tool
+    ----- stderr -----
+    ");
 }
 
 #[test]
@@ -152,15 +205,15 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
         },
         {
           "path": "[TEMP]/tools/bad-schema",
-          "error": "invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword"
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got 5"
         },
         {
           "path": "[TEMP]/tools/fails",
-          "error": "`description` exited with status 4 (stderr: cannot describe myself)"
+          "error": "`description` exited with status 4 (stderr: cannot describe myself); `--schema` also failed: `--schema` exited with status 4 (stderr: cannot describe myself)"
         },
         {
           "path": "[TEMP]/tools/garbage",
-          "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
+          "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2; `--schema` also failed: invalid `--schema` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
         },
         {
           "path": "[TEMP]/tools/hangs",
@@ -172,7 +225,7 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
         },
         {
           "path": "[TEMP]/tools/nameless",
-          "error": "invalid `description` output: field `name` is missing"
+          "error": "invalid `description` output: field `name` is missing; `--schema` also failed: invalid `--schema` output: field `name` is missing"
         }
       ],
       "shadowed": []
@@ -315,7 +368,55 @@ const DB_QUERY_SCHEMA: &str = r#"{
 fn ikigai_tool_is_listed_with_a_json_schema() {
     let context = TestContext::new();
     context.tool("db-query-tool", &ikigai_tool(DB_QUERY_SCHEMA, "cat"));
-    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @"");
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "db_query",
+          "exposed_name": "custom_tool_db_query",
+          "description": "Query the customer database",
+          "path": "[TEMP]/tools/db-query-tool",
+          "source": "[TEMP]/tools",
+          "kind": "ikigai",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "query": {
+                "type": "string",
+                "description": "What to look for"
+              },
+              "limit": {
+                "type": "integer",
+                "description": "At most this many rows",
+                "default": 10
+              }
+            },
+            "required": [
+              "query"
+            ]
+          },
+          "output_schema": {
+            "type": "object",
+            "properties": {
+              "results": {
+                "type": "array",
+                "description": "The rows found"
+              },
+              "count": {
+                "type": "integer",
+                "description": "How many rows"
+              }
+            }
+          }
+        }
+      ],
+      "problems": [],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -326,7 +427,16 @@ fn ikigai_tool_without_the_suffix_is_found_after_description_fails() {
         "neither",
         "#!/bin/sh\necho \"unknown argument $1\" >&2\nexit 3\n",
     );
-    cli_snapshot!(context, context.with_tools().arg("list"), @"");
+    cli_snapshot!(context, context.with_tools().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    NAME      DESCRIPTION                  PATH
+    db_query  Query the customer database  [TEMP]/tools/db-query
+
+    problems:
+      [TEMP]/tools/neither: `description` exited with status 3 (stderr: unknown argument description); `--schema` also failed: `--schema` exited with status 3 (stderr: unknown argument --schema)
+    ----- stderr -----
+    ");
 }
 
 #[test]
@@ -379,7 +489,64 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
             "true",
         ),
     );
-    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @"");
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "good",
+          "exposed_name": "custom_tool_good",
+          "description": "The good fixture",
+          "path": "[TEMP]/tools/good",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          }
+        },
+        {
+          "name": "no_schema",
+          "exposed_name": "custom_tool_no_schema",
+          "description": "Takes anything",
+          "path": "[TEMP]/tools/no-schema",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          }
+        }
+      ],
+      "problems": [
+        {
+          "path": "[TEMP]/tools/bad-required-tool",
+          "error": "invalid `--schema` output: parameter `p`: `required` must be true or false, not a string"
+        },
+        {
+          "path": "[TEMP]/tools/bad-returns-tool",
+          "error": "invalid `--schema` output: field `returns` is invalid: the schema is not valid JSON Schema: /type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got \"strnig\""
+        },
+        {
+          "path": "[TEMP]/tools/misspelt-type",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got \"strnig\""
+        },
+        {
+          "path": "[TEMP]/tools/negative-length",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/minLength: expected at least 0, got -1"
+        },
+        {
+          "path": "[TEMP]/tools/one-of-root",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema's root may not use `oneOf` (LLM APIs reject oneOf, anyOf and allOf at the top level); move it into a property"
+        },
+        {
+          "path": "[TEMP]/tools/string-root",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema's root must have \"type\": \"object\" (LLM APIs require it), found \"string\""
+        }
+      ],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -390,10 +557,34 @@ fn kodelet_config_timeout_is_checked() {
             "#!/bin/sh\ncase \"$1\" in\n  description) echo '{{\"name\": \"{name}\", \"description\": \"d\"}}' ;;\n  config) echo '{config}' ;;\n  *) echo \"usage\" >&2; exit 2 ;;\nesac\n"
         )
     };
-    context.tool("asks-minutes", &with_config("asks_minutes", r#"{"timeout": "30m"}"#));
-    context.tool("asks-nothing", &with_config("asks_nothing", r#"{"other": 1}"#));
-    context.tool("asks-badly", &with_config("asks_badly", r#"{"timeout": "soon"}"#));
-    context.tool("asks-number", &with_config("asks_number", r#"{"timeout": 30}"#));
+    context.tool(
+        "asks-minutes",
+        &with_config("asks_minutes", r#"{"timeout": "30m"}"#),
+    );
+    context.tool(
+        "asks-nothing",
+        &with_config("asks_nothing", r#"{"other": 1}"#),
+    );
+    context.tool(
+        "asks-badly",
+        &with_config("asks_badly", r#"{"timeout": "soon"}"#),
+    );
+    context.tool(
+        "asks-number",
+        &with_config("asks_number", r#"{"timeout": 30}"#),
+    );
     context.tool("no-config", &shell_tool("no_config", EMPTY_SCHEMA, "true"));
-    cli_snapshot!(context, context.with_tools().arg("list"), @"");
+    cli_snapshot!(context, context.with_tools().arg("list"), @r#"
+    exit_code: 0
+    ----- stdout -----
+    NAME          DESCRIPTION            PATH
+    asks_minutes  d                      [TEMP]/tools/asks-minutes
+    asks_nothing  d                      [TEMP]/tools/asks-nothing
+    no_config     The no_config fixture  [TEMP]/tools/no-config
+
+    problems:
+      [TEMP]/tools/asks-badly: invalid `config` output: field `timeout` is invalid: `soon` is not a duration such as `30s`, `5m` or `1h30m`
+      [TEMP]/tools/asks-number: invalid `config` output: field `timeout` must be a Go duration string such as "30s" or "5m", not a number
+    ----- stderr -----
+    "#);
 }

@@ -224,24 +224,24 @@ fn unknown_tool() {
 fn invalid_params_missing_required_name() {
     let context = TestContext::new();
     cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", r#"{"age": "old"}"#]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Invalid arguments for tool hello: \"name\" is a required property (at /, keyword `required`); \"old\" is not of type \"integer\" (at /age, keyword `type`).",
-          "error_code": "INVALID_PARAMS",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "escalated": false
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Invalid arguments for tool hello: /: missing required property \"name\"; /age: expected integer, got \"old\" (a string).",
+      "error_code": "INVALID_PARAMS",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -512,13 +512,70 @@ fn ikigai_tool_runs_without_argument_with_json_on_stdin() {
             r#"printf '{"stdin": %s, "argc": %d}\n' "$(cat)" "$#""#,
         ),
     );
-    cli_snapshot!(context, context.with_tools().args(["run", "echo_args", "--input", r#"{"text": "hi"}"#]), @"");
+    cli_snapshot!(context, context.with_tools().args(["run", "echo_args", "--input", r#"{"text": "hi"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "stdin": {
+          "text": "hi",
+          "times": 2
+        },
+        "argc": 0
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 46,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
 fn ikigai_example_fills_defaults_and_meets_its_returns() {
     let context = TestContext::new();
-    cli_snapshot!(context, context.with_examples().args(["run", "custom_tool_word_stats", "--input", r#"{"text": "to be or not to be\nthat is the question"}"#]), @"");
+    cli_snapshot!(context, context.with_examples().args(["run", "custom_tool_word_stats", "--input", r#"{"text": "to be or not to be\nthat is the question"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "words": 10,
+        "lines": 2,
+        "characters": 39,
+        "most_frequent": [
+          "be",
+          "to",
+          "is"
+        ]
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 81,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -528,7 +585,29 @@ fn result_that_breaks_returns_is_invalid_output() {
         "counter-tool",
         &counting_tool(r#"echo '{"count": "three"}'"#),
     );
-    cli_snapshot!(context, context.with_tools().args(["run", "counter", "--input", r#"{"text": "a b c"}"#]), @"");
+    cli_snapshot!(context, context.with_tools().args(["run", "counter", "--input", r#"{"text": "a b c"}"#]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool counter returned a result that does not match its output schema: /count: expected integer, got \"three\" (a string).",
+      "error_code": "INVALID_OUTPUT",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 19,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -540,7 +619,31 @@ fn ikigai_operation_error_with_exit_zero_is_a_success() {
             r#"echo '{"error": "Database connection not configured", "error_code": "MISSING_CREDENTIALS"}'"#,
         ),
     );
-    cli_snapshot!(context, context.with_tools().args(["run", "counter", "--input", r#"{"text": "a"}"#]), @"");
+    cli_snapshot!(context, context.with_tools().args(["run", "counter", "--input", r#"{"text": "a"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "error": "Database connection not configured",
+        "error_code": "MISSING_CREDENTIALS"
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 85,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -555,7 +658,25 @@ fn invalid_params_list_every_violation_and_nothing_runs() {
             &format!("touch {}", marker.display()),
         ),
     );
-    cli_snapshot!(context, context.with_tools().args(["run", "strict", "--input", r#"{"age": "x", "color": "blue", "nickname": "Al"}"#]), @"");
+    cli_snapshot!(context, context.with_tools().args(["run", "strict", "--input", r#"{"age": "x", "color": "blue", "nickname": "Al"}"#]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Invalid arguments for tool strict: /: unexpected property \"nickname\" (the schema allows no others); /: missing required property \"name\"; /age: expected integer, got \"x\" (a string); /color: expected one of [\"red\",\"green\"], got \"blue\".",
+      "error_code": "INVALID_PARAMS",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
     assert!(!marker.exists(), "the tool ran despite invalid arguments");
 }
 
@@ -597,8 +718,7 @@ fn operator_timeout_flag_caps_a_longer_request() {
     context.tool("sleeper", &sleeper_asking_for("30m"));
     let envelope = run_sleeper(&context, &["--timeout", "500ms"], &[]);
     assert_eq!(
-        envelope["error"],
-        "Tool sleeper did not finish within 500ms and was killed.",
+        envelope["error"], "Tool sleeper did not finish within 500ms and was killed.",
         "{envelope}"
     );
 }
@@ -622,8 +742,7 @@ fn max_timeout_caps_a_tool_request() {
     );
     let envelope = run_sleeper(&context, &[], &[]);
     assert_eq!(
-        envelope["error"],
-        "Tool sleeper did not finish within 1s and was killed.",
+        envelope["error"], "Tool sleeper did not finish within 1s and was killed.",
         "{envelope}"
     );
 }

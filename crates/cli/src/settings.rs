@@ -358,9 +358,9 @@ impl RunSettings {
         RunSettings {
             limits: flags.combine(global.limits_options.clone()).resolve(),
             cwd,
-            max_timeout: args
-                .timeout
-                .map_or(global.max_timeout, |timeout| timeout.min(global.max_timeout)),
+            max_timeout: args.timeout.map_or(global.max_timeout, |timeout| {
+                timeout.min(global.max_timeout)
+            }),
         }
     }
 }

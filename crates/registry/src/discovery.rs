@@ -9,13 +9,13 @@
 //! - Each remaining candidate is probed under [`PROBE_TIMEOUT`] and [`PROBE_MAX_OUTPUT`] per probe:
 //!   - an ikigai tool with `--schema`;
 //!   - any other executable with `description`, then, if that worked, with `config` for the timeout it asks for
-//!     (one more process per tool; the discovery cache makes warm starts free of both).
+//!     (one more process per tool at every cold discovery; the discovery cache is what makes warm starts free of it).
 //!     A tool that does not implement `config` (non-zero exit, no JSON object, no `timeout`) asks for nothing;
 //!     a `timeout` that is not a positive Go duration is a problem.
-//!     When `description` fails without giving a Kodelet answer (the probe failed, or printed something other than a JSON object with a `name`),
+//!     When `description` fails without giving a Kodelet answer (it exited non-zero, was killed, printed too much, or printed something other than a JSON object with a `name`),
 //!     the file may be an ikigai tool without the `-tool` suffix (ikigai's own binaries, e.g. `file-read`), so `--schema` is tried;
 //!     if that fails too, the problem says both why `description` failed and why `--schema` did.
-//!   Any other failure (spawn error, timeout, non-zero exit, oversized or invalid output, a schema that breaks the rules of [`InputSchema`](crate::InputSchema)) is a problem.
+//!   - any other failure (spawn error, timeout, non-zero exit, oversized or invalid output, a schema that breaks the rules of [`InputSchema`](crate::InputSchema)) is a problem.
 //! - The name a tool declares must be its file's tool name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
 //! - Among the tools that passed, a later directory shadows an earlier one by name, and the shadowed tool is recorded.
 //!   A candidate that failed its probe shadows nothing.
@@ -583,7 +583,7 @@ async fn load(probe: &Probe<'_>, candidate: &Candidate) -> Result<Tool, ProblemE
         Format::Ikigai => load_ikigai(probe, candidate).await?,
         Format::Kodelet => match load_kodelet(probe, candidate).await {
             Ok(parts) => parts,
-            Err(description) if speaks_kodelet(&description) => return Err(description),
+            Err(description) if !worth_trying_schema(&description) => return Err(description),
             Err(description) => load_ikigai(probe, candidate).await.map_err(|schema| {
                 ProblemError::NeitherProtocol {
                     description: Box::new(description),
@@ -595,12 +595,21 @@ async fn load(probe: &Probe<'_>, candidate: &Candidate) -> Result<Tool, ProblemE
     register(parts, &candidate.expected)
 }
 
-/// Whether a failure to load a Kodelet tool shows that it does speak the
-/// protocol (so trying `--schema` would only bury the real mistake).
-fn speaks_kodelet(error: &ProblemError) -> bool {
+/// Whether a failure to load a file as a Kodelet tool leaves room for it to
+/// be an ikigai tool, so that `--schema` is worth a probe.
+///
+/// Not when the answer was a Kodelet description with a mistake in it (the
+/// mistake is the whole story), nor when the file could not be started (it
+/// would not start for `--schema` either), nor when `description` hung: an
+/// ikigai tool given an argument it ignores reads an empty stdin and ends,
+/// and a second hanging probe would double the cost of a broken file.
+fn worth_trying_schema(error: &ProblemError) -> bool {
     match error {
-        ProblemError::Description { source } => source.is_kodelet_answer(),
-        ProblemError::Config { .. } => true,
+        ProblemError::Description { source } => !source.is_kodelet_answer(),
+        ProblemError::Exited { .. }
+        | ProblemError::Signaled { .. }
+        | ProblemError::OutputTooLarge { .. }
+        | ProblemError::Limit { .. } => true,
         _ => false,
     }
 }
@@ -757,11 +766,7 @@ mod tests {
             Ok(Some("word_stats")),
         );
         check("tool", Some(("#!/bin/sh\n", 0o755)), Ok(Some("tool")));
-        check(
-            "x_tool",
-            Some(("#!/bin/sh\n", 0o755)),
-            Ok(Some("x_tool")),
-        );
+        check("x_tool", Some(("#!/bin/sh\n", 0o755)), Ok(Some("x_tool")));
         check(
             "-tool",
             Some(("#!/bin/sh\n", 0o755)),

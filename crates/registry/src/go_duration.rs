@@ -175,13 +175,22 @@ mod tests {
             "5 minutes",
             Err("`5 minutes` has unknown unit ` minutes` (units: ns, us, ms, s, m, h)"),
         );
-        check("3d", Err("`3d` has unknown unit `d` (units: ns, us, ms, s, m, h)"));
-        check("s", Err("`s` is not a duration such as `30s`, `5m` or `1h30m`"));
+        check(
+            "3d",
+            Err("`3d` has unknown unit `d` (units: ns, us, ms, s, m, h)"),
+        );
+        check(
+            "s",
+            Err("`s` is not a duration such as `30s`, `5m` or `1h30m`"),
+        );
         check(
             "1.2.3s",
             Err("`1.2.3s` is not a duration such as `30s`, `5m` or `1h30m`"),
         );
-        check("-", Err("`-` is not a duration such as `30s`, `5m` or `1h30m`"));
+        check(
+            "-",
+            Err("`-` is not a duration such as `30s`, `5m` or `1h30m`"),
+        );
     }
 
     #[test]

@@ -178,10 +178,8 @@ pub(crate) fn parse_schema(stdout: &[u8]) -> Result<ToolSchema, ToolSchemaError>
     let description = take_string(&mut object, "description")?;
     let input_schema = match object.remove("parameters") {
         None => InputSchema::any_object(),
-        Some(Value::Object(parameters)) => {
-            InputSchema::new(parameters_schema(parameters)?)
-                .map_err(|source| ToolSchemaError::InvalidParameters { source })?
-        }
+        Some(Value::Object(parameters)) => InputSchema::new(parameters_schema(parameters)?)
+            .map_err(|source| ToolSchemaError::InvalidParameters { source })?,
         Some(other) => {
             return Err(ToolSchemaError::WrongType {
                 field: "parameters",
@@ -350,7 +348,8 @@ mod tests {
 
     #[test]
     fn full_json_schema_parameters_are_kept() {
-        let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]});
+        let schema =
+            json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]});
         check(
             json!({"name": "db-query", "description": "d", "parameters": schema.clone()}),
             Ok(("db_query", schema, None)),
@@ -447,16 +446,16 @@ mod tests {
 
     #[test]
     fn missing_fields() {
-        check(
-            json!({"description": "d"}),
-            Err("field `name` is missing"),
-        );
+        check(json!({"description": "d"}), Err("field `name` is missing"));
         check(json!({"name": "a"}), Err("field `description` is missing"));
         check(
             json!({"name": "A", "description": "d"}),
             Err("field `name` is invalid: tool name `A` must start with a lowercase letter"),
         );
-        check(json!([1]), Err("output must be a JSON object, not an array"));
+        check(
+            json!([1]),
+            Err("output must be a JSON object, not an array"),
+        );
     }
 
     #[test]

@@ -203,8 +203,9 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
     let description = take_string(&mut object, "description")?;
     let input_schema = match object.remove("input_schema") {
         None | Some(Value::Null) => InputSchema::any_object(),
-        Some(schema) => InputSchema::new(schema)
-            .map_err(|source| DescriptionError::InvalidSchema { source })?,
+        Some(schema) => {
+            InputSchema::new(schema).map_err(|source| DescriptionError::InvalidSchema { source })?
+        }
     };
     let output_schema = object
         .remove("output_schema")

@@ -40,7 +40,9 @@ pub enum SchemaError {
     },
     /// The root does not describe an object (`"type": "object"`), which
     /// every LLM API requires of tool parameters.
-    #[error("the schema's root must have \"type\": \"object\" (LLM APIs require it), found {found}")]
+    #[error(
+        "the schema's root must have \"type\": \"object\" (LLM APIs require it), found {found}"
+    )]
     NotObjectType {
         /// The `type` that was found, as JSON, or `no type`.
         found: String,
@@ -346,9 +348,7 @@ fn violation(error: jsonschema::ValidationError<'_>) -> Violation {
         ValidationErrorKind::Format { format } => {
             format!("expected a string in the {format:?} format, got {got}")
         }
-        ValidationErrorKind::AnyOf { .. }
-            if error.instance_path().as_str().ends_with("/type") =>
-        {
+        ValidationErrorKind::AnyOf { .. } if error.instance_path().as_str().ends_with("/type") => {
             // In a meta-schema, `type` is an anyOf of a type name and a list of them.
             format!(
                 "expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got {got}"
@@ -560,8 +560,15 @@ mod tests {
 
     #[test]
     fn missing_schema_is_any_object() {
-        assert_eq!(InputSchema::any_object().as_json(), &json!({"type": "object"}));
-        assert!(InputSchema::any_object().violations(&json!({"x": 1})).is_empty());
+        assert_eq!(
+            InputSchema::any_object().as_json(),
+            &json!({"type": "object"})
+        );
+        assert!(
+            InputSchema::any_object()
+                .violations(&json!({"x": 1}))
+                .is_empty()
+        );
     }
 
     #[test]
@@ -698,11 +705,11 @@ mod tests {
     fn no_defaults_through_arrays_or_refs() {
         check_defaults(
             json!({"type": "object",
-                "$defs": {"opt": {"type": "object", "properties": {"b": {"default": 1}}}},
-                "properties": {
-                    "items": {"type": "array", "items": {"type": "object", "properties": {"a": {"default": 1}}}},
-                    "via_ref": {"$ref": "#/$defs/opt"}
-                }}),
+            "$defs": {"opt": {"type": "object", "properties": {"b": {"default": 1}}}},
+            "properties": {
+                "items": {"type": "array", "items": {"type": "object", "properties": {"a": {"default": 1}}}},
+                "via_ref": {"$ref": "#/$defs/opt"}
+            }}),
             json!({"items": [{}], "via_ref": {}}),
             json!({"items": [{}], "via_ref": {}}),
         );
@@ -720,7 +727,11 @@ mod tests {
     #[test]
     fn schema_or_shorthand() {
         let check_detection = |value: Value, expect: bool| {
-            assert_eq!(is_json_schema(value.as_object().unwrap()), expect, "{value}");
+            assert_eq!(
+                is_json_schema(value.as_object().unwrap()),
+                expect,
+                "{value}"
+            );
         };
         check_detection(json!({"type": "object", "properties": {}}), true);
         check_detection(json!({"type": ["object"]}), true);
