@@ -158,6 +158,16 @@ pub(crate) fn shell_tool(name: &str, schema: &str, body: &str) -> String {
     )
 }
 
+/// A shell tool speaking the ikigai protocol: `--schema` prints `schema`
+/// verbatim; a call with no argument runs `body` with the arguments on stdin.
+/// Any argument on a call is an error, so a test notices if the tool is run
+/// the Kodelet way (`tool run`).
+pub(crate) fn ikigai_tool(schema: &str, body: &str) -> String {
+    format!(
+        "#!/bin/sh\nif [ \"$1\" = \"--schema\" ]; then\n  cat <<'SCHEMA'\n{schema}\nSCHEMA\n  exit 0\nfi\nif [ \"$#\" -ne 0 ]; then\n  echo \"an ikigai tool takes no argument, got: $*\" >&2\n  exit 64\nfi\n{body}\n"
+    )
+}
+
 /// Replaces the volatile values of every `metadata` object in `value`.
 fn normalize(value: &mut Value) {
     match value {

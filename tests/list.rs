@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::context::{TestContext, shell_tool, write_executable};
+use crate::context::{TestContext, ikigai_tool, shell_tool, write_executable};
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -104,6 +104,58 @@ fn examples_json() {
               "path"
             ]
           }
+        },
+        {
+          "name": "word_stats",
+          "exposed_name": "custom_tool_word_stats",
+          "description": "Count the words, lines and characters of a text",
+          "path": "[EXAMPLES]/word-stats-tool",
+          "source": "[EXAMPLES]",
+          "kind": "ikigai",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "text": {
+                "type": "string",
+                "description": "The text to measure"
+              },
+              "top": {
+                "type": "integer",
+                "description": "How many of the most frequent words to list",
+                "minimum": 0,
+                "default": 3
+              }
+            },
+            "required": [
+              "text"
+            ]
+          },
+          "output_schema": {
+            "type": "object",
+            "properties": {
+              "words": {
+                "type": "integer"
+              },
+              "lines": {
+                "type": "integer"
+              },
+              "characters": {
+                "type": "integer"
+              },
+              "most_frequent": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              }
+            },
+            "required": [
+              "words",
+              "lines",
+              "characters",
+              "most_frequent"
+            ]
+          }
         }
       ],
       "problems": [],
@@ -125,6 +177,7 @@ fn examples_table() {
       git_info    kodelet   Get git repository information: current branch, HEAD commit and the number of uncommitted changes
       hello       kodelet   Say hello to a person
       word_count  manifest  Count the lines, words and bytes of a file in the project, or only the lines.
+      word_stats  ikigai    Count the words, lines and characters of a text
     ----- stderr -----
     ");
 }
@@ -180,15 +233,15 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
         },
         {
           "path": "[TEMP]/tools/bad-schema",
-          "error": "invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword"
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got 5"
         },
         {
           "path": "[TEMP]/tools/fails",
-          "error": "`description` exited with status 4 (stderr: cannot describe myself)"
+          "error": "`description` exited with status 4 (stderr: cannot describe myself); `--schema` also failed: `--schema` exited with status 4 (stderr: cannot describe myself)"
         },
         {
           "path": "[TEMP]/tools/garbage",
-          "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
+          "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2; `--schema` also failed: invalid `--schema` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
         },
         {
           "path": "[TEMP]/tools/hangs",
@@ -200,7 +253,7 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
         },
         {
           "path": "[TEMP]/tools/nameless",
-          "error": "invalid `description` output: field `name` is missing"
+          "error": "invalid `description` output: field `name` is missing; `--schema` also failed: invalid `--schema` output: field `name` is missing"
         }
       ],
       "shadowed": []
@@ -308,5 +361,252 @@ fn missing_tools_dir_is_a_problem() {
     ----- stderr -----
      WARN no tools found (searched: [TEMP]/project/does-not-exist)
      WARN not listed: 1 file that could not be loaded; `toolsmith list --all` shows them
+    ");
+}
+
+/// The `--schema` answer of the ikigai seed, per-parameter `required` included.
+const DB_QUERY_SCHEMA: &str = r#"{
+  "name": "db_query",
+  "description": "Query the customer database",
+  "parameters": {
+    "query": {
+      "type": "string",
+      "description": "What to look for",
+      "required": true
+    },
+    "limit": {
+      "type": "integer",
+      "description": "At most this many rows",
+      "default": 10
+    }
+  },
+  "returns": {
+    "type": "object",
+    "properties": {
+      "results": {"type": "array", "description": "The rows found"},
+      "count": {"type": "integer", "description": "How many rows"}
+    }
+  }
+}"#;
+
+#[test]
+fn ikigai_tool_is_listed_with_a_json_schema() {
+    let context = TestContext::new();
+    context.tool("db-query-tool", &ikigai_tool(DB_QUERY_SCHEMA, "cat"));
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "db_query",
+          "exposed_name": "custom_tool_db_query",
+          "description": "Query the customer database",
+          "path": "[TEMP]/tools/db-query-tool",
+          "source": "[TEMP]/tools",
+          "kind": "ikigai",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "query": {
+                "type": "string",
+                "description": "What to look for"
+              },
+              "limit": {
+                "type": "integer",
+                "description": "At most this many rows",
+                "default": 10
+              }
+            },
+            "required": [
+              "query"
+            ]
+          },
+          "output_schema": {
+            "type": "object",
+            "properties": {
+              "results": {
+                "type": "array",
+                "description": "The rows found"
+              },
+              "count": {
+                "type": "integer",
+                "description": "How many rows"
+              }
+            }
+          }
+        }
+      ],
+      "problems": [],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn ikigai_tool_without_the_suffix_is_found_after_description_fails() {
+    let context = TestContext::new();
+    context.tool("db-query", &ikigai_tool(DB_QUERY_SCHEMA, "cat"));
+    context.tool(
+        "neither",
+        "#!/bin/sh\necho \"unknown argument $1\" >&2\nexit 3\n",
+    );
+    cli_snapshot!(context, context.with_tools().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/tools:
+      NAME      KIND    DESCRIPTION
+      db_query  ikigai  Query the customer database
+    ----- stderr -----
+     WARN not listed: 1 file that could not be loaded; `toolsmith list --all` shows them
+    ");
+}
+
+#[test]
+fn bad_schemas_are_problems_and_good_tools_still_list() {
+    let context = TestContext::new();
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "echo ok"));
+    context.tool(
+        "no-schema",
+        "#!/bin/sh\n[ \"$1\" = description ] && echo '{\"name\": \"no_schema\", \"description\": \"Takes anything\"}'\n",
+    );
+    context.tool(
+        "string-root",
+        &shell_tool("string_root", r#"{"type": "string"}"#, "true"),
+    );
+    context.tool(
+        "one-of-root",
+        &shell_tool(
+            "one_of_root",
+            r#"{"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "misspelt-type",
+        &shell_tool(
+            "misspelt_type",
+            r#"{"type": "object", "properties": {"a": {"type": "strnig"}}}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "negative-length",
+        &shell_tool(
+            "negative_length",
+            r#"{"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "bad-returns-tool",
+        &ikigai_tool(
+            r#"{"name": "bad_returns", "description": "d", "returns": {"type": "strnig"}}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "bad-required-tool",
+        &ikigai_tool(
+            r#"{"name": "bad_required", "description": "d", "parameters": {"p": {"type": "string", "required": "yes"}}}"#,
+            "true",
+        ),
+    );
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "good",
+          "exposed_name": "custom_tool_good",
+          "description": "The good fixture",
+          "path": "[TEMP]/tools/good",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          }
+        },
+        {
+          "name": "no_schema",
+          "exposed_name": "custom_tool_no_schema",
+          "description": "Takes anything",
+          "path": "[TEMP]/tools/no-schema",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          }
+        }
+      ],
+      "problems": [
+        {
+          "path": "[TEMP]/tools/bad-required-tool",
+          "error": "invalid `--schema` output: parameter `p`: `required` must be true or false, not a string"
+        },
+        {
+          "path": "[TEMP]/tools/bad-returns-tool",
+          "error": "invalid `--schema` output: field `returns` is invalid: the schema is not valid JSON Schema: /type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got \"strnig\""
+        },
+        {
+          "path": "[TEMP]/tools/misspelt-type",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got \"strnig\""
+        },
+        {
+          "path": "[TEMP]/tools/negative-length",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/minLength: expected at least 0, got -1"
+        },
+        {
+          "path": "[TEMP]/tools/one-of-root",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema's root may not use `oneOf` (LLM APIs reject oneOf, anyOf and allOf at the top level); move it into a property"
+        },
+        {
+          "path": "[TEMP]/tools/string-root",
+          "error": "invalid `description` output: field `input_schema` is invalid: the schema's root must have \"type\": \"object\" (LLM APIs require it), found \"string\""
+        }
+      ],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn kodelet_config_timeout_is_checked() {
+    let context = TestContext::new();
+    let with_config = |name: &str, config: &str| {
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n  description) echo '{{\"name\": \"{name}\", \"description\": \"d\"}}' ;;\n  config) echo '{config}' ;;\n  *) echo \"usage\" >&2; exit 2 ;;\nesac\n"
+        )
+    };
+    context.tool(
+        "asks-minutes",
+        &with_config("asks_minutes", r#"{"timeout": "30m"}"#),
+    );
+    context.tool(
+        "asks-nothing",
+        &with_config("asks_nothing", r#"{"other": 1}"#),
+    );
+    context.tool(
+        "asks-badly",
+        &with_config("asks_badly", r#"{"timeout": "soon"}"#),
+    );
+    context.tool(
+        "asks-number",
+        &with_config("asks_number", r#"{"timeout": 30}"#),
+    );
+    context.tool("no-config", &shell_tool("no_config", EMPTY_SCHEMA, "true"));
+    cli_snapshot!(context, context.with_tools().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/tools:
+      NAME          KIND     DESCRIPTION
+      asks_minutes  kodelet  d
+      asks_nothing  kodelet  d
+      no_config     kodelet  The no_config fixture
+    ----- stderr -----
+     WARN not listed: 2 files that could not be loaded; `toolsmith list --all` shows them
     ");
 }

@@ -139,7 +139,7 @@ fn k8s_pods_validates_before_running() {
     ----- stdout -----
     {
       "tool_success": false,
-      "error": "Invalid arguments for tool k8s_pods: \"Prod; rm -rf /\" does not match \"^[a-z0-9-]+$\" (at /namespace, keyword `pattern`).",
+      "error": "Invalid arguments for tool k8s_pods: /namespace: expected a string matching the pattern \"^[a-z0-9-]+$\", got \"Prod; rm -rf /\".",
       "error_code": "INVALID_PARAMS",
       "metadata": {
         "execution_time_ms": "[EXECUTION_TIME_MS]",

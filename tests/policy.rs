@@ -150,7 +150,7 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
       other at [TEMP]/tools/other: not in the allowed list
 
     problems:
-      [TEMP]/tools/broken: invalid `description` output: output is not JSON (starts with "nope"): expected ident at line 1 column 2
+      [TEMP]/tools/broken: invalid `description` output: output is not JSON (starts with "nope"): expected ident at line 1 column 2; `--schema` also failed: invalid `--schema` output: output is not JSON (starts with "nope"): expected ident at line 1 column 2
     ----- stderr -----
     "#);
     cli_snapshot!(context, context.with_tools().args(["list", "--all", "--json"]), @r#"
@@ -173,7 +173,7 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
       "problems": [
         {
           "path": "[TEMP]/tools/broken",
-          "error": "invalid `description` output: output is not JSON (starts with \"nope\"): expected ident at line 1 column 2"
+          "error": "invalid `description` output: output is not JSON (starts with \"nope\"): expected ident at line 1 column 2; `--schema` also failed: invalid `--schema` output: output is not JSON (starts with \"nope\"): expected ident at line 1 column 2"
         }
       ],
       "shadowed": [],

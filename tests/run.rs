@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::context::{TestContext, shell_tool};
+use crate::context::{TestContext, ikigai_tool, shell_tool};
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -224,24 +224,24 @@ fn unknown_tool() {
 fn invalid_params_missing_required_name() {
     let context = TestContext::new();
     cli_snapshot!(context, context.with_examples().args(["run", "hello", "--input", r#"{"age": "old"}"#]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Invalid arguments for tool hello: \"name\" is a required property (at /, keyword `required`); \"old\" is not of type \"integer\" (at /age, keyword `type`).",
-          "error_code": "INVALID_PARAMS",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "escalated": false
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Invalid arguments for tool hello: /: missing required property \"name\"; /age: expected integer, got \"old\" (a string).",
+      "error_code": "INVALID_PARAMS",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -491,4 +491,269 @@ fn config_env_policy_allows_and_sets() {
     );
     assert!(environment.contains("GREETING=hi"), "{environment}");
     assert!(!environment.contains("HOME="), "{environment}");
+}
+
+/// An ikigai tool whose `returns` promises `{"count": <integer>}`; its body
+/// decides what it really prints.
+fn counting_tool(body: &str) -> String {
+    ikigai_tool(
+        r#"{"name": "counter", "description": "Counts", "parameters": {"text": {"type": "string", "required": true}}, "returns": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}}"#,
+        body,
+    )
+}
+
+#[test]
+fn ikigai_tool_runs_without_argument_with_json_on_stdin() {
+    let context = TestContext::new();
+    context.tool(
+        "echo-args-tool",
+        &ikigai_tool(
+            r#"{"name": "echo_args", "description": "Echoes its arguments", "parameters": {"text": {"type": "string", "required": true}, "times": {"type": "integer", "default": 2}}}"#,
+            r#"printf '{"stdin": %s, "argc": %d}\n' "$(cat)" "$#""#,
+        ),
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "echo_args", "--input", r#"{"text": "hi"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "stdin": {
+          "text": "hi",
+          "times": 2
+        },
+        "argc": 0
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 46,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn ikigai_example_fills_defaults_and_meets_its_returns() {
+    let context = TestContext::new();
+    cli_snapshot!(context, context.with_examples().args(["run", "custom_tool_word_stats", "--input", r#"{"text": "to be or not to be\nthat is the question"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "words": 10,
+        "lines": 2,
+        "characters": 39,
+        "most_frequent": [
+          "be",
+          "to",
+          "is"
+        ]
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 81,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn result_that_breaks_returns_is_invalid_output() {
+    let context = TestContext::new();
+    context.tool(
+        "counter-tool",
+        &counting_tool(r#"echo '{"count": "three"}'"#),
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "counter", "--input", r#"{"text": "a b c"}"#]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool counter returned a result that does not match its output schema: /count: expected integer, got \"three\" (a string).",
+      "error_code": "INVALID_OUTPUT",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 19,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn ikigai_operation_error_with_exit_zero_is_a_success() {
+    let context = TestContext::new();
+    context.tool(
+        "counter-tool",
+        &counting_tool(
+            r#"echo '{"error": "Database connection not configured", "error_code": "MISSING_CREDENTIALS"}'"#,
+        ),
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "counter", "--input", r#"{"text": "a"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "error": "Database connection not configured",
+        "error_code": "MISSING_CREDENTIALS"
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 85,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn invalid_params_list_every_violation_and_nothing_runs() {
+    let context = TestContext::new();
+    let marker = context.root.join("ran");
+    context.tool(
+        "strict",
+        &shell_tool(
+            "strict",
+            r#"{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}, "color": {"enum": ["red", "green"]}}, "required": ["name"], "additionalProperties": false}"#,
+            &format!("touch {}", marker.display()),
+        ),
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "strict", "--input", r#"{"age": "x", "color": "blue", "nickname": "Al"}"#]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Invalid arguments for tool strict: /: unexpected property \"nickname\" (the schema allows no others); /: missing required property \"name\"; /age: expected integer, got \"x\" (a string); /color: expected one of [\"red\",\"green\"], got \"blue\".",
+      "error_code": "INVALID_PARAMS",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
+    assert!(!marker.exists(), "the tool ran despite invalid arguments");
+}
+
+/// A Kodelet tool that asks for `timeout` with `config` and sleeps 3 s.
+fn sleeper_asking_for(timeout: &str) -> String {
+    format!(
+        "#!/bin/sh\ncase \"$1\" in\n  description) echo '{{\"name\": \"sleeper\", \"description\": \"Sleeps 3 s\"}}' ;;\n  config) echo '{{\"timeout\": \"{timeout}\"}}' ;;\n  run) sleep 3; echo done ;;\nesac\n"
+    )
+}
+
+/// Runs `sleeper` with `flags` and `env` and returns its envelope.
+fn run_sleeper(context: &TestContext, flags: &[&str], env: &[(&str, &str)]) -> Value {
+    let output = context
+        .with_tools()
+        .envs(env.iter().copied())
+        .args(["run", "sleeper", "--input", "{}"])
+        .args(flags)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn operator_timeout_flag_beats_a_shorter_request() {
+    let context = TestContext::new();
+    context.tool("sleeper", &sleeper_asking_for("1s"));
+    // The tool asks for 1 s and sleeps 3 s: finishing proves the operator's
+    // explicit `--timeout` won over the tool's own request.
+    let envelope = run_sleeper(&context, &["--timeout", "10s"], &[]);
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    assert_eq!(envelope["result"], "done");
+}
+
+#[test]
+fn tool_requested_timeout_applies_without_an_operator_timeout() {
+    let context = TestContext::new();
+    context.tool("sleeper", &sleeper_asking_for("1s"));
+    // The tool sleeps 3 s: a timeout proves its own 1 s request replaced the
+    // 30 s default.
+    let envelope = run_sleeper(&context, &[], &[]);
+    assert_eq!(
+        envelope["error"], "Tool sleeper did not finish within 1s and was killed.",
+        "{envelope}"
+    );
+}
+
+#[test]
+fn operator_timeout_flag_caps_a_longer_request() {
+    let context = TestContext::new();
+    context.tool("sleeper", &sleeper_asking_for("30m"));
+    let envelope = run_sleeper(&context, &["--timeout", "500ms"], &[]);
+    assert_eq!(
+        envelope["error"], "Tool sleeper did not finish within 500ms and was killed.",
+        "{envelope}"
+    );
+}
+
+#[test]
+fn tool_requested_timeout_replaces_the_configured_default() {
+    let context = TestContext::new();
+    context.tool("sleeper", &sleeper_asking_for("1m"));
+    let envelope = run_sleeper(&context, &[], &[("TOOLSMITH_TIMEOUT", "1s")]);
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    assert_eq!(envelope["result"], "done");
+}
+
+#[test]
+fn max_timeout_caps_a_tool_request() {
+    let context = TestContext::new();
+    context.tool("sleeper", &sleeper_asking_for("1h"));
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[limits]\ntimeout = \"10s\"\nmax_timeout = \"1s\"\n",
+    );
+    let envelope = run_sleeper(&context, &[], &[]);
+    assert_eq!(
+        envelope["error"], "Tool sleeper did not finish within 1s and was killed.",
+        "{envelope}"
+    );
 }

@@ -121,6 +121,6 @@ fn show_unknown_tool() {
     ----- stdout -----
     ----- stderr -----
     error: no tool named "broken" in the tool directories
-      [TEMP]/tools/broken: `description` exited with status 3
+      [TEMP]/tools/broken: `description` exited with status 3; `--schema` also failed: `--schema` exited with status 3
     "#);
 }

@@ -21,6 +21,7 @@ fn good_tools_pass() {
       ok no output schema is declared (optional)
       ok the declared name matches the file name
       ok the description is not empty
+      ok the timeout the tool asks for (`config`), if any, is valid
     [EXAMPLES]/git_info (git_info)
       ok is an executable file
       ok the file name is a valid tool name
@@ -31,6 +32,7 @@ fn good_tools_pass() {
       ok no output schema is declared (optional)
       ok the declared name matches the file name
       ok the description is not empty
+      ok the timeout the tool asks for (`config`), if any, is valid
     2 files checked, 0 failed
     ----- stderr -----
     ");
@@ -64,6 +66,7 @@ fn every_directory_file_with_failures() {
       skip the output schema is a valid JSON Schema (not checked: an earlier check failed)
       skip the declared name matches the file name (not checked: an earlier check failed)
       skip the description is not empty (not checked: an earlier check failed)
+      skip the timeout the tool asks for (`config`), if any, is valid (not checked: an earlier check failed)
     [TEMP]/tools/bad-schema (bad_schema)
       ok is an executable file
       ok the file name is a valid tool name
@@ -71,10 +74,11 @@ fn every_directory_file_with_failures() {
       ok `description` answered in time
       ok the `description` output is a JSON object with the required fields
       ok the declared name is a valid tool name
-      FAIL the input schema is a valid JSON Schema for an object: invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword
+      FAIL the input schema is a valid JSON Schema for an object: invalid `description` output: field `input_schema` is invalid: the schema is not valid JSON Schema: /properties/a/type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got 5
       skip the output schema is a valid JSON Schema (not checked: an earlier check failed)
       skip the declared name matches the file name (not checked: an earlier check failed)
       skip the description is not empty (not checked: an earlier check failed)
+      skip the timeout the tool asks for (`config`), if any, is valid (not checked: an earlier check failed)
     [TEMP]/tools/good (good)
       ok is an executable file
       ok the file name is a valid tool name
@@ -86,6 +90,7 @@ fn every_directory_file_with_failures() {
       ok no output schema is declared (optional)
       ok the declared name matches the file name
       ok the description is not empty
+      ok the timeout the tool asks for (`config`), if any, is valid
     [TEMP]/tools/misnamed (misnamed)
       ok is an executable file
       ok the file name is a valid tool name
@@ -97,6 +102,7 @@ fn every_directory_file_with_failures() {
       ok the output schema is a valid JSON Schema
       FAIL the declared name matches the file name: declares name `other` but its file name makes it `misnamed`; rename the file or fix the name
       skip the description is not empty (not checked: an earlier check failed)
+      skip the timeout the tool asks for (`config`), if any, is valid (not checked: an earlier check failed)
     4 files checked, 3 failed
     ----- stderr -----
     ");
@@ -172,6 +178,12 @@ fn paths_names_and_json() {
               "label": "the description is not empty",
               "status": "skipped",
               "error": null
+            },
+            {
+              "check": "requested_timeout",
+              "label": "the timeout the tool asks for (`config`), if any, is valid",
+              "status": "skipped",
+              "error": null
             }
           ]
         },
@@ -237,6 +249,12 @@ fn paths_names_and_json() {
             {
               "check": "description",
               "label": "the description is not empty",
+              "status": "passed",
+              "error": null
+            },
+            {
+              "check": "requested_timeout",
+              "label": "the timeout the tool asks for (`config`), if any, is valid",
               "status": "passed",
               "error": null
             }

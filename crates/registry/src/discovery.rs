@@ -1,13 +1,22 @@
-//! Discovery: scanning tool directories, probing each candidate's `description` in parallel, and building the catalog.
+//! Discovery: scanning tool directories, probing each candidate in its format in parallel, and building the catalog.
 //!
 //! Rules, in the order they apply:
 //! - Dotfiles, directories, non-executable files and other special files are skipped silently.
 //!   A symbolic link counts as the file it points to; a broken one is a problem.
-//! - A file whose name (after mapping `-` to `_`) is not a valid [`ToolName`] is a problem and is never run.
+//! - An executable named `NAME-tool` is an ikigai tool called `NAME`; any other executable is a Kodelet tool named after its file.
+//! - A file whose tool name (after mapping `-` to `_`) is not a valid [`ToolName`] is a problem and is never run.
 //! - Two files with one tool name in one directory: the first in sorted order is probed, the other is a problem.
-//! - Each remaining candidate is probed with `description`, under [`PROBE_TIMEOUT`] and [`PROBE_MAX_OUTPUT`].
-//!   Any failure (spawn error, timeout, non-zero exit, oversized or invalid output) is a problem.
-//! - The name a tool declares must be its file's name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
+//! - Each remaining candidate is probed under [`PROBE_TIMEOUT`] and [`PROBE_MAX_OUTPUT`] per probe:
+//!   - an ikigai tool with `--schema`;
+//!   - any other executable with `description`, then, if that worked, with `config` for the timeout it asks for
+//!     (one more process per tool at every cold discovery; the discovery cache is what makes warm starts free of it).
+//!     A tool that does not implement `config` (non-zero exit, no JSON object, no `timeout`) asks for nothing;
+//!     a `timeout` that is not a positive Go duration is a problem.
+//!     When `description` fails without giving a Kodelet answer (it exited non-zero, was killed, printed too much, or printed something other than a JSON object with a `name`),
+//!     the file may be an ikigai tool without the `-tool` suffix (ikigai's own binaries, e.g. `file-read`), so `--schema` is tried;
+//!     if that fails too, the problem says both why `description` failed and why `--schema` did.
+//!   - any other failure (spawn error, timeout, non-zero exit, oversized or invalid output, a schema that breaks the rules of [`InputSchema`](crate::InputSchema)) is a problem.
+//! - The name a tool declares must be its file's tool name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
 //! - Among the tools that passed, a later directory shadows an earlier one by name, and the shadowed tool is recorded.
 //!   A candidate that failed its probe shadows nothing.
 
@@ -22,7 +31,8 @@ use std::time::Duration;
 
 use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
-use crate::kodelet::{self, DescriptionError};
+use crate::ikigai::{self, ToolSchemaError};
+use crate::kodelet::{self, ConfigError, DescriptionError};
 use crate::manifest::{self, ManifestErrors};
 use crate::tool::{Runner, ToolParts};
 use crate::{Annotations, NameError, RunConfig, Tool, ToolName};
@@ -32,13 +42,13 @@ const MANIFEST_SUFFIX: &str = ".md";
 
 /// The tool name a file of this name would provide, whatever its format.
 pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
-    ToolName::new(file_name.strip_suffix(MANIFEST_SUFFIX).unwrap_or(file_name)).ok()
+    tool_of_file(file_name).ok().map(|(name, _)| name)
 }
 
-/// The wall-clock budget of a `description` probe.
+/// The wall-clock budget of one probe (`description`, `config`, `--schema`).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The most output a `description` probe may print.
+/// The most output one probe may print.
 pub const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
 
 /// The longest grace period between SIGTERM and SIGKILL for a probe.
@@ -57,15 +67,20 @@ impl Problem {
     /// The error and its causes as one line, e.g.
     /// `invalid description output: field `name` is missing`.
     pub fn message(&self) -> String {
-        let mut message = self.error.to_string();
-        let mut source = std::error::Error::source(&self.error);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        message
+        error_chain(&self.error)
     }
+}
+
+/// `error` and its causes as one line, joined by `: `.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
 }
 
 /// Why a candidate is not a tool.
@@ -182,6 +197,31 @@ pub enum ProblemError {
     /// error with the field it is about.
     #[error(transparent)]
     Manifest(#[from] ManifestErrors),
+    /// The output of `--schema` is not a valid ikigai tool schema.
+    #[error("invalid `--schema` output")]
+    SchemaOutput {
+        /// Why.
+        #[source]
+        source: ToolSchemaError,
+    },
+    /// The output of `config` asks for a timeout that is not valid.
+    #[error("invalid `config` output")]
+    Config {
+        /// Why.
+        #[source]
+        source: ConfigError,
+    },
+    /// Neither `description` nor `--schema` gave a usable answer.
+    ///
+    /// Both causes are rendered in the message, each with its own chain,
+    /// because a single `source` chain can only hold one of them.
+    #[error("{}; `--schema` also failed: {}", error_chain(description.as_ref()), error_chain(schema.as_ref()))]
+    NeitherProtocol {
+        /// Why `description` failed.
+        description: Box<ProblemError>,
+        /// Why `--schema` failed.
+        schema: Box<ProblemError>,
+    },
     /// The tool's description is empty: the LLM would not know what it does.
     #[error("the tool's description is empty")]
     EmptyDescription,
@@ -247,10 +287,26 @@ impl Catalog {
 /// The format of a candidate file, decided from its name and mode alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {
-    /// An executable probed with `description` (Kodelet).
+    /// An executable probed with `description` (Kodelet), then with
+    /// `--schema` if it does not answer that.
     Kodelet,
     /// A `NAME.md` manifest (Nanocoder), parsed without running anything.
     Manifest,
+    /// An executable named `NAME-tool`, probed with `--schema` (ikigai).
+    Ikigai,
+}
+
+/// The tool name a file provides, and its format: `k8s-pods.md` is the
+/// manifest `k8s_pods`, `word-stats-tool` the ikigai tool `word_stats`,
+/// `file-read` the Kodelet tool `file_read`.
+pub(crate) fn tool_of_file(file_name: &str) -> Result<(ToolName, Format), NameError> {
+    if let Some(stem) = file_name.strip_suffix(MANIFEST_SUFFIX) {
+        return ToolName::new(stem).map(|name| (name, Format::Manifest));
+    }
+    match file_name.strip_suffix(ikigai::FILE_SUFFIX) {
+        Some(stem) => ToolName::new(stem).map(|name| (name, Format::Ikigai)),
+        None => ToolName::new(file_name).map(|name| (name, Format::Kodelet)),
+    }
 }
 
 /// A file that may be a tool.
@@ -372,8 +428,8 @@ fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str())
-            .and_then(file_tool_name)
-            .is_some_and(|file_tool| &file_tool == name),
+            .and_then(|file_name| tool_of_file(file_name).ok())
+            .is_some_and(|(file_tool, _)| &file_tool == name),
     }
 }
 
@@ -461,12 +517,8 @@ pub(crate) fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, Proble
         return Ok(None);
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
-    let (stem, format) = match file_name.strip_suffix(MANIFEST_SUFFIX) {
-        Some(stem) => (stem, Format::Manifest),
-        None => (file_name, Format::Kodelet),
-    };
-    ToolName::new(stem)
-        .map(|name| Some((name, format)))
+    tool_of_file(file_name)
+        .map(Some)
         .map_err(|source| ProblemError::FileName { source })
 }
 
@@ -612,10 +664,39 @@ impl Probe<'_> {
 /// Loads one candidate in its format, then applies the checks every format shares.
 async fn load(probe: &Probe<'_>, candidate: &Candidate) -> Result<Tool, ProblemError> {
     let parts = match candidate.format {
-        Format::Kodelet => load_kodelet(probe, candidate).await?,
         Format::Manifest => load_manifest(candidate)?,
+        Format::Ikigai => load_ikigai(probe, candidate).await?,
+        Format::Kodelet => match load_kodelet(probe, candidate).await {
+            Ok(parts) => parts,
+            Err(description) if !worth_trying_schema(&description) => return Err(description),
+            Err(description) => load_ikigai(probe, candidate).await.map_err(|schema| {
+                ProblemError::NeitherProtocol {
+                    description: Box::new(description),
+                    schema: Box::new(schema),
+                }
+            })?,
+        },
     };
     register(parts, &candidate.expected)
+}
+
+/// Whether a failure to load a file as a Kodelet tool leaves room for it to
+/// be an ikigai tool, so that `--schema` is worth a probe.
+///
+/// Not when the answer was a Kodelet description with a mistake in it (the
+/// mistake is the whole story), nor when the file could not be started (it
+/// would not start for `--schema` either), nor when `description` hung: an
+/// ikigai tool given an argument it ignores reads an empty stdin and ends,
+/// and a second hanging probe would double the cost of a broken file.
+fn worth_trying_schema(error: &ProblemError) -> bool {
+    match error {
+        ProblemError::Description { source } => !source.is_kodelet_answer(),
+        ProblemError::Exited { .. }
+        | ProblemError::Signaled { .. }
+        | ProblemError::OutputTooLarge { .. }
+        | ProblemError::Limit { .. } => true,
+        _ => false,
+    }
 }
 
 async fn load_kodelet(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolParts, ProblemError> {
@@ -629,13 +710,14 @@ async fn load_kodelet(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolPa
     let stdout = probe.stdout(kodelet::DESCRIPTION_ARG, command).await?;
     let description = kodelet::parse_description(&stdout)
         .map_err(|source| ProblemError::Description { source })?;
+    let requested_timeout = requested_timeout(probe, candidate).await?;
     Ok(ToolParts {
         name: description.name,
         description: description.description,
         input_schema: description.input_schema,
         output_schema: description.output_schema,
         annotations: Annotations::undeclared(),
-        requested_timeout: None,
+        requested_timeout,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         runner: Runner::Kodelet,
@@ -661,6 +743,57 @@ fn load_manifest(candidate: &Candidate) -> Result<ToolParts, ProblemError> {
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         runner: Runner::Manifest(Box::new(manifest)),
+    })
+}
+
+/// The timeout a Kodelet tool asks for with its optional `config` subcommand.
+///
+/// A probe that fails (non-zero exit, timeout, ...) means the tool does not
+/// implement `config`, which is not a problem; only a `timeout` the tool
+/// printed and got wrong is.
+async fn requested_timeout(
+    probe: &Probe<'_>,
+    candidate: &Candidate,
+) -> Result<Option<Duration>, ProblemError> {
+    let command = match kodelet::config_command(&candidate.path, probe.cwd, probe.env) {
+        Ok(command) => command,
+        Err(error) => {
+            tracing::debug!(path = %candidate.path.display(), %error, "no `config` probe");
+            return Ok(None);
+        }
+    };
+    match probe.stdout(kodelet::CONFIG_ARG, command).await {
+        Ok(stdout) => {
+            kodelet::parse_config(&stdout).map_err(|source| ProblemError::Config { source })
+        }
+        Err(error) => {
+            tracing::debug!(path = %candidate.path.display(), error = %error_chain(&error), "`config` not implemented");
+            Ok(None)
+        }
+    }
+}
+
+async fn load_ikigai(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let command =
+        ikigai::schema_command(&candidate.path, probe.cwd, probe.env).map_err(|source| {
+            ProblemError::Spawn {
+                probe: ikigai::SCHEMA_ARG,
+                source,
+            }
+        })?;
+    let stdout = probe.stdout(ikigai::SCHEMA_ARG, command).await?;
+    let schema =
+        ikigai::parse_schema(&stdout).map_err(|source| ProblemError::SchemaOutput { source })?;
+    Ok(ToolParts {
+        name: schema.name,
+        description: schema.description,
+        input_schema: schema.input_schema,
+        output_schema: schema.output_schema,
+        annotations: Annotations::undeclared(),
+        requested_timeout: None,
+        path: candidate.path.clone(),
+        source: candidate.source.clone(),
+        runner: Runner::Ikigai,
     })
 }
 
@@ -694,7 +827,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    use crate::discovery::{classify, first_line};
+    use crate::discovery::{Format, classify, first_line, tool_of_file};
 
     fn check(file: &str, contents: Option<(&str, u32)>, expect: Result<Option<&str>, &str>) {
         let dir = tempfile::tempdir().unwrap();
@@ -732,6 +865,30 @@ mod tests {
         check("changelog.md", Some(("# Changes", 0o644)), Ok(None));
         check(".hidden", Some(("#!/bin/sh\n", 0o755)), Ok(None));
         check("subdir", None, Ok(None));
+    }
+
+    #[test]
+    fn tool_suffix_is_ikigai() {
+        check(
+            "word-stats-tool",
+            Some(("#!/bin/sh\n", 0o755)),
+            Ok(Some("word_stats")),
+        );
+        check("tool", Some(("#!/bin/sh\n", 0o755)), Ok(Some("tool")));
+        check("x_tool", Some(("#!/bin/sh\n", 0o755)), Ok(Some("x_tool")));
+        check(
+            "-tool",
+            Some(("#!/bin/sh\n", 0o755)),
+            Err("file name is not a valid tool name"),
+        );
+    }
+
+    #[test]
+    fn formats_from_file_names() {
+        let format = |file_name: &str| tool_of_file(file_name).unwrap().1;
+        assert_eq!(format("db-query-tool"), Format::Ikigai);
+        assert_eq!(format("db-query"), Format::Kodelet);
+        assert_eq!(format("tool"), Format::Kodelet);
     }
 
     #[test]

@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::{AuditError, DescriptionError, NameError, ProblemError, SchemaError};
+use crate::{
+    AuditError, ConfigError, DescriptionError, NameError, ProblemError, SchemaError,
+    ToolSchemaError,
+};
 
 /// Everything that can go wrong in the registry.
 ///
@@ -21,6 +24,12 @@ pub enum Error {
     /// A tool's description was refused.
     #[error(transparent)]
     Description(#[from] DescriptionError),
+    /// A tool's `--schema` output was refused.
+    #[error(transparent)]
+    ToolSchema(#[from] ToolSchemaError),
+    /// A tool's `config` output was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// A candidate tool could not be loaded.
     #[error(transparent)]
     Problem(#[from] ProblemError),

@@ -13,7 +13,7 @@ use crate::manifest::CommandError;
 use crate::tool::Runner;
 use crate::{
     Body, Catalog, Envelope, Error, ErrorCode, Metadata, Policy, Tool, ToolName, ToolOverride,
-    kodelet,
+    ikigai, kodelet,
 };
 
 /// How tool processes are run, for probes and calls alike.
@@ -25,10 +25,18 @@ pub struct RunConfig {
     /// [`filtered_env`](toolsmith_executor::filtered_env).
     pub env: Vec<(OsString, OsString)>,
     /// The resource limits of a call. Probes use them with their own timeout
-    /// and output cap.
+    /// and output cap. `limits.timeout` is the default timeout: it applies to
+    /// tools that ask for none.
     pub limits: Limits,
     /// The longest timeout a tool may ask for (Kodelet's `config`, a
-    /// manifest's `timeout_ms`); a tool that asks for none gets `limits.timeout`.
+    /// manifest's `timeout_ms`).
+    ///
+    /// Precedence of timeouts, decided in [`RunConfig::call_config`]: the
+    /// operator's explicit word for this tool (an entry in `overrides`, which
+    /// is where the CLI puts `run --timeout` and `[tools.NAME] timeout`) wins
+    /// outright; otherwise a tool's request replaces `limits.timeout` (longer
+    /// or shorter: the author knows how long the tool needs), capped by
+    /// `max_timeout`; otherwise `limits.timeout` applies.
     pub max_timeout: Duration,
     /// The operator's per-tool overrides of limits and environment, which
     /// [`RunConfig::call_config`] applies.
@@ -63,8 +71,15 @@ pub async fn invoke_named(
 /// Calls `tool` with `arguments`.
 ///
 /// When `policy` denies the tool, nothing is run and the envelope is
-/// `POLICY_DENIED` with the reason. The arguments are checked against the tool's input schema first; when
-/// they fail it, nothing is run and the envelope is `INVALID_PARAMS`.
+/// `POLICY_DENIED` with the reason.
+///
+/// The declared defaults are filled in next
+/// ([`InputSchema::with_defaults`](crate::InputSchema::with_defaults)), so a
+/// required property with a default is satisfied. The completed arguments
+/// are then checked against the tool's input schema; when they fail it,
+/// nothing is run and the envelope is `INVALID_PARAMS`, listing every
+/// violation with its JSON path. The tool receives exactly the arguments
+/// that were checked.
 /// Only a failure of the executor's own plumbing is an `Err`: everything the
 /// tool does, including failing to start, is an envelope.
 pub async fn invoke(
@@ -81,6 +96,7 @@ pub async fn invoke(
             Metadata::not_started(),
         ));
     }
+    let arguments = &tool.input_schema().with_defaults(arguments);
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
         let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
@@ -101,6 +117,8 @@ pub async fn invoke(
     };
     let command = match tool.runner() {
         Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &call.env, arguments)
+            .map_err(executor_error)?,
+        Runner::Ikigai => ikigai::run_command(tool.path(), &config.cwd, &call.env, arguments)
             .map_err(executor_error)?,
         Runner::Manifest(manifest) => match manifest.command(arguments, &config.cwd, &call.env) {
             Ok(command) => command,
@@ -125,7 +143,9 @@ pub async fn invoke(
     match executor.run(&command, &limits).await {
         Ok(outcome) => {
             let envelope = match tool.runner() {
-                Runner::Kodelet => envelope_from_outcome(tool.name(), &outcome, &limits),
+                Runner::Kodelet | Runner::Ikigai => {
+                    envelope_from_outcome(tool.name(), &outcome, &limits)
+                }
                 Runner::Manifest(manifest) => {
                     manifest_envelope(tool.name(), manifest.fail_on_exit, &outcome, &limits)
                 }
@@ -149,10 +169,18 @@ pub async fn invoke(
 
 /// Turns a successful envelope whose JSON result fails the tool's output
 /// schema into `INVALID_OUTPUT`: the tool ran, but did not keep its promise.
+///
+/// An operation error (`{"error": "<message>", ...}`, e.g. ikigai's
+/// `{"error": ..., "error_code": "MISSING_CREDENTIALS"}`) is exempt: the tool
+/// ran and reports that the operation failed, which is `tool_success: true`
+/// whatever the shape of its normal result.
 fn check_output(tool: &Tool, envelope: Envelope) -> Envelope {
     let (Some(schema), Body::Success { result }) = (tool.output_schema(), &envelope.body) else {
         return envelope;
     };
+    if structured_error(result).is_some() {
+        return envelope;
+    }
     let violations = schema.violations(result);
     if violations.is_empty() {
         return envelope;

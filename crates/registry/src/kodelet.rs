@@ -1,16 +1,21 @@
-//! The Kodelet tool protocol: `tool description` prints the tool's metadata as JSON, `tool run` reads the arguments on stdin.
+//! The Kodelet tool protocol: `tool description` prints the tool's metadata as JSON, `tool config` optionally asks for a timeout, `tool run` reads the arguments on stdin.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 use toolsmith_executor::Command;
 
+use crate::go_duration::{DurationError, parse_go_duration};
 use crate::schema::json_type;
 use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
 
 /// The argument that asks a tool for its description.
 pub(crate) const DESCRIPTION_ARG: &str = "description";
+
+/// The argument that asks a tool for its optional configuration.
+pub(crate) const CONFIG_ARG: &str = "config";
 
 /// The argument that runs a tool.
 const RUN_ARG: &str = "run";
@@ -81,6 +86,42 @@ pub enum DescriptionError {
     },
 }
 
+impl DescriptionError {
+    /// True when the output is a Kodelet description with a mistake in it (a
+    /// JSON object with a `name`), so the mistake is the tool's whole story.
+    /// False when the tool does not seem to speak the protocol at all, and
+    /// another protocol is worth a try.
+    pub(crate) fn is_kodelet_answer(&self) -> bool {
+        match self {
+            DescriptionError::NotJson { .. } | DescriptionError::NotAnObject { .. } => false,
+            DescriptionError::MissingField { field } => *field != "name",
+            DescriptionError::WrongType { .. }
+            | DescriptionError::InvalidName { .. }
+            | DescriptionError::InvalidSchema { .. }
+            | DescriptionError::InvalidOutputSchema { .. } => true,
+        }
+    }
+}
+
+/// Why the output of `config` was refused. Only a `timeout` the tool clearly
+/// meant to set is checked: a tool that does not implement `config` is fine.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `timeout` is not a string.
+    #[error("field `timeout` must be a Go duration string such as \"30s\" or \"5m\", not {found}")]
+    TimeoutNotAString {
+        /// The JSON type found.
+        found: &'static str,
+    },
+    /// `timeout` is a string but not a positive Go duration.
+    #[error("field `timeout` is invalid")]
+    InvalidTimeout {
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+}
+
 /// The command that asks the tool at `program` to describe itself.
 pub(crate) fn description_command(
     program: &Path,
@@ -90,6 +131,38 @@ pub(crate) fn description_command(
     let mut command = Command::new(program, cwd)?;
     command.arg(OsStr::new(DESCRIPTION_ARG)).envs(env.to_vec());
     Ok(command)
+}
+
+/// The command that asks the tool at `program` for its configuration.
+pub(crate) fn config_command(
+    program: &Path,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+) -> Result<Command, toolsmith_executor::Error> {
+    let mut command = Command::new(program, cwd)?;
+    command.arg(OsStr::new(CONFIG_ARG)).envs(env.to_vec());
+    Ok(command)
+}
+
+/// The timeout a tool's `config` output asks for, e.g. `{"timeout": "30m"}`.
+///
+/// Output that is not a JSON object, or an object without `timeout` (or with
+/// `"timeout": null`), asks for nothing: tools need not implement `config`,
+/// and one that answers it with a usage message or its normal output must
+/// still load. Other fields are ignored.
+pub(crate) fn parse_config(stdout: &[u8]) -> Result<Option<Duration>, ConfigError> {
+    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(stdout) else {
+        return Ok(None);
+    };
+    match object.get("timeout") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => parse_go_duration(text)
+            .map(Some)
+            .map_err(|source| ConfigError::InvalidTimeout { source }),
+        Some(other) => Err(ConfigError::TimeoutNotAString {
+            found: json_type(other),
+        }),
+    }
 }
 
 /// The command that runs the tool at `program` with `arguments` on stdin.
@@ -112,6 +185,8 @@ pub(crate) fn run_command(
 /// Fields other than `name`, `description`, `input_schema` and the optional
 /// `output_schema` are ignored, so
 /// that tools written for Kodelet with extra metadata still load.
+/// An absent (or `null`) `input_schema` means the tool takes any object,
+/// as Kodelet treats it.
 pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, DescriptionError> {
     let value: Value =
         serde_json::from_slice(stdout).map_err(|source| DescriptionError::NotJson {
@@ -126,13 +201,12 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
     let name = take_string(&mut object, "name")?;
     let name = ToolName::new(&name).map_err(|source| DescriptionError::InvalidName { source })?;
     let description = take_string(&mut object, "description")?;
-    let input_schema = object
-        .remove("input_schema")
-        .ok_or(DescriptionError::MissingField {
-            field: "input_schema",
-        })?;
-    let input_schema = InputSchema::new(input_schema)
-        .map_err(|source| DescriptionError::InvalidSchema { source })?;
+    let input_schema = match object.remove("input_schema") {
+        None | Some(Value::Null) => InputSchema::any_object(),
+        Some(schema) => {
+            InputSchema::new(schema).map_err(|source| DescriptionError::InvalidSchema { source })?
+        }
+    };
     let output_schema = object
         .remove("output_schema")
         .map(OutputSchema::new)
@@ -162,7 +236,7 @@ fn take_string(
 }
 
 /// The first 40 characters of `bytes` as lossy text, for messages.
-fn preview(bytes: &[u8]) -> String {
+pub(crate) fn preview(bytes: &[u8]) -> String {
     const PREVIEW_CHARS: usize = 40;
     let text = String::from_utf8_lossy(bytes);
     let mut preview: String = text.trim().chars().take(PREVIEW_CHARS).collect();
@@ -176,7 +250,9 @@ fn preview(bytes: &[u8]) -> String {
 mod tests {
     use std::error::Error as _;
 
-    use crate::kodelet::parse_description;
+    use std::time::Duration;
+
+    use crate::kodelet::{parse_config, parse_description};
 
     /// Renders the error with its whole source chain, as the CLI does.
     fn check(stdout: &str, expect: Result<(&str, &str), &str>) {
@@ -276,10 +352,75 @@ mod tests {
     }
 
     #[test]
-    fn missing_schema() {
+    fn missing_schema_takes_any_object() {
+        check(r#"{"name": "a", "description": "d"}"#, Ok(("a", "d")));
         check(
-            r#"{"name": "a", "description": "d"}"#,
-            Err("field `input_schema` is missing"),
+            r#"{"name": "a", "description": "d", "input_schema": null}"#,
+            Ok(("a", "d")),
+        );
+        let description = parse_description(br#"{"name": "a", "description": "d"}"#).unwrap();
+        assert_eq!(
+            description.input_schema.as_json(),
+            &serde_json::json!({"type": "object"})
+        );
+    }
+
+    #[test]
+    fn schema_with_root_combinator() {
+        check(
+            r#"{"name": "a", "description": "d", "input_schema": {"type": "object", "anyOf": [{"required": ["x"]}]}}"#,
+            Err(
+                "field `input_schema` is invalid: the schema's root may not use `anyOf` (LLM APIs reject oneOf, anyOf and allOf at the top level); move it into a property",
+            ),
+        );
+    }
+
+    fn check_config(stdout: &str, expect: Result<Option<Duration>, &str>) {
+        let actual = parse_config(stdout.as_bytes()).map_err(|error| {
+            let mut message = error.to_string();
+            if let Some(cause) = error.source() {
+                message.push_str(&format!(": {cause}"));
+            }
+            message
+        });
+        assert_eq!(actual, expect.map_err(str::to_owned), "{stdout:?}");
+    }
+
+    #[test]
+    fn config_timeout() {
+        check_config(r#"{"timeout": "30m"}"#, Ok(Some(Duration::from_secs(1800))));
+        check_config(
+            r#"{"timeout": "1h30m", "other": 1}"#,
+            Ok(Some(Duration::from_secs(5400))),
+        );
+    }
+
+    #[test]
+    fn config_not_implemented_asks_for_nothing() {
+        check_config("", Ok(None));
+        check_config("Unknown command: config\n", Ok(None));
+        check_config("[1]", Ok(None));
+        check_config("{}", Ok(None));
+        check_config(r#"{"timeout": null}"#, Ok(None));
+    }
+
+    #[test]
+    fn config_invalid_timeout() {
+        check_config(
+            r#"{"timeout": 30}"#,
+            Err(
+                "field `timeout` must be a Go duration string such as \"30s\" or \"5m\", not a number",
+            ),
+        );
+        check_config(
+            r#"{"timeout": "soon"}"#,
+            Err(
+                "field `timeout` is invalid: `soon` is not a duration such as `30s`, `5m` or `1h30m`",
+            ),
+        );
+        check_config(
+            r#"{"timeout": "0s"}"#,
+            Err("field `timeout` is invalid: `0s` is not a positive duration"),
         );
     }
 
@@ -288,7 +429,7 @@ mod tests {
         check(
             r#"{"name": "a", "description": "d", "input_schema": {"type": "array"}}"#,
             Err(
-                "field `input_schema` is invalid: input_schema must have \"type\": \"object\", found \"array\"",
+                "field `input_schema` is invalid: the schema's root must have \"type\": \"object\" (LLM APIs require it), found \"array\"",
             ),
         );
     }

@@ -50,6 +50,8 @@ mod discovery;
 mod envelope;
 mod error;
 mod expand;
+mod go_duration;
+mod ikigai;
 mod invoke;
 mod kodelet;
 mod manifest;
@@ -69,8 +71,10 @@ pub use crate::discovery::{
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
 pub use crate::expand::ExpandError;
+pub use crate::go_duration::DurationError;
+pub use crate::ikigai::ToolSchemaError;
 pub use crate::invoke::{RunConfig, invoke, invoke_named};
-pub use crate::kodelet::DescriptionError;
+pub use crate::kodelet::{ConfigError, DescriptionError};
 pub use crate::manifest::{
     DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
 };

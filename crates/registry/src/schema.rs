@@ -1,69 +1,118 @@
-//! Input schemas: the JSON Schema a tool declares for its arguments, compiled once and used to validate every call.
+//! Input and output schemas: the JSON Schemas a tool declares, checked against the rules every LLM API shares, compiled once, and used to validate and complete every call.
+//!
+//! Rules at registration, in the order they apply, each named in its rejection:
+//! - the schema is a JSON object;
+//! - an input schema's root declares `"type": "object"` (every LLM API requires it of tool parameters);
+//! - an input schema's root has no `oneOf`, `anyOf` or `allOf` (Anthropic rejects them at the top level, and one bad tool would fail a whole request);
+//! - the schema conforms to its JSON Schema meta-schema (the draft its `$schema` names, 2020-12 when it names none);
+//! - the schema compiles (e.g. its local `$ref`s resolve and its `pattern`s are regular expressions).
 
 use std::fmt;
 
-use serde_json::Value;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use serde_json::{Map, Value};
+
+/// The root keywords an input schema may not have: LLM APIs reject combinators at the top level.
+const ROOT_COMBINATORS: [&str; 3] = ["oneOf", "anyOf", "allOf"];
+
+/// The longest rendering of a received value in a violation; longer values are cut.
+const MAX_VALUE_CHARS: usize = 60;
 
 /// A tool's input schema: a JSON object schema (`"type": "object"`), checked
-/// against its meta-schema and compiled when the tool is discovered.
+/// against its meta-schema and the LLM APIs' rules, and compiled when the
+/// tool is discovered.
+///
+/// Besides validating arguments, it fills in defaults ([`InputSchema::with_defaults`]).
 #[derive(Clone)]
 pub struct InputSchema {
     value: Value,
     validator: jsonschema::Validator,
 }
 
-/// Why a declared input schema was refused.
+/// Why a declared schema was refused. Each message names the rule it breaks.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     /// The schema is not a JSON object.
-    #[error("input_schema must be a JSON object, not {found}")]
+    #[error("the schema must be a JSON object, not {found}")]
     NotAnObject {
         /// The JSON type that was found instead.
         found: &'static str,
     },
-    /// The schema does not describe an object (`"type": "object"`), which
+    /// The root does not describe an object (`"type": "object"`), which
     /// every LLM API requires of tool parameters.
-    #[error("input_schema must have \"type\": \"object\", found {found}")]
+    #[error(
+        "the schema's root must have \"type\": \"object\" (LLM APIs require it), found {found}"
+    )]
     NotObjectType {
         /// The `type` that was found, as JSON, or `no type`.
         found: String,
     },
-    /// The schema is not a valid JSON Schema.
-    #[error("input_schema is not a valid JSON Schema: {reason}")]
-    Invalid {
-        /// The compiler's explanation.
-        reason: String,
+    /// The root combines schemas with `oneOf`, `anyOf` or `allOf`, which LLM
+    /// APIs reject at the top level.
+    #[error(
+        "the schema's root may not use `{keyword}` (LLM APIs reject oneOf, anyOf and allOf at the top level); move it into a property"
+    )]
+    RootCombinator {
+        /// The combinator found at the root.
+        keyword: &'static str,
+    },
+    /// The schema names a meta-schema (`$schema`) that is not a known JSON Schema draft.
+    #[error("the schema's `$schema` is not a known JSON Schema draft")]
+    UnknownMetaSchema {
+        /// The resolver's error.
+        #[source]
+        source: jsonschema::ValidationError<'static>,
+    },
+    /// The schema breaks its JSON Schema meta-schema, e.g. a misspelt type
+    /// name or a negative `minLength`.
+    #[error("the schema is not valid JSON Schema: {}", join(violations))]
+    MetaSchema {
+        /// Every place where the schema breaks the meta-schema; the paths point into the schema.
+        violations: Vec<Violation>,
+    },
+    /// The schema could not be compiled.
+    #[error("the schema cannot be compiled")]
+    Compile {
+        /// The compiler's error.
+        #[source]
+        source: jsonschema::ValidationError<'static>,
     },
 }
 
-/// One way in which arguments fail their schema.
+/// One way in which a JSON value fails a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// The JSON pointer of the failing value; empty for the arguments object itself.
+    /// The JSON pointer of the failing value; empty for the root.
     pub instance_path: String,
     /// The schema keyword that failed, e.g. `required` or `type`.
     pub keyword: String,
-    /// The validator's description of the failure.
+    /// What was expected and what was received, e.g.
+    /// `expected integer, got "x" (a string)`.
     pub message: String,
 }
 
 impl fmt::Display for Violation {
+    /// `/age: expected integer, got "x" (a string)`; the root is `/`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = if self.instance_path.is_empty() {
             "/"
         } else {
             &self.instance_path
         };
-        write!(
-            f,
-            "{} (at {path}, keyword `{}`)",
-            self.message, self.keyword
-        )
+        write!(f, "{path}: {}", self.message)
     }
 }
 
+fn join(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl InputSchema {
-    /// Checks and compiles `value`.
+    /// Checks `value` against the rules of registration and compiles it.
     pub fn new(value: Value) -> Result<InputSchema, SchemaError> {
         let Some(object) = value.as_object() else {
             return Err(SchemaError::NotAnObject {
@@ -83,11 +132,22 @@ impl InputSchema {
                 });
             }
         }
-        let validator =
-            jsonschema::validator_for(&value).map_err(|error| SchemaError::Invalid {
-                reason: error.to_string(),
-            })?;
+        if let Some(keyword) = ROOT_COMBINATORS
+            .into_iter()
+            .find(|keyword| object.contains_key(*keyword))
+        {
+            return Err(SchemaError::RootCombinator { keyword });
+        }
+        let validator = compile(&value)?;
         Ok(InputSchema { value, validator })
+    }
+
+    /// The schema of a tool that declares none: any object.
+    pub fn any_object() -> InputSchema {
+        let value = serde_json::json!({"type": "object"});
+        let validator = jsonschema::validator_for(&value)
+            .expect("`{\"type\": \"object\"}` is a valid JSON Schema");
+        InputSchema { value, validator }
     }
 
     /// The schema as the tool declared it.
@@ -99,6 +159,21 @@ impl InputSchema {
     pub fn violations(&self, arguments: &Value) -> Vec<Violation> {
         violations(&self.validator, arguments)
     }
+
+    /// `arguments` with the declared defaults filled in: every property
+    /// that has a `default` and is absent gets it, at the top level and in
+    /// nested objects whose parent is present (sent, or itself filled in
+    /// from a default). A property sent as `null` is present and keeps `null`.
+    ///
+    /// Defaults are not filled in through array `items`, `$ref`, or
+    /// `oneOf`/`anyOf`/`allOf`/`if` branches: which branch applies, or how
+    /// many items there should be, is not known before validation. Arguments
+    /// that are not an object are returned as they are (validation rejects them).
+    pub fn with_defaults(&self, arguments: &Value) -> Value {
+        let mut filled = arguments.clone();
+        fill_defaults(&self.value, &mut filled);
+        filled
+    }
 }
 
 impl fmt::Debug for InputSchema {
@@ -107,9 +182,34 @@ impl fmt::Debug for InputSchema {
     }
 }
 
+/// Adds the `default` of every property of `schema` that `instance` lacks,
+/// then recurses into the properties `instance` has.
+fn fill_defaults(schema: &Value, instance: &mut Value) {
+    let (Some(properties), Some(instance)) = (
+        schema.get("properties").and_then(Value::as_object),
+        instance.as_object_mut(),
+    ) else {
+        return;
+    };
+    for (name, property_schema) in properties {
+        if !instance.contains_key(name)
+            && let Some(default) = property_schema.get("default")
+        {
+            instance.insert(name.clone(), default.clone());
+        }
+        // A default object is completed like one the caller sent.
+        if let Some(present) = instance.get_mut(name) {
+            fill_defaults(property_schema, present);
+        }
+    }
+}
+
 /// The schema a tool's JSON result must meet, when the tool declares one
 /// (ikigai's `returns`, or an `output_schema`). A result that fails it is
 /// `INVALID_OUTPUT`.
+///
+/// It must be a valid JSON Schema object; the root rules of input schemas do
+/// not apply, since results need not be objects.
 #[derive(Clone)]
 pub struct OutputSchema {
     value: Value,
@@ -124,10 +224,7 @@ impl OutputSchema {
                 found: json_type(&value),
             });
         }
-        let validator =
-            jsonschema::validator_for(&value).map_err(|error| SchemaError::Invalid {
-                reason: error.to_string(),
-            })?;
+        let validator = compile(&value)?;
         Ok(OutputSchema { value, validator })
     }
 
@@ -148,15 +245,146 @@ impl fmt::Debug for OutputSchema {
     }
 }
 
+/// Checks `schema` against its meta-schema, reporting every violation with
+/// its place in the schema, then compiles it.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
+    let meta = jsonschema::meta::validator_for(schema)
+        .map_err(|source| SchemaError::UnknownMetaSchema { source })?;
+    let meta_violations: Vec<Violation> = meta.iter_errors(schema).map(violation).collect();
+    if !meta_violations.is_empty() {
+        return Err(SchemaError::MetaSchema {
+            violations: meta_violations,
+        });
+    }
+    jsonschema::validator_for(schema).map_err(|source| SchemaError::Compile { source })
+}
+
+/// Every violation, ordered by path (the root first) so that messages are
+/// stable and read from the outside in.
 fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Violation> {
-    validator
-        .iter_errors(instance)
-        .map(|error| Violation {
-            instance_path: error.instance_path().to_string(),
-            keyword: error.kind().keyword().to_owned(),
-            message: error.to_string(),
-        })
-        .collect()
+    let mut violations: Vec<Violation> = validator.iter_errors(instance).map(violation).collect();
+    violations.sort_by(|left, right| left.instance_path.cmp(&right.instance_path));
+    violations
+}
+
+/// Says what was expected and what was received, for the keywords callers
+/// (and LLMs) meet most; the rest keep the validator's own sentence.
+fn violation(error: jsonschema::ValidationError<'_>) -> Violation {
+    let instance: &Value = error.instance();
+    let got = render(instance);
+    let message = match error.kind() {
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(single) => single.to_string(),
+                TypeKind::Multiple(set) => set
+                    .iter()
+                    .map(|single| single.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+            };
+            format!("expected {expected}, got {got} ({})", json_type(instance))
+        }
+        ValidationErrorKind::Required { property } => {
+            format!("missing required property {property}")
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let names: Vec<String> = unexpected
+                .iter()
+                .map(|name| Value::String(name.clone()).to_string())
+                .collect();
+            let noun = if names.len() == 1 {
+                "property"
+            } else {
+                "properties"
+            };
+            format!(
+                "unexpected {noun} {} (the schema allows no others)",
+                names.join(", ")
+            )
+        }
+        ValidationErrorKind::Enum { options } => {
+            format!("expected one of {options}, got {got}")
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            format!("expected {expected_value}, got {got}")
+        }
+        ValidationErrorKind::Minimum { limit } => format!("expected at least {limit}, got {got}"),
+        ValidationErrorKind::Maximum { limit } => format!("expected at most {limit}, got {got}"),
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("expected more than {limit}, got {got}")
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("expected less than {limit}, got {got}")
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            format!(
+                "expected at least {limit} {}, got {got}",
+                plural(*limit, "character")
+            )
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!(
+                "expected at most {limit} {}, got {got}",
+                plural(*limit, "character")
+            )
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            format!(
+                "expected at least {limit} {}, got {}",
+                plural(*limit, "item"),
+                item_count(instance)
+            )
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            format!(
+                "expected at most {limit} {}, got {}",
+                plural(*limit, "item"),
+                item_count(instance)
+            )
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            format!("expected a string matching the pattern {pattern:?}, got {got}")
+        }
+        ValidationErrorKind::Format { format } => {
+            format!("expected a string in the {format:?} format, got {got}")
+        }
+        ValidationErrorKind::AnyOf { .. } if error.instance_path().as_str().ends_with("/type") => {
+            // In a meta-schema, `type` is an anyOf of a type name and a list of them.
+            format!(
+                "expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got {got}"
+            )
+        }
+        _ => error.to_string(),
+    };
+    Violation {
+        instance_path: error.instance_path().as_str().to_owned(),
+        keyword: error.kind().keyword().to_owned(),
+        message,
+    }
+}
+
+/// `value` as compact JSON, cut to [`MAX_VALUE_CHARS`] characters.
+fn render(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= MAX_VALUE_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(MAX_VALUE_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+/// `noun`, with an `s` unless `count` is 1.
+fn plural(count: u64, noun: &str) -> String {
+    if count == 1 {
+        noun.to_owned()
+    } else {
+        format!("{noun}s")
+    }
+}
+
+fn item_count(value: &Value) -> usize {
+    value.as_array().map_or(0, Vec::len)
 }
 
 /// The JSON type name of `value`, for messages.
@@ -171,24 +399,52 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
     }
 }
 
+/// Whether `object` is itself a JSON Schema rather than a map of names to
+/// schemas: its `type` is a type name or list of them, or it has no `type`
+/// and its `properties` map names to schemas (objects or booleans).
+///
+/// Formats with a shorthand (ikigai's per-parameter `parameters`) use it to
+/// tell the two apart; a shorthand parameter called `type` has an object as
+/// its value, which no schema's `type` has.
+pub(crate) fn is_json_schema(object: &Map<String, Value>) -> bool {
+    match object.get("type") {
+        Some(Value::String(_) | Value::Array(_)) => true,
+        Some(_) => false,
+        None => object
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|properties| {
+                properties
+                    .values()
+                    .all(|property| property.is_object() || property.is_boolean())
+            }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::InputSchema;
+    use crate::schema::is_json_schema;
+    use crate::{InputSchema, OutputSchema};
 
     fn hello_schema() -> InputSchema {
         InputSchema::new(json!({
             "type": "object",
             "properties": {
-                "name": {"type": "string"},
-                "age": {"type": "integer"}
+                "name": {"type": "string", "minLength": 2},
+                "age": {"type": "integer", "minimum": 0},
+                "color": {"enum": ["red", "green"]},
+                "tags": {"type": "array", "maxItems": 1},
+                "nick": {"type": ["string", "null"]}
             },
-            "required": ["name"]
+            "required": ["name"],
+            "additionalProperties": false
         }))
         .unwrap()
     }
 
+    /// Checks the registration of `schema` as an input schema.
     fn check_schema(schema: Value, expect: Result<(), &str>) {
         let actual = InputSchema::new(schema)
             .map(|_| ())
@@ -196,6 +452,7 @@ mod tests {
         assert_eq!(actual, expect.map_err(str::to_owned));
     }
 
+    /// Checks the violations of `arguments` against [`hello_schema`].
     fn check(arguments: Value, expect: &[&str]) {
         let actual: Vec<String> = hello_schema()
             .violations(&arguments)
@@ -205,69 +462,286 @@ mod tests {
         assert_eq!(actual, expect);
     }
 
+    fn check_defaults(schema: Value, arguments: Value, expect: Value) {
+        let schema = InputSchema::new(schema).unwrap();
+        assert_eq!(schema.with_defaults(&arguments), expect);
+    }
+
     #[test]
-    fn valid_schema() {
+    fn valid_schemas() {
         check_schema(json!({"type": "object"}), Ok(()));
+        check_schema(
+            json!({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}}),
+            Ok(()),
+        );
+        check_schema(
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+            Ok(()),
+        );
     }
 
     #[test]
     fn schema_not_an_object() {
         check_schema(
             json!([1]),
-            Err("input_schema must be a JSON object, not an array"),
+            Err("the schema must be a JSON object, not an array"),
         );
     }
 
     #[test]
-    fn schema_without_object_type() {
+    fn root_must_be_object_type() {
         check_schema(
             json!({"properties": {}}),
-            Err("input_schema must have \"type\": \"object\", found no type"),
+            Err(
+                "the schema's root must have \"type\": \"object\" (LLM APIs require it), found no type",
+            ),
         );
         check_schema(
             json!({"type": "string"}),
-            Err("input_schema must have \"type\": \"object\", found \"string\""),
+            Err(
+                "the schema's root must have \"type\": \"object\" (LLM APIs require it), found \"string\"",
+            ),
         );
     }
 
     #[test]
-    fn schema_invalid() {
-        let error = InputSchema::new(json!({"type": "object", "properties": {"a": {"type": 5}}}))
-            .unwrap_err()
-            .to_string();
+    fn root_combinators_are_refused() {
+        check_schema(
+            json!({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+            Err(
+                "the schema's root may not use `oneOf` (LLM APIs reject oneOf, anyOf and allOf at the top level); move it into a property",
+            ),
+        );
+        check_schema(
+            json!({"type": "object", "allOf": []}),
+            Err(
+                "the schema's root may not use `allOf` (LLM APIs reject oneOf, anyOf and allOf at the top level); move it into a property",
+            ),
+        );
+    }
+
+    #[test]
+    fn invalid_keyword_values() {
+        check_schema(
+            json!({"type": "object", "properties": {"a": {"type": "strnig"}}}),
+            Err(
+                "the schema is not valid JSON Schema: /properties/a/type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got \"strnig\"",
+            ),
+        );
+        check_schema(
+            json!({"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}),
+            Err(
+                "the schema is not valid JSON Schema: /properties/a/minLength: expected at least 0, got -1",
+            ),
+        );
+        check_schema(
+            json!({"type": "object", "required": "a"}),
+            Err(
+                "the schema is not valid JSON Schema: /required: expected array, got \"a\" (a string)",
+            ),
+        );
+    }
+
+    #[test]
+    fn unknown_meta_schema() {
+        check_schema(
+            json!({"$schema": "https://example.com/my-schema", "type": "object"}),
+            Err("the schema's `$schema` is not a known JSON Schema draft"),
+        );
+    }
+
+    #[test]
+    fn uncompilable_schema() {
+        check_schema(
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
+            Err("the schema cannot be compiled"),
+        );
+    }
+
+    #[test]
+    fn missing_schema_is_any_object() {
+        assert_eq!(
+            InputSchema::any_object().as_json(),
+            &json!({"type": "object"})
+        );
         assert!(
-            error.starts_with("input_schema is not a valid JSON Schema: "),
-            "{error}"
+            InputSchema::any_object()
+                .violations(&json!({"x": 1}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn output_schemas_need_not_be_objects_but_must_be_valid() {
+        assert!(OutputSchema::new(json!({"type": "string"})).is_ok());
+        assert_eq!(
+            OutputSchema::new(json!({"type": "strnig"}))
+                .unwrap_err()
+                .to_string(),
+            "the schema is not valid JSON Schema: /type: expected a JSON Schema type name (array, boolean, integer, null, number, object or string), got \"strnig\""
         );
     }
 
     #[test]
     fn valid_arguments() {
         check(json!({"name": "Ada"}), &[]);
-        check(json!({"name": "Ada", "age": 36}), &[]);
+        check(json!({"name": "Ada", "age": 36, "nick": null}), &[]);
     }
 
     #[test]
     fn missing_required() {
-        check(
-            json!({}),
-            &["\"name\" is a required property (at /, keyword `required`)"],
-        );
+        check(json!({}), &["/: missing required property \"name\""]);
     }
 
     #[test]
     fn wrong_type() {
         check(
-            json!({"name": "Ada", "age": "old"}),
-            &["\"old\" is not of type \"integer\" (at /age, keyword `type`)"],
+            json!({"name": "Ada", "age": "x"}),
+            &["/age: expected integer, got \"x\" (a string)"],
+        );
+        check(
+            json!({"name": "Ada", "nick": 7}),
+            &["/nick: expected null or string, got 7 (a number)"],
+        );
+        check(
+            json!("Ada"),
+            &["/: expected object, got \"Ada\" (a string)"],
         );
     }
 
     #[test]
-    fn not_an_object() {
+    fn unknown_properties_are_refused() {
         check(
-            json!("Ada"),
-            &["\"Ada\" is not of type \"object\" (at /, keyword `type`)"],
+            json!({"name": "Ada", "agee": 3}),
+            &["/: unexpected property \"agee\" (the schema allows no others)"],
         );
+    }
+
+    #[test]
+    fn bounds_and_enums() {
+        check(
+            json!({"name": "A", "age": -1, "color": "blue", "tags": [1, 2]}),
+            &[
+                "/age: expected at least 0, got -1",
+                "/color: expected one of [\"red\",\"green\"], got \"blue\"",
+                "/name: expected at least 2 characters, got \"A\"",
+                "/tags: expected at most 1 item, got 2",
+            ],
+        );
+    }
+
+    #[test]
+    fn every_violation_is_listed() {
+        check(
+            json!({"age": "x", "extra": true}),
+            &[
+                "/: unexpected property \"extra\" (the schema allows no others)",
+                "/: missing required property \"name\"",
+                "/age: expected integer, got \"x\" (a string)",
+            ],
+        );
+    }
+
+    #[test]
+    fn long_values_are_cut() {
+        let long = "y".repeat(100);
+        check(
+            json!({"name": "Ada", "age": long}),
+            &[&format!(
+                "/age: expected integer, got \"{}… (a string)",
+                "y".repeat(59)
+            )],
+        );
+    }
+
+    #[test]
+    fn top_level_defaults() {
+        check_defaults(
+            json!({"type": "object", "properties": {"a": {"type": "integer", "default": 1}, "b": {"type": "string"}}}),
+            json!({}),
+            json!({"a": 1}),
+        );
+        check_defaults(
+            json!({"type": "object", "properties": {"a": {"type": "integer", "default": 1}}}),
+            json!({"a": 5}),
+            json!({"a": 5}),
+        );
+    }
+
+    #[test]
+    fn explicit_null_is_not_replaced() {
+        check_defaults(
+            json!({"type": "object", "properties": {"a": {"default": 1}}}),
+            json!({"a": null}),
+            json!({"a": null}),
+        );
+    }
+
+    #[test]
+    fn nested_defaults_only_under_present_parents() {
+        let schema = json!({"type": "object", "properties": {
+            "options": {"type": "object", "properties": {"depth": {"type": "integer", "default": 2}}}
+        }});
+        check_defaults(schema.clone(), json!({}), json!({}));
+        check_defaults(
+            schema,
+            json!({"options": {}}),
+            json!({"options": {"depth": 2}}),
+        );
+    }
+
+    #[test]
+    fn object_defaults_are_filled_then_completed() {
+        check_defaults(
+            json!({"type": "object", "properties": {
+                "options": {"type": "object", "default": {}, "properties": {"depth": {"default": 2}}}
+            }}),
+            json!({}),
+            json!({"options": {"depth": 2}}),
+        );
+    }
+
+    #[test]
+    fn no_defaults_through_arrays_or_refs() {
+        check_defaults(
+            json!({"type": "object",
+            "$defs": {"opt": {"type": "object", "properties": {"b": {"default": 1}}}},
+            "properties": {
+                "items": {"type": "array", "items": {"type": "object", "properties": {"a": {"default": 1}}}},
+                "via_ref": {"$ref": "#/$defs/opt"}
+            }}),
+            json!({"items": [{}], "via_ref": {}}),
+            json!({"items": [{}], "via_ref": {}}),
+        );
+    }
+
+    #[test]
+    fn non_object_arguments_are_left_alone() {
+        check_defaults(
+            json!({"type": "object", "properties": {"a": {"default": 1}}}),
+            json!([1]),
+            json!([1]),
+        );
+    }
+
+    #[test]
+    fn schema_or_shorthand() {
+        let check_detection = |value: Value, expect: bool| {
+            assert_eq!(
+                is_json_schema(value.as_object().unwrap()),
+                expect,
+                "{value}"
+            );
+        };
+        check_detection(json!({"type": "object", "properties": {}}), true);
+        check_detection(json!({"type": ["object"]}), true);
+        check_detection(json!({"properties": {"a": {"type": "string"}}}), true);
+        check_detection(json!({"path": {"type": "string", "required": true}}), false);
+        check_detection(json!({"type": {"type": "string"}}), false);
+        check_detection(
+            json!({"properties": {"type": "object", "description": "d"}}),
+            false,
+        );
+        check_detection(json!({}), false);
     }
 }

@@ -17,6 +17,10 @@ pub enum ToolKind {
     /// A Nanocoder manifest: `NAME.md` with YAML frontmatter and a shell
     /// body, parsed (never run) at discovery.
     Manifest,
+    /// An executable speaking the ikigai protocol: `tool --schema` prints
+    /// `{name, description, parameters, returns}` and the tool runs with no
+    /// argument and the JSON arguments on stdin.
+    Ikigai,
 }
 
 impl ToolKind {
@@ -25,6 +29,7 @@ impl ToolKind {
         match self {
             ToolKind::Kodelet => "kodelet",
             ToolKind::Manifest => "manifest",
+            ToolKind::Ikigai => "ikigai",
         }
     }
 }
@@ -92,6 +97,8 @@ pub(crate) enum Runner {
     Kodelet,
     /// The manifest's body, rendered with the arguments, run by its shell.
     Manifest(Box<Manifest>),
+    /// `tool` with no argument, arguments as JSON on stdin.
+    Ikigai,
 }
 
 /// The parts a format's loader produces, from which a [`Tool`] is built.
@@ -182,6 +189,7 @@ impl Tool {
         match self.runner {
             Runner::Kodelet => ToolKind::Kodelet,
             Runner::Manifest(_) => ToolKind::Manifest,
+            Runner::Ikigai => ToolKind::Ikigai,
         }
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use toolsmith_executor::Executor;
 
 use crate::discovery::{Candidate, Format, classify, probe_all, scan_dirs};
-use crate::{DescriptionError, Problem, ProblemError, RunConfig, Tool, ToolName};
+use crate::{DescriptionError, Problem, ProblemError, RunConfig, Tool, ToolName, ToolSchemaError};
 
 /// One thing validation checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +41,8 @@ pub enum CheckKind {
     NameMatches,
     /// The description is not empty.
     Description,
+    /// The timeout the tool asks for (Kodelet `config`), if any, is valid.
+    RequestedTimeout,
 }
 
 impl CheckKind {
@@ -58,6 +60,7 @@ impl CheckKind {
             CheckKind::OutputSchema => "output_schema",
             CheckKind::NameMatches => "name_matches",
             CheckKind::Description => "description",
+            CheckKind::RequestedTimeout => "requested_timeout",
         }
     }
 }
@@ -268,6 +271,7 @@ fn pipeline(in_directory: bool) -> &'static [CheckKind] {
         CheckKind::OutputSchema,
         CheckKind::NameMatches,
         CheckKind::Description,
+        CheckKind::RequestedTimeout,
     ];
     // A file named on its own has no directory siblings to clash with.
     const ON_ITS_OWN: &[CheckKind] = &[
@@ -280,6 +284,7 @@ fn pipeline(in_directory: bool) -> &'static [CheckKind] {
         CheckKind::OutputSchema,
         CheckKind::NameMatches,
         CheckKind::Description,
+        CheckKind::RequestedTimeout,
     ];
     if in_directory {
         IN_DIRECTORY
@@ -310,6 +315,21 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             DescriptionError::InvalidSchema { .. } => CheckKind::InputSchema,
             DescriptionError::InvalidOutputSchema { .. } => CheckKind::OutputSchema,
         },
+        ProblemError::SchemaOutput { source } => match source {
+            ToolSchemaError::NotJson { .. }
+            | ToolSchemaError::NotAnObject { .. }
+            | ToolSchemaError::MissingField { .. }
+            | ToolSchemaError::WrongType { .. }
+            | ToolSchemaError::ParameterNotAnObject { .. }
+            | ToolSchemaError::RequiredNotABoolean { .. } => CheckKind::Parse,
+            ToolSchemaError::InvalidName { .. } => CheckKind::DeclaredName,
+            ToolSchemaError::InvalidParameters { .. } => CheckKind::InputSchema,
+            ToolSchemaError::InvalidReturns { .. } => CheckKind::OutputSchema,
+        },
+        ProblemError::Config { .. } => CheckKind::RequestedTimeout,
+        // Both protocols failed; the description's failure says where the
+        // file went wrong first.
+        ProblemError::NeitherProtocol { description, .. } => failed_check(description),
         ProblemError::ReadManifest { .. } => CheckKind::Probe,
         ProblemError::Manifest(_) => CheckKind::Parse,
         ProblemError::EmptyDescription => CheckKind::Description,
@@ -326,9 +346,13 @@ fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
         (CheckKind::Unique, _) => "no other file in its directory provides the same tool",
         (CheckKind::Probe, Some(Format::Kodelet)) => "`description` answered in time",
         (CheckKind::Probe, Some(Format::Manifest)) => "the manifest file can be read",
+        (CheckKind::Probe, Some(Format::Ikigai)) => "`--schema` answered in time",
         (CheckKind::Probe, None) => "the tool describes itself",
         (CheckKind::Parse, Some(Format::Kodelet)) => {
             "the `description` output is a JSON object with the required fields"
+        }
+        (CheckKind::Parse, Some(Format::Ikigai)) => {
+            "the `--schema` output is a JSON object with the required fields"
         }
         (CheckKind::Parse, Some(Format::Manifest)) => {
             "the frontmatter fields and the body's template tags are valid"
@@ -339,6 +363,9 @@ fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
         (CheckKind::OutputSchema, _) => "the output schema is a valid JSON Schema",
         (CheckKind::NameMatches, _) => "the declared name matches the file name",
         (CheckKind::Description, _) => "the description is not empty",
+        (CheckKind::RequestedTimeout, _) => {
+            "the timeout the tool asks for (`config`), if any, is valid"
+        }
     }
 }
 
@@ -405,7 +432,7 @@ mod tests {
         check(
             true,
             None,
-            "+file +file_name +unique +probe +parse +declared_name +input_schema +output_schema +name_matches +description",
+            "+file +file_name +unique +probe +parse +declared_name +input_schema +output_schema +name_matches +description +requested_timeout",
         );
     }
 
@@ -414,7 +441,7 @@ mod tests {
         check(
             false,
             Some(CheckKind::InputSchema),
-            "+file +file_name +probe +parse +declared_name xinput_schema -output_schema -name_matches -description",
+            "+file +file_name +probe +parse +declared_name xinput_schema -output_schema -name_matches -description -requested_timeout",
         );
     }
 

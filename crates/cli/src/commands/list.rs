@@ -249,7 +249,7 @@ impl<'a> Listing<'a> {
 }
 
 fn tool_json(tool: &Tool) -> serde_json::Value {
-    json!({
+    let mut entry = json!({
         "name": tool.name().as_str(),
         "exposed_name": tool.name().exposed(),
         "description": tool.description(),
@@ -257,7 +257,12 @@ fn tool_json(tool: &Tool) -> serde_json::Value {
         "source": tool.source(),
         "kind": tool.kind().as_str(),
         "input_schema": tool.input_schema().as_json(),
-    })
+    });
+    // Only tools that declare a result schema (ikigai's `returns`) carry it.
+    if let (Some(output_schema), Some(object)) = (tool.output_schema(), entry.as_object_mut()) {
+        object.insert("output_schema".to_owned(), output_schema.as_json().clone());
+    }
+    entry
 }
 
 /// Puts a blank line between sections, but none before the first.
