@@ -10,6 +10,8 @@
 //! - The name a tool declares must be its file's name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
 //! - Among the tools that passed, a later directory shadows an earlier one by name, and the shadowed tool is recorded.
 //!   A candidate that failed its probe shadows nothing.
+//! - A candidate whose file is unchanged since the [`DiscoveryCache`] saw it is not probed: its cached result is used.
+//! - A missing directory is skipped silently, unless the user named it (`--tools-dir`, `[discovery] dirs`).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -18,12 +20,13 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::{Executor, LimitKind, Limits, Termination};
 
+use crate::cache::{Fingerprint, ProbeRecord};
 use crate::kodelet::{self, DescriptionError};
-use crate::{NameError, RunConfig, Tool, ToolKind, ToolName};
+use crate::{DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolKind, ToolName};
 
 /// The wall-clock budget of a `description` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -47,15 +50,20 @@ impl Problem {
     /// The error and its causes as one line, e.g.
     /// `invalid description output: field `name` is missing`.
     pub fn message(&self) -> String {
-        let mut message = self.error.to_string();
-        let mut source = std::error::Error::source(&self.error);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        message
+        error_chain(&self.error)
     }
+}
+
+/// An error and its causes as one line, joined by `: `.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
 }
 
 /// Why a candidate is not a tool.
@@ -187,6 +195,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// A catalog with nothing in it.
+    pub(crate) fn empty() -> Catalog {
+        Catalog {
+            tools: Vec::new(),
+            problems: Vec::new(),
+            shadowed: Vec::new(),
+        }
+    }
+
     /// The usable tools, sorted by name.
     pub fn tools(&self) -> &[Tool] {
         &self.tools
@@ -213,54 +230,155 @@ impl Catalog {
 struct Candidate {
     path: PathBuf,
     source: PathBuf,
+    layer: Layer,
     expected: ToolName,
+    fingerprint: Fingerprint,
+}
+
+/// How discovery treats files it has seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Freshness {
+    /// Reuse the cached result of every unchanged file.
+    UseCache,
+    /// Probe every file again (an explicit refresh), refilling the cache.
+    ProbeAll,
+    /// Reuse cached results, and leave a changed file modified less than this long ago for
+    /// later: it may still be being written (the live registry's rescans).
+    Settle(Duration),
+}
+
+/// What a discovery found, and which files it left for later.
+#[derive(Debug)]
+pub(crate) struct Discovery {
+    pub(crate) catalog: Catalog,
+    /// The earliest moment a file left for later has settled, if any was.
+    pub(crate) retry_at: Option<SystemTime>,
 }
 
 /// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
 /// candidate, at most as many at once as the machine has cores.
 ///
+/// The directories are [`Layer::Explicit`] and nothing is cached; [`discover_layers`]
+/// takes layers and a [`DiscoveryCache`].
 /// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
 /// Cancel-safe: dropping the future kills the probes still running.
 pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
-    discover_matching(executor, dirs, None, config).await
+    let mut cache = DiscoveryCache::in_memory();
+    discover_layers(executor, &LayerDir::explicit(dirs), &mut cache, config).await
 }
 
-/// Like [`discover`], but probes only the files that would provide `name`, so
+/// Scans the directories of `layers`, lowest precedence first, and probes every candidate
+/// whose file changed since `cache` last saw it; the others spawn no process.
+///
+/// A missing directory is skipped, unless its layer is one the user named
+/// ([`Layer::missing_is_problem`]). The cache is updated but not saved.
+pub async fn discover_layers(
+    executor: &Arc<Executor>,
+    layers: &[LayerDir],
+    cache: &mut DiscoveryCache,
+    config: &RunConfig,
+) -> Catalog {
+    discover_matching(executor, layers, None, cache, Freshness::UseCache, config)
+        .await
+        .catalog
+}
+
+/// Like [`discover_layers`], but looks only at the files that would provide `name`, so
 /// that calling one tool does not wait for every other tool's probe.
 ///
 /// Problems of other files are not reported; those of `name`'s files are.
 pub async fn discover_one(
     executor: &Arc<Executor>,
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
+    cache: &mut DiscoveryCache,
     name: &ToolName,
     config: &RunConfig,
 ) -> Catalog {
-    discover_matching(executor, dirs, Some(name), config).await
+    discover_matching(
+        executor,
+        layers,
+        Some(name),
+        cache,
+        Freshness::UseCache,
+        config,
+    )
+    .await
+    .catalog
 }
 
-async fn discover_matching(
+pub(crate) async fn discover_matching(
     executor: &Arc<Executor>,
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
     only: Option<&ToolName>,
+    cache: &mut DiscoveryCache,
+    freshness: Freshness,
     config: &RunConfig,
-) -> Catalog {
+) -> Discovery {
     let mut problems = Vec::new();
     let mut candidates = Vec::new();
-    for dir in dirs {
-        let dir = config.cwd.join(dir);
-        scan_dir(&dir, &mut candidates, &mut problems);
+    for layer_dir in layers {
+        let dir = config.cwd.join(&layer_dir.dir);
+        scan_dir(&dir, layer_dir.layer, &mut candidates, &mut problems);
     }
     if let Some(only) = only {
         candidates.retain(|candidate| &candidate.expected == only);
         problems.retain(|problem| problem_concerns(problem, only));
     }
 
-    let probe_results = probe_all(executor, &candidates, config).await;
+    // Each candidate gets a record from the cache, a fresh probe, or (left for later) the
+    // last record known for its path, which may be none.
+    let now = SystemTime::now();
+    let mut retry_at: Option<SystemTime> = None;
+    let mut records: Vec<Option<Result<ProbeRecord, ProblemError>>> = Vec::new();
+    let mut to_probe = Vec::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        let cached = match freshness {
+            Freshness::ProbeAll => None,
+            Freshness::UseCache | Freshness::Settle(_) => {
+                cache.get(&candidate.path, &candidate.fingerprint, kodelet::PROTOCOL)
+            }
+        };
+        if let Some(record) = cached {
+            records.push(Some(Ok(record.clone())));
+            continue;
+        }
+        if let Freshness::Settle(settle) = freshness
+            && let Some(settled_at) = candidate
+                .fingerprint
+                .modified()
+                .map(|modified| modified + settle)
+                .filter(|settled_at| *settled_at > now && *settled_at <= now + settle)
+        {
+            retry_at = Some(retry_at.map_or(settled_at, |earlier| earlier.min(settled_at)));
+            records.push(cache.last(&candidate.path).cloned().map(Ok));
+            continue;
+        }
+        records.push(None);
+        to_probe.push(index);
+    }
+    let probe_candidates: Vec<&Candidate> = to_probe.iter().map(|&index| &candidates[index]).collect();
+    let probed = probe_all(executor, &probe_candidates, config).await;
+    for (index, (result, probed_at)) in to_probe.into_iter().zip(probed) {
+        let candidate = &candidates[index];
+        if let Ok(record) = &result {
+            cache.insert(
+                candidate.path.clone(),
+                candidate.fingerprint,
+                kodelet::PROTOCOL,
+                probed_at,
+                record.clone(),
+            );
+        }
+        records[index] = Some(result);
+    }
 
     let mut by_name: HashMap<ToolName, Tool> = HashMap::new();
     let mut shadowed = Vec::new();
-    for (candidate, result) in candidates.into_iter().zip(probe_results) {
-        match result {
+    for (candidate, record) in candidates.into_iter().zip(records) {
+        let Some(record) = record else {
+            continue;
+        };
+        match record.and_then(|record| interpret(&record, &candidate)) {
             Ok(tool) => {
                 if let Some(previous) = by_name.insert(tool.name().clone(), tool) {
                     shadowed.push(Shadowed {
@@ -277,10 +395,13 @@ async fn discover_matching(
     }
     let mut tools: Vec<Tool> = by_name.into_values().collect();
     tools.sort_by(|left, right| left.name().cmp(right.name()));
-    Catalog {
-        tools,
-        problems,
-        shadowed,
+    Discovery {
+        catalog: Catalog {
+            tools,
+            problems,
+            shadowed,
+        },
+        retry_at,
     }
 }
 
@@ -301,9 +422,12 @@ fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
 }
 
 /// Adds the candidates of `dir` in sorted file-name order.
-fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
+fn scan_dir(dir: &Path, layer: Layer, candidates: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
+        Err(source) if source.kind() == io::ErrorKind::NotFound && !layer.missing_is_problem() => {
+            return;
+        }
         Err(source) => {
             problems.push(Problem {
                 path: dir.to_path_buf(),
@@ -327,7 +451,7 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
     let mut winners: HashMap<ToolName, PathBuf> = HashMap::new();
     for path in paths {
         match classify(&path) {
-            Ok(Some(expected)) => {
+            Ok(Some((expected, fingerprint))) => {
                 if let Some(winner) = winners.get(&expected) {
                     problems.push(Problem {
                         error: ProblemError::Duplicate {
@@ -342,7 +466,9 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
                 candidates.push(Candidate {
                     path,
                     source: dir.to_path_buf(),
+                    layer,
                     expected,
+                    fingerprint,
                 });
             }
             Ok(None) => {}
@@ -351,8 +477,8 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
     }
 }
 
-/// The tool name of `path` if it is a candidate, `None` if it is silently skipped.
-fn classify(path: &Path) -> Result<Option<ToolName>, ProblemError> {
+/// The tool name and fingerprint of `path` if it is a candidate, `None` if it is silently skipped.
+fn classify(path: &Path) -> Result<Option<(ToolName, Fingerprint)>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
@@ -377,16 +503,17 @@ fn classify(path: &Path) -> Result<Option<ToolName>, ProblemError> {
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
     ToolName::new(file_name)
-        .map(Some)
+        .map(|name| Some((name, Fingerprint::of(&metadata))))
         .map_err(|source| ProblemError::FileName { source })
 }
 
-/// Probes every candidate; the results are in the candidates' order.
+/// Probes every candidate; the results, each with the moment its probe started, are in the
+/// candidates' order.
 async fn probe_all(
     executor: &Arc<Executor>,
-    candidates: &[Candidate],
+    candidates: &[&Candidate],
     config: &RunConfig,
-) -> Vec<Result<Tool, ProblemError>> {
+) -> Vec<(Result<ProbeRecord, ProblemError>, SystemTime)> {
     let parallelism = std::thread::available_parallelism().map_or(1, usize::from);
     let permits = Arc::new(tokio::sync::Semaphore::new(parallelism));
     let limits = probe_limits(&config.limits);
@@ -399,17 +526,18 @@ async fn probe_all(
         let cwd = config.cwd.clone();
         let env = config.env.clone();
         let path = candidate.path.clone();
-        let source = candidate.source.clone();
-        let expected = candidate.expected.clone();
         let handle = tasks.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
             let _permit = permits.acquire_owned().await;
-            probe(&executor, &path, &source, &expected, &cwd, &env, &limits).await
+            // Taken before the probe reads the file: a write after it leaves a later mtime.
+            let probed_at = SystemTime::now();
+            let record = probe(&executor, &path, &cwd, &env, &limits).await;
+            (record, probed_at)
         });
         index_of_task.insert(handle.id(), index);
     }
 
-    let mut results: Vec<Option<Result<Tool, ProblemError>>> =
+    let mut results: Vec<Option<(Result<ProbeRecord, ProblemError>, SystemTime)>> =
         candidates.iter().map(|_| None).collect();
     while let Some(joined) = tasks.join_next_with_id().await {
         match joined {
@@ -442,15 +570,14 @@ fn probe_limits(base: &Limits) -> Limits {
     }
 }
 
+/// Runs `description`; only a failure to run it at all is an error, the rest is a record.
 async fn probe(
     executor: &Executor,
     path: &Path,
-    source: &Path,
-    expected: &ToolName,
     cwd: &Path,
     env: &[(OsString, OsString)],
     limits: &Limits,
-) -> Result<Tool, ProblemError> {
+) -> Result<ProbeRecord, ProblemError> {
     let command = kodelet::description_command(path, cwd, env)
         .map_err(|source| ProblemError::Spawn { source })?;
     let outcome = executor
@@ -458,44 +585,62 @@ async fn probe(
         .await
         .map_err(|source| ProblemError::Spawn { source })?;
     match outcome.limit {
-        Some(LimitKind::Timeout) => {
-            return Err(ProblemError::Timeout {
-                timeout: limits.timeout,
-            });
-        }
-        Some(limit) => return Err(ProblemError::Limit { limit }),
+        Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(limits.timeout)),
+        Some(limit) => return Ok(ProbeRecord::Limit(limit)),
         None => {}
     }
     match outcome.termination {
         Termination::Exited(0) => {}
         Termination::Exited(code) => {
-            return Err(ProblemError::Exited {
+            return Ok(ProbeRecord::Exited {
                 code,
                 first_stderr_line: first_line(&outcome.stderr.text_lossy()),
             });
         }
-        Termination::Signaled(signal) => return Err(ProblemError::Signaled { signal }),
+        Termination::Signaled(signal) => return Ok(ProbeRecord::Signaled(signal)),
     }
     if outcome.stdout.truncated {
-        return Err(ProblemError::OutputTooLarge {
-            total: outcome.stdout.total,
-        });
+        return Ok(ProbeRecord::OutputTooLarge(outcome.stdout.total));
     }
-    let description = kodelet::parse_description(&outcome.stdout.bytes)
+    Ok(ProbeRecord::Output(outcome.stdout.bytes))
+}
+
+/// The tool a probe's record describes, or why there is none.
+fn interpret(record: &ProbeRecord, candidate: &Candidate) -> Result<Tool, ProblemError> {
+    let stdout = match record {
+        ProbeRecord::Output(stdout) => stdout,
+        ProbeRecord::Timeout(timeout) => return Err(ProblemError::Timeout { timeout: *timeout }),
+        ProbeRecord::Limit(limit) => return Err(ProblemError::Limit { limit: *limit }),
+        ProbeRecord::Exited {
+            code,
+            first_stderr_line,
+        } => {
+            return Err(ProblemError::Exited {
+                code: *code,
+                first_stderr_line: first_stderr_line.clone(),
+            });
+        }
+        ProbeRecord::Signaled(signal) => return Err(ProblemError::Signaled { signal: *signal }),
+        ProbeRecord::OutputTooLarge(total) => {
+            return Err(ProblemError::OutputTooLarge { total: *total });
+        }
+    };
+    let description = kodelet::parse_description(stdout)
         .map_err(|source| ProblemError::Description { source })?;
-    if &description.name != expected {
+    if description.name != candidate.expected {
         return Err(ProblemError::NameMismatch {
             declared: description.name,
-            expected: expected.clone(),
+            expected: candidate.expected.clone(),
         });
     }
     Ok(Tool::new(
         description.name,
         description.description,
         description.input_schema,
-        path.to_path_buf(),
-        source.to_path_buf(),
+        candidate.path.clone(),
+        candidate.source.clone(),
         ToolKind::Executable,
+        candidate.layer,
     ))
 }
 
@@ -527,7 +672,7 @@ mod tests {
             None => fs::create_dir(&path).unwrap(),
         }
         let actual = classify(&path)
-            .map(|name| name.map(|name| name.as_str().to_owned()))
+            .map(|name| name.map(|(name, _)| name.as_str().to_owned()))
             .map_err(|error| error.to_string());
         let expect = expect
             .map(|name| name.map(str::to_owned))
@@ -578,7 +723,7 @@ mod tests {
         fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
         let link = dir.path().join("linked");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert_eq!(classify(&link).unwrap().unwrap().as_str(), "linked");
+        assert_eq!(classify(&link).unwrap().unwrap().0.as_str(), "linked");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::{DescriptionError, NameError, ProblemError, SchemaError};
+use crate::{CacheError, DescriptionError, NameError, ProblemError, SchemaError};
 
 /// Everything that can go wrong in the registry.
 ///
@@ -24,6 +24,16 @@ pub enum Error {
     /// A candidate tool could not be loaded.
     #[error(transparent)]
     Problem(#[from] ProblemError),
+    /// The discovery cache could not be written.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The tool directories could not be watched.
+    #[error("cannot watch the tool directories")]
+    Watch {
+        /// The watcher's error.
+        #[source]
+        source: notify::Error,
+    },
     /// The executor failed to run a tool for a reason of its own (not the
     /// tool's fault, e.g. a cgroup could not be created).
     #[error("the executor failed to run `{program}`", program = program.display())]

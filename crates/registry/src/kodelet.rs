@@ -9,6 +9,10 @@ use toolsmith_executor::Command;
 use crate::schema::json_type;
 use crate::{InputSchema, NameError, SchemaError, ToolName};
 
+/// The protocol's name in the discovery cache: a cached probe output is only reused by the
+/// protocol that produced it.
+pub(crate) const PROTOCOL: &str = "kodelet-description";
+
 /// The argument that asks a tool for its description.
 const DESCRIPTION_ARG: &str = "description";
 

@@ -9,6 +9,14 @@
 //! environment, and returns an [`Envelope`]: the tool's result, or an
 //! [`ErrorCode`] with a sentence, plus [`Metadata`] about the run.
 //!
+//! Tool directories come in layers ([`layer_dirs`]: system, user, project,
+//! config, and optionally the peers' directories), each a [`LayerDir`];
+//! [`discover_layers`] consults a [`DiscoveryCache`] so that an unchanged tool
+//! is never probed twice, and a [`LiveRegistry`] keeps a catalog up to date
+//! while the program runs: readers take an `Arc<Catalog>` snapshot without
+//! blocking, a file watcher rescans what changed, and subscribers get a
+//! [`ChangeEvent`] per change.
+//!
 //! The registry runs processes only through the executor and knows nothing of
 //! command lines, terminals or exit codes.
 //!
@@ -36,23 +44,29 @@
 //! ```
 #![warn(missing_docs)]
 
+mod cache;
 mod discovery;
 mod envelope;
 mod error;
 mod invoke;
 mod kodelet;
+mod layers;
+mod live;
 mod name;
 mod schema;
 mod tool;
 
+pub use crate::cache::{CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN};
 pub use crate::discovery::{
     Catalog, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed, discover,
-    discover_one,
+    discover_layers, discover_one,
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
 pub use crate::invoke::{RunConfig, invoke, invoke_named};
 pub use crate::kodelet::DescriptionError;
+pub use crate::layers::{Layer, LayerDir, LayerInputs, Peer, layer_dirs, project_dir};
+pub use crate::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::schema::{InputSchema, SchemaError, Violation};
 pub use crate::tool::{Tool, ToolKind};

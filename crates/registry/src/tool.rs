@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{InputSchema, ToolName};
+use crate::{InputSchema, Layer, ToolName};
 
 /// How a tool is described and run.
 ///
@@ -34,6 +34,7 @@ pub struct Tool {
     path: PathBuf,
     source: PathBuf,
     kind: ToolKind,
+    layer: Layer,
 }
 
 impl Tool {
@@ -44,6 +45,7 @@ impl Tool {
         path: PathBuf,
         source: PathBuf,
         kind: ToolKind,
+        layer: Layer,
     ) -> Tool {
         Tool {
             name,
@@ -52,6 +54,7 @@ impl Tool {
             path,
             source,
             kind,
+            layer,
         }
     }
 
@@ -83,5 +86,10 @@ impl Tool {
     /// Its format.
     pub fn kind(&self) -> ToolKind {
         self.kind
+    }
+
+    /// The layer of the directory it was discovered in.
+    pub fn layer(&self) -> Layer {
+        self.layer
     }
 }
