@@ -8,38 +8,39 @@ const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 fn show_settings_defaults() {
     let context = TestContext::new();
     cli_snapshot!(context, context.command().args(["--show-settings", "list"]), @r#"
-        exit_code: 0
-        ----- stdout -----
-        {
-          "cwd": "[TEMP]/project",
-          "config_file": null,
-          "tool_dirs": [],
-          "executor": {
-            "backend": "auto",
-            "max_concurrent": null
-          },
-          "env": {
-            "allow": [
-              "PATH",
-              "HOME",
-              "USER",
-              "LANG"
-            ],
-            "set": {}
-          },
-          "limits": {
-            "timeout": "30s",
-            "grace": "2s",
-            "cpu": "unlimited",
-            "memory": "1GiB",
-            "max_processes": "256",
-            "max_file_size": "1GiB",
-            "max_open_files": "1024",
-            "max_output": "1MiB"
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 0
+    ----- stdout -----
+    {
+      "cwd": "[TEMP]/project",
+      "config_file": null,
+      "tool_dirs": [],
+      "executor": {
+        "backend": "auto",
+        "max_concurrent": null
+      },
+      "env": {
+        "allow": [
+          "PATH",
+          "HOME",
+          "USER",
+          "LANG"
+        ],
+        "set": {}
+      },
+      "limits": {
+        "timeout": "30s",
+        "grace": "2s",
+        "cpu": "unlimited",
+        "memory": "1GiB",
+        "max_processes": "256",
+        "max_file_size": "1GiB",
+        "max_open_files": "1024",
+        "max_output": "1MiB"
+      },
+      "max_timeout": "5m"
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -54,38 +55,39 @@ fn show_settings_precedence_flags_over_env_over_file() {
         .env("TOOLSMITH_CPU", "3s")
         .env("TOOLSMITH_MEMORY", "unlimited")
         .args(["--config", "custom.toml", "--show-settings", "run", "hello", "--timeout", "2s"]), @r#"
-            exit_code: 0
-            ----- stdout -----
-            {
-              "cwd": "[TEMP]/project",
-              "config_file": "custom.toml",
-              "tool_dirs": [],
-              "executor": {
-                "backend": "pgroup",
-                "max_concurrent": 2
-              },
-              "env": {
-                "allow": [
-                  "PATH",
-                  "HOME",
-                  "USER",
-                  "LANG"
-                ],
-                "set": {}
-              },
-              "limits": {
-                "timeout": "2s",
-                "grace": "2s",
-                "cpu": "3s",
-                "memory": "unlimited",
-                "max_processes": "32",
-                "max_file_size": "1GiB",
-                "max_open_files": "1024",
-                "max_output": "64KiB"
-              }
-            }
-            ----- stderr -----
-            "#);
+    exit_code: 0
+    ----- stdout -----
+    {
+      "cwd": "[TEMP]/project",
+      "config_file": "custom.toml",
+      "tool_dirs": [],
+      "executor": {
+        "backend": "pgroup",
+        "max_concurrent": 2
+      },
+      "env": {
+        "allow": [
+          "PATH",
+          "HOME",
+          "USER",
+          "LANG"
+        ],
+        "set": {}
+      },
+      "limits": {
+        "timeout": "2s",
+        "grace": "2s",
+        "cpu": "3s",
+        "memory": "unlimited",
+        "max_processes": "32",
+        "max_file_size": "1GiB",
+        "max_open_files": "1024",
+        "max_output": "64KiB"
+      },
+      "max_timeout": "5m"
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -172,13 +174,13 @@ fn unknown_key_is_an_error() {
         ".toolsmith/config.toml",
         "[limits]\ntimeout = \"5s\"\nwall_clock = \"5s\"\n",
     );
-    cli_snapshot!(context, context.with_examples().arg("list"), @r#"
-        exit_code: 2
-        ----- stdout -----
-        ----- stderr -----
-        error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`
-        hint: the sections are [limits], [env] and [executor]; see the key list in the message
-        "#);
+    cli_snapshot!(context, context.with_examples().arg("list"), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
+    hint: the sections are [limits], [env] and [executor]; see the key list in the message
+    ");
 }
 
 #[test]

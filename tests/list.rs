@@ -10,81 +10,81 @@ const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 fn examples_json() {
     let context = TestContext::new();
     cli_snapshot!(context, context.with_examples().args(["list", "--json"]), @r#"
-        exit_code: 0
-        ----- stdout -----
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
         {
-          "tools": [
-            {
-              "name": "error_tool",
-              "exposed_name": "custom_tool_error_tool",
-              "description": "A tool that demonstrates error handling: fails on request",
-              "path": "[EXAMPLES]/error_tool",
-              "source": "[EXAMPLES]",
-              "kind": "executable",
-              "input_schema": {
-                "type": "object",
-                "properties": {
-                  "should_fail": {
-                    "type": "boolean",
-                    "description": "Whether the tool should fail"
-                  },
-                  "message": {
-                    "type": "string",
-                    "description": "The error message to report"
-                  }
-                },
-                "required": [
-                  "should_fail"
-                ]
+          "name": "error_tool",
+          "exposed_name": "custom_tool_error_tool",
+          "description": "A tool that demonstrates error handling: fails on request",
+          "path": "[EXAMPLES]/error_tool",
+          "source": "[EXAMPLES]",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "should_fail": {
+                "type": "boolean",
+                "description": "Whether the tool should fail"
+              },
+              "message": {
+                "type": "string",
+                "description": "The error message to report"
               }
             },
-            {
-              "name": "git_info",
-              "exposed_name": "custom_tool_git_info",
-              "description": "Get git repository information: current branch, HEAD commit and the number of uncommitted changes",
-              "path": "[EXAMPLES]/git_info",
-              "source": "[EXAMPLES]",
-              "kind": "executable",
-              "input_schema": {
-                "type": "object",
-                "properties": {
-                  "path": {
-                    "type": "string",
-                    "description": "Repository path (default: the current directory)"
-                  }
-                }
-              }
-            },
-            {
-              "name": "hello",
-              "exposed_name": "custom_tool_hello",
-              "description": "Say hello to a person",
-              "path": "[EXAMPLES]/hello",
-              "source": "[EXAMPLES]",
-              "kind": "executable",
-              "input_schema": {
-                "type": "object",
-                "properties": {
-                  "name": {
-                    "type": "string",
-                    "description": "The name of the person"
-                  },
-                  "age": {
-                    "type": "integer",
-                    "description": "The age of the person"
-                  }
-                },
-                "required": [
-                  "name"
-                ]
+            "required": [
+              "should_fail"
+            ]
+          }
+        },
+        {
+          "name": "git_info",
+          "exposed_name": "custom_tool_git_info",
+          "description": "Get git repository information: current branch, HEAD commit and the number of uncommitted changes",
+          "path": "[EXAMPLES]/git_info",
+          "source": "[EXAMPLES]",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "path": {
+                "type": "string",
+                "description": "Repository path (default: the current directory)"
               }
             }
-          ],
-          "problems": [],
-          "shadowed": []
+          }
+        },
+        {
+          "name": "hello",
+          "exposed_name": "custom_tool_hello",
+          "description": "Say hello to a person",
+          "path": "[EXAMPLES]/hello",
+          "source": "[EXAMPLES]",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "name": {
+                "type": "string",
+                "description": "The name of the person"
+              },
+              "age": {
+                "type": "integer",
+                "description": "The age of the person"
+              }
+            },
+            "required": [
+              "name"
+            ]
+          }
         }
-        ----- stderr -----
-        "#);
+      ],
+      "problems": [],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -129,56 +129,56 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
     context.tool(".hidden", "#!/bin/sh\nexit 1\n");
     let started = Instant::now();
     cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
-        exit_code: 0
-        ----- stdout -----
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
         {
-          "tools": [
-            {
-              "name": "good",
-              "exposed_name": "custom_tool_good",
-              "description": "The good fixture",
-              "path": "[TEMP]/tools/good",
-              "source": "[TEMP]/tools",
-              "kind": "executable",
-              "input_schema": {
-                "type": "object"
-              }
-            }
-          ],
-          "problems": [
-            {
-              "path": "[TEMP]/tools/Bad.Name",
-              "error": "file name is not a valid tool name: tool name `Bad.Name` must start with a lowercase letter"
-            },
-            {
-              "path": "[TEMP]/tools/bad-schema",
-              "error": "invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword"
-            },
-            {
-              "path": "[TEMP]/tools/fails",
-              "error": "`description` exited with status 4 (stderr: cannot describe myself)"
-            },
-            {
-              "path": "[TEMP]/tools/garbage",
-              "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
-            },
-            {
-              "path": "[TEMP]/tools/hangs",
-              "error": "`description` did not finish within 1s and was killed"
-            },
-            {
-              "path": "[TEMP]/tools/misnamed",
-              "error": "declares name `other_name` but its file name makes it `misnamed`; rename the file or fix the name"
-            },
-            {
-              "path": "[TEMP]/tools/nameless",
-              "error": "invalid `description` output: field `name` is missing"
-            }
-          ],
-          "shadowed": []
+          "name": "good",
+          "exposed_name": "custom_tool_good",
+          "description": "The good fixture",
+          "path": "[TEMP]/tools/good",
+          "source": "[TEMP]/tools",
+          "kind": "kodelet",
+          "input_schema": {
+            "type": "object"
+          }
         }
-        ----- stderr -----
-        "#);
+      ],
+      "problems": [
+        {
+          "path": "[TEMP]/tools/Bad.Name",
+          "error": "file name is not a valid tool name: tool name `Bad.Name` must start with a lowercase letter"
+        },
+        {
+          "path": "[TEMP]/tools/bad-schema",
+          "error": "invalid `description` output: field `input_schema` is invalid: input_schema is not a valid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword"
+        },
+        {
+          "path": "[TEMP]/tools/fails",
+          "error": "`description` exited with status 4 (stderr: cannot describe myself)"
+        },
+        {
+          "path": "[TEMP]/tools/garbage",
+          "error": "invalid `description` output: output is not JSON (starts with \"this is not json\"): expected ident at line 1 column 2"
+        },
+        {
+          "path": "[TEMP]/tools/hangs",
+          "error": "`description` did not finish within 1s and was killed"
+        },
+        {
+          "path": "[TEMP]/tools/misnamed",
+          "error": "declares name `other_name` but its file name makes it `misnamed`; rename the file or fix the name"
+        },
+        {
+          "path": "[TEMP]/tools/nameless",
+          "error": "invalid `description` output: field `name` is missing"
+        }
+      ],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "a hanging description must be cut at its probe timeout, took {:?}",

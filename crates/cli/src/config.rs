@@ -10,6 +10,7 @@
 //! max_file_size = "1GiB"
 //! max_open_files = 1024
 //! grace = "2s"
+//! max_timeout = "5m"     # the most a tool may ask for itself (Kodelet `config`, manifest `timeout_ms`)
 //!
 //! [env]
 //! allow = ["PATH", "HOME"]   # replaces the default PATH, HOME, USER, LANG
@@ -141,6 +142,7 @@ struct RawLimits {
     max_file_size: Option<Scalar>,
     max_open_files: Option<Scalar>,
     max_output: Option<Scalar>,
+    max_timeout: Option<Scalar>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -232,6 +234,12 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
             count_cap,
         )?,
         max_output: field("limits.max_output", &raw.limits.max_output, origin, size)?,
+        max_timeout: field(
+            "limits.max_timeout",
+            &raw.limits.max_timeout,
+            origin,
+            duration,
+        )?,
     };
     let executor = ExecutorOptions {
         backend: field(
@@ -379,7 +387,7 @@ mod tests {
         check(
             "[limits]\ntimeoutt = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `timeoutt`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`",
+                "invalid config file x.toml at line 2: unknown field `timeoutt`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`",
             ),
         );
     }

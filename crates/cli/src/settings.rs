@@ -39,7 +39,13 @@ pub(crate) struct LimitsOptions {
     pub(crate) max_file_size: Option<Cap<u64>>,
     pub(crate) max_open_files: Option<Cap<u64>>,
     pub(crate) max_output: Option<u64>,
+    /// The ceiling of a timeout a tool asks for itself; not an executor limit.
+    pub(crate) max_timeout: Option<Duration>,
 }
+
+/// The longest timeout a tool may ask for when the operator sets no
+/// `max_timeout`: the most a Nanocoder manifest may declare.
+pub(crate) const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Combine for LimitsOptions {
     fn combine(self, lower: LimitsOptions) -> LimitsOptions {
@@ -52,6 +58,7 @@ impl Combine for LimitsOptions {
             max_file_size: self.max_file_size.combine(lower.max_file_size),
             max_open_files: self.max_open_files.combine(lower.max_open_files),
             max_output: self.max_output.combine(lower.max_output),
+            max_timeout: self.max_timeout.combine(lower.max_timeout),
         }
     }
 }
@@ -204,6 +211,8 @@ pub(crate) struct GlobalSettings {
     /// Limits after env and file, before any subcommand flags.
     pub(crate) limits_options: LimitsOptions,
     pub(crate) limits: Limits,
+    /// The ceiling of tool-requested timeouts.
+    pub(crate) max_timeout: Duration,
 }
 
 impl GlobalSettings {
@@ -242,6 +251,7 @@ impl GlobalSettings {
             }),
             env_set: combined.env.set.unwrap_or_default(),
             limits: combined.limits.clone().resolve(),
+            max_timeout: combined.limits.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
             limits_options: combined.limits,
         }
     }
@@ -269,6 +279,7 @@ impl GlobalSettings {
                 "set": self.env_set.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
             },
             "limits": limits_json(limits),
+            "max_timeout": format_duration(self.max_timeout),
         })
     }
 }

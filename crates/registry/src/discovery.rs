@@ -10,7 +10,7 @@
 //! - The name a tool declares must be its file's name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
 //! - Among the tools that passed, a later directory shadows an earlier one by name, and the shadowed tool is recorded.
 //!   A candidate that failed its probe shadows nothing.
-//! - A candidate whose file is unchanged since the [`DiscoveryCache`] saw it is not probed: its cached result is used.
+//! - A candidate whose file is unchanged since the [`DiscoveryCache`] saw it is not probed: its cached output is loaded again.
 //! - A missing directory is skipped silently, unless the user named it (`--tools-dir`, `[discovery] dirs`).
 
 use std::collections::HashMap;
@@ -22,11 +22,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use toolsmith_executor::{Executor, LimitKind, Limits, Termination};
+use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
 use crate::cache::{Fingerprint, ProbeRecord};
 use crate::kodelet::{self, DescriptionError};
-use crate::{DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolKind, ToolName};
+use crate::tool::{Runner, ToolParts};
+use crate::{
+    Annotations, DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolName,
+};
 
 /// The wall-clock budget of a `description` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -108,45 +111,57 @@ pub enum ProblemError {
         /// The file that won (first in sorted order).
         winner: PathBuf,
     },
-    /// `description` could not be started.
-    #[error("`description` could not be started")]
+    /// The probe could not be started.
+    #[error("`{probe}` could not be started")]
     Spawn {
+        /// The probe's argument, e.g. `description`.
+        probe: &'static str,
         /// The executor's error.
         #[source]
         source: toolsmith_executor::Error,
     },
-    /// `description` did not finish in time.
-    #[error("`description` did not finish within {timeout:?} and was killed")]
+    /// The probe did not finish in time.
+    #[error("`{probe}` did not finish within {timeout:?} and was killed")]
     Timeout {
+        /// The probe's argument.
+        probe: &'static str,
         /// The probe's timeout.
         timeout: Duration,
     },
-    /// `description` hit a CPU or memory limit.
-    #[error("`description` was killed by the {limit} limit")]
+    /// The probe hit a CPU or memory limit.
+    #[error("`{probe}` was killed by the {limit} limit")]
     Limit {
+        /// The probe's argument.
+        probe: &'static str,
         /// The limit.
         limit: LimitKind,
     },
-    /// `description` exited with a non-zero status.
+    /// The probe exited with a non-zero status.
     #[error(
-        "`description` exited with status {code}{}",
+        "`{probe}` exited with status {code}{}",
         stderr_suffix(first_stderr_line)
     )]
     Exited {
+        /// The probe's argument.
+        probe: &'static str,
         /// The exit status.
         code: i32,
         /// The first non-empty line of stderr, if any.
         first_stderr_line: Option<String>,
     },
-    /// `description` was killed by a signal.
-    #[error("`description` was killed by signal {signal}")]
+    /// The probe was killed by a signal.
+    #[error("`{probe}` was killed by signal {signal}")]
     Signaled {
+        /// The probe's argument.
+        probe: &'static str,
         /// The signal number.
         signal: i32,
     },
-    /// `description` printed more than [`PROBE_MAX_OUTPUT`] bytes.
-    #[error("`description` printed {total} bytes, more than the {PROBE_MAX_OUTPUT} allowed")]
+    /// The probe printed more than [`PROBE_MAX_OUTPUT`] bytes.
+    #[error("`{probe}` printed {total} bytes, more than the {PROBE_MAX_OUTPUT} allowed")]
     OutputTooLarge {
+        /// The probe's argument.
+        probe: &'static str,
         /// How much it printed.
         total: u64,
     },
@@ -157,6 +172,9 @@ pub enum ProblemError {
         #[source]
         source: DescriptionError,
     },
+    /// The tool's description is empty: the LLM would not know what it does.
+    #[error("the tool's description is empty")]
+    EmptyDescription,
     /// The declared name differs from the file's name.
     #[error(
         "declares name `{declared}` but its file name makes it `{expected}`; rename the file or fix the name"
@@ -225,13 +243,38 @@ impl Catalog {
     }
 }
 
-/// A file to probe.
+/// The format of a candidate file, decided from its name and mode alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// An executable probed with `description` (Kodelet).
+    Kodelet,
+}
+
+impl Format {
+    /// The name the discovery cache files this format's probe outputs under: an output is
+    /// reused only by the protocol that produced it.
+    fn protocol(self) -> &'static str {
+        match self {
+            Format::Kodelet => kodelet::PROTOCOL,
+        }
+    }
+
+    /// The probe's argument, for messages.
+    fn probe_name(self) -> &'static str {
+        match self {
+            Format::Kodelet => kodelet::DESCRIPTION_ARG,
+        }
+    }
+}
+
+/// A file that may be a tool.
 #[derive(Debug)]
 struct Candidate {
     path: PathBuf,
     source: PathBuf,
     layer: Layer,
     expected: ToolName,
+    format: Format,
     fingerprint: Fingerprint,
 }
 
@@ -247,7 +290,7 @@ pub(crate) enum Freshness {
     Settle(Duration),
 }
 
-/// What a discovery found, and which files it left for later.
+/// What a discovery found, and when a file it left for later will have settled.
 #[derive(Debug)]
 pub(crate) struct Discovery {
     pub(crate) catalog: Catalog,
@@ -271,7 +314,7 @@ pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunCo
 /// whose file changed since `cache` last saw it; the others spawn no process.
 ///
 /// A missing directory is skipped, unless its layer is one the user named
-/// ([`Layer::missing_is_problem`]). The cache is updated but not saved.
+/// ([`Layer::missing_is_problem`]). The cache is updated, not saved.
 pub async fn discover_layers(
     executor: &Arc<Executor>,
     layers: &[LayerDir],
@@ -325,8 +368,8 @@ pub(crate) async fn discover_matching(
         problems.retain(|problem| problem_concerns(problem, only));
     }
 
-    // Each candidate gets a record from the cache, a fresh probe, or (left for later) the
-    // last record known for its path, which may be none.
+    // Each candidate gets a record from the cache, from a fresh probe, or (when it is left
+    // for later) the last record known for its path, which may be none.
     let now = SystemTime::now();
     let mut retry_at: Option<SystemTime> = None;
     let mut records: Vec<Option<Result<ProbeRecord, ProblemError>>> = Vec::new();
@@ -334,14 +377,18 @@ pub(crate) async fn discover_matching(
     for (index, candidate) in candidates.iter().enumerate() {
         let cached = match freshness {
             Freshness::ProbeAll => None,
-            Freshness::UseCache | Freshness::Settle(_) => {
-                cache.get(&candidate.path, &candidate.fingerprint, kodelet::PROTOCOL)
-            }
+            Freshness::UseCache | Freshness::Settle(_) => cache.get(
+                &candidate.path,
+                &candidate.fingerprint,
+                candidate.format.protocol(),
+            ),
         };
         if let Some(record) = cached {
             records.push(Some(Ok(record.clone())));
             continue;
         }
+        // A modification time further in the future than the settle time is a skewed clock,
+        // not a write in progress: waiting for it could take forever.
         if let Freshness::Settle(settle) = freshness
             && let Some(settled_at) = candidate
                 .fingerprint
@@ -356,7 +403,8 @@ pub(crate) async fn discover_matching(
         records.push(None);
         to_probe.push(index);
     }
-    let probe_candidates: Vec<&Candidate> = to_probe.iter().map(|&index| &candidates[index]).collect();
+    let probe_candidates: Vec<&Candidate> =
+        to_probe.iter().map(|&index| &candidates[index]).collect();
     let probed = probe_all(executor, &probe_candidates, config).await;
     for (index, (result, probed_at)) in to_probe.into_iter().zip(probed) {
         let candidate = &candidates[index];
@@ -364,7 +412,7 @@ pub(crate) async fn discover_matching(
             cache.insert(
                 candidate.path.clone(),
                 candidate.fingerprint,
-                kodelet::PROTOCOL,
+                candidate.format.protocol(),
                 probed_at,
                 record.clone(),
             );
@@ -378,7 +426,7 @@ pub(crate) async fn discover_matching(
         let Some(record) = record else {
             continue;
         };
-        match record.and_then(|record| interpret(&record, &candidate)) {
+        match record.and_then(|record| load(&record, &candidate)) {
             Ok(tool) => {
                 if let Some(previous) = by_name.insert(tool.name().clone(), tool) {
                     shadowed.push(Shadowed {
@@ -422,7 +470,12 @@ fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
 }
 
 /// Adds the candidates of `dir` in sorted file-name order.
-fn scan_dir(dir: &Path, layer: Layer, candidates: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
+fn scan_dir(
+    dir: &Path,
+    layer: Layer,
+    candidates: &mut Vec<Candidate>,
+    problems: &mut Vec<Problem>,
+) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(source) if source.kind() == io::ErrorKind::NotFound && !layer.missing_is_problem() => {
@@ -451,7 +504,11 @@ fn scan_dir(dir: &Path, layer: Layer, candidates: &mut Vec<Candidate>, problems:
     let mut winners: HashMap<ToolName, PathBuf> = HashMap::new();
     for path in paths {
         match classify(&path) {
-            Ok(Some((expected, fingerprint))) => {
+            Ok(Some(Classified {
+                name: expected,
+                format,
+                fingerprint,
+            })) => {
                 if let Some(winner) = winners.get(&expected) {
                     problems.push(Problem {
                         error: ProblemError::Duplicate {
@@ -468,6 +525,7 @@ fn scan_dir(dir: &Path, layer: Layer, candidates: &mut Vec<Candidate>, problems:
                     source: dir.to_path_buf(),
                     layer,
                     expected,
+                    format,
                     fingerprint,
                 });
             }
@@ -477,8 +535,17 @@ fn scan_dir(dir: &Path, layer: Layer, candidates: &mut Vec<Candidate>, problems:
     }
 }
 
-/// The tool name and fingerprint of `path` if it is a candidate, `None` if it is silently skipped.
-fn classify(path: &Path) -> Result<Option<(ToolName, Fingerprint)>, ProblemError> {
+/// What [`classify`] tells of a candidate file.
+#[derive(Debug)]
+struct Classified {
+    name: ToolName,
+    format: Format,
+    fingerprint: Fingerprint,
+}
+
+/// The tool name, format and fingerprint of `path` if it is a candidate, `None` if it is
+/// silently skipped.
+fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
@@ -502,9 +569,12 @@ fn classify(path: &Path) -> Result<Option<(ToolName, Fingerprint)>, ProblemError
         return Ok(None);
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
-    ToolName::new(file_name)
-        .map(|name| Some((name, Fingerprint::of(&metadata))))
-        .map_err(|source| ProblemError::FileName { source })
+    let name = ToolName::new(file_name).map_err(|source| ProblemError::FileName { source })?;
+    Ok(Some(Classified {
+        name,
+        format: Format::Kodelet,
+        fingerprint: Fingerprint::of(&metadata),
+    }))
 }
 
 /// Probes every candidate; the results, each with the moment its probe started, are in the
@@ -526,13 +596,20 @@ async fn probe_all(
         let cwd = config.cwd.clone();
         let env = config.env.clone();
         let path = candidate.path.clone();
+        let format = candidate.format;
         let handle = tasks.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
             let _permit = permits.acquire_owned().await;
-            // Taken before the probe reads the file: a write after it leaves a later mtime.
+            let probe = Probe {
+                executor: &executor,
+                cwd: &cwd,
+                env: &env,
+                limits: &limits,
+            };
+            // Taken before the probe reads the file, so a write after the read has a later
+            // modification time than this (see `RACY_MARGIN`).
             let probed_at = SystemTime::now();
-            let record = probe(&executor, &path, &cwd, &env, &limits).await;
-            (record, probed_at)
+            (probe.run(format, &path).await, probed_at)
         });
         index_of_task.insert(handle.id(), index);
     }
@@ -570,78 +647,130 @@ fn probe_limits(base: &Limits) -> Limits {
     }
 }
 
-/// Runs `description`; only a failure to run it at all is an error, the rest is a record.
-async fn probe(
-    executor: &Executor,
-    path: &Path,
-    cwd: &Path,
-    env: &[(OsString, OsString)],
-    limits: &Limits,
-) -> Result<ProbeRecord, ProblemError> {
-    let command = kodelet::description_command(path, cwd, env)
-        .map_err(|source| ProblemError::Spawn { source })?;
-    let outcome = executor
-        .run(&command, limits)
-        .await
-        .map_err(|source| ProblemError::Spawn { source })?;
-    match outcome.limit {
-        Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(limits.timeout)),
-        Some(limit) => return Ok(ProbeRecord::Limit(limit)),
-        None => {}
-    }
-    match outcome.termination {
-        Termination::Exited(0) => {}
-        Termination::Exited(code) => {
-            return Ok(ProbeRecord::Exited {
-                code,
-                first_stderr_line: first_line(&outcome.stderr.text_lossy()),
-            });
-        }
-        Termination::Signaled(signal) => return Ok(ProbeRecord::Signaled(signal)),
-    }
-    if outcome.stdout.truncated {
-        return Ok(ProbeRecord::OutputTooLarge(outcome.stdout.total));
-    }
-    Ok(ProbeRecord::Output(outcome.stdout.bytes))
+/// What a probe needs to run a candidate.
+struct Probe<'a> {
+    executor: &'a Executor,
+    cwd: &'a Path,
+    env: &'a [(OsString, OsString)],
+    limits: &'a Limits,
 }
 
-/// The tool a probe's record describes, or why there is none.
-fn interpret(record: &ProbeRecord, candidate: &Candidate) -> Result<Tool, ProblemError> {
-    let stdout = match record {
-        ProbeRecord::Output(stdout) => stdout,
-        ProbeRecord::Timeout(timeout) => return Err(ProblemError::Timeout { timeout: *timeout }),
-        ProbeRecord::Limit(limit) => return Err(ProblemError::Limit { limit: *limit }),
+impl Probe<'_> {
+    /// Runs the probe of `format` on the file at `path`. Only a failure to run it at all is an
+    /// error; whatever the program did is a record, which [`load`] interprets.
+    async fn run(&self, format: Format, path: &Path) -> Result<ProbeRecord, ProblemError> {
+        let probe = format.probe_name();
+        let command = match format {
+            Format::Kodelet => kodelet::description_command(path, self.cwd, self.env),
+        }
+        .map_err(|source| ProblemError::Spawn { probe, source })?;
+        self.record(probe, command).await
+    }
+
+    /// Runs `command` (the probe called `probe`, e.g. `description`) and records how it ended.
+    async fn record(
+        &self,
+        probe: &'static str,
+        command: Command,
+    ) -> Result<ProbeRecord, ProblemError> {
+        let outcome = self
+            .executor
+            .run(&command, self.limits)
+            .await
+            .map_err(|source| ProblemError::Spawn { probe, source })?;
+        match outcome.limit {
+            Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(self.limits.timeout)),
+            Some(limit) => return Ok(ProbeRecord::Limit(limit)),
+            None => {}
+        }
+        match outcome.termination {
+            Termination::Exited(0) => {}
+            Termination::Exited(code) => {
+                return Ok(ProbeRecord::Exited {
+                    code,
+                    first_stderr_line: first_line(&outcome.stderr.text_lossy()),
+                });
+            }
+            Termination::Signaled(signal) => return Ok(ProbeRecord::Signaled(signal)),
+        }
+        if outcome.stdout.truncated {
+            return Ok(ProbeRecord::OutputTooLarge(outcome.stdout.total));
+        }
+        Ok(ProbeRecord::Output(outcome.stdout.bytes))
+    }
+}
+
+/// What the probe called `probe` printed, or why that is not a usable answer.
+fn probe_stdout<'a>(probe: &'static str, record: &'a ProbeRecord) -> Result<&'a [u8], ProblemError> {
+    match record {
+        ProbeRecord::Output(stdout) => Ok(stdout),
+        ProbeRecord::Timeout(timeout) => Err(ProblemError::Timeout {
+            probe,
+            timeout: *timeout,
+        }),
+        ProbeRecord::Limit(limit) => Err(ProblemError::Limit {
+            probe,
+            limit: *limit,
+        }),
         ProbeRecord::Exited {
             code,
             first_stderr_line,
-        } => {
-            return Err(ProblemError::Exited {
-                code: *code,
-                first_stderr_line: first_stderr_line.clone(),
-            });
-        }
-        ProbeRecord::Signaled(signal) => return Err(ProblemError::Signaled { signal: *signal }),
-        ProbeRecord::OutputTooLarge(total) => {
-            return Err(ProblemError::OutputTooLarge { total: *total });
-        }
+        } => Err(ProblemError::Exited {
+            probe,
+            code: *code,
+            first_stderr_line: first_stderr_line.clone(),
+        }),
+        ProbeRecord::Signaled(signal) => Err(ProblemError::Signaled {
+            probe,
+            signal: *signal,
+        }),
+        ProbeRecord::OutputTooLarge(total) => Err(ProblemError::OutputTooLarge {
+            probe,
+            total: *total,
+        }),
+    }
+}
+
+/// Loads one candidate in its format from its probe's record, then applies the checks every
+/// format shares.
+fn load(record: &ProbeRecord, candidate: &Candidate) -> Result<Tool, ProblemError> {
+    let stdout = probe_stdout(candidate.format.probe_name(), record)?;
+    let parts = match candidate.format {
+        Format::Kodelet => load_kodelet(stdout, candidate)?,
     };
+    register(parts, &candidate.expected)
+}
+
+fn load_kodelet(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, ProblemError> {
     let description = kodelet::parse_description(stdout)
         .map_err(|source| ProblemError::Description { source })?;
-    if description.name != candidate.expected {
+    Ok(ToolParts {
+        name: description.name,
+        description: description.description,
+        input_schema: description.input_schema,
+        output_schema: description.output_schema,
+        annotations: Annotations::undeclared(),
+        requested_timeout: None,
+        path: candidate.path.clone(),
+        source: candidate.source.clone(),
+        layer: candidate.layer,
+        runner: Runner::Kodelet,
+    })
+}
+
+/// The checks of registration that do not depend on the format: the name
+/// the tool declares is its file's, and it says what it does.
+fn register(parts: ToolParts, expected: &ToolName) -> Result<Tool, ProblemError> {
+    if &parts.name != expected {
         return Err(ProblemError::NameMismatch {
-            declared: description.name,
-            expected: candidate.expected.clone(),
+            declared: parts.name,
+            expected: expected.clone(),
         });
     }
-    Ok(Tool::new(
-        description.name,
-        description.description,
-        description.input_schema,
-        candidate.path.clone(),
-        candidate.source.clone(),
-        ToolKind::Executable,
-        candidate.layer,
-    ))
+    if parts.description.trim().is_empty() {
+        return Err(ProblemError::EmptyDescription);
+    }
+    Ok(Tool::from_parts(parts))
 }
 
 /// The first non-empty line of `text`, trimmed and cut to 200 characters.
@@ -672,7 +801,7 @@ mod tests {
             None => fs::create_dir(&path).unwrap(),
         }
         let actual = classify(&path)
-            .map(|name| name.map(|(name, _)| name.as_str().to_owned()))
+            .map(|name| name.map(|classified| classified.name.as_str().to_owned()))
             .map_err(|error| error.to_string());
         let expect = expect
             .map(|name| name.map(str::to_owned))
@@ -723,7 +852,7 @@ mod tests {
         fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
         let link = dir.path().join("linked");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert_eq!(classify(&link).unwrap().unwrap().0.as_str(), "linked");
+        assert_eq!(classify(&link).unwrap().unwrap().name.as_str(), "linked");
     }
 
     #[test]

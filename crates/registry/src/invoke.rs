@@ -2,11 +2,13 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
 use crate::discovery::first_line;
+use crate::tool::Runner;
 use crate::{Body, Catalog, Envelope, Error, ErrorCode, Metadata, Tool, ToolName, kodelet};
 
 /// How tool processes are run, for probes and calls alike.
@@ -20,6 +22,23 @@ pub struct RunConfig {
     /// The resource limits of a call. Probes use them with their own timeout
     /// and output cap.
     pub limits: Limits,
+    /// The longest timeout a tool may ask for (Kodelet's `config`, a
+    /// manifest's `timeout_ms`); a tool that asks for none gets `limits.timeout`.
+    pub max_timeout: Duration,
+}
+
+impl RunConfig {
+    /// The limits of a call to `tool`: the configured ones, with the timeout
+    /// the tool asks for, capped by `max_timeout`.
+    pub fn limits_for(&self, tool: &Tool) -> Limits {
+        match tool.requested_timeout() {
+            Some(requested) => Limits {
+                timeout: requested.min(self.max_timeout),
+                ..self.limits.clone()
+            },
+            None => self.limits.clone(),
+        }
+    }
 }
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
@@ -71,14 +90,19 @@ pub async fn invoke(
             Metadata::not_started(),
         ));
     }
-    let command = kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments).map_err(
-        |source| Error::Executor {
-            program: tool.path().to_path_buf(),
-            source,
-        },
-    )?;
-    match executor.run(&command, &config.limits).await {
-        Ok(outcome) => Ok(envelope_from_outcome(tool.name(), &outcome, &config.limits)),
+    let command = match tool.runner() {
+        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments),
+    }
+    .map_err(|source| Error::Executor {
+        program: tool.path().to_path_buf(),
+        source,
+    })?;
+    let limits = config.limits_for(tool);
+    match executor.run(&command, &limits).await {
+        Ok(outcome) => Ok(check_output(
+            tool,
+            envelope_from_outcome(tool.name(), &outcome, &limits),
+        )),
         Err(toolsmith_executor::Error::Spawn { stage, source, .. }) => Ok(Envelope::failure(
             ErrorCode::SpawnFailed,
             format!(
@@ -92,6 +116,28 @@ pub async fn invoke(
             source,
         }),
     }
+}
+
+/// Turns a successful envelope whose JSON result fails the tool's output
+/// schema into `INVALID_OUTPUT`: the tool ran, but did not keep its promise.
+fn check_output(tool: &Tool, envelope: Envelope) -> Envelope {
+    let (Some(schema), Body::Success { result }) = (tool.output_schema(), &envelope.body) else {
+        return envelope;
+    };
+    let violations = schema.violations(result);
+    if violations.is_empty() {
+        return envelope;
+    }
+    let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    Envelope::failure(
+        ErrorCode::InvalidOutput,
+        format!(
+            "Tool {} returned a result that does not match its output schema: {}.",
+            tool.name(),
+            details.join("; ")
+        ),
+        envelope.metadata,
+    )
 }
 
 /// Maps a finished run to its envelope.

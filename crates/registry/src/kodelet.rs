@@ -7,14 +7,14 @@ use serde_json::Value;
 use toolsmith_executor::Command;
 
 use crate::schema::json_type;
-use crate::{InputSchema, NameError, SchemaError, ToolName};
+use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
 
 /// The protocol's name in the discovery cache: a cached probe output is only reused by the
 /// protocol that produced it.
 pub(crate) const PROTOCOL: &str = "kodelet-description";
 
 /// The argument that asks a tool for its description.
-const DESCRIPTION_ARG: &str = "description";
+pub(crate) const DESCRIPTION_ARG: &str = "description";
 
 /// The argument that runs a tool.
 const RUN_ARG: &str = "run";
@@ -25,6 +25,7 @@ pub(crate) struct Description {
     pub(crate) name: ToolName,
     pub(crate) description: String,
     pub(crate) input_schema: InputSchema,
+    pub(crate) output_schema: Option<OutputSchema>,
 }
 
 /// Why the output of `description` is not a usable description.
@@ -75,6 +76,13 @@ pub enum DescriptionError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `output_schema` was refused.
+    #[error("field `output_schema` is invalid")]
+    InvalidOutputSchema {
+        /// Why.
+        #[source]
+        source: SchemaError,
+    },
 }
 
 /// The command that asks the tool at `program` to describe itself.
@@ -105,7 +113,8 @@ pub(crate) fn run_command(
 
 /// Parses what `description` printed.
 ///
-/// Fields other than `name`, `description` and `input_schema` are ignored, so
+/// Fields other than `name`, `description`, `input_schema` and the optional
+/// `output_schema` are ignored, so
 /// that tools written for Kodelet with extra metadata still load.
 pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, DescriptionError> {
     let value: Value =
@@ -128,10 +137,16 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
         })?;
     let input_schema = InputSchema::new(input_schema)
         .map_err(|source| DescriptionError::InvalidSchema { source })?;
+    let output_schema = object
+        .remove("output_schema")
+        .map(OutputSchema::new)
+        .transpose()
+        .map_err(|source| DescriptionError::InvalidOutputSchema { source })?;
     Ok(Description {
         name,
         description,
         input_schema,
+        output_schema,
     })
 }
 

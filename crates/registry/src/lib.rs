@@ -32,6 +32,7 @@
 //!     cwd: std::env::current_dir()?,
 //!     env: filtered_env(&["PATH".to_owned()], &[]),
 //!     limits: Limits::recommended(),
+//!     max_timeout: std::time::Duration::from_secs(300),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -68,5 +69,5 @@ pub use crate::kodelet::DescriptionError;
 pub use crate::layers::{Layer, LayerDir, LayerInputs, Peer, layer_dirs, project_dir};
 pub use crate::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
-pub use crate::schema::{InputSchema, SchemaError, Violation};
-pub use crate::tool::{Tool, ToolKind};
+pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
+pub use crate::tool::{Annotations, Approval, Tool, ToolKind};

@@ -97,14 +97,7 @@ impl InputSchema {
 
     /// Every way in which `arguments` fails the schema; empty when they are valid.
     pub fn violations(&self, arguments: &Value) -> Vec<Violation> {
-        self.validator
-            .iter_errors(arguments)
-            .map(|error| Violation {
-                instance_path: error.instance_path().to_string(),
-                keyword: error.kind().keyword().to_owned(),
-                message: error.to_string(),
-            })
-            .collect()
+        violations(&self.validator, arguments)
     }
 }
 
@@ -112,6 +105,58 @@ impl fmt::Debug for InputSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("InputSchema").field(&self.value).finish()
     }
+}
+
+/// The schema a tool's JSON result must meet, when the tool declares one
+/// (ikigai's `returns`, or an `output_schema`). A result that fails it is
+/// `INVALID_OUTPUT`.
+#[derive(Clone)]
+pub struct OutputSchema {
+    value: Value,
+    validator: jsonschema::Validator,
+}
+
+impl OutputSchema {
+    /// Checks and compiles `value`, which must be a JSON object.
+    pub fn new(value: Value) -> Result<OutputSchema, SchemaError> {
+        if !value.is_object() {
+            return Err(SchemaError::NotAnObject {
+                found: json_type(&value),
+            });
+        }
+        let validator =
+            jsonschema::validator_for(&value).map_err(|error| SchemaError::Invalid {
+                reason: error.to_string(),
+            })?;
+        Ok(OutputSchema { value, validator })
+    }
+
+    /// The schema as the tool declared it.
+    pub fn as_json(&self) -> &Value {
+        &self.value
+    }
+
+    /// Every way in which `result` fails the schema; empty when it is valid.
+    pub fn violations(&self, result: &Value) -> Vec<Violation> {
+        violations(&self.validator, result)
+    }
+}
+
+impl fmt::Debug for OutputSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("OutputSchema").field(&self.value).finish()
+    }
+}
+
+fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Violation> {
+    validator
+        .iter_errors(instance)
+        .map(|error| Violation {
+            instance_path: error.instance_path().to_string(),
+            keyword: error.kind().keyword().to_owned(),
+            message: error.to_string(),
+        })
+        .collect()
 }
 
 /// The JSON type name of `value`, for messages.

@@ -1,60 +1,135 @@
-//! A discovered tool: its name, what it tells the LLM, where it lives and how it is run.
+//! A discovered tool: its name, what it tells the LLM, its policy annotations, where it lives and how it is run.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::{InputSchema, Layer, ToolName};
+use crate::{InputSchema, Layer, OutputSchema, ToolName};
 
-/// How a tool is described and run.
-///
-/// The first slice knows one format; the `--schema` executables of ikigai and
-/// the markdown manifests of Nanocoder become further variants.
+/// The format a tool was written in, which fixes how it is described and run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ToolKind {
     /// An executable speaking the Kodelet protocol: `tool description` prints
     /// `{name, description, input_schema}` and `tool run` reads the JSON
     /// arguments on stdin.
-    Executable,
+    Kodelet,
 }
 
 impl ToolKind {
-    /// The name used in listings, e.g. `executable`.
+    /// The name used in listings and JSON output, e.g. `kodelet`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ToolKind::Executable => "executable",
+            ToolKind::Kodelet => "kodelet",
         }
     }
 }
 
-/// A tool that passed discovery and can be invoked.
+impl fmt::Display for ToolKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a call needs a human's approval, as the tool declares it.
+///
+/// toolsmith does not prompt anyone: it carries the annotation to agents
+/// (MCP annotations) and uses it in profiles (`unattended` leaves out the
+/// tools that need approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Approval {
+    /// Never needs approval.
+    Never,
+    /// Always needs approval.
+    Always,
+    /// Needs approval because it changes things that are hard to undo.
+    Destructive,
+}
+
+impl Approval {
+    /// The name used in manifests and listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Never => "never",
+            Approval::Always => "always",
+            Approval::Destructive => "destructive",
+        }
+    }
+}
+
+/// What a tool declares about itself for policy and for agents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotations {
+    /// A human-readable title, if the tool gives one.
+    pub title: Option<String>,
+    /// Whether calls need approval.
+    pub approval: Approval,
+    /// True when the tool only reads: it changes nothing outside its own process.
+    pub read_only: bool,
+}
+
+impl Annotations {
+    /// The annotations of a tool that declares none: the executable formats
+    /// come from systems without an approval step, so their tools run
+    /// without one, and nothing is assumed about what they change.
+    pub fn undeclared() -> Annotations {
+        Annotations {
+            title: None,
+            approval: Approval::Never,
+            read_only: false,
+        }
+    }
+}
+
+/// How a tool is run; one variant per format.
+#[derive(Debug, Clone)]
+pub(crate) enum Runner {
+    /// `tool run`, arguments as JSON on stdin.
+    Kodelet,
+}
+
+/// The parts a format's loader produces, from which a [`Tool`] is built.
+#[derive(Debug)]
+pub(crate) struct ToolParts {
+    pub(crate) name: ToolName,
+    pub(crate) description: String,
+    pub(crate) input_schema: InputSchema,
+    pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) annotations: Annotations,
+    pub(crate) requested_timeout: Option<Duration>,
+    pub(crate) path: PathBuf,
+    pub(crate) source: PathBuf,
+    pub(crate) layer: Layer,
+    pub(crate) runner: Runner,
+}
+
+/// A tool that passed discovery and validation and can be invoked.
 #[derive(Debug, Clone)]
 pub struct Tool {
     name: ToolName,
     description: String,
     input_schema: InputSchema,
+    output_schema: Option<OutputSchema>,
+    annotations: Annotations,
+    requested_timeout: Option<Duration>,
     path: PathBuf,
     source: PathBuf,
-    kind: ToolKind,
     layer: Layer,
+    runner: Runner,
 }
 
 impl Tool {
-    pub(crate) fn new(
-        name: ToolName,
-        description: String,
-        input_schema: InputSchema,
-        path: PathBuf,
-        source: PathBuf,
-        kind: ToolKind,
-        layer: Layer,
-    ) -> Tool {
+    pub(crate) fn from_parts(parts: ToolParts) -> Tool {
         Tool {
-            name,
-            description,
-            input_schema,
-            path,
-            source,
-            kind,
-            layer,
+            name: parts.name,
+            description: parts.description,
+            input_schema: parts.input_schema,
+            output_schema: parts.output_schema,
+            annotations: parts.annotations,
+            requested_timeout: parts.requested_timeout,
+            path: parts.path,
+            source: parts.source,
+            layer: parts.layer,
+            runner: parts.runner,
         }
     }
 
@@ -73,6 +148,21 @@ impl Tool {
         &self.input_schema
     }
 
+    /// The schema its JSON result must meet, when it declares one.
+    pub fn output_schema(&self) -> Option<&OutputSchema> {
+        self.output_schema.as_ref()
+    }
+
+    /// What it declares for policy and agents.
+    pub fn annotations(&self) -> &Annotations {
+        &self.annotations
+    }
+
+    /// The timeout the tool asks for, which the operator's `max_timeout` caps.
+    pub fn requested_timeout(&self) -> Option<Duration> {
+        self.requested_timeout
+    }
+
     /// The absolute path of the tool's file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -83,13 +173,19 @@ impl Tool {
         &self.source
     }
 
-    /// Its format.
-    pub fn kind(&self) -> ToolKind {
-        self.kind
-    }
-
     /// The layer of the directory it was discovered in.
     pub fn layer(&self) -> Layer {
         self.layer
+    }
+
+    /// Its format.
+    pub fn kind(&self) -> ToolKind {
+        match self.runner {
+            Runner::Kodelet => ToolKind::Kodelet,
+        }
+    }
+
+    pub(crate) fn runner(&self) -> &Runner {
+        &self.runner
     }
 }

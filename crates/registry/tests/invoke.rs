@@ -40,6 +40,7 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         cwd: dir.path().to_path_buf(),
         env: filtered_env(&["PATH".to_owned()], &[]),
         limits: Limits::recommended(),
+        max_timeout: std::time::Duration::from_secs(300),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

@@ -25,6 +25,7 @@ pub(crate) async fn list(
         cwd: global.cwd.clone(),
         env: global.tool_env(),
         limits: global.limits.clone(),
+        max_timeout: global.max_timeout,
     };
     let catalog = toolsmith_registry::discover(executor, &global.tool_dirs, &config).await;
     if args.json {

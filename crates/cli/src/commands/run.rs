@@ -45,6 +45,7 @@ pub(crate) async fn run(
         cwd: settings.cwd.clone(),
         env: global.tool_env(),
         limits: settings.limits.clone(),
+        max_timeout: global.max_timeout,
     };
     let envelope = match ToolName::from_exposed_or_plain(&args.name) {
         Ok(name) => {
