@@ -418,11 +418,7 @@ mod tests {
 
     /// Stores `record` for a tool file in a fresh cache directory, saves, lets `change` alter
     /// the world, loads the cache again, and compares what it returns for the tool.
-    fn check(
-        record: ProbeRecord,
-        change: impl FnOnce(&Path, &Path),
-        expect: Option<ProbeRecord>,
-    ) {
+    fn check(record: ProbeRecord, change: impl FnOnce(&Path, &Path), expect: Option<ProbeRecord>) {
         let temp = tempfile::tempdir().unwrap();
         let cache_dir = temp.path().join("cache");
         let tool = temp.path().join("tool");
@@ -440,8 +436,8 @@ mod tests {
         change(&tool, &cache_dir);
         let reloaded = DiscoveryCache::load(&cache_dir);
         let fingerprint = fs::metadata(&tool).ok().map(|meta| Fingerprint::of(&meta));
-        let actual =
-            fingerprint.and_then(|fingerprint| reloaded.get(&tool, &fingerprint, PROTOCOL).cloned());
+        let actual = fingerprint
+            .and_then(|fingerprint| reloaded.get(&tool, &fingerprint, PROTOCOL).cloned());
         assert_eq!(actual, expect);
     }
 
@@ -483,7 +479,9 @@ mod tests {
     fn corrupt_file_is_empty() {
         check(
             output("{}"),
-            |_, cache_dir| fs::write(cache_dir.join(CACHE_FILE), "{\"version\": 1, \"entr").unwrap(),
+            |_, cache_dir| {
+                fs::write(cache_dir.join(CACHE_FILE), "{\"version\": 1, \"entr").unwrap()
+            },
             None,
         );
         check(
@@ -508,7 +506,11 @@ mod tests {
 
     #[test]
     fn failures_that_may_come_from_the_machine_are_not_persisted() {
-        check(ProbeRecord::Timeout(Duration::from_secs(1)), |_, _| {}, None);
+        check(
+            ProbeRecord::Timeout(Duration::from_secs(1)),
+            |_, _| {},
+            None,
+        );
         check(
             ProbeRecord::Exited {
                 code: 127,
@@ -525,7 +527,13 @@ mod tests {
         let tool = temp.path().join("tool");
         let fingerprint = old_file(&tool, "#!/bin/sh\n");
         let mut cache = DiscoveryCache::load(temp.path());
-        cache.insert(tool.clone(), fingerprint, PROTOCOL, SystemTime::now(), output("{}"));
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            PROTOCOL,
+            SystemTime::now(),
+            output("{}"),
+        );
         cache.save().unwrap();
         fs::remove_file(&tool).unwrap();
         let mut cache = DiscoveryCache::load(temp.path());
@@ -552,6 +560,9 @@ mod tests {
             modified + Duration::from_secs(2),
             output("{}"),
         );
-        assert_eq!(cache.get(&tool, &fingerprint, PROTOCOL), Some(&output("{}")));
+        assert_eq!(
+            cache.get(&tool, &fingerprint, PROTOCOL),
+            Some(&output("{}"))
+        );
     }
 }

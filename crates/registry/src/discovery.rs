@@ -27,9 +27,7 @@ use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 use crate::cache::{Fingerprint, ProbeRecord};
 use crate::kodelet::{self, DescriptionError};
 use crate::tool::{Runner, ToolParts};
-use crate::{
-    Annotations, DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolName,
-};
+use crate::{Annotations, DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolName};
 
 /// The wall-clock budget of a `description` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -701,7 +699,10 @@ impl Probe<'_> {
 }
 
 /// What the probe called `probe` printed, or why that is not a usable answer.
-fn probe_stdout<'a>(probe: &'static str, record: &'a ProbeRecord) -> Result<&'a [u8], ProblemError> {
+fn probe_stdout<'a>(
+    probe: &'static str,
+    record: &'a ProbeRecord,
+) -> Result<&'a [u8], ProblemError> {
     match record {
         ProbeRecord::Output(stdout) => Ok(stdout),
         ProbeRecord::Timeout(timeout) => Err(ProblemError::Timeout {

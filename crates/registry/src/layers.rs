@@ -188,7 +188,10 @@ pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
             );
         }
     }
-    push(Layer::Project, inputs.project.join(".toolsmith").join("tools"));
+    push(
+        Layer::Project,
+        inputs.project.join(".toolsmith").join("tools"),
+    );
     for dir in &inputs.config_dirs {
         push(Layer::Config, dir.clone());
     }

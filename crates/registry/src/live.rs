@@ -125,14 +125,12 @@ impl LiveRegistry {
         config: RunConfig,
     ) -> Result<LiveRegistry, Error> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let mut debouncer = notify_debouncer_mini::new_debouncer(
-            SETTLE,
-            move |result: DebounceEventResult| {
+        let mut debouncer =
+            notify_debouncer_mini::new_debouncer(SETTLE, move |result: DebounceEventResult| {
                 // The receiver is gone only when the registry is dropped; nothing is left to tell.
                 let _ignored = sender.send(result);
-            },
-        )
-        .map_err(|source| Error::Watch { source })?;
+            })
+            .map_err(|source| Error::Watch { source })?;
         let targets = watch_targets(&layers, &config.cwd);
         let mut watched = HashSet::new();
         update_watches(&mut debouncer, &targets, &HashSet::new(), &mut watched)?;
