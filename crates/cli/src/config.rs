@@ -19,6 +19,11 @@
 //! [executor]
 //! backend = "auto"       # auto, cgroup, pidns, subreaper or pgroup
 //! max_concurrent = 4
+//!
+//! [discovery]
+//! dirs = ["tools", "~/shared-tools"]  # extra tool dirs, highest precedence; relative to this file's directory
+//! peers = false          # also read Kodelet's, ikigai's and Nanocoder's tool directories
+//! cache = true           # reuse probe results of unchanged tools ($XDG_CACHE_HOME/toolsmith)
 //! ```
 //!
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
@@ -31,7 +36,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, Visitor};
 use toolsmith_executor::BackendChoice;
 
-use crate::settings::{EnvOptions, ExecutorOptions, LimitsOptions, Options};
+use crate::settings::{DiscoveryOptions, EnvOptions, ExecutorOptions, LimitsOptions, Options};
 use crate::units::{self, Cap, UnitError};
 
 /// The project configuration file, relative to the current directory.
@@ -71,7 +76,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env] and [executor]; see the key list in the message"
+                "the sections are [limits], [env], [executor] and [discovery]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -129,6 +134,16 @@ struct RawFile {
     env: RawEnv,
     #[serde(default)]
     executor: RawExecutor,
+    #[serde(default)]
+    discovery: RawDiscovery,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDiscovery {
+    dirs: Option<Vec<PathBuf>>,
+    peers: Option<bool>,
+    cache: Option<bool>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -157,6 +172,26 @@ struct RawEnv {
 struct RawExecutor {
     backend: Option<Scalar>,
     max_concurrent: Option<Scalar>,
+}
+
+/// A directory named in `[discovery] dirs`, with the directory of the file that named it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ConfigDir {
+    /// The config file's directory, as the file was named (maybe relative to the current directory).
+    pub(crate) base: PathBuf,
+    /// The directory as written: absolute, `~/...`, or relative to `base`.
+    pub(crate) dir: PathBuf,
+}
+
+impl ConfigDir {
+    /// The absolute directory, with `~/` read as `home`.
+    pub(crate) fn resolve(&self, cwd: &Path, home: Option<&Path>) -> PathBuf {
+        let dir = match (self.dir.strip_prefix("~"), home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => cwd.join(&self.base).join(&self.dir),
+        };
+        std::path::absolute(&dir).unwrap_or(dir)
+    }
 }
 
 /// A loaded configuration file.
@@ -259,10 +294,26 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         allow: raw.env.allow,
         set: raw.env.set.map(|set| set.into_iter().collect()),
     };
+    // Relative directories are taken from the config file's directory, so that a file
+    // means the same whatever directory toolsmith is started in.
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let discovery = DiscoveryOptions {
+        dirs: raw.discovery.dirs.map(|dirs| {
+            dirs.into_iter()
+                .map(|dir| ConfigDir {
+                    base: base.clone(),
+                    dir,
+                })
+                .collect()
+        }),
+        peers: raw.discovery.peers,
+        cache: raw.discovery.cache,
+    };
     Ok(Options {
         limits,
         executor,
         env,
+        discovery,
     })
 }
 
@@ -397,7 +448,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `discovery`",
             ),
         );
     }
@@ -420,6 +471,41 @@ mod tests {
                 "invalid value \"0\" for executor.max_concurrent in x.toml: expected a whole number of at least 1",
             ),
         );
+    }
+
+    #[test]
+    fn discovery_section() {
+        check(
+            "[discovery]\ndirs = [\"a\", \"/b\"]\npeers = true\ncache = false\n",
+            Ok("peers: Some(true), cache: Some(false)"),
+        );
+        check(
+            "[discovery]\npeers = \"yes\"\n",
+            Err(
+                "invalid config file x.toml at line 2: invalid type: string \"yes\", expected a boolean",
+            ),
+        );
+    }
+
+    #[test]
+    fn config_dirs_are_relative_to_the_file() {
+        let options = parse(
+            "[discovery]\ndirs = [\"tools\", \"/abs\", \"~/mine\"]\n",
+            Path::new("conf/x.toml"),
+        )
+        .unwrap();
+        let resolved: Vec<String> = options
+            .discovery
+            .dirs
+            .unwrap()
+            .iter()
+            .map(|dir| {
+                dir.resolve(Path::new("/work"), Some(Path::new("/home/ada")))
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(resolved, ["/work/conf/tools", "/abs", "/home/ada/mine"]);
     }
 
     #[test]

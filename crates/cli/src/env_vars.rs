@@ -40,6 +40,11 @@ impl EnvVars {
     /// Bytes kept per output stream of a call, e.g. `1MiB`. Overrides `[limits] max_output`.
     pub const TOOLSMITH_MAX_OUTPUT: &'static str = "TOOLSMITH_MAX_OUTPUT";
 
+    /// The base directory of user caches (XDG); the discovery cache is
+    /// `$XDG_CACHE_HOME/toolsmith/discovery.json`, default `~/.cache/toolsmith/`.
+    /// A relative value is ignored, as the XDG specification asks.
+    pub const XDG_CACHE_HOME: &'static str = "XDG_CACHE_HOME";
+
     /// When set (to anything), output carries no color.
     pub const NO_COLOR: &'static str = "NO_COLOR";
 }

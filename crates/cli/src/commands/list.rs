@@ -27,15 +27,19 @@ pub(crate) async fn list(
         limits: global.limits.clone(),
         max_timeout: global.max_timeout,
     };
-    let catalog = toolsmith_registry::discover(executor, &global.tool_dirs, &config).await;
+    let mut cache = global.discovery_cache();
+    let catalog =
+        toolsmith_registry::discover_layers(executor, &global.layers, &mut cache, &config).await;
+    global.save_discovery_cache(&mut cache);
     if args.json {
         output::write_json(&catalog_json(&catalog))?;
     } else {
         if catalog.tools().is_empty() {
             let searched: Vec<String> = global
-                .tool_dirs
+                .layers
                 .iter()
-                .map(|dir| dir.display().to_string())
+                .filter(|layer_dir| layer_dir.dir.is_dir())
+                .map(|layer_dir| layer_dir.dir.display().to_string())
                 .collect();
             tracing::warn!(
                 "no tools found (searched: {})",
@@ -63,6 +67,7 @@ fn catalog_json(catalog: &Catalog) -> serde_json::Value {
                 "path": tool.path(),
                 "source": tool.source(),
                 "kind": tool.kind().as_str(),
+                "layer": tool.layer().as_str(),
                 "input_schema": tool.input_schema().as_json(),
             })
         })
@@ -79,6 +84,7 @@ fn catalog_json(catalog: &Catalog) -> serde_json::Value {
             json!({
                 "name": shadowed.tool.name().as_str(),
                 "path": shadowed.tool.path(),
+                "layer": shadowed.tool.layer().as_str(),
                 "by": shadowed.by,
             })
         })

@@ -49,8 +49,16 @@ pub(crate) async fn run(
     };
     let envelope = match ToolName::from_exposed_or_plain(&args.name) {
         Ok(name) => {
-            let catalog =
-                toolsmith_registry::discover_one(executor, &global.tool_dirs, &name, &config).await;
+            let mut cache = global.discovery_cache();
+            let catalog = toolsmith_registry::discover_one(
+                executor,
+                &global.layers,
+                &mut cache,
+                &name,
+                &config,
+            )
+            .await;
+            global.save_discovery_cache(&mut cache);
             toolsmith_registry::invoke_named(executor, &catalog, &args.name, arguments, &config)
                 .await
                 .context("cannot run the tool")?
