@@ -17,6 +17,8 @@
 //! - Subscribers get a [`ChangeEvent`] (names added, removed, changed) after each rescan that
 //!   changed the catalog.
 //! - Dropping the registry stops the watcher thread and the rescan task.
+//!
+//! The design, with a diagram and the decisions behind it, is in `docs/discovery.md`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
