@@ -2,15 +2,15 @@
 //!
 //! The order, lowest precedence first (a later directory shadows an earlier one by name):
 //!
-//! 1. [`Layer::System`]: `<prefix>/libexec/toolsmith`, where `<prefix>` is the directory above
+//! 1. The system layer ([`Layer::System`]): `<prefix>/libexec/toolsmith`, where `<prefix>` is the directory above
 //!    the one holding the `toolsmith` binary (`/usr/bin/toolsmith` → `/usr/libexec/toolsmith`).
 //! 2. With peers switched on, the peers' user directories: `~/.kodelet/tools`, `~/.ikigai/tools`,
 //!    `~/.config/nanocoder/tools` ([`Layer::PeerUser`]).
-//! 3. [`Layer::User`]: `$TOOLSMITH_HOME/tools`, default `~/.config/toolsmith/tools`.
+//! 3. The user layer ([`Layer::User`]): `$TOOLSMITH_HOME/tools`, default `~/.config/toolsmith/tools`.
 //! 4. With peers switched on, the peers' project directories: `<project>/.kodelet/tools`,
 //!    `<project>/.ikigai/tools`, `<project>/.nanocoder/tools` ([`Layer::PeerProject`]).
-//! 5. [`Layer::Project`]: `<project>/.toolsmith/tools`.
-//! 6. [`Layer::Config`]: the directories named by `[discovery] dirs`, in their order.
+//! 5. The project layer ([`Layer::Project`]): `<project>/.toolsmith/tools`.
+//! 6. The config layer ([`Layer::Config`]): the directories named by `[discovery] dirs`, in their order.
 //!
 //! A peer's directory sits with the layer of the same scope, below toolsmith's own directory of
 //! that scope: a user migrating from Kodelet keeps the precedence they had (project over user),
