@@ -81,6 +81,33 @@ fn examples_json() {
               "name"
             ]
           }
+        },
+        {
+          "name": "word_count",
+          "exposed_name": "custom_tool_word_count",
+          "description": "Count the lines, words and bytes of a file in the project, or only the lines.",
+          "path": "[EXAMPLES]/word-count.md",
+          "source": "[EXAMPLES]",
+          "kind": "manifest",
+          "layer": "explicit",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "path": {
+                "type": "string",
+                "description": "The file, relative to the project directory",
+                "minLength": 1
+              },
+              "lines_only": {
+                "type": "boolean",
+                "description": "Count only the lines",
+                "default": false
+              }
+            },
+            "required": [
+              "path"
+            ]
+          }
         }
       ],
       "problems": [],
@@ -93,15 +120,16 @@ fn examples_json() {
 #[test]
 fn examples_table() {
     let context = TestContext::new();
-    cli_snapshot!(context, context.with_examples().arg("list"), @r#"
-        exit_code: 0
-        ----- stdout -----
-        NAME        DESCRIPTION                                                                                        PATH
-        error_tool  A tool that demonstrates error handling: fails on request                                          [EXAMPLES]/error_tool
-        git_info    Get git repository information: current branch, HEAD commit and the number of uncommitted changes  [EXAMPLES]/git_info
-        hello       Say hello to a person                                                                              [EXAMPLES]/hello
-        ----- stderr -----
-        "#);
+    cli_snapshot!(context, context.with_examples().arg("list"), @"
+    exit_code: 0
+    ----- stdout -----
+    NAME        DESCRIPTION                                                                                        PATH
+    error_tool  A tool that demonstrates error handling: fails on request                                          [EXAMPLES]/error_tool
+    git_info    Get git repository information: current branch, HEAD commit and the number of uncommitted changes  [EXAMPLES]/git_info
+    hello       Say hello to a person                                                                              [EXAMPLES]/hello
+    word_count  Count the lines, words and bytes of a file in the project, or only the lines.                      [EXAMPLES]/word-count.md
+    ----- stderr -----
+    ");
 }
 
 #[test]

@@ -6,4 +6,5 @@ mod context;
 mod config;
 mod doctor;
 mod list;
+mod manifest;
 mod run;

@@ -93,13 +93,6 @@ pub(crate) enum ProbeRecord {
     OutputTooLarge(u64),
 }
 
-impl ProbeRecord {
-    /// Whether the record depends only on the file, so that it may outlive the process.
-    fn is_persistent(&self) -> bool {
-        matches!(self, ProbeRecord::Output(_))
-    }
-}
-
 #[derive(Debug, Clone)]
 struct Entry {
     fingerprint: Fingerprint,
@@ -109,6 +102,12 @@ struct Entry {
 }
 
 impl Entry {
+    /// Whether the entry is written to the cache file: a record that depends only on the file
+    /// (what a program printed), of a protocol that runs a program.
+    fn is_persistent(&self) -> bool {
+        matches!(self.record, ProbeRecord::Output(_)) && known_protocol(self.protocol).is_some()
+    }
+
     /// Whether a later write could have left the fingerprint unchanged.
     fn is_racy(&self) -> bool {
         match self.fingerprint.modified() {
@@ -254,11 +253,8 @@ impl DiscoveryCache {
             probed_at,
             record,
         };
-        let was_persistent = self
-            .entries
-            .get(&path)
-            .is_some_and(|old| old.record.is_persistent());
-        self.dirty |= was_persistent || entry.record.is_persistent();
+        let was_persistent = self.entries.get(&path).is_some_and(Entry::is_persistent);
+        self.dirty |= was_persistent || entry.is_persistent();
         self.entries.insert(path, entry);
     }
 
@@ -276,7 +272,7 @@ impl DiscoveryCache {
             .collect();
         for path in gone {
             if let Some(entry) = self.entries.remove(&path) {
-                self.dirty |= entry.record.is_persistent();
+                self.dirty |= entry.is_persistent();
             }
         }
         if !self.dirty {
@@ -299,6 +295,9 @@ impl DiscoveryCache {
 }
 
 fn stored_entry(path: &Path, entry: &Entry) -> Option<StoredEntry> {
+    if !entry.is_persistent() {
+        return None;
+    }
     let ProbeRecord::Output(output) = &entry.record else {
         return None;
     };
@@ -357,7 +356,9 @@ fn read_entries(file: &Path) -> Result<HashMap<PathBuf, Entry>, String> {
     Ok(entries)
 }
 
-/// The protocols discovery probes with.
+/// The protocols whose records are kept across processes: those that run a program. A
+/// manifest's record (its contents) stays in memory, since reading the file again costs no
+/// more than reading its cache entry.
 pub(crate) const PROTOCOLS: &[&str] = &[crate::kodelet::PROTOCOL];
 
 fn known_protocol(name: &str) -> Option<&'static str> {

@@ -26,8 +26,17 @@ use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
 use crate::cache::{Fingerprint, ProbeRecord};
 use crate::kodelet::{self, DescriptionError};
+use crate::manifest::{self, ManifestErrors};
 use crate::tool::{Runner, ToolParts};
 use crate::{Annotations, DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolName};
+
+/// The file-name suffix of a Nanocoder manifest; the stem is the tool name.
+const MANIFEST_SUFFIX: &str = ".md";
+
+/// The tool name a file of this name would provide, whatever its format.
+pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
+    ToolName::new(file_name.strip_suffix(MANIFEST_SUFFIX).unwrap_or(file_name)).ok()
+}
 
 /// The wall-clock budget of a `description` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -170,6 +179,17 @@ pub enum ProblemError {
         #[source]
         source: DescriptionError,
     },
+    /// A manifest could not be read.
+    #[error("cannot read the manifest")]
+    ReadManifest {
+        /// The IO failure.
+        #[source]
+        source: io::Error,
+    },
+    /// A manifest's frontmatter or body is invalid; the message lists every
+    /// error with the field it is about.
+    #[error(transparent)]
+    Manifest(#[from] ManifestErrors),
     /// The tool's description is empty: the LLM would not know what it does.
     #[error("the tool's description is empty")]
     EmptyDescription,
@@ -246,6 +266,8 @@ impl Catalog {
 enum Format {
     /// An executable probed with `description` (Kodelet).
     Kodelet,
+    /// A `NAME.md` manifest (Nanocoder), parsed without running anything.
+    Manifest,
 }
 
 impl Format {
@@ -254,6 +276,7 @@ impl Format {
     fn protocol(self) -> &'static str {
         match self {
             Format::Kodelet => kodelet::PROTOCOL,
+            Format::Manifest => MANIFEST_PROTOCOL,
         }
     }
 
@@ -261,9 +284,17 @@ impl Format {
     fn probe_name(self) -> &'static str {
         match self {
             Format::Kodelet => kodelet::DESCRIPTION_ARG,
+            Format::Manifest => MANIFEST_READ,
         }
     }
 }
+
+/// The cache's name for reading a manifest; its records stay in memory (see
+/// [`crate::cache`]), since reading the file again costs no more than reading its entry.
+pub(crate) const MANIFEST_PROTOCOL: &str = "manifest-read";
+
+/// The "probe" of a manifest, for messages: it is read, never run.
+const MANIFEST_READ: &str = "read";
 
 /// A file that may be a tool.
 #[derive(Debug)]
@@ -462,7 +493,7 @@ fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str())
-            .and_then(|file_name| ToolName::new(file_name).ok())
+            .and_then(file_tool_name)
             .is_some_and(|file_tool| &file_tool == name),
     }
 }
@@ -547,7 +578,7 @@ fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
-    if file_name.as_encoded_bytes().starts_with(b".") {
+    if file_name.as_encoded_bytes().starts_with(b".") || is_documentation(file_name) {
         return Ok(None);
     }
     let metadata = match fs::metadata(path) {
@@ -563,16 +594,41 @@ fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> {
             });
         }
     };
-    if !metadata.is_file() || metadata.permissions().mode() & 0o111 == 0 {
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    let is_manifest = file_name
+        .as_encoded_bytes()
+        .ends_with(MANIFEST_SUFFIX.as_bytes());
+    if !is_manifest && metadata.permissions().mode() & 0o111 == 0 {
         return Ok(None);
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
-    let name = ToolName::new(file_name).map_err(|source| ProblemError::FileName { source })?;
+    let (stem, format) = match file_name.strip_suffix(MANIFEST_SUFFIX) {
+        Some(stem) => (stem, Format::Manifest),
+        None => (file_name, Format::Kodelet),
+    };
+    let name = ToolName::new(stem).map_err(|source| ProblemError::FileName { source })?;
     Ok(Some(Classified {
         name,
-        format: Format::Kodelet,
+        format,
         fingerprint: Fingerprint::of(&metadata),
     }))
+}
+
+/// True for the documentation files people keep next to their tools
+/// (`README.md`, `CHANGELOG.md`, ...): markdown, but not manifests, and never
+/// worth a problem report. Any other `.md` file whose name is not a valid
+/// tool name is still reported, so a misnamed manifest is not silently lost.
+fn is_documentation(file_name: &std::ffi::OsStr) -> bool {
+    const DOCUMENTATION: [&str; 5] = ["README", "CHANGELOG", "LICENSE", "CONTRIBUTING", "NOTES"];
+    file_name.to_str().is_some_and(|file_name| {
+        file_name.strip_suffix(MANIFEST_SUFFIX).is_some_and(|stem| {
+            DOCUMENTATION
+                .iter()
+                .any(|doc| stem.eq_ignore_ascii_case(doc))
+        })
+    })
 }
 
 /// Probes every candidate; the results, each with the moment its probe started, are in the
@@ -660,6 +716,13 @@ impl Probe<'_> {
         let probe = format.probe_name();
         let command = match format {
             Format::Kodelet => kodelet::description_command(path, self.cwd, self.env),
+            // A manifest is read, not run: its record is its contents, which the live
+            // registry keeps like any other while a changed manifest settles.
+            Format::Manifest => {
+                return fs::read(path)
+                    .map(ProbeRecord::Output)
+                    .map_err(|source| ProblemError::ReadManifest { source });
+            }
         }
         .map_err(|source| ProblemError::Spawn { probe, source })?;
         self.record(probe, command).await
@@ -738,6 +801,7 @@ fn load(record: &ProbeRecord, candidate: &Candidate) -> Result<Tool, ProblemErro
     let stdout = probe_stdout(candidate.format.probe_name(), record)?;
     let parts = match candidate.format {
         Format::Kodelet => load_kodelet(stdout, candidate)?,
+        Format::Manifest => load_manifest(stdout, candidate)?,
     };
     register(parts, &candidate.expected)
 }
@@ -756,6 +820,33 @@ fn load_kodelet(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, Probl
         source: candidate.source.clone(),
         layer: candidate.layer,
         runner: Runner::Kodelet,
+    })
+}
+
+/// Reads and parses a manifest; nothing is run.
+fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let text = std::str::from_utf8(contents).map_err(|_| ProblemError::ReadManifest {
+        source: io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })?;
+    let manifest = manifest::parse(text, &candidate.expected)?;
+    Ok(ToolParts {
+        name: manifest.name.clone(),
+        description: manifest.description.clone(),
+        input_schema: manifest.input_schema.clone(),
+        output_schema: None,
+        annotations: Annotations {
+            title: None,
+            approval: manifest.approval,
+            read_only: manifest.read_only,
+        },
+        requested_timeout: Some(manifest.timeout),
+        path: candidate.path.clone(),
+        source: candidate.source.clone(),
+        layer: candidate.layer,
+        runner: Runner::Manifest(Box::new(manifest)),
     })
 }
 
@@ -823,6 +914,8 @@ mod tests {
     #[test]
     fn skipped_silently() {
         check("readme", Some(("text", 0o644)), Ok(None));
+        check("README.md", Some(("# My tools", 0o644)), Ok(None));
+        check("changelog.md", Some(("# Changes", 0o644)), Ok(None));
         check(".hidden", Some(("#!/bin/sh\n", 0o755)), Ok(None));
         check("subdir", None, Ok(None));
     }

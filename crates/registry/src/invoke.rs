@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
-use crate::discovery::first_line;
+use crate::discovery::{file_tool_name, first_line};
+use crate::manifest::CommandError;
 use crate::tool::Runner;
 use crate::{Body, Catalog, Envelope, Error, ErrorCode, Metadata, Tool, ToolName, kodelet};
 
@@ -90,19 +91,43 @@ pub async fn invoke(
             Metadata::not_started(),
         ));
     }
-    let command = match tool.runner() {
-        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments),
-    }
-    .map_err(|source| Error::Executor {
+    let executor_error = |source| Error::Executor {
         program: tool.path().to_path_buf(),
         source,
-    })?;
+    };
+    let command = match tool.runner() {
+        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &config.env, arguments)
+            .map_err(executor_error)?,
+        Runner::Manifest(manifest) => match manifest.command(arguments, &config.cwd, &config.env) {
+            Ok(command) => command,
+            Err(CommandError::Render(error)) => {
+                return Ok(Envelope::failure(
+                    ErrorCode::InvalidParams,
+                    format!("Invalid arguments for tool {}: {error}.", tool.name()),
+                    Metadata::not_started(),
+                ));
+            }
+            Err(error @ CommandError::NoShell { .. }) => {
+                return Ok(Envelope::failure(
+                    ErrorCode::SpawnFailed,
+                    format!("Tool {} could not be started: {error}.", tool.name()),
+                    Metadata::not_started(),
+                ));
+            }
+            Err(CommandError::Executor(source)) => return Err(executor_error(source)),
+        },
+    };
     let limits = config.limits_for(tool);
     match executor.run(&command, &limits).await {
-        Ok(outcome) => Ok(check_output(
-            tool,
-            envelope_from_outcome(tool.name(), &outcome, &limits),
-        )),
+        Ok(outcome) => {
+            let envelope = match tool.runner() {
+                Runner::Kodelet => envelope_from_outcome(tool.name(), &outcome, &limits),
+                Runner::Manifest(manifest) => {
+                    manifest_envelope(tool.name(), manifest.fail_on_exit, &outcome, &limits)
+                }
+            };
+            Ok(check_output(tool, envelope))
+        }
         Err(toolsmith_executor::Error::Spawn { stage, source, .. }) => Ok(Envelope::failure(
             ErrorCode::SpawnFailed,
             format!(
@@ -138,6 +163,46 @@ fn check_output(tool: &Tool, envelope: Envelope) -> Envelope {
         ),
         envelope.metadata,
     )
+}
+
+/// Maps a finished run of a manifest to its envelope.
+///
+/// A manifest's output is text, never parsed as JSON (the proposal returns
+/// stdout as the result). A non-zero exit is information for the agent
+/// (`grep` finding nothing, `kubectl` reporting a missing namespace), so it is
+/// a success whose result carries the exit code, stdout and stderr, unless the
+/// manifest says `fail_on_exit: true`. Signals and limits fail as for every tool.
+fn manifest_envelope(
+    name: &ToolName,
+    fail_on_exit: bool,
+    outcome: &Outcome,
+    limits: &Limits,
+) -> Envelope {
+    let code = match outcome.termination {
+        Termination::Exited(code) if outcome.limit.is_none() => code,
+        _ => return envelope_from_outcome(name, outcome, limits),
+    };
+    let stdout = Value::String(without_newline(&outcome.stdout.text_lossy()).to_owned());
+    let result = match code {
+        0 => stdout,
+        _ if fail_on_exit => return envelope_from_outcome(name, outcome, limits),
+        _ => serde_json::json!({
+            "exit_code": code,
+            "stdout": stdout,
+            "stderr": without_newline(&outcome.stderr.text_lossy()),
+        }),
+    };
+    Envelope {
+        body: Body::Success { result },
+        metadata: Metadata::from_outcome(outcome),
+    }
+}
+
+/// `text` without one trailing newline (`\n` or `\r\n`).
+fn without_newline(text: &str) -> &str {
+    text.strip_suffix('\n')
+        .map(|text| text.strip_suffix('\r').unwrap_or(text))
+        .unwrap_or(text)
 }
 
 /// Maps a finished run to its envelope.
@@ -230,7 +295,7 @@ fn not_found_sentence(name: &str, catalog: &Catalog) -> String {
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str());
-        let file_tool = file_name.and_then(|file_name| ToolName::new(file_name).ok());
+        let file_tool = file_name.and_then(file_tool_name);
         file_tool.is_some() && file_tool == wanted
     });
     match problem {

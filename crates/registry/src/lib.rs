@@ -49,11 +49,14 @@ mod cache;
 mod discovery;
 mod envelope;
 mod error;
+mod expand;
 mod invoke;
 mod kodelet;
 mod layers;
 mod live;
+mod manifest;
 mod name;
+mod render;
 mod schema;
 mod tool;
 
@@ -64,10 +67,15 @@ pub use crate::discovery::{
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
+pub use crate::expand::ExpandError;
 pub use crate::invoke::{RunConfig, invoke, invoke_named};
 pub use crate::kodelet::DescriptionError;
 pub use crate::layers::{Layer, LayerDir, LayerInputs, Peer, layer_dirs, project_dir};
 pub use crate::live::{ChangeEvent, LiveRegistry, SETTLE};
+pub use crate::manifest::{
+    DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
+};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
+pub use crate::render::{RenderError, TemplateError};
 pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
 pub use crate::tool::{Annotations, Approval, Tool, ToolKind};

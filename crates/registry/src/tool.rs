@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::manifest::Manifest;
 use crate::{InputSchema, Layer, OutputSchema, ToolName};
 
 /// The format a tool was written in, which fixes how it is described and run.
@@ -13,6 +14,9 @@ pub enum ToolKind {
     /// `{name, description, input_schema}` and `tool run` reads the JSON
     /// arguments on stdin.
     Kodelet,
+    /// A Nanocoder manifest: `NAME.md` with YAML frontmatter and a shell
+    /// body, parsed (never run) at discovery.
+    Manifest,
 }
 
 impl ToolKind {
@@ -20,6 +24,7 @@ impl ToolKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ToolKind::Kodelet => "kodelet",
+            ToolKind::Manifest => "manifest",
         }
     }
 }
@@ -85,6 +90,8 @@ impl Annotations {
 pub(crate) enum Runner {
     /// `tool run`, arguments as JSON on stdin.
     Kodelet,
+    /// The manifest's body, rendered with the arguments, run by its shell.
+    Manifest(Box<Manifest>),
 }
 
 /// The parts a format's loader produces, from which a [`Tool`] is built.
@@ -182,6 +189,7 @@ impl Tool {
     pub fn kind(&self) -> ToolKind {
         match self.runner {
             Runner::Kodelet => ToolKind::Kodelet,
+            Runner::Manifest(_) => ToolKind::Manifest,
         }
     }
 

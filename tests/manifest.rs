@@ -1,0 +1,379 @@
+//! Nanocoder manifests (`NAME.md`): the proposal's `k8s_pods` example with a fake `kubectl`, frontmatter errors next to good tools, and exit codes as information.
+
+use std::fs;
+
+use crate::context::{TestContext, write_executable};
+
+/// The proposal's example, verbatim but for the file name's `-`.
+const K8S_PODS: &str = r#"---
+name: k8s_pods
+description: List pods in a Kubernetes namespace. Returns kubectl output as text.
+parameters:
+  namespace:
+    type: string
+    required: true
+    description: The Kubernetes namespace
+    pattern: ^[a-z0-9-]+$
+    maxLength: 63
+  selector:
+    type: string
+    description: Optional label selector (e.g. "app=api")
+approval: never
+read_only: true
+---
+kubectl get pods -n {{ namespace }} {{# selector }}-l "{{ selector }}"{{/ selector }}
+"#;
+
+/// A context whose `PATH` starts with a fake `kubectl` that prints each
+/// argument in brackets, one per line.
+fn with_fake_kubectl() -> (TestContext, std::ffi::OsString) {
+    let context = TestContext::new();
+    fs::write(context.tools.join("k8s-pods.md"), K8S_PODS).unwrap();
+    let bin = context.root.join("bin");
+    write_executable(
+        &bin.join("kubectl"),
+        "#!/bin/sh\nfor argument; do printf '[%s]\\n' \"$argument\"; done\n",
+    );
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    (context, path)
+}
+
+#[test]
+fn k8s_pods_is_listed_with_its_schema() {
+    let (context, path) = with_fake_kubectl();
+    cli_snapshot!(context, context.with_tools().env("PATH", &path).args(["list", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "k8s_pods",
+          "exposed_name": "custom_tool_k8s_pods",
+          "description": "List pods in a Kubernetes namespace. Returns kubectl output as text.",
+          "path": "[TEMP]/tools/k8s-pods.md",
+          "source": "[TEMP]/tools",
+          "kind": "manifest",
+          "layer": "explicit",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "namespace": {
+                "type": "string",
+                "description": "The Kubernetes namespace",
+                "pattern": "^[a-z0-9-]+$",
+                "maxLength": 63
+              },
+              "selector": {
+                "type": "string",
+                "description": "Optional label selector (e.g. \"app=api\")"
+              }
+            },
+            "required": [
+              "namespace"
+            ]
+          }
+        }
+      ],
+      "problems": [],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn k8s_pods_runs_with_every_value_quoted() {
+    let (context, path) = with_fake_kubectl();
+    cli_snapshot!(context, context.with_tools().env("PATH", &path).args(["run", "k8s_pods", "--input", r#"{"namespace": "prod", "selector": "app=api; echo $(id) `id` \"x\""}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "[get]\n[pods]\n[-n]\n[prod]\n[-l]\n[app=api; echo $(id) `id` \"x\"]",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 61,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().env("PATH", &path).args(["run", "custom_tool_k8s_pods", "--input", r#"{"namespace": "kube-system"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "[get]\n[pods]\n[-n]\n[kube-system]",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 32,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn k8s_pods_validates_before_running() {
+    let (context, path) = with_fake_kubectl();
+    cli_snapshot!(context, context.with_tools().env("PATH", &path).args(["run", "k8s_pods", "--input", r#"{"namespace": "Prod; rm -rf /"}"#]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Invalid arguments for tool k8s_pods: \"Prod; rm -rf /\" does not match \"^[a-z0-9-]+$\" (at /namespace, keyword `pattern`).",
+      "error_code": "INVALID_PARAMS",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn frontmatter_errors_are_problems_and_good_tools_still_load() {
+    let context = TestContext::new();
+    let write = |file: &str, text: &str| fs::write(context.tools.join(file), text).unwrap();
+    write(
+        "good.md",
+        "---\nname: good\ndescription: Prints a greeting\nparameters:\n  who:\n    type: string\n    default: world\n---\necho hello {{ who }}\n",
+    );
+    write("no-fence.md", "name: no_fence\n");
+    write("bad-name.md", "---\nname: K8s\ndescription: x\n---\necho\n");
+    write(
+        "bad-fields.md",
+        "---\nname: bad_fields\ndescription: x\ntimeout_ms: 400000\napproval: sometimes\nparameters:\n  namespace:\n    type: integer\n    pattern: ^a$\n  count:\n    type: float\n  level:\n    type: number\n    min: 5\n    max: 1\n    default: 9\n  mode:\n    type: string\n    enum: [a, b]\n    default: c\n  tags:\n    type: string\n    items: {type: string}\n---\necho\n",
+    );
+    write(
+        "bad-yaml.md",
+        "---\nname: bad_yaml\ndescription: [x\n---\necho\n",
+    );
+    write(
+        "bad-body.md",
+        "---\nname: bad_body\ndescription: x\nparameters:\n  a:\n    type: string\n---\necho {{# a }}\necho {{ b }}\n",
+    );
+    write(
+        "unknown-key.md",
+        "---\nname: unknown_key\ndescription: x\ntimeout: 5\n---\necho\n",
+    );
+    cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "good",
+          "exposed_name": "custom_tool_good",
+          "description": "Prints a greeting",
+          "path": "[TEMP]/tools/good.md",
+          "source": "[TEMP]/tools",
+          "kind": "manifest",
+          "layer": "explicit",
+          "input_schema": {
+            "type": "object",
+            "properties": {
+              "who": {
+                "type": "string",
+                "default": "world"
+              }
+            }
+          }
+        }
+      ],
+      "problems": [
+        {
+          "path": "[TEMP]/tools/bad-body.md",
+          "error": "body: line 9: {{ b }} names no declared parameter"
+        },
+        {
+          "path": "[TEMP]/tools/bad-fields.md",
+          "error": "parameters.namespace.pattern: only allowed for type string; parameters.count.type: expected one of string, number, integer, boolean, array, got \"float\"; parameters.level.min: 5 is greater than max 1; parameters.level.default: 9 is greater than the maximum of 1; parameters.mode.default: \"c\" is not one of the enum values; parameters.tags.items: only allowed for type array; approval: expected one of never, always, destructive, got \"sometimes\"; timeout_ms: 400000 exceeds the maximum of 300000"
+        },
+        {
+          "path": "[TEMP]/tools/bad-name.md",
+          "error": "name: \"K8s\" does not match ^[a-z][a-z0-9_]*$"
+        },
+        {
+          "path": "[TEMP]/tools/bad-yaml.md",
+          "error": "frontmatter: invalid YAML at line 4, column 1: did not find expected ',' or ']' at line 4 column 1, while parsing a flow sequence"
+        },
+        {
+          "path": "[TEMP]/tools/no-fence.md",
+          "error": "the file must start with a `---` line opening the YAML frontmatter"
+        },
+        {
+          "path": "[TEMP]/tools/unknown-key.md",
+          "error": "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit"
+        }
+      ],
+      "shadowed": []
+    }
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().args(["run", "good", "--input", "{}"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "hello world",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 12,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn exit_code_is_information_unless_fail_on_exit() {
+    let context = TestContext::new();
+    let write = |file: &str, text: &str| fs::write(context.tools.join(file), text).unwrap();
+    write(
+        "find-word.md",
+        "---\nname: find_word\ndescription: Looks for a word in a text\nparameters:\n  word:\n    type: string\n    required: true\n---\nprintf 'alpha\\nbeta\\n' | grep -x -- {{ word }} || { echo \"no {{ word }} here\" >&2; exit 3; }\n",
+    );
+    write(
+        "strict-word.md",
+        "---\nname: strict_word\ndescription: Looks for a word in a text, strictly\nfail_on_exit: true\nshell: sh\nparameters:\n  word:\n    type: string\n    required: true\n---\nprintf 'alpha\\nbeta\\n' | grep -x -- {{ word }} || { echo \"no {{ word }} here\" >&2; exit 3; }\n",
+    );
+    cli_snapshot!(context, context.with_tools().args(["run", "find_word", "--input", r#"{"word": "beta"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "beta",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 5,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().args(["run", "find_word", "--input", r#"{"word": "gamma"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "exit_code": 3,
+        "stdout": "",
+        "stderr": "no gamma here"
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 3,
+        "stdout_truncated": false,
+        "stderr": "no gamma here\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 14,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().args(["run", "strict_word", "--input", r#"{"word": "gamma"}"#]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool strict_word exited with status 3: no gamma here.",
+      "error_code": "TOOL_CRASHED",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 3,
+        "stdout_truncated": false,
+        "stderr": "no gamma here\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 14,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
+#[test]
+fn cwd_and_env_are_expanded() {
+    let context = TestContext::new();
+    fs::create_dir_all(context.project.join("sub")).unwrap();
+    fs::write(
+        context.tools.join("where.md"),
+        "---\nname: where\ndescription: Shows where it runs\ncwd: ${NO_SUCH_VAR:-sub}\nenv:\n  GREETING: ${NO_SUCH_VAR:-hi} from ${WHO}\n---\necho \"${PWD##*/}\"; echo \"$GREETING\"\n",
+    )
+    .unwrap();
+    cli_snapshot!(context, context.with_tools().env("WHO", "Ada").args(["run", "where", "--input", "{}"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "sub\nhi from Ada",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 16,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
