@@ -13,7 +13,21 @@ fn show_settings_defaults() {
     {
       "cwd": "[TEMP]/project",
       "config_file": null,
-      "tool_dirs": [],
+      "layers": [
+        {
+          "layer": "system",
+          "path": "[PREFIX]/libexec/toolsmith"
+        },
+        {
+          "layer": "user",
+          "path": "[TEMP]/home/.config/toolsmith/tools"
+        },
+        {
+          "layer": "project",
+          "path": "[TEMP]/project/.toolsmith/tools"
+        }
+      ],
+      "cache_dir": "[TEMP]/home/.cache/toolsmith",
       "executor": {
         "backend": "auto",
         "max_concurrent": null
@@ -67,7 +81,21 @@ fn show_settings_precedence_flags_over_env_over_file() {
     {
       "cwd": "[TEMP]/project",
       "config_file": "custom.toml",
-      "tool_dirs": [],
+      "layers": [
+        {
+          "layer": "system",
+          "path": "[PREFIX]/libexec/toolsmith"
+        },
+        {
+          "layer": "user",
+          "path": "[TEMP]/home/.config/toolsmith/tools"
+        },
+        {
+          "layer": "project",
+          "path": "[TEMP]/project/.toolsmith/tools"
+        }
+      ],
+      "cache_dir": "[TEMP]/home/.cache/toolsmith",
       "executor": {
         "backend": "pgroup",
         "max_concurrent": 2
@@ -193,7 +221,7 @@ fn unknown_key_is_an_error() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env], [executor], [policy], [tools.NAME] and [audit]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [tools.NAME], [audit] and [discovery]; see the key list in the message
     ");
 }
 

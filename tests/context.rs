@@ -39,6 +39,11 @@ impl TestContext {
                 regex_escape(&examples_dir().display().to_string()),
                 "[EXAMPLES]".to_owned(),
             ),
+            // The system layer is found relative to the binary, which lives in the target dir.
+            (
+                regex_escape(&binary_prefix().display().to_string()),
+                "[PREFIX]".to_owned(),
+            ),
             (
                 regex_escape(&root.display().to_string()),
                 "[TEMP]".to_owned(),
@@ -133,6 +138,13 @@ impl TestContext {
         }
         settings
     }
+}
+
+/// The directory above the one holding the binary under test: its system layer is
+/// `[PREFIX]/libexec/toolsmith`.
+pub(crate) fn binary_prefix() -> PathBuf {
+    let binary = Path::new(env!("CARGO_BIN_EXE_toolsmith"));
+    binary.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
 /// The repository's `examples/tools`.

@@ -45,7 +45,30 @@ fn doctor_json() {
         assert!(feature["detail"].is_string(), "{feature}");
     }
     assert_eq!(report["config_file"], "./.toolsmith/config.toml");
-    assert_eq!(report["tool_dirs"], serde_json::json!([]));
+    let layers: Vec<&str> = report["tool_dirs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|dir| dir["layer"].as_str().unwrap())
+        .collect();
+    assert_eq!(layers, ["system", "user", "project"], "{report}");
+    assert_eq!(
+        report["tool_dirs"][2]["path"],
+        context
+            .project
+            .join(".toolsmith/tools")
+            .display()
+            .to_string()
+    );
+    assert_eq!(report["tool_dirs"][2]["exists"], false);
+    assert_eq!(
+        report["cache"]["file"],
+        context
+            .root
+            .join("home/.cache/toolsmith/discovery.json")
+            .display()
+            .to_string()
+    );
 }
 
 #[test]

@@ -21,6 +21,7 @@ fn examples_json() {
           "path": "[EXAMPLES]/error_tool",
           "source": "[EXAMPLES]",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -45,6 +46,7 @@ fn examples_json() {
           "path": "[EXAMPLES]/git_info",
           "source": "[EXAMPLES]",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -62,6 +64,7 @@ fn examples_json() {
           "path": "[EXAMPLES]/hello",
           "source": "[EXAMPLES]",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -86,6 +89,7 @@ fn examples_json() {
           "path": "[EXAMPLES]/word-count.md",
           "source": "[EXAMPLES]",
           "kind": "manifest",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -112,6 +116,7 @@ fn examples_json() {
           "path": "[EXAMPLES]/word-stats-tool",
           "source": "[EXAMPLES]",
           "kind": "ikigai",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -221,6 +226,7 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
           "path": "[TEMP]/tools/good",
           "source": "[TEMP]/tools",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object"
           }
@@ -359,7 +365,7 @@ fn missing_tools_dir_is_a_problem() {
     exit_code: 0
     ----- stdout -----
     ----- stderr -----
-     WARN no tools found (searched: [TEMP]/project/does-not-exist)
+     WARN no tools found (searched: no tool directory exists)
      WARN not listed: 1 file that could not be loaded; `toolsmith list --all` shows them
     ");
 }
@@ -405,6 +411,7 @@ fn ikigai_tool_is_listed_with_a_json_schema() {
           "path": "[TEMP]/tools/db-query-tool",
           "source": "[TEMP]/tools",
           "kind": "ikigai",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -525,6 +532,7 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
           "path": "[TEMP]/tools/good",
           "source": "[TEMP]/tools",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object"
           }
@@ -536,6 +544,7 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
           "path": "[TEMP]/tools/no-schema",
           "source": "[TEMP]/tools",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object"
           }
@@ -609,4 +618,142 @@ fn kodelet_config_timeout_is_checked() {
     ----- stderr -----
      WARN not listed: 2 files that could not be loaded; `toolsmith list --all` shows them
     ");
+}
+
+/// Layer name and path of every tool, then of every shadowed tool, from `list --json`.
+fn layers_of(context: &TestContext, command: &mut std::process::Command) -> Vec<String> {
+    let output = command.args(["list", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let listing: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let root = context.root.display().to_string();
+    let mut rows = Vec::new();
+    for (section, entries) in [
+        ("tool", &listing["tools"]),
+        ("shadowed", &listing["shadowed"]),
+    ] {
+        for entry in entries.as_array().unwrap() {
+            rows.push(format!(
+                "{section} {} {} {}",
+                entry["name"].as_str().unwrap(),
+                entry["layer"].as_str().unwrap(),
+                entry["path"].as_str().unwrap().replace(&root, "[TEMP]"),
+            ));
+        }
+    }
+    rows
+}
+
+#[test]
+fn layers_user_peers_project_config() {
+    let context = TestContext::new();
+    let tool = |path: &str, name: &str| {
+        write_executable(
+            &context.root.join(path).join(name),
+            &shell_tool(name, EMPTY_SCHEMA, "echo hi"),
+        );
+    };
+    tool("home/.config/toolsmith/tools", "greet");
+    tool("home/.kodelet/tools", "greet");
+    tool("home/.kodelet/tools", "kodelet_only");
+    tool("project/.ikigai/tools", "greet");
+    tool("project/.toolsmith/tools", "greet");
+    tool("project/extra", "greet");
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[discovery]\ndirs = [\"../extra\"]\npeers = true\n",
+    );
+    assert_eq!(
+        layers_of(&context, &mut context.command()),
+        [
+            "tool greet config [TEMP]/project/.toolsmith/../extra/greet",
+            "tool kodelet_only kodelet-user [TEMP]/home/.kodelet/tools/kodelet_only",
+            "shadowed greet kodelet-user [TEMP]/home/.kodelet/tools/greet",
+            "shadowed greet user [TEMP]/home/.config/toolsmith/tools/greet",
+            "shadowed greet ikigai-project [TEMP]/project/.ikigai/tools/greet",
+            "shadowed greet project [TEMP]/project/.toolsmith/tools/greet",
+        ]
+    );
+
+    // Peers are off by default.
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[discovery]\ndirs = [\"../extra\"]\n",
+    );
+    assert_eq!(
+        layers_of(&context, &mut context.command()),
+        [
+            "tool greet config [TEMP]/project/.toolsmith/../extra/greet",
+            "shadowed greet user [TEMP]/home/.config/toolsmith/tools/greet",
+            "shadowed greet project [TEMP]/project/.toolsmith/tools/greet",
+        ]
+    );
+}
+
+#[test]
+fn project_layer_is_the_git_work_tree() {
+    let context = TestContext::new();
+    std::fs::create_dir(context.project.join(".git")).unwrap();
+    // A minimal repository: git2 recognizes HEAD, objects and refs.
+    context.project_file(".git/HEAD", "ref: refs/heads/main\n");
+    std::fs::create_dir_all(context.project.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(context.project.join(".git/refs")).unwrap();
+    write_executable(
+        &context.project.join(".toolsmith/tools/greet"),
+        &shell_tool("greet", EMPTY_SCHEMA, "echo hi"),
+    );
+    let nested = context.project.join("src/deep");
+    std::fs::create_dir_all(&nested).unwrap();
+    assert_eq!(
+        layers_of(&context, context.command().current_dir(&nested)),
+        ["tool greet project [TEMP]/project/.toolsmith/tools/greet"]
+    );
+}
+
+#[test]
+fn second_listing_probes_nothing_unless_the_cache_is_off() {
+    let context = TestContext::new();
+    let counter = context.root.join("probes.log");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  description) echo probed >> '{}'; printf '%s\\n' '{{\"name\": \"counted\", \"description\": \"Counts probes\", \"input_schema\": {{\"type\": \"object\"}}}}' ;;\nesac\n",
+        counter.display()
+    );
+    let path = context.tool("counted", &script);
+    // Older than the cache's racy margin, as a tool is when a session starts.
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    let probes = || {
+        std::fs::read_to_string(&counter)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let list = |extra: &[&str]| {
+        let output = context
+            .with_tools()
+            .args(extra)
+            .arg("list")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&output.stdout).contains("counted"));
+    };
+    list(&[]);
+    assert_eq!(probes(), 1);
+    assert!(
+        context
+            .root
+            .join("home/.cache/toolsmith/discovery.json")
+            .is_file()
+    );
+    list(&[]);
+    assert_eq!(probes(), 1, "the warm listing probed");
+    list(&["--no-cache"]);
+    assert_eq!(probes(), 2);
+    context.project_file(".toolsmith/config.toml", "[discovery]\ncache = false\n");
+    list(&[]);
+    assert_eq!(probes(), 3);
 }

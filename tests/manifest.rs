@@ -55,6 +55,7 @@ fn k8s_pods_is_listed_with_its_schema() {
           "path": "[TEMP]/tools/k8s-pods.md",
           "source": "[TEMP]/tools",
           "kind": "manifest",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {
@@ -193,6 +194,7 @@ fn frontmatter_errors_are_problems_and_good_tools_still_load() {
           "path": "[TEMP]/tools/good.md",
           "source": "[TEMP]/tools",
           "kind": "manifest",
+          "layer": "explicit",
           "input_schema": {
             "type": "object",
             "properties": {

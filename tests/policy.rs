@@ -165,6 +165,7 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
           "path": "[TEMP]/tools/on",
           "source": "[TEMP]/tools",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object"
           }
@@ -185,6 +186,7 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
           "path": "[TEMP]/tools/off",
           "source": "[TEMP]/tools",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object"
           },
@@ -198,6 +200,7 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
           "path": "[TEMP]/tools/other",
           "source": "[TEMP]/tools",
           "kind": "kodelet",
+          "layer": "explicit",
           "input_schema": {
             "type": "object"
           },

@@ -37,6 +37,8 @@ pub(crate) struct BenchSettings {
     calls_large_parent: usize,
     warmups: usize,
     rounds: usize,
+    /// Cold and warm discoveries measured (the median is reported).
+    discovery_repetitions: usize,
 }
 
 impl BenchSettings {
@@ -52,6 +54,7 @@ impl BenchSettings {
             calls_large_parent,
             warmups,
             rounds: calls_large_parent.min(10),
+            discovery_repetitions: if quick { 1 } else { 5 },
         }
     }
 }
@@ -92,8 +95,9 @@ impl Variant {
 
 /// The executor and the runtimes its variants run on, set up once.
 struct Harness {
-    /// One executor for both runtimes, as its documentation asks: one per process, shared.
-    executor: Executor,
+    /// One executor for both runtimes and the discovery bench, as its documentation asks: one
+    /// per process, shared.
+    executor: std::sync::Arc<Executor>,
     multi_thread: tokio::runtime::Runtime,
     current_thread: tokio::runtime::Runtime,
     command: toolsmith_executor::Command,
@@ -113,11 +117,13 @@ impl Harness {
         // Created inside the runtime the CLI would use, in case it starts work there.
         let executor = {
             let _entered = multi_thread.enter();
-            Executor::new(ExecutorConfig {
-                backend: BackendChoice::Auto,
-                max_concurrent: None,
-            })
-            .context("could not create the executor")?
+            std::sync::Arc::new(
+                Executor::new(ExecutorConfig {
+                    backend: BackendChoice::Auto,
+                    max_concurrent: None,
+                })
+                .context("could not create the executor")?,
+            )
         };
         let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
             .context("could not describe the benchmarked command")?;
@@ -128,6 +134,10 @@ impl Harness {
             command,
             limits: Limits::recommended(),
         })
+    }
+
+    fn executor_handle(&self) -> std::sync::Arc<Executor> {
+        std::sync::Arc::clone(&self.executor)
     }
 
     /// Makes `n_calls` calls of `variant`, appending each one's duration in µs to `samples`.
@@ -390,6 +400,13 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     let facts = machine_facts();
     let started = Instant::now();
     let mut rows = measure_pass(&harness, settings, "small", settings.calls_small_parent)?;
+    // Before the 1 GiB ballast: discovery runs in a normal-sized process.
+    let discovery = crate::discovery_bench::measure(
+        &harness.multi_thread,
+        &harness.executor_handle(),
+        settings.discovery_repetitions,
+        facts.n_cpus,
+    )?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -399,7 +416,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     )?);
     drop(std::hint::black_box(ballast));
     eprintln!("bench: done in {:.1}s", started.elapsed().as_secs_f64());
-    let report = render_report(&harness, settings, &facts, &rows);
+    let mut report = render_report(&harness, settings, &facts, &rows);
+    report.push('\n');
+    report.push_str(&discovery.render());
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(report.as_bytes())
@@ -482,24 +501,34 @@ fn render_report(
             format!("{:.2}", row.stats.median / baseline),
         ]);
     }
+    let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
+    report.push_str(&render_table(&header, &table, 2));
+    report
+}
+
+/// A markdown table: the first `n_text_columns` columns left-aligned, the rest (numbers)
+/// right-aligned.
+pub(crate) fn render_table<const N: usize>(
+    header: &[String],
+    rows: &[[String; N]],
+    n_text_columns: usize,
+) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|column| {
-            table
-                .iter()
+            rows.iter()
                 .map(|cells| cells[column].chars().count())
                 .chain([header[column].chars().count()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    // The first two columns are text, left-aligned; the rest are numbers, right-aligned.
     let render_line = |cells: &[String]| {
         let padded: Vec<String> = cells
             .iter()
             .zip(&widths)
             .enumerate()
             .map(|(column, (cell, &width))| {
-                if column < 2 {
+                if column < n_text_columns {
                     format!("{cell:<width$}")
                 } else {
                     format!("{cell:>width$}")
@@ -508,24 +537,25 @@ fn render_report(
             .collect();
         format!("| {} |", padded.join(" | "))
     };
-    let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
-    let _ = writeln!(report, "{}", render_line(&header));
     let rule: Vec<String> = widths
         .iter()
         .enumerate()
         .map(|(column, &width)| {
-            if column < 2 {
+            if column < n_text_columns {
                 "-".repeat(width)
             } else {
                 format!("{}:", "-".repeat(width.saturating_sub(1)))
             }
         })
         .collect();
-    let _ = writeln!(report, "| {} |", rule.join(" | "));
-    for cells in &table {
-        let _ = writeln!(report, "{}", render_line(cells));
+    let mut table = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(table, "{}", render_line(header));
+    let _ = writeln!(table, "| {} |", rule.join(" | "));
+    for cells in rows {
+        let _ = writeln!(table, "{}", render_line(cells));
     }
-    report
+    table
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@ tasks:
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
                            N/4 with a 1 GiB parent (default 500);
-                           --quick: a few calls, for a smoke run
+                           then cold and warm discovery of 500 tiny tools against
+                           the floor of 500 plain spawns / cores (median of 5);
+                           --quick: a few calls and one discovery, for a smoke run
   help                     print this message";
 
 /// One parsed invocation.

@@ -9,6 +9,7 @@
 
 mod bench;
 mod ci;
+mod discovery_bench;
 mod flags;
 mod tidy;
 

@@ -22,14 +22,19 @@ pub(crate) struct Cli {
 #[derive(Debug, Args)]
 pub(crate) struct GlobalArgs {
     /// A directory to discover tools in; repeat it for several, later ones
-    /// shadowing earlier ones. Replaces the default directories
-    /// ($TOOLSMITH_HOME/tools, then ./.toolsmith/tools).
+    /// shadowing earlier ones. Replaces the default layers (system, user,
+    /// project, `[discovery] dirs`): exactly these directories are read.
     #[arg(long = "tools-dir", value_name = "DIR", global = true)]
     pub(crate) tools_dir: Vec<PathBuf>,
 
     /// The TOML config file [default: ./.toolsmith/config.toml if it exists].
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<PathBuf>,
+
+    /// Probe every tool instead of reusing the discovery cache (which is then
+    /// neither read nor written).
+    #[arg(long = "no-cache", global = true)]
+    pub(crate) no_cache: bool,
 
     /// Print the resolved settings as JSON instead of running the command.
     #[arg(long, global = true, hide = true)]

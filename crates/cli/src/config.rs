@@ -32,6 +32,11 @@
 //!
 //! [audit]
 //! path = "audit.jsonl"       # relative to this file's directory; off when unset
+//!
+//! [discovery]
+//! dirs = ["tools", "~/shared-tools"]  # extra tool dirs, highest precedence; relative to this file's directory
+//! peers = false          # also read Kodelet's, ikigai's and Nanocoder's tool directories
+//! cache = true           # reuse probe results of unchanged tools ($XDG_CACHE_HOME/toolsmith)
 //! ```
 //!
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
@@ -46,7 +51,8 @@ use toolsmith_executor::BackendChoice;
 use toolsmith_registry::{Profile, ToolName};
 
 use crate::settings::{
-    EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions, ToolOptions,
+    DiscoveryOptions, EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions,
+    ToolOptions,
 };
 use crate::units::{self, Cap, UnitError};
 
@@ -87,7 +93,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [tools.NAME] and [audit]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [tools.NAME], [audit] and [discovery]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -155,6 +161,8 @@ struct RawFile {
     tools: BTreeMap<String, RawTool>,
     #[serde(default)]
     audit: RawAudit,
+    #[serde(default)]
+    discovery: RawDiscovery,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -190,6 +198,14 @@ struct RawAudit {
 
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawDiscovery {
+    dirs: Option<Vec<PathBuf>>,
+    peers: Option<bool>,
+    cache: Option<bool>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawLimits {
     timeout: Option<Scalar>,
     grace: Option<Scalar>,
@@ -214,6 +230,26 @@ struct RawEnv {
 struct RawExecutor {
     backend: Option<Scalar>,
     max_concurrent: Option<Scalar>,
+}
+
+/// A directory named in `[discovery] dirs`, with the directory of the file that named it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ConfigDir {
+    /// The config file's directory, as the file was named (maybe relative to the current directory).
+    pub(crate) base: PathBuf,
+    /// The directory as written: absolute, `~/...`, or relative to `base`.
+    pub(crate) dir: PathBuf,
+}
+
+impl ConfigDir {
+    /// The absolute directory, with `~/` read as `home`.
+    pub(crate) fn resolve(&self, cwd: &Path, home: Option<&Path>) -> PathBuf {
+        let dir = match (self.dir.strip_prefix("~"), home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => cwd.join(&self.base).join(&self.dir),
+        };
+        std::path::absolute(&dir).unwrap_or(dir)
+    }
 }
 
 /// A loaded configuration file.
@@ -348,6 +384,21 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         path.parent()
             .map_or_else(|| audit_path.clone(), |dir| dir.join(&audit_path))
     });
+    // Relative directories are taken from the config file's directory, so that a file
+    // means the same whatever directory toolsmith is started in.
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let discovery = DiscoveryOptions {
+        dirs: raw.discovery.dirs.map(|dirs| {
+            dirs.into_iter()
+                .map(|dir| ConfigDir {
+                    base: base.clone(),
+                    dir,
+                })
+                .collect()
+        }),
+        peers: raw.discovery.peers,
+        cache: raw.discovery.cache,
+    };
     Ok(Options {
         limits,
         executor,
@@ -355,6 +406,7 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         policy,
         tools,
         audit,
+        discovery,
     })
 }
 
@@ -550,7 +602,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`, `discovery`",
             ),
         );
     }
@@ -598,6 +650,20 @@ mod tests {
     }
 
     #[test]
+    fn discovery_section() {
+        check(
+            "[discovery]\ndirs = [\"a\", \"/b\"]\npeers = true\ncache = false\n",
+            Ok("peers: Some(true), cache: Some(false)"),
+        );
+        check(
+            "[discovery]\npeers = \"yes\"\n",
+            Err(
+                "invalid config file x.toml at line 2: invalid type: string \"yes\", expected a boolean",
+            ),
+        );
+    }
+
+    #[test]
     fn tool_sections() {
         check(
             "[tools.file-read]\ntimeout = \"5s\"\nmemory = \"unlimited\"\ndisabled = true\nenv = { allow = [\"PATH\"] }\n",
@@ -630,6 +696,27 @@ mod tests {
             options.audit,
             Some(Path::new("conf/logs/audit.jsonl").to_path_buf())
         );
+    }
+
+    #[test]
+    fn config_dirs_are_relative_to_the_file() {
+        let options = parse(
+            "[discovery]\ndirs = [\"tools\", \"/abs\", \"~/mine\"]\n",
+            Path::new("conf/x.toml"),
+        )
+        .unwrap();
+        let resolved: Vec<String> = options
+            .discovery
+            .dirs
+            .unwrap()
+            .iter()
+            .map(|dir| {
+                dir.resolve(Path::new("/work"), Some(Path::new("/home/ada")))
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(resolved, ["/work/conf/tools", "/abs", "/home/ada/mine"]);
     }
 
     #[test]

@@ -45,6 +45,11 @@ impl EnvVars {
     /// `--profile` wins over it.
     pub const TOOLSMITH_PROFILE: &'static str = "TOOLSMITH_PROFILE";
 
+    /// The base directory of user caches (XDG); the discovery cache is
+    /// `$XDG_CACHE_HOME/toolsmith/discovery.json`, default `~/.cache/toolsmith/`.
+    /// A relative value is ignored, as the XDG specification asks.
+    pub const XDG_CACHE_HOME: &'static str = "XDG_CACHE_HOME";
+
     /// When set (to anything), output carries no color.
     pub const NO_COLOR: &'static str = "NO_COLOR";
 }

@@ -79,7 +79,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let config_file = config::locate(explicit_config.as_deref(), &cwd)
         .map(|path| config::load(&path))
         .transpose()?;
-    let global = GlobalSettings::resolve(&cli.global, config_file, env_options, &cwd, &lookup);
+    // Without the binary's path there is no system layer; the other layers still work.
+    let binary = std::env::current_exe().ok();
+    let global =
+        GlobalSettings::resolve(&cli.global, config_file, env_options, &cwd, binary, &lookup);
     tracing::debug!(?global, "resolved settings");
 
     // Everything a subcommand needs is resolved before any process runs, so

@@ -23,10 +23,13 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
-use toolsmith_registry::{Policy, Profile, RunConfig, ToolName, ToolOverride};
+use toolsmith_registry::{
+    DiscoveryCache, LayerDir, LayerInputs, Policy, Profile, RunConfig, ToolName, ToolOverride,
+    layer_dirs, project_dir,
+};
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
-use crate::config::{self, ConfigFile, ValueError, describe_cap};
+use crate::config::{self, ConfigDir, ConfigFile, ValueError, describe_cap};
 use crate::env_vars::EnvVars;
 use crate::units::{self, Cap, format_duration, format_size};
 
@@ -153,6 +156,28 @@ impl Combine for PolicyOptions {
     }
 }
 
+/// How tools are discovered, as one layer sets it (only the config file does; the flags
+/// `--tools-dir` and `--no-cache` are applied in [`GlobalSettings::resolve`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct DiscoveryOptions {
+    /// `[discovery] dirs`: extra directories, above the project layer.
+    pub(crate) dirs: Option<Vec<ConfigDir>>,
+    /// `[discovery] peers`: read the peers' tool directories too.
+    pub(crate) peers: Option<bool>,
+    /// `[discovery] cache`: reuse probe results of unchanged tools.
+    pub(crate) cache: Option<bool>,
+}
+
+impl Combine for DiscoveryOptions {
+    fn combine(self, lower: DiscoveryOptions) -> DiscoveryOptions {
+        DiscoveryOptions {
+            dirs: self.dirs.combine(lower.dirs),
+            peers: self.peers.combine(lower.peers),
+            cache: self.cache.combine(lower.cache),
+        }
+    }
+}
+
 /// One tool's `[tools.NAME]` section.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct ToolOptions {
@@ -198,6 +223,7 @@ pub(crate) struct Options {
     pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
     /// The audit log file; no log when unset.
     pub(crate) audit: Option<PathBuf>,
+    pub(crate) discovery: DiscoveryOptions,
 }
 
 impl Combine for Options {
@@ -209,6 +235,7 @@ impl Combine for Options {
             policy: self.policy.combine(lower.policy),
             tools: self.tools.combine(lower.tools),
             audit: self.audit.combine(lower.audit),
+            discovery: self.discovery.combine(lower.discovery),
         }
     }
 }
@@ -271,6 +298,7 @@ impl Options {
             },
             tools: BTreeMap::new(),
             audit: None,
+            discovery: DiscoveryOptions::default(),
         })
     }
 }
@@ -280,8 +308,14 @@ impl Options {
 pub(crate) struct GlobalSettings {
     /// The directory tool processes run in and relative paths are taken from.
     pub(crate) cwd: PathBuf,
-    /// The tool directories, lowest precedence first.
-    pub(crate) tool_dirs: Vec<PathBuf>,
+    /// The tool directories with their layers, lowest precedence first, existing or not.
+    pub(crate) layers: Vec<LayerDir>,
+    /// Whether `layers` are exactly the `--tools-dir` directories.
+    pub(crate) explicit_dirs: bool,
+    /// Where the discovery cache lives, or `None` when it is off (or no cache directory is known).
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// Whether the cache was switched off (`--no-cache`, `[discovery] cache = false`).
+    pub(crate) cache_disabled: bool,
     /// The config file that was read, if any.
     pub(crate) config_file: Option<PathBuf>,
     pub(crate) backend: BackendChoice,
@@ -302,12 +336,14 @@ pub(crate) struct GlobalSettings {
 }
 
 impl GlobalSettings {
-    /// Combines `--tools-dir`, the environment and the config file.
+    /// Combines `--tools-dir`, the environment and the config file; `binary` is the running
+    /// executable, which the system layer is found relative to.
     pub(crate) fn resolve(
         args: &GlobalArgs,
         file: Option<ConfigFile>,
         env: Options,
         cwd: &Path,
+        binary: Option<PathBuf>,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> GlobalSettings {
         let (config_file, file_options) = match file {
@@ -315,17 +351,46 @@ impl GlobalSettings {
             None => (None, Options::default()),
         };
         let combined = env.combine(file_options);
-        let tool_dirs = if args.tools_dir.is_empty() {
-            default_tool_dirs(cwd, lookup)
-        } else {
-            args.tools_dir
+        let home = non_empty_path(lookup, EnvVars::HOME);
+        let explicit_dirs = !args.tools_dir.is_empty();
+        let layers = if explicit_dirs {
+            let dirs: Vec<PathBuf> = args
+                .tools_dir
                 .iter()
                 .map(|dir| std::path::absolute(cwd.join(dir)).unwrap_or_else(|_| cwd.join(dir)))
-                .collect()
+                .collect();
+            LayerDir::explicit(&dirs)
+        } else {
+            let config_dirs = combined
+                .discovery
+                .dirs
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(|dir| dir.resolve(cwd, home.as_deref()))
+                .collect();
+            layer_dirs(&LayerInputs {
+                binary,
+                toolsmith_home: non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+                    .map(|dir| cwd.join(dir)),
+                home: home.clone(),
+                project: project_dir(cwd),
+                config_dirs,
+                peers: combined.discovery.peers.unwrap_or(false),
+            })
+        };
+        let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
+        let cache_dir = if cache_disabled {
+            None
+        } else {
+            cache_dir(lookup, home.as_deref())
         };
         GlobalSettings {
             cwd: cwd.to_path_buf(),
-            tool_dirs,
+            layers,
+            explicit_dirs,
+            cache_dir,
+            cache_disabled,
             config_file,
             backend: combined.executor.backend.unwrap_or(BackendChoice::Auto),
             max_concurrent: combined.executor.max_concurrent,
@@ -425,6 +490,38 @@ impl GlobalSettings {
         }
     }
 
+    /// The discovery cache: the one stored in the cache directory, or one in memory only when
+    /// the cache is off.
+    pub(crate) fn discovery_cache(&self) -> DiscoveryCache {
+        match &self.cache_dir {
+            Some(dir) => DiscoveryCache::load(dir),
+            None => DiscoveryCache::in_memory(),
+        }
+    }
+
+    /// Writes `cache` back. A cache that cannot be written costs probes next time, not this
+    /// command, so the failure is a warning.
+    pub(crate) fn save_discovery_cache(&self, cache: &mut DiscoveryCache) {
+        if let Err(error) = cache.save() {
+            let mut message = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                message.push_str(": ");
+                message.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            tracing::warn!("{message}; unchanged tools will be probed again next time");
+        }
+    }
+
+    /// The tool directories, lowest precedence first.
+    pub(crate) fn tool_dirs(&self) -> Vec<PathBuf> {
+        self.layers
+            .iter()
+            .map(|layer_dir| layer_dir.dir.clone())
+            .collect()
+    }
+
     /// The exact environment of tool processes.
     pub(crate) fn tool_env(&self) -> Vec<(OsString, OsString)> {
         toolsmith_executor::filtered_env(&self.env_allow, &self.env_set)
@@ -435,7 +532,11 @@ impl GlobalSettings {
         json!({
             "cwd": self.cwd,
             "config_file": self.config_file,
-            "tool_dirs": self.tool_dirs,
+            "layers": self.layers.iter().map(|layer_dir| json!({
+                "layer": layer_dir.layer.as_str(),
+                "path": layer_dir.dir,
+            })).collect::<Vec<_>>(),
+            "cache_dir": self.cache_dir,
             "executor": {
                 "backend": match self.backend {
                     BackendChoice::Auto => "auto".to_owned(),
@@ -541,26 +642,22 @@ pub(crate) fn limits_json(limits: &Limits) -> serde_json::Value {
     })
 }
 
-/// The user tool directory, then the project one, each only if it exists.
-///
-/// Full layering (system dir, config-named dirs) comes with the layered
-/// discovery issue.
-fn default_tool_dirs(cwd: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
-    let user_home = lookup(EnvVars::TOOLSMITH_HOME)
-        .filter(|home| !home.is_empty())
+/// The value of the variable `name` as a path, if it is set and not empty.
+fn non_empty_path(lookup: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<PathBuf> {
+    lookup(name)
+        .filter(|value| !value.is_empty())
         .map(PathBuf::from)
-        .or_else(|| {
-            lookup(EnvVars::HOME)
-                .filter(|home| !home.is_empty())
-                .map(|home| Path::new(&home).join(".config").join("toolsmith"))
-        });
-    let user_dir = user_home.map(|home| cwd.join(home).join("tools"));
-    let project_dir = cwd.join(".toolsmith").join("tools");
-    user_dir
-        .into_iter()
-        .chain([project_dir])
-        .filter(|dir| dir.is_dir())
-        .collect()
+}
+
+/// `$XDG_CACHE_HOME/toolsmith`, else `~/.cache/toolsmith`.
+///
+/// The XDG base directory specification says a relative `XDG_CACHE_HOME` is invalid and must
+/// be ignored, so it falls back to the home directory too.
+fn cache_dir(lookup: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -> Option<PathBuf> {
+    non_empty_path(lookup, EnvVars::XDG_CACHE_HOME)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| home.map(|home| home.join(".cache")))
+        .map(|dir| dir.join("toolsmith"))
 }
 
 /// The settings of `toolsmith run`.

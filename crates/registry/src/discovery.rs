@@ -1,24 +1,22 @@
-//! Discovery: scanning tool directories, probing each candidate in its format in parallel, and building the catalog.
+//! Discovery: scanning tool directories, probing each candidate's `description` in parallel, and building the catalog.
 //!
 //! Rules, in the order they apply:
 //! - Dotfiles, directories, non-executable files and other special files are skipped silently.
 //!   A symbolic link counts as the file it points to; a broken one is a problem.
-//! - An executable named `NAME-tool` is an ikigai tool called `NAME`; any other executable is a Kodelet tool named after its file.
-//! - A file whose tool name (after mapping `-` to `_`) is not a valid [`ToolName`] is a problem and is never run.
+//! - A file whose name (after mapping `-` to `_`) is not a valid [`ToolName`] is a problem and is never run.
 //! - Two files with one tool name in one directory: the first in sorted order is probed, the other is a problem.
-//! - Each remaining candidate is probed under [`PROBE_TIMEOUT`] and [`PROBE_MAX_OUTPUT`] per probe:
-//!   - an ikigai tool with `--schema`;
-//!   - any other executable with `description`, then, if that worked, with `config` for the timeout it asks for
-//!     (one more process per tool at every cold discovery; the discovery cache is what makes warm starts free of it).
-//!     A tool that does not implement `config` (non-zero exit, no JSON object, no `timeout`) asks for nothing;
-//!     a `timeout` that is not a positive Go duration is a problem.
-//!     When `description` fails without giving a Kodelet answer (it exited non-zero, was killed, printed too much, or printed something other than a JSON object with a `name`),
-//!     the file may be an ikigai tool without the `-tool` suffix (ikigai's own binaries, e.g. `file-read`), so `--schema` is tried;
-//!     if that fails too, the problem says both why `description` failed and why `--schema` did.
-//!   - any other failure (spawn error, timeout, non-zero exit, oversized or invalid output, a schema that breaks the rules of [`InputSchema`](crate::InputSchema)) is a problem.
-//! - The name a tool declares must be its file's tool name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
+//! - A `NAME.md` file is a manifest: it is read and parsed, never run.
+//! - A `NAME-tool` executable is an ikigai tool, probed with `--schema`.
+//! - Any other executable is probed with `description` (Kodelet) and, when that fails in a way
+//!   an ikigai tool would, with `--schema`; a Kodelet tool is then asked for its optional
+//!   `config` (a requested timeout). Each probe runs under [`PROBE_TIMEOUT`] and
+//!   [`PROBE_MAX_OUTPUT`]; any failure (spawn error, timeout, non-zero exit, oversized or
+//!   invalid output) is a problem.
+//! - The name a tool declares must be its file's name: a mismatch is a problem, so that the file a user sees is the tool the LLM calls.
 //! - Among the tools that passed, a later directory shadows an earlier one by name, and the shadowed tool is recorded.
 //!   A candidate that failed its probe shadows nothing.
+//! - A candidate whose file is unchanged since the [`DiscoveryCache`] saw it is not probed: its cached output is loaded again.
+//! - A missing directory is skipped silently, unless the user named it (`--tools-dir`, `[discovery] dirs`).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -27,15 +25,16 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
+use crate::cache::{Fingerprint, ProbeRecord, Probed};
 use crate::ikigai::{self, ToolSchemaError};
 use crate::kodelet::{self, ConfigError, DescriptionError};
 use crate::manifest::{self, ManifestErrors};
 use crate::tool::{Runner, ToolParts};
-use crate::{Annotations, NameError, RunConfig, Tool, ToolName};
+use crate::{Annotations, DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolName};
 
 /// The file-name suffix of a Nanocoder manifest; the stem is the tool name.
 const MANIFEST_SUFFIX: &str = ".md";
@@ -48,7 +47,7 @@ pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
 /// The wall-clock budget of one probe (`description`, `config`, `--schema`).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The most output one probe may print.
+/// The most output a `description` probe may print.
 pub const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
 
 /// The longest grace period between SIGTERM and SIGKILL for a probe.
@@ -71,8 +70,8 @@ impl Problem {
     }
 }
 
-/// `error` and its causes as one line, joined by `: `.
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error and its causes as one line, joined by `: `.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -263,6 +262,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// A catalog with nothing in it.
+    pub(crate) fn empty() -> Catalog {
+        Catalog {
+            tools: Vec::new(),
+            problems: Vec::new(),
+            shadowed: Vec::new(),
+        }
+    }
+
     /// The usable tools, sorted by name.
     pub fn tools(&self) -> &[Tool] {
         &self.tools
@@ -287,8 +295,8 @@ impl Catalog {
 /// The format of a candidate file, decided from its name and mode alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {
-    /// An executable probed with `description` (Kodelet), then with
-    /// `--schema` if it does not answer that.
+    /// An executable probed with `description` (Kodelet), then with `--schema` if it does
+    /// not answer that the way a Kodelet tool would.
     Kodelet,
     /// A `NAME.md` manifest (Nanocoder), parsed without running anything.
     Manifest,
@@ -296,9 +304,20 @@ pub(crate) enum Format {
     Ikigai,
 }
 
-/// The tool name a file provides, and its format: `k8s-pods.md` is the
-/// manifest `k8s_pods`, `word-stats-tool` the ikigai tool `word_stats`,
-/// `file-read` the Kodelet tool `file_read`.
+impl Format {
+    /// The protocols whose cached output a file of this format may reuse: an output is
+    /// reused only by a protocol this format may be answered by.
+    fn protocols(self) -> &'static [&'static str] {
+        match self {
+            Format::Kodelet => &[kodelet::PROTOCOL, ikigai::PROTOCOL],
+            Format::Manifest => &[MANIFEST_PROTOCOL],
+            Format::Ikigai => &[ikigai::PROTOCOL],
+        }
+    }
+}
+
+/// The tool name a file provides, and its format: `k8s-pods.md` is the manifest `k8s_pods`,
+/// `word-stats-tool` the ikigai tool `word_stats`, `file-read` the Kodelet tool `file_read`.
 pub(crate) fn tool_of_file(file_name: &str) -> Result<(ToolName, Format), NameError> {
     if let Some(stem) = file_name.strip_suffix(MANIFEST_SUFFIX) {
         return ToolName::new(stem).map(|name| (name, Format::Manifest));
@@ -309,13 +328,22 @@ pub(crate) fn tool_of_file(file_name: &str) -> Result<(ToolName, Format), NameEr
     }
 }
 
+/// The cache's name for reading a manifest; its records stay in memory (see
+/// [`crate::cache`]), since reading the file again costs no more than reading its entry.
+pub(crate) const MANIFEST_PROTOCOL: &str = "manifest-read";
+
+/// The "probe" of a manifest, for messages: it is read, never run.
+const MANIFEST_READ: &str = "read";
+
 /// A file that may be a tool.
 #[derive(Debug)]
 pub(crate) struct Candidate {
     pub(crate) path: PathBuf,
     pub(crate) source: PathBuf,
+    pub(crate) layer: Layer,
     pub(crate) expected: ToolName,
     pub(crate) format: Format,
+    pub(crate) fingerprint: Fingerprint,
 }
 
 /// How far discovery has come: `probed` of `total` candidates answered.
@@ -323,57 +351,169 @@ pub(crate) struct Candidate {
 pub struct DiscoveryProgress {
     /// Candidates whose probe has finished.
     pub probed: usize,
-    /// Candidates found in the directories.
+    /// Candidates that needed a probe (those the cache answered are not counted).
     pub total: usize,
+}
+
+/// How discovery treats files it has seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Freshness {
+    /// Reuse the cached result of every unchanged file.
+    UseCache,
+    /// Probe every file again (an explicit refresh), refilling the cache.
+    ProbeAll,
+    /// Reuse cached results, and leave a changed file modified less than this long ago for
+    /// later: it may still be being written (the live registry's rescans).
+    Settle(Duration),
+}
+
+/// What a discovery found, and when a file it left for later will have settled.
+#[derive(Debug)]
+pub(crate) struct Discovery {
+    pub(crate) catalog: Catalog,
+    /// The earliest moment a file left for later has settled, if any was.
+    pub(crate) retry_at: Option<SystemTime>,
 }
 
 /// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
 /// candidate, at most as many at once as the machine has cores.
 ///
+/// The directories are [`Layer::Explicit`] and nothing is cached; [`discover_layers`]
+/// takes layers and a [`DiscoveryCache`].
 /// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
 /// Cancel-safe: dropping the future kills the probes still running.
 pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
-    discover_matching(executor, dirs, None, config, &|_| {}).await
+    let mut cache = DiscoveryCache::in_memory();
+    discover_layers(
+        executor,
+        &LayerDir::explicit(dirs),
+        &mut cache,
+        config,
+        &|_| {},
+    )
+    .await
 }
 
-/// Like [`discover`], calling `progress` once the candidates are known and
-/// after each probe, so that a long discovery can show how far it is.
-pub async fn discover_with_progress(
+/// Scans the directories of `layers`, lowest precedence first, and probes every candidate
+/// whose file changed since `cache` last saw it; the others spawn no process.
+///
+/// A missing directory is skipped, unless its layer is one the user named
+/// ([`Layer::missing_is_problem`]). The cache is updated, not saved. `progress` is called
+/// once the files to probe are known and after each probe, so that a long discovery can show
+/// how far it is.
+pub async fn discover_layers(
     executor: &Arc<Executor>,
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
+    cache: &mut DiscoveryCache,
     config: &RunConfig,
     progress: &(dyn Fn(DiscoveryProgress) + Sync),
 ) -> Catalog {
-    discover_matching(executor, dirs, None, config, progress).await
+    discover_matching(
+        executor,
+        layers,
+        None,
+        cache,
+        Freshness::UseCache,
+        config,
+        progress,
+    )
+    .await
+    .catalog
 }
 
-/// Like [`discover`], but probes only the files that would provide `name`, so
+/// Like [`discover_layers`], but looks only at the files that would provide `name`, so
 /// that calling one tool does not wait for every other tool's probe.
 ///
 /// Problems of other files are not reported; those of `name`'s files are.
 pub async fn discover_one(
     executor: &Arc<Executor>,
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
+    cache: &mut DiscoveryCache,
     name: &ToolName,
     config: &RunConfig,
 ) -> Catalog {
-    discover_matching(executor, dirs, Some(name), config, &|_| {}).await
+    discover_matching(
+        executor,
+        layers,
+        Some(name),
+        cache,
+        Freshness::UseCache,
+        config,
+        &|_| {},
+    )
+    .await
+    .catalog
 }
 
-async fn discover_matching(
+pub(crate) async fn discover_matching(
     executor: &Arc<Executor>,
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
     only: Option<&ToolName>,
+    cache: &mut DiscoveryCache,
+    freshness: Freshness,
     config: &RunConfig,
     progress: &(dyn Fn(DiscoveryProgress) + Sync),
-) -> Catalog {
-    let (candidates, mut problems) = scan_dirs(dirs, only, config);
-    let probe_results = probe_all(executor, &candidates, config, progress).await;
+) -> Discovery {
+    let (candidates, mut problems) = scan_dirs(layers, only, config);
+
+    // Each candidate gets a record from the cache, from a fresh probe, or (when it is left
+    // for later) the last record known for its path, which may be none.
+    let now = SystemTime::now();
+    let mut retry_at: Option<SystemTime> = None;
+    let mut records: Vec<Option<Result<Probed, ProblemError>>> = Vec::new();
+    let mut to_probe = Vec::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        let cached = match freshness {
+            Freshness::ProbeAll => None,
+            Freshness::UseCache | Freshness::Settle(_) => cache.get(
+                &candidate.path,
+                &candidate.fingerprint,
+                candidate.format.protocols(),
+            ),
+        };
+        if let Some(record) = cached {
+            records.push(Some(Ok(record.clone())));
+            continue;
+        }
+        // A modification time further in the future than the settle time is a skewed clock,
+        // not a write in progress: waiting for it could take forever.
+        if let Freshness::Settle(settle) = freshness
+            && let Some(settled_at) = candidate
+                .fingerprint
+                .modified()
+                .map(|modified| modified + settle)
+                .filter(|settled_at| *settled_at > now && *settled_at <= now + settle)
+        {
+            retry_at = Some(retry_at.map_or(settled_at, |earlier| earlier.min(settled_at)));
+            records.push(cache.last(&candidate.path).cloned().map(Ok));
+            continue;
+        }
+        records.push(None);
+        to_probe.push(index);
+    }
+    let probe_candidates: Vec<&Candidate> =
+        to_probe.iter().map(|&index| &candidates[index]).collect();
+    let probed = probe_all(executor, &probe_candidates, config, progress).await;
+    for (index, (result, probed_at)) in to_probe.into_iter().zip(probed) {
+        let candidate = &candidates[index];
+        if let Ok(probed) = &result {
+            cache.insert(
+                candidate.path.clone(),
+                candidate.fingerprint,
+                probed_at,
+                probed.clone(),
+            );
+        }
+        records[index] = Some(result);
+    }
 
     let mut by_name: HashMap<ToolName, Tool> = HashMap::new();
     let mut shadowed = Vec::new();
-    for (candidate, result) in candidates.into_iter().zip(probe_results) {
-        match result {
+    for (candidate, record) in candidates.into_iter().zip(records) {
+        let Some(record) = record else {
+            continue;
+        };
+        match record.and_then(|probed| load(&probed, &candidate)) {
             Ok(tool) => {
                 if let Some(previous) = by_name.insert(tool.name().clone(), tool) {
                     shadowed.push(Shadowed {
@@ -390,25 +530,28 @@ async fn discover_matching(
     }
     let mut tools: Vec<Tool> = by_name.into_values().collect();
     tools.sort_by(|left, right| left.name().cmp(right.name()));
-    Catalog {
-        tools,
-        problems,
-        shadowed,
+    Discovery {
+        catalog: Catalog {
+            tools,
+            problems,
+            shadowed,
+        },
+        retry_at,
     }
 }
 
-/// The candidates and problems of `dirs` (relative ones taken from
-/// `config.cwd`), only those concerning `only` when it is given.
+/// The candidates and problems of `layers` (relative directories taken from `config.cwd`),
+/// only those concerning `only` when it is given.
 pub(crate) fn scan_dirs(
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
     only: Option<&ToolName>,
     config: &RunConfig,
 ) -> (Vec<Candidate>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut candidates = Vec::new();
-    for dir in dirs {
-        let dir = config.cwd.join(dir);
-        scan_dir(&dir, &mut candidates, &mut problems);
+    for layer_dir in layers {
+        let dir = config.cwd.join(&layer_dir.dir);
+        scan_dir(&dir, layer_dir.layer, &mut candidates, &mut problems);
     }
     if let Some(only) = only {
         candidates.retain(|candidate| &candidate.expected == only);
@@ -428,15 +571,23 @@ fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str())
-            .and_then(|file_name| tool_of_file(file_name).ok())
-            .is_some_and(|(file_tool, _)| &file_tool == name),
+            .and_then(file_tool_name)
+            .is_some_and(|file_tool| &file_tool == name),
     }
 }
 
 /// Adds the candidates of `dir` in sorted file-name order.
-fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
+fn scan_dir(
+    dir: &Path,
+    layer: Layer,
+    candidates: &mut Vec<Candidate>,
+    problems: &mut Vec<Problem>,
+) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
+        Err(source) if source.kind() == io::ErrorKind::NotFound && !layer.missing_is_problem() => {
+            return;
+        }
         Err(source) => {
             problems.push(Problem {
                 path: dir.to_path_buf(),
@@ -460,7 +611,11 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
     let mut winners: HashMap<ToolName, PathBuf> = HashMap::new();
     for path in paths {
         match classify(&path) {
-            Ok(Some((expected, format))) => {
+            Ok(Some(Classified {
+                name: expected,
+                format,
+                fingerprint,
+            })) => {
                 if let Some(winner) = winners.get(&expected) {
                     problems.push(Problem {
                         error: ProblemError::Duplicate {
@@ -475,8 +630,10 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
                 candidates.push(Candidate {
                     path,
                     source: dir.to_path_buf(),
+                    layer,
                     expected,
                     format,
+                    fingerprint,
                 });
             }
             Ok(None) => {}
@@ -485,9 +642,17 @@ fn scan_dir(dir: &Path, candidates: &mut Vec<Candidate>, problems: &mut Vec<Prob
     }
 }
 
-/// The tool name and format of `path` if it is a candidate, `None` if it is
+/// What [`classify`] tells of a candidate file.
+#[derive(Debug)]
+pub(crate) struct Classified {
+    pub(crate) name: ToolName,
+    pub(crate) format: Format,
+    pub(crate) fingerprint: Fingerprint,
+}
+
+/// The tool name, format and fingerprint of `path` if it is a candidate, `None` if it is
 /// silently skipped.
-pub(crate) fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, ProblemError> {
+pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> {
     let Some(file_name) = path.file_name() else {
         return Ok(None);
     };
@@ -517,9 +682,13 @@ pub(crate) fn classify(path: &Path) -> Result<Option<(ToolName, Format)>, Proble
         return Ok(None);
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
-    tool_of_file(file_name)
-        .map(Some)
-        .map_err(|source| ProblemError::FileName { source })
+    let (name, format) =
+        tool_of_file(file_name).map_err(|source| ProblemError::FileName { source })?;
+    Ok(Some(Classified {
+        name,
+        format,
+        fingerprint: Fingerprint::of(&metadata),
+    }))
 }
 
 /// True for the documentation files people keep next to their tools
@@ -537,13 +706,14 @@ fn is_documentation(file_name: &std::ffi::OsStr) -> bool {
     })
 }
 
-/// Probes every candidate; the results are in the candidates' order.
+/// Probes every candidate; the results, each with the moment its probe started, are in the
+/// candidates' order. `progress` hears of the total at once and of each finished probe.
 pub(crate) async fn probe_all(
     executor: &Arc<Executor>,
-    candidates: &[Candidate],
+    candidates: &[&Candidate],
     config: &RunConfig,
     progress: &(dyn Fn(DiscoveryProgress) + Sync),
-) -> Vec<Result<Tool, ProblemError>> {
+) -> Vec<(Result<Probed, ProblemError>, SystemTime)> {
     let total = candidates.len();
     progress(DiscoveryProgress { probed: 0, total });
     let parallelism = std::thread::available_parallelism().map_or(1, usize::from);
@@ -557,12 +727,8 @@ pub(crate) async fn probe_all(
         let limits = limits.clone();
         let cwd = config.cwd.clone();
         let env = config.env.clone();
-        let candidate = Candidate {
-            path: candidate.path.clone(),
-            source: candidate.source.clone(),
-            expected: candidate.expected.clone(),
-            format: candidate.format,
-        };
+        let path = candidate.path.clone();
+        let format = candidate.format;
         let handle = tasks.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
             let _permit = permits.acquire_owned().await;
@@ -572,12 +738,15 @@ pub(crate) async fn probe_all(
                 env: &env,
                 limits: &limits,
             };
-            load(&probe, &candidate).await
+            // Taken before the probe reads the file, so a write after the read has a later
+            // modification time than this (see `RACY_MARGIN`).
+            let probed_at = SystemTime::now();
+            (probe.run(format, &path).await, probed_at)
         });
         index_of_task.insert(handle.id(), index);
     }
 
-    let mut results: Vec<Option<Result<Tool, ProblemError>>> =
+    let mut results: Vec<Option<(Result<Probed, ProblemError>, SystemTime)>> =
         candidates.iter().map(|_| None).collect();
     let mut probed = 0;
     while let Some(joined) = tasks.join_next_with_id().await {
@@ -622,62 +791,208 @@ struct Probe<'a> {
 }
 
 impl Probe<'_> {
-    /// Runs `command` (the probe called `probe`, e.g. `description`) and
-    /// returns what it printed, or why that is not a usable answer.
-    async fn stdout(&self, probe: &'static str, command: Command) -> Result<Vec<u8>, ProblemError> {
+    /// Runs the probes of `format` on the file at `path`. Only a failure to run a probe at all
+    /// is an error; whatever the program did is a record, which [`load`] interprets.
+    async fn run(&self, format: Format, path: &Path) -> Result<Probed, ProblemError> {
+        match format {
+            // A manifest is read, not run: its record is its contents, which the live registry
+            // keeps like any other while a changed manifest settles.
+            Format::Manifest => fs::read(path)
+                .map(|contents| Probed::only(MANIFEST_PROTOCOL, ProbeRecord::Output(contents)))
+                .map_err(|source| ProblemError::ReadManifest { source }),
+            Format::Ikigai => Ok(Probed::only(ikigai::PROTOCOL, self.schema(path).await?)),
+            Format::Kodelet => self.kodelet(path).await,
+        }
+    }
+
+    /// `description`; when it fails the way an ikigai tool would, `--schema` as well; when it
+    /// answers, the optional `config`.
+    async fn kodelet(&self, path: &Path) -> Result<Probed, ProblemError> {
+        let command = kodelet::description_command(path, self.cwd, self.env).map_err(|source| {
+            ProblemError::Spawn {
+                probe: kodelet::DESCRIPTION_ARG,
+                source,
+            }
+        })?;
+        let description = self.record(kodelet::DESCRIPTION_ARG, command).await?;
+        let described = probe_stdout(kodelet::DESCRIPTION_ARG, &description).and_then(|stdout| {
+            kodelet::parse_description(stdout)
+                .map(drop)
+                .map_err(|source| ProblemError::Description { source })
+        });
+        match described {
+            Ok(()) => Ok(Probed {
+                protocol: kodelet::PROTOCOL,
+                record: description,
+                config: self.config(path).await,
+                fallback: None,
+            }),
+            Err(error) if !worth_trying_schema(&error) => {
+                Ok(Probed::only(kodelet::PROTOCOL, description))
+            }
+            Err(_) => {
+                let schema = self.schema(path).await?;
+                let answered = probe_stdout(ikigai::SCHEMA_ARG, &schema)
+                    .is_ok_and(|stdout| ikigai::parse_schema(stdout).is_ok());
+                if answered {
+                    Ok(Probed::only(ikigai::PROTOCOL, schema))
+                } else {
+                    Ok(Probed {
+                        protocol: kodelet::PROTOCOL,
+                        record: description,
+                        config: None,
+                        fallback: Some(Box::new(schema)),
+                    })
+                }
+            }
+        }
+    }
+
+    /// The `--schema` probe.
+    async fn schema(&self, path: &Path) -> Result<ProbeRecord, ProblemError> {
+        let command = ikigai::schema_command(path, self.cwd, self.env).map_err(|source| {
+            ProblemError::Spawn {
+                probe: ikigai::SCHEMA_ARG,
+                source,
+            }
+        })?;
+        self.record(ikigai::SCHEMA_ARG, command).await
+    }
+
+    /// What the optional `config` subcommand printed, or `None` when the tool does not
+    /// implement it (a non-zero exit, a timeout, ...), which is not a problem.
+    async fn config(&self, path: &Path) -> Option<Vec<u8>> {
+        let command = match kodelet::config_command(path, self.cwd, self.env) {
+            Ok(command) => command,
+            Err(error) => {
+                tracing::debug!(path = %path.display(), %error, "no `config` probe");
+                return None;
+            }
+        };
+        match self.record(kodelet::CONFIG_ARG, command).await {
+            Ok(ProbeRecord::Output(stdout)) => Some(stdout),
+            Ok(record) => {
+                tracing::debug!(path = %path.display(), ?record, "`config` not implemented");
+                None
+            }
+            Err(error) => {
+                tracing::debug!(path = %path.display(), error = %error_chain(&error), "`config` not implemented");
+                None
+            }
+        }
+    }
+
+    /// Runs `command` (the probe called `probe`, e.g. `description`) and records how it ended.
+    async fn record(
+        &self,
+        probe: &'static str,
+        command: Command,
+    ) -> Result<ProbeRecord, ProblemError> {
         let outcome = self
             .executor
             .run(&command, self.limits)
             .await
             .map_err(|source| ProblemError::Spawn { probe, source })?;
         match outcome.limit {
-            Some(LimitKind::Timeout) => {
-                return Err(ProblemError::Timeout {
-                    probe,
-                    timeout: self.limits.timeout,
-                });
-            }
-            Some(limit) => return Err(ProblemError::Limit { probe, limit }),
+            Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(self.limits.timeout)),
+            Some(limit) => return Ok(ProbeRecord::Limit(limit)),
             None => {}
         }
         match outcome.termination {
             Termination::Exited(0) => {}
             Termination::Exited(code) => {
-                return Err(ProblemError::Exited {
-                    probe,
+                return Ok(ProbeRecord::Exited {
                     code,
                     first_stderr_line: first_line(&outcome.stderr.text_lossy()),
                 });
             }
-            Termination::Signaled(signal) => return Err(ProblemError::Signaled { probe, signal }),
+            Termination::Signaled(signal) => return Ok(ProbeRecord::Signaled(signal)),
         }
         if outcome.stdout.truncated {
-            return Err(ProblemError::OutputTooLarge {
-                probe,
-                total: outcome.stdout.total,
-            });
+            return Ok(ProbeRecord::OutputTooLarge(outcome.stdout.total));
         }
-        Ok(outcome.stdout.bytes)
+        Ok(ProbeRecord::Output(outcome.stdout.bytes))
     }
 }
 
-/// Loads one candidate in its format, then applies the checks every format shares.
-async fn load(probe: &Probe<'_>, candidate: &Candidate) -> Result<Tool, ProblemError> {
-    let parts = match candidate.format {
-        Format::Manifest => load_manifest(candidate)?,
-        Format::Ikigai => load_ikigai(probe, candidate).await?,
-        Format::Kodelet => match load_kodelet(probe, candidate).await {
+/// What the probe called `probe` printed, or why that is not a usable answer.
+fn probe_stdout<'a>(
+    probe: &'static str,
+    record: &'a ProbeRecord,
+) -> Result<&'a [u8], ProblemError> {
+    match record {
+        ProbeRecord::Output(stdout) => Ok(stdout),
+        ProbeRecord::Timeout(timeout) => Err(ProblemError::Timeout {
+            probe,
+            timeout: *timeout,
+        }),
+        ProbeRecord::Limit(limit) => Err(ProblemError::Limit {
+            probe,
+            limit: *limit,
+        }),
+        ProbeRecord::Exited {
+            code,
+            first_stderr_line,
+        } => Err(ProblemError::Exited {
+            probe,
+            code: *code,
+            first_stderr_line: first_stderr_line.clone(),
+        }),
+        ProbeRecord::Signaled(signal) => Err(ProblemError::Signaled {
+            probe,
+            signal: *signal,
+        }),
+        ProbeRecord::OutputTooLarge(total) => Err(ProblemError::OutputTooLarge {
+            probe,
+            total: *total,
+        }),
+    }
+}
+
+/// Loads one candidate in its format from its probes' records, then applies the checks every
+/// format shares.
+fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, ProblemError> {
+    let parts = if candidate.format == Format::Manifest {
+        load_manifest(probe_stdout(MANIFEST_READ, &probed.record)?, candidate)?
+    } else if probed.protocol == ikigai::PROTOCOL {
+        load_ikigai(probe_stdout(ikigai::SCHEMA_ARG, &probed.record)?, candidate)?
+    } else {
+        match load_kodelet(probed, candidate) {
             Ok(parts) => parts,
-            Err(description) if !worth_trying_schema(&description) => return Err(description),
-            Err(description) => load_ikigai(probe, candidate).await.map_err(|schema| {
-                ProblemError::NeitherProtocol {
+            Err(description) => {
+                let Some(schema) = &probed.fallback else {
+                    return Err(description);
+                };
+                let schema_error = match probe_stdout(ikigai::SCHEMA_ARG, schema)
+                    .and_then(|stdout| load_ikigai(stdout, candidate))
+                {
+                    // A fallback that answers is filed under ikigai's protocol, so this
+                    // cannot happen; should it, the answer is taken.
+                    Ok(parts) => return register(parts, &candidate.expected),
+                    Err(error) => error,
+                };
+                return Err(ProblemError::NeitherProtocol {
                     description: Box::new(description),
-                    schema: Box::new(schema),
-                }
-            })?,
-        },
+                    schema: Box::new(schema_error),
+                });
+            }
+        }
     };
     register(parts, &candidate.expected)
+}
+
+/// Probes the candidates (ignoring any cache) and loads each: what `validate` reports.
+pub(crate) async fn load_fresh(
+    executor: &Arc<Executor>,
+    candidates: &[&Candidate],
+    config: &RunConfig,
+) -> Vec<Result<Tool, ProblemError>> {
+    probe_all(executor, candidates, config, &|_| {})
+        .await
+        .into_iter()
+        .zip(candidates)
+        .map(|((result, _probed_at), candidate)| result.and_then(|probed| load(&probed, candidate)))
+        .collect()
 }
 
 /// Whether a failure to load a file as a Kodelet tool leaves room for it to
@@ -699,18 +1014,16 @@ fn worth_trying_schema(error: &ProblemError) -> bool {
     }
 }
 
-async fn load_kodelet(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolParts, ProblemError> {
-    let command =
-        kodelet::description_command(&candidate.path, probe.cwd, probe.env).map_err(|source| {
-            ProblemError::Spawn {
-                probe: kodelet::DESCRIPTION_ARG,
-                source,
-            }
-        })?;
-    let stdout = probe.stdout(kodelet::DESCRIPTION_ARG, command).await?;
-    let description = kodelet::parse_description(&stdout)
+fn load_kodelet(probed: &Probed, candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let stdout = probe_stdout(kodelet::DESCRIPTION_ARG, &probed.record)?;
+    let description = kodelet::parse_description(stdout)
         .map_err(|source| ProblemError::Description { source })?;
-    let requested_timeout = requested_timeout(probe, candidate).await?;
+    let requested_timeout = match &probed.config {
+        Some(config) => {
+            kodelet::parse_config(config).map_err(|source| ProblemError::Config { source })?
+        }
+        None => None,
+    };
     Ok(ToolParts {
         name: description.name,
         description: description.description,
@@ -720,15 +1033,37 @@ async fn load_kodelet(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolPa
         requested_timeout,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
+        layer: candidate.layer,
         runner: Runner::Kodelet,
     })
 }
 
+fn load_ikigai(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let schema =
+        ikigai::parse_schema(stdout).map_err(|source| ProblemError::SchemaOutput { source })?;
+    Ok(ToolParts {
+        name: schema.name,
+        description: schema.description,
+        input_schema: schema.input_schema,
+        output_schema: schema.output_schema,
+        annotations: Annotations::undeclared(),
+        requested_timeout: None,
+        path: candidate.path.clone(),
+        source: candidate.source.clone(),
+        layer: candidate.layer,
+        runner: Runner::Ikigai,
+    })
+}
+
 /// Reads and parses a manifest; nothing is run.
-fn load_manifest(candidate: &Candidate) -> Result<ToolParts, ProblemError> {
-    let text = fs::read_to_string(&candidate.path)
-        .map_err(|source| ProblemError::ReadManifest { source })?;
-    let manifest = manifest::parse(&text, &candidate.expected)?;
+fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, ProblemError> {
+    let text = std::str::from_utf8(contents).map_err(|_| ProblemError::ReadManifest {
+        source: io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })?;
+    let manifest = manifest::parse(text, &candidate.expected)?;
     Ok(ToolParts {
         name: manifest.name.clone(),
         description: manifest.description.clone(),
@@ -742,58 +1077,8 @@ fn load_manifest(candidate: &Candidate) -> Result<ToolParts, ProblemError> {
         requested_timeout: Some(manifest.timeout),
         path: candidate.path.clone(),
         source: candidate.source.clone(),
+        layer: candidate.layer,
         runner: Runner::Manifest(Box::new(manifest)),
-    })
-}
-
-/// The timeout a Kodelet tool asks for with its optional `config` subcommand.
-///
-/// A probe that fails (non-zero exit, timeout, ...) means the tool does not
-/// implement `config`, which is not a problem; only a `timeout` the tool
-/// printed and got wrong is.
-async fn requested_timeout(
-    probe: &Probe<'_>,
-    candidate: &Candidate,
-) -> Result<Option<Duration>, ProblemError> {
-    let command = match kodelet::config_command(&candidate.path, probe.cwd, probe.env) {
-        Ok(command) => command,
-        Err(error) => {
-            tracing::debug!(path = %candidate.path.display(), %error, "no `config` probe");
-            return Ok(None);
-        }
-    };
-    match probe.stdout(kodelet::CONFIG_ARG, command).await {
-        Ok(stdout) => {
-            kodelet::parse_config(&stdout).map_err(|source| ProblemError::Config { source })
-        }
-        Err(error) => {
-            tracing::debug!(path = %candidate.path.display(), error = %error_chain(&error), "`config` not implemented");
-            Ok(None)
-        }
-    }
-}
-
-async fn load_ikigai(probe: &Probe<'_>, candidate: &Candidate) -> Result<ToolParts, ProblemError> {
-    let command =
-        ikigai::schema_command(&candidate.path, probe.cwd, probe.env).map_err(|source| {
-            ProblemError::Spawn {
-                probe: ikigai::SCHEMA_ARG,
-                source,
-            }
-        })?;
-    let stdout = probe.stdout(ikigai::SCHEMA_ARG, command).await?;
-    let schema =
-        ikigai::parse_schema(&stdout).map_err(|source| ProblemError::SchemaOutput { source })?;
-    Ok(ToolParts {
-        name: schema.name,
-        description: schema.description,
-        input_schema: schema.input_schema,
-        output_schema: schema.output_schema,
-        annotations: Annotations::undeclared(),
-        requested_timeout: None,
-        path: candidate.path.clone(),
-        source: candidate.source.clone(),
-        runner: Runner::Ikigai,
     })
 }
 
@@ -827,7 +1112,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    use crate::discovery::{Format, classify, first_line, tool_of_file};
+    use crate::discovery::{classify, first_line};
 
     fn check(file: &str, contents: Option<(&str, u32)>, expect: Result<Option<&str>, &str>) {
         let dir = tempfile::tempdir().unwrap();
@@ -840,7 +1125,7 @@ mod tests {
             None => fs::create_dir(&path).unwrap(),
         }
         let actual = classify(&path)
-            .map(|name| name.map(|name| name.0.as_str().to_owned()))
+            .map(|name| name.map(|classified| classified.name.as_str().to_owned()))
             .map_err(|error| error.to_string());
         let expect = expect
             .map(|name| name.map(str::to_owned))
@@ -865,30 +1150,6 @@ mod tests {
         check("changelog.md", Some(("# Changes", 0o644)), Ok(None));
         check(".hidden", Some(("#!/bin/sh\n", 0o755)), Ok(None));
         check("subdir", None, Ok(None));
-    }
-
-    #[test]
-    fn tool_suffix_is_ikigai() {
-        check(
-            "word-stats-tool",
-            Some(("#!/bin/sh\n", 0o755)),
-            Ok(Some("word_stats")),
-        );
-        check("tool", Some(("#!/bin/sh\n", 0o755)), Ok(Some("tool")));
-        check("x_tool", Some(("#!/bin/sh\n", 0o755)), Ok(Some("x_tool")));
-        check(
-            "-tool",
-            Some(("#!/bin/sh\n", 0o755)),
-            Err("file name is not a valid tool name"),
-        );
-    }
-
-    #[test]
-    fn formats_from_file_names() {
-        let format = |file_name: &str| tool_of_file(file_name).unwrap().1;
-        assert_eq!(format("db-query-tool"), Format::Ikigai);
-        assert_eq!(format("db-query"), Format::Kodelet);
-        assert_eq!(format("tool"), Format::Kodelet);
     }
 
     #[test]
@@ -917,7 +1178,7 @@ mod tests {
         fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
         let link = dir.path().join("linked");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert_eq!(classify(&link).unwrap().unwrap().0.as_str(), "linked");
+        assert_eq!(classify(&link).unwrap().unwrap().name.as_str(), "linked");
     }
 
     #[test]

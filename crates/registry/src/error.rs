@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::{
-    AuditError, ConfigError, DescriptionError, NameError, ProblemError, SchemaError,
+    AuditError, CacheError, ConfigError, DescriptionError, NameError, ProblemError, SchemaError,
     ToolSchemaError,
 };
 
@@ -36,6 +36,16 @@ pub enum Error {
     /// The audit log could not be written.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The discovery cache could not be written.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The tool directories could not be watched.
+    #[error("cannot watch the tool directories")]
+    Watch {
+        /// The watcher's error.
+        #[source]
+        source: notify::Error,
+    },
     /// The executor failed to run a tool for a reason of its own (not the
     /// tool's fault, e.g. a cgroup could not be created).
     #[error("the executor failed to run `{program}`", program = program.display())]

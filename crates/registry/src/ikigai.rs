@@ -23,6 +23,9 @@ use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
 /// The argument that asks a tool for its schema.
 pub(crate) const SCHEMA_ARG: &str = "--schema";
 
+/// The discovery cache's name for this protocol's probe output.
+pub(crate) const PROTOCOL: &str = "ikigai-schema";
+
 /// The suffix of a file that is an ikigai tool by name: `word-stats-tool` is
 /// tool `word_stats`, probed with `--schema` only.
 pub(crate) const FILE_SUFFIX: &str = "-tool";

@@ -11,6 +11,10 @@ use crate::go_duration::{DurationError, parse_go_duration};
 use crate::schema::json_type;
 use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
 
+/// The protocol's name in the discovery cache: a cached probe output is only reused by the
+/// protocol that produced it.
+pub(crate) const PROTOCOL: &str = "kodelet-description";
+
 /// The argument that asks a tool for its description.
 pub(crate) const DESCRIPTION_ARG: &str = "description";
 

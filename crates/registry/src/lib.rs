@@ -15,6 +15,13 @@
 //! an [`AuditLog`] keeps one [`AuditRecord`] line per call.
 //! [`validate_paths`] and [`validate_dirs`] report every check discovery
 //! applies to a file, one [`Check`] at a time.
+//! Tool directories come in layers ([`layer_dirs`]: system, user, project,
+//! config, and optionally the peers' directories), each a [`LayerDir`];
+//! [`discover_layers`] consults a [`DiscoveryCache`] so that an unchanged tool
+//! is never probed twice, and a [`LiveRegistry`] keeps a catalog up to date
+//! while the program runs: readers take an `Arc<Catalog>` snapshot without
+//! blocking, a file watcher rescans what changed, and subscribers get a
+//! [`ChangeEvent`] per change.
 //!
 //! The registry runs processes only through the executor and knows nothing of
 //! command lines, terminals or exit codes.
@@ -46,6 +53,7 @@
 #![warn(missing_docs)]
 
 mod audit;
+mod cache;
 mod discovery;
 mod envelope;
 mod error;
@@ -54,6 +62,8 @@ mod go_duration;
 mod ikigai;
 mod invoke;
 mod kodelet;
+mod layers;
+mod live;
 mod manifest;
 mod name;
 mod overrides;
@@ -64,9 +74,10 @@ mod tool;
 mod validate;
 
 pub use crate::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
+pub use crate::cache::{CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN};
 pub use crate::discovery::{
     Catalog, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed,
-    discover, discover_one, discover_with_progress,
+    discover, discover_layers, discover_one,
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
@@ -75,6 +86,8 @@ pub use crate::go_duration::DurationError;
 pub use crate::ikigai::ToolSchemaError;
 pub use crate::invoke::{RunConfig, invoke, invoke_named};
 pub use crate::kodelet::{ConfigError, DescriptionError};
+pub use crate::layers::{Layer, LayerDir, LayerInputs, Peer, layer_dirs, project_dir};
+pub use crate::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::manifest::{
     DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
 };

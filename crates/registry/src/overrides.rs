@@ -130,7 +130,7 @@ mod tests {
 
     use crate::overrides::{TimeoutSource, ToolOverride};
     use crate::tool::{Runner, ToolParts};
-    use crate::{Annotations, InputSchema, RunConfig, Tool, ToolName};
+    use crate::{Annotations, InputSchema, Layer, RunConfig, Tool, ToolName};
 
     fn tool(requested: Option<u64>) -> Tool {
         Tool::from_parts(ToolParts {
@@ -142,6 +142,7 @@ mod tests {
             requested_timeout: requested.map(Duration::from_secs),
             path: PathBuf::from("/tools/demo"),
             source: PathBuf::from("/tools"),
+            layer: Layer::Explicit,
             runner: Runner::Kodelet,
         })
     }

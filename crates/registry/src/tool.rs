@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::manifest::Manifest;
-use crate::{InputSchema, OutputSchema, ToolName};
+use crate::{InputSchema, Layer, OutputSchema, ToolName};
 
 /// The format a tool was written in, which fixes how it is described and run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,6 +112,7 @@ pub(crate) struct ToolParts {
     pub(crate) requested_timeout: Option<Duration>,
     pub(crate) path: PathBuf,
     pub(crate) source: PathBuf,
+    pub(crate) layer: Layer,
     pub(crate) runner: Runner,
 }
 
@@ -126,6 +127,7 @@ pub struct Tool {
     requested_timeout: Option<Duration>,
     path: PathBuf,
     source: PathBuf,
+    layer: Layer,
     runner: Runner,
 }
 
@@ -140,6 +142,7 @@ impl Tool {
             requested_timeout: parts.requested_timeout,
             path: parts.path,
             source: parts.source,
+            layer: parts.layer,
             runner: parts.runner,
         }
     }
@@ -182,6 +185,11 @@ impl Tool {
     /// The directory it was discovered in.
     pub fn source(&self) -> &Path {
         &self.source
+    }
+
+    /// The layer of the directory it was discovered in.
+    pub fn layer(&self) -> Layer {
+        self.layer
     }
 
     /// Its format.

@@ -13,8 +13,11 @@ use std::sync::Arc;
 
 use toolsmith_executor::Executor;
 
-use crate::discovery::{Candidate, Format, classify, probe_all, scan_dirs};
-use crate::{DescriptionError, Problem, ProblemError, RunConfig, Tool, ToolName, ToolSchemaError};
+use crate::discovery::{Candidate, Format, classify, load_fresh, scan_dirs};
+use crate::{
+    DescriptionError, Layer, LayerDir, Problem, ProblemError, RunConfig, Tool, ToolName,
+    ToolSchemaError,
+};
 
 /// One thing validation checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -120,11 +123,13 @@ pub async fn validate_paths(
     for path in paths {
         let path = config.cwd.join(path);
         match classify(&path) {
-            Ok(Some((expected, format))) => candidates.push(Candidate {
+            Ok(Some(classified)) => candidates.push(Candidate {
                 source: path.parent().map(Path::to_path_buf).unwrap_or_default(),
                 path,
-                expected,
-                format,
+                layer: Layer::Explicit,
+                expected: classified.name,
+                format: classified.format,
+                fingerprint: classified.fingerprint,
             }),
             Ok(None) => reports.push(report(
                 path.clone(),
@@ -140,15 +145,17 @@ pub async fn validate_paths(
     reports
 }
 
-/// Checks every candidate of `dirs` (only those providing `only`, when
-/// given), including the files discovery reports as problems before probing.
+/// Checks every candidate of the `layers` directories (only those providing
+/// `only`, when given), including the files discovery reports as problems
+/// before probing. A missing directory is reported only where discovery would
+/// report it ([`Layer::missing_is_problem`]).
 pub async fn validate_dirs(
     executor: &Arc<Executor>,
-    dirs: &[PathBuf],
+    layers: &[LayerDir],
     only: Option<&ToolName>,
     config: &RunConfig,
 ) -> Vec<FileReport> {
-    let (candidates, problems) = scan_dirs(dirs, only, config);
+    let (candidates, problems) = scan_dirs(layers, only, config);
     let mut reports: Vec<FileReport> = problems
         .iter()
         .map(|problem| problem_report(problem, true))
@@ -164,7 +171,8 @@ async fn probe_reports(
     config: &RunConfig,
     in_directory: bool,
 ) -> Vec<FileReport> {
-    let results = probe_all(executor, &candidates, config, &|_| {}).await;
+    let references: Vec<&Candidate> = candidates.iter().collect();
+    let results = load_fresh(executor, &references, config).await;
     candidates
         .into_iter()
         .zip(results)

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
+use toolsmith_registry::CACHE_FILE;
 
 use crate::args::DoctorArgs;
 use crate::exit::ExitStatus;
@@ -26,15 +27,25 @@ pub(crate) fn doctor(
             })
             .collect();
         let tool_dirs: Vec<serde_json::Value> = global
-            .tool_dirs
+            .layers
             .iter()
-            .map(|dir| json!({"path": dir, "exists": dir.is_dir()}))
+            .map(|layer_dir| {
+                json!({
+                    "layer": layer_dir.layer.as_str(),
+                    "path": layer_dir.dir,
+                    "exists": layer_dir.dir.is_dir(),
+                })
+            })
             .collect();
         output::write_json(&json!({
             "backend": executor.backend().to_string(),
             "features": features,
             "config_file": global.config_file,
             "tool_dirs": tool_dirs,
+            "cache": {
+                "enabled": global.cache_dir.is_some(),
+                "file": global.cache_dir.as_ref().map(|dir| dir.join(CACHE_FILE)),
+            },
         }))?;
         return Ok(ExitStatus::Success);
     }
@@ -51,13 +62,36 @@ pub(crate) fn doctor(
             Some(path) => writeln!(text, "config file: {}", path.display())?,
             None => writeln!(text, "config file: none")?,
         }
-        writeln!(text, "tool dirs:")?;
-        if global.tool_dirs.is_empty() {
-            writeln!(text, "  none (no default tool directory exists)")?;
+        if global.explicit_dirs {
+            writeln!(text, "tool dirs (--tools-dir, lowest precedence first):")?;
+        } else {
+            writeln!(text, "tool dirs (layers, lowest precedence first):")?;
         }
-        for dir in &global.tool_dirs {
-            let state = if dir.is_dir() { "" } else { " (missing)" };
-            writeln!(text, "  {}{state}", dir.display())?;
+        let width = global
+            .layers
+            .iter()
+            .map(|layer_dir| layer_dir.layer.as_str().len())
+            .max()
+            .unwrap_or(0);
+        for layer_dir in &global.layers {
+            let state = if layer_dir.dir.is_dir() {
+                ""
+            } else {
+                " (missing)"
+            };
+            writeln!(
+                text,
+                "  {:width$}  {}{state}",
+                layer_dir.layer.as_str(),
+                layer_dir.dir.display()
+            )?;
+        }
+        match (&global.cache_dir, global.cache_disabled) {
+            (Some(dir), _) => {
+                writeln!(text, "discovery cache: {}", dir.join(CACHE_FILE).display())?
+            }
+            (None, true) => writeln!(text, "discovery cache: off")?,
+            (None, false) => writeln!(text, "discovery cache: off (no HOME or XDG_CACHE_HOME)")?,
         }
         Ok(())
     };

@@ -25,14 +25,17 @@ pub(crate) async fn list(
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let bar = DiscoveryBar::new();
-    let catalog = toolsmith_registry::discover_with_progress(
+    let mut cache = global.discovery_cache();
+    let catalog = toolsmith_registry::discover_layers(
         executor,
-        &global.tool_dirs,
+        &global.layers,
+        &mut cache,
         &config,
         &|progress| bar.update(progress),
     )
     .await;
     bar.finish();
+    global.save_discovery_cache(&mut cache);
     let listing = Listing::new(&catalog, &policy);
     if args.json {
         output::write_json(&listing.json(args.all))?;
@@ -40,9 +43,10 @@ pub(crate) async fn list(
     }
     if catalog.tools().is_empty() {
         let searched: Vec<String> = global
-            .tool_dirs
+            .layers
             .iter()
-            .map(|dir| dir.display().to_string())
+            .filter(|layer_dir| layer_dir.dir.is_dir())
+            .map(|layer_dir| layer_dir.dir.display().to_string())
             .collect();
         tracing::warn!(
             "no tools found (searched: {})",
@@ -80,7 +84,7 @@ pub(crate) async fn list(
         }
     }
     let text = listing
-        .text(&global.tool_dirs, args.all)
+        .text(&global.tool_dirs(), args.all)
         .context("cannot format the listing")?;
     output::write_text(&text)?;
     Ok(ExitStatus::Success)
@@ -129,6 +133,7 @@ impl<'a> Listing<'a> {
                 json!({
                     "name": shadowed.tool.name().as_str(),
                     "path": shadowed.tool.path(),
+                    "layer": shadowed.tool.layer().as_str(),
                     "by": shadowed.by,
                 })
             })
@@ -256,6 +261,7 @@ fn tool_json(tool: &Tool) -> serde_json::Value {
         "path": tool.path(),
         "source": tool.source(),
         "kind": tool.kind().as_str(),
+        "layer": tool.layer().as_str(),
         "input_schema": tool.input_schema().as_json(),
     });
     // Only tools that declare a result schema (ikigai's `returns`) carry it.

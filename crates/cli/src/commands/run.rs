@@ -59,8 +59,16 @@ pub(crate) async fn run(
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Some(name) => {
-            let catalog =
-                toolsmith_registry::discover_one(executor, &global.tool_dirs, name, config).await;
+            let mut cache = global.discovery_cache();
+            let catalog = toolsmith_registry::discover_one(
+                executor,
+                &global.layers,
+                &mut cache,
+                name,
+                config,
+            )
+            .await;
+            global.save_discovery_cache(&mut cache);
             toolsmith_registry::invoke_named(
                 executor,
                 &catalog,

@@ -26,7 +26,17 @@ pub(crate) async fn show(
     let config = global.run_config(&global.cwd, None);
     let catalog = match &name {
         Ok(name) => {
-            Some(toolsmith_registry::discover_one(executor, &global.tool_dirs, name, &config).await)
+            let mut cache = global.discovery_cache();
+            let catalog = toolsmith_registry::discover_one(
+                executor,
+                &global.layers,
+                &mut cache,
+                name,
+                &config,
+            )
+            .await;
+            global.save_discovery_cache(&mut cache);
+            Some(catalog)
         }
         Err(_) => None,
     };

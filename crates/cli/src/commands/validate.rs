@@ -65,7 +65,7 @@ pub(crate) async fn validate(
     let mut entries = Vec::new();
     if args.targets.is_empty() {
         let reports =
-            toolsmith_registry::validate_dirs(executor, &global.tool_dirs, None, &config).await;
+            toolsmith_registry::validate_dirs(executor, &global.layers, None, &config).await;
         if reports.is_empty() {
             entries.push(Entry::Unmatched {
                 target: "the tool directories".to_owned(),
@@ -85,7 +85,7 @@ pub(crate) async fn validate(
             Target::Name(name) => {
                 let reports = toolsmith_registry::validate_dirs(
                     executor,
-                    &global.tool_dirs,
+                    &global.layers,
                     Some(&name),
                     &config,
                 )

@@ -1,0 +1,626 @@
+//! The discovery cache: what each tool's probe printed, keyed by the identity of its file, so an unchanged tool is never probed again.
+//!
+//! An entry is keyed by the file's path and its [`Fingerprint`] (size, modification time with
+//! nanoseconds, inode and device) plus the protocol it was probed with.
+//! A file whose fingerprint differs is probed again; a file that is gone is pruned on save.
+//!
+//! What is stored is the probe's *output* (a `description` that exited 0 within the output
+//! cap), not the parsed tool: discovery parses it again, which costs microseconds, so a tool
+//! whose output is invalid JSON is a problem on every start without being run again, and the
+//! cache holds nothing that a change of the parser could make stale.
+//! Failures that can come from the machine rather than the file (a timeout, a limit, a
+//! non-zero exit, a signal, a spawn error) are kept only in memory, for the life of one
+//! [`LiveRegistry`](crate::LiveRegistry): the next process probes them again, so that
+//! installing a missing interpreter fixes a tool without touching it.
+//!
+//! A file modified less than [`RACY_MARGIN`] before its probe started is not trusted on the
+//! next discovery (git's "racily clean" rule): a second edit within the file system's timestamp
+//! granularity would leave the fingerprint unchanged.
+//!
+//! The file is `discovery.json` in the directory the caller names (the CLI uses
+//! `$XDG_CACHE_HOME/toolsmith`). It is written atomically (a temporary file renamed over it)
+//! and carries [`CACHE_VERSION`]; a missing, unreadable, corrupt or other-version file is an
+//! empty cache and a debug log line, never an error.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write as _};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use toolsmith_executor::LimitKind;
+
+/// The version of the cache file's format; a file of another version is ignored.
+pub const CACHE_VERSION: u32 = 2;
+
+/// The cache file's name inside the cache directory.
+pub const CACHE_FILE: &str = "discovery.json";
+
+/// How long before the start of its probe a file must have been last modified for the probe's
+/// result to be trusted later. One second covers the coarsest timestamps still in use (ext3,
+/// some network file systems); nanosecond file systems only pay one extra probe for a file
+/// probed within a second of being written.
+pub const RACY_MARGIN: Duration = Duration::from_secs(1);
+
+/// The identity of a file's content, as far as the file system tells it without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Fingerprint {
+    size: u64,
+    mtime_secs: i64,
+    mtime_nanos: i64,
+    inode: u64,
+    device: u64,
+}
+
+impl Fingerprint {
+    /// The fingerprint of the file `metadata` describes (after following symbolic links).
+    pub(crate) fn of(metadata: &fs::Metadata) -> Fingerprint {
+        Fingerprint {
+            size: metadata.size(),
+            mtime_secs: metadata.mtime(),
+            mtime_nanos: metadata.mtime_nsec(),
+            inode: metadata.ino(),
+            device: metadata.dev(),
+        }
+    }
+
+    /// The modification time, if it is representable.
+    pub(crate) fn modified(&self) -> Option<SystemTime> {
+        let nanos = u32::try_from(self.mtime_nanos).ok()?;
+        let since_epoch = Duration::new(u64::try_from(self.mtime_secs).ok()?, nanos);
+        SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+    }
+}
+
+/// What a probe produced, in a form that can be kept and interpreted again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProbeRecord {
+    /// It exited 0 within the output cap and printed this.
+    Output(Vec<u8>),
+    /// It ran past the probe's timeout.
+    Timeout(Duration),
+    /// It was killed by a CPU or memory limit.
+    Limit(LimitKind),
+    /// It exited with a non-zero status.
+    Exited {
+        code: i32,
+        first_stderr_line: Option<String>,
+    },
+    /// It was killed by a signal.
+    Signaled(i32),
+    /// It printed more than the output cap.
+    OutputTooLarge(u64),
+}
+
+/// Everything the probes of one file produced: the record of the protocol that answered
+/// (or of the first one tried, when none did), and what goes with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Probed {
+    /// The protocol of `record`: a Kodelet-format file that failed `description` but answered
+    /// `--schema` is filed under ikigai's protocol.
+    pub(crate) protocol: &'static str,
+    pub(crate) record: ProbeRecord,
+    /// What a Kodelet tool's optional `config` printed (exit 0), if it implements it.
+    pub(crate) config: Option<Vec<u8>>,
+    /// When `record` failed and the `--schema` fallback was tried too, how that ended; only
+    /// for the message, never persisted (a failed probe is not persisted anyway).
+    pub(crate) fallback: Option<Box<ProbeRecord>>,
+}
+
+impl Probed {
+    /// The record of a protocol that needs nothing else.
+    pub(crate) fn only(protocol: &'static str, record: ProbeRecord) -> Probed {
+        Probed {
+            protocol,
+            record,
+            config: None,
+            fallback: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    fingerprint: Fingerprint,
+    probed_at: SystemTime,
+    probed: Probed,
+}
+
+impl Entry {
+    /// Whether the entry is written to the cache file: a record that depends only on the file
+    /// (what a program printed), of a protocol that runs a program.
+    fn is_persistent(&self) -> bool {
+        // A failed `--schema` fallback is kept only when it, too, printed something: then both
+        // answers are the file's, and a warm start reports exactly what a cold one did.
+        let fallback_is_the_files = self
+            .probed
+            .fallback
+            .as_deref()
+            .is_none_or(|fallback| matches!(fallback, ProbeRecord::Output(_)));
+        matches!(self.probed.record, ProbeRecord::Output(_))
+            && fallback_is_the_files
+            && known_protocol(self.probed.protocol).is_some()
+    }
+
+    /// Whether a later write could have left the fingerprint unchanged.
+    fn is_racy(&self) -> bool {
+        match self.fingerprint.modified() {
+            Some(modified) => modified + RACY_MARGIN > self.probed_at,
+            None => true,
+        }
+    }
+}
+
+/// An entry as stored in the file.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct StoredEntry {
+    path: PathBuf,
+    #[serde(flatten)]
+    fingerprint: Fingerprint,
+    protocol: String,
+    probed_at_secs: u64,
+    probed_at_nanos: u32,
+    output: String,
+    /// What `config` printed, for Kodelet tools that implement it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    config: Option<String>,
+    /// What the `--schema` fallback printed, when `description` printed something unusable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fallback: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct StoredCache {
+    version: u32,
+    entries: Vec<StoredEntry>,
+}
+
+/// Only the version, read first so that a file of another version is told apart from a corrupt one.
+#[derive(Debug, serde::Deserialize)]
+struct StoredVersion {
+    version: u32,
+}
+
+/// Why the cache could not be written. Reading never fails: a bad file is an empty cache.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The cache directory could not be created.
+    #[error("cannot create the cache directory {dir}", dir = dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The IO failure.
+        #[source]
+        source: io::Error,
+    },
+    /// The cache file could not be written or renamed into place.
+    #[error("cannot write the discovery cache {path}", path = path.display())]
+    Write {
+        /// The file being written.
+        path: PathBuf,
+        /// The IO failure.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Probe results by file, loaded from and saved to a cache directory, or in memory only.
+#[derive(Debug)]
+pub struct DiscoveryCache {
+    /// The cache file, or `None` for a cache that lives in memory only.
+    file: Option<PathBuf>,
+    entries: HashMap<PathBuf, Entry>,
+    /// Whether a persistent entry changed since the file was read.
+    dirty: bool,
+}
+
+impl DiscoveryCache {
+    /// A cache that is never written to disk: within one [`LiveRegistry`](crate::LiveRegistry)
+    /// it still spares re-probing unchanged files.
+    pub fn in_memory() -> DiscoveryCache {
+        DiscoveryCache {
+            file: None,
+            entries: HashMap::new(),
+            dirty: false,
+        }
+    }
+
+    /// The cache stored in `dir` (e.g. `~/.cache/toolsmith`), empty when there is no usable
+    /// file there. [`save`](DiscoveryCache::save) writes it back.
+    pub fn load(dir: &Path) -> DiscoveryCache {
+        let file = dir.join(CACHE_FILE);
+        let entries = match read_entries(&file) {
+            Ok(entries) => entries,
+            Err(reason) => {
+                tracing::debug!(file = %file.display(), reason, "discovery cache ignored");
+                HashMap::new()
+            }
+        };
+        DiscoveryCache {
+            file: Some(file),
+            entries,
+            dirty: false,
+        }
+    }
+
+    /// The cache file, if the cache is stored on disk.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// How many files have a result.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no file has a result.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The result of probing `path` with one of `protocols`, if the file has not changed since
+    /// and the result can be trusted.
+    pub(crate) fn get(
+        &self,
+        path: &Path,
+        fingerprint: &Fingerprint,
+        protocols: &[&str],
+    ) -> Option<&Probed> {
+        let entry = self.entries.get(path)?;
+        let matches = entry.fingerprint == *fingerprint
+            && protocols.contains(&entry.probed.protocol)
+            && !entry.is_racy();
+        matches.then_some(&entry.probed)
+    }
+
+    /// The last result recorded for `path`, changed since or not: what the live registry keeps
+    /// showing while a changed file settles.
+    pub(crate) fn last(&self, path: &Path) -> Option<&Probed> {
+        self.entries.get(path).map(|entry| &entry.probed)
+    }
+
+    /// Records the result of the probes of `path` that started at `probed_at`.
+    pub(crate) fn insert(
+        &mut self,
+        path: PathBuf,
+        fingerprint: Fingerprint,
+        probed_at: SystemTime,
+        probed: Probed,
+    ) {
+        let entry = Entry {
+            fingerprint,
+            probed_at,
+            probed,
+        };
+        let was_persistent = self.entries.get(&path).is_some_and(Entry::is_persistent);
+        self.dirty |= was_persistent || entry.is_persistent();
+        self.entries.insert(path, entry);
+    }
+
+    /// Writes the persistent entries of files that still exist, if anything changed since the
+    /// file was read. A cache in memory only is not written.
+    pub fn save(&mut self) -> Result<(), CacheError> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let gone: Vec<PathBuf> = self
+            .entries
+            .keys()
+            .filter(|path| !path.exists())
+            .cloned()
+            .collect();
+        for path in gone {
+            if let Some(entry) = self.entries.remove(&path) {
+                self.dirty |= entry.is_persistent();
+            }
+        }
+        if !self.dirty {
+            return Ok(());
+        }
+        let mut stored: Vec<StoredEntry> = self
+            .entries
+            .iter()
+            .filter_map(|(path, entry)| stored_entry(path, entry))
+            .collect();
+        stored.sort_by(|left, right| left.path.cmp(&right.path));
+        let cache = StoredCache {
+            version: CACHE_VERSION,
+            entries: stored,
+        };
+        write_atomically(file, &cache)?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+fn stored_entry(path: &Path, entry: &Entry) -> Option<StoredEntry> {
+    if !entry.is_persistent() {
+        return None;
+    }
+    let ProbeRecord::Output(output) = &entry.probed.record else {
+        return None;
+    };
+    // Output that is not UTF-8 cannot be a JSON description; probing it again is cheap and rare.
+    let output = String::from_utf8(output.clone()).ok()?;
+    let config = match &entry.probed.config {
+        Some(config) => Some(String::from_utf8(config.clone()).ok()?),
+        None => None,
+    };
+    let fallback = match entry.probed.fallback.as_deref() {
+        Some(ProbeRecord::Output(fallback)) => Some(String::from_utf8(fallback.clone()).ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    let probed_at = entry
+        .probed_at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()?;
+    Some(StoredEntry {
+        path: path.to_path_buf(),
+        fingerprint: entry.fingerprint,
+        protocol: entry.probed.protocol.to_owned(),
+        probed_at_secs: probed_at.as_secs(),
+        probed_at_nanos: probed_at.subsec_nanos(),
+        output,
+        config,
+        fallback,
+    })
+}
+
+/// The entries of the cache file, or why there are none.
+fn read_entries(file: &Path) -> Result<HashMap<PathBuf, Entry>, String> {
+    let bytes = fs::read(file).map_err(|error| format!("unreadable: {error}"))?;
+    let version: StoredVersion =
+        serde_json::from_slice(&bytes).map_err(|error| format!("corrupt: {error}"))?;
+    if version.version != CACHE_VERSION {
+        return Err(format!(
+            "version {} is not {CACHE_VERSION}",
+            version.version
+        ));
+    }
+    let stored: StoredCache =
+        serde_json::from_slice(&bytes).map_err(|error| format!("corrupt: {error}"))?;
+    let mut entries = HashMap::new();
+    for stored_entry in stored.entries {
+        // Protocols are compared as static strings; one this build does not know never matches.
+        let Some(protocol) = known_protocol(&stored_entry.protocol) else {
+            continue;
+        };
+        let probed_at = SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+            stored_entry.probed_at_secs,
+            stored_entry.probed_at_nanos,
+        ));
+        let Some(probed_at) = probed_at else {
+            continue;
+        };
+        entries.insert(
+            stored_entry.path,
+            Entry {
+                fingerprint: stored_entry.fingerprint,
+                probed_at,
+                probed: Probed {
+                    protocol,
+                    record: ProbeRecord::Output(stored_entry.output.into_bytes()),
+                    config: stored_entry.config.map(String::into_bytes),
+                    fallback: stored_entry
+                        .fallback
+                        .map(|fallback| Box::new(ProbeRecord::Output(fallback.into_bytes()))),
+                },
+            },
+        );
+    }
+    Ok(entries)
+}
+
+/// The protocols whose records are kept across processes: those that run a program. A
+/// manifest's record (its contents) stays in memory, since reading the file again costs no
+/// more than reading its cache entry.
+pub(crate) const PROTOCOLS: &[&str] = &[crate::kodelet::PROTOCOL, crate::ikigai::PROTOCOL];
+
+fn known_protocol(name: &str) -> Option<&'static str> {
+    PROTOCOLS.iter().copied().find(|known| *known == name)
+}
+
+/// Writes `cache` to a temporary file beside `file` and renames it over `file`, so that a
+/// reader sees the old file or the new one, never a part.
+fn write_atomically(file: &Path, cache: &StoredCache) -> Result<(), CacheError> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|source| CacheError::CreateDir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let bytes = serde_json::to_vec(cache).map_err(|source| CacheError::Write {
+        path: file.to_path_buf(),
+        source: io::Error::other(source),
+    })?;
+    // The process id keeps two toolsmith processes from writing the same temporary file; the
+    // last rename wins, and the loser's entries are probed again next time.
+    let temporary = dir.join(format!(".{CACHE_FILE}.{}.tmp", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut out = fs::File::create(&temporary)?;
+        out.write_all(&bytes)?;
+        fs::rename(&temporary, file)
+    };
+    write().map_err(|source| {
+        let _ignored = fs::remove_file(&temporary);
+        CacheError::Write {
+            path: file.to_path_buf(),
+            source,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    use crate::cache::{CACHE_FILE, DiscoveryCache, Fingerprint, ProbeRecord, Probed};
+    use crate::kodelet::PROTOCOL;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    /// Writes `tool` with a modification time an hour ago, so its entries are not racy.
+    fn old_file(path: &Path, text: &str) -> Fingerprint {
+        fs::write(path, text).unwrap();
+        let file = fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - HOUR).unwrap();
+        Fingerprint::of(&fs::metadata(path).unwrap())
+    }
+
+    fn output(text: &str) -> Probed {
+        record(ProbeRecord::Output(text.as_bytes().to_vec()))
+    }
+
+    fn record(record: ProbeRecord) -> Probed {
+        Probed::only(PROTOCOL, record)
+    }
+
+    /// Stores `record` for a tool file in a fresh cache directory, saves, lets `change` alter
+    /// the world, loads the cache again, and compares what it returns for the tool.
+    fn check(probed: Probed, change: impl FnOnce(&Path, &Path), expect: Option<Probed>) {
+        let temp = tempfile::tempdir().unwrap();
+        let cache_dir = temp.path().join("cache");
+        let tool = temp.path().join("tool");
+        let fingerprint = old_file(&tool, "#!/bin/sh\n");
+        let mut cache = DiscoveryCache::load(&cache_dir);
+        assert!(cache.is_empty());
+        cache.insert(tool.clone(), fingerprint, SystemTime::now(), probed);
+        cache.save().unwrap();
+        change(&tool, &cache_dir);
+        let reloaded = DiscoveryCache::load(&cache_dir);
+        let fingerprint = fs::metadata(&tool).ok().map(|meta| Fingerprint::of(&meta));
+        let actual = fingerprint
+            .and_then(|fingerprint| reloaded.get(&tool, &fingerprint, &[PROTOCOL]).cloned());
+        assert_eq!(actual, expect);
+    }
+
+    #[test]
+    fn roundtrip() {
+        check(output("{}"), |_, _| {}, Some(output("{}")));
+    }
+
+    #[test]
+    fn config_output_roundtrips() {
+        let with_config = Probed {
+            config: Some(br#"{"timeout": "30m"}"#.to_vec()),
+            ..output("{}")
+        };
+        check(with_config.clone(), |_, _| {}, Some(with_config));
+    }
+
+    #[test]
+    fn touched_file_is_stale() {
+        check(
+            output("{}"),
+            |tool, _| {
+                let file = fs::File::options().write(true).open(tool).unwrap();
+                file.set_modified(SystemTime::now() - HOUR / 2).unwrap();
+            },
+            None,
+        );
+    }
+
+    #[test]
+    fn rewritten_file_of_same_size_and_time_is_stale() {
+        // A new inode (an atomic replace) is a change even when size and mtime agree.
+        check(
+            output("{}"),
+            |tool, _| {
+                let before = fs::metadata(tool).unwrap();
+                let replacement = tool.with_extension("new");
+                fs::write(&replacement, "#!/bin/sh\n").unwrap();
+                let file = fs::File::options().write(true).open(&replacement).unwrap();
+                file.set_modified(before.modified().unwrap()).unwrap();
+                fs::rename(&replacement, tool).unwrap();
+            },
+            None,
+        );
+    }
+
+    #[test]
+    fn corrupt_file_is_empty() {
+        check(
+            output("{}"),
+            |_, cache_dir| {
+                fs::write(cache_dir.join(CACHE_FILE), "{\"version\": 1, \"entr").unwrap()
+            },
+            None,
+        );
+        check(
+            output("{}"),
+            |_, cache_dir| fs::write(cache_dir.join(CACHE_FILE), [0xff, 0x00, 0x12]).unwrap(),
+            None,
+        );
+    }
+
+    #[test]
+    fn other_version_is_empty() {
+        check(
+            output("{}"),
+            |_, cache_dir| {
+                let file = cache_dir.join(CACHE_FILE);
+                let text = fs::read_to_string(&file).unwrap();
+                fs::write(&file, text.replace("\"version\":2", "\"version\":999")).unwrap();
+            },
+            None,
+        );
+    }
+
+    #[test]
+    fn failures_that_may_come_from_the_machine_are_not_persisted() {
+        check(
+            record(ProbeRecord::Timeout(Duration::from_secs(1))),
+            |_, _| {},
+            None,
+        );
+        check(
+            record(ProbeRecord::Exited {
+                code: 127,
+                first_stderr_line: None,
+            }),
+            |_, _| {},
+            None,
+        );
+    }
+
+    #[test]
+    fn deleted_file_is_pruned() {
+        let temp = tempfile::tempdir().unwrap();
+        let tool = temp.path().join("tool");
+        let fingerprint = old_file(&tool, "#!/bin/sh\n");
+        let mut cache = DiscoveryCache::load(temp.path());
+        cache.insert(tool.clone(), fingerprint, SystemTime::now(), output("{}"));
+        cache.save().unwrap();
+        fs::remove_file(&tool).unwrap();
+        let mut cache = DiscoveryCache::load(temp.path());
+        assert_eq!(cache.len(), 1);
+        cache.save().unwrap();
+        assert_eq!(DiscoveryCache::load(temp.path()).len(), 0);
+    }
+
+    #[test]
+    fn racy_entry_is_not_trusted() {
+        let temp = tempfile::tempdir().unwrap();
+        let tool = temp.path().join("tool");
+        fs::write(&tool, "#!/bin/sh\n").unwrap();
+        let fingerprint = Fingerprint::of(&fs::metadata(&tool).unwrap());
+        let mut cache = DiscoveryCache::in_memory();
+        // Probed in the same instant as the write: a second write could keep the mtime.
+        let modified = fingerprint.modified().unwrap();
+        cache.insert(tool.clone(), fingerprint, modified, output("{}"));
+        assert_eq!(cache.get(&tool, &fingerprint, &[PROTOCOL]), None);
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            modified + Duration::from_secs(2),
+            output("{}"),
+        );
+        assert_eq!(
+            cache.get(&tool, &fingerprint, &[PROTOCOL]),
+            Some(&output("{}"))
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! The layers tools are discovered in, lowest precedence first, computed from explicit inputs.
+//!
+//! The order, lowest precedence first (a later directory shadows an earlier one by name):
+//!
+//! 1. The system layer ([`Layer::System`]): `<prefix>/libexec/toolsmith`, where `<prefix>` is the directory above
+//!    the one holding the `toolsmith` binary (`/usr/bin/toolsmith` → `/usr/libexec/toolsmith`).
+//! 2. With peers switched on, the peers' user directories: `~/.kodelet/tools`, `~/.ikigai/tools`,
+//!    `~/.config/nanocoder/tools` ([`Layer::PeerUser`]).
+//! 3. The user layer ([`Layer::User`]): `$TOOLSMITH_HOME/tools`, default `~/.config/toolsmith/tools`.
+//! 4. With peers switched on, the peers' project directories: `<project>/.kodelet/tools`,
+//!    `<project>/.ikigai/tools`, `<project>/.nanocoder/tools` ([`Layer::PeerProject`]).
+//! 5. The project layer ([`Layer::Project`]): `<project>/.toolsmith/tools`.
+//! 6. The config layer ([`Layer::Config`]): the directories named by `[discovery] dirs`, in their order.
+//!
+//! A peer's directory sits with the layer of the same scope, below toolsmith's own directory of
+//! that scope: a user migrating from Kodelet keeps the precedence they had (project over user),
+//! and a tool they rewrite for toolsmith wins over the peer's copy without deleting it.
+//!
+//! The project is the work tree of the git repository enclosing the current directory (found
+//! with `git2`), or the current directory itself outside a repository or in a bare one.
+//! Nothing here reads the environment or the process: the CLI passes every input in.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Another agent framework whose tool directories toolsmith can read, so that users can migrate
+/// by switching peers on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    /// Kodelet: `~/.kodelet/tools` and `./.kodelet/tools`.
+    Kodelet,
+    /// ikigai: `~/.ikigai/tools` and `./.ikigai/tools`.
+    Ikigai,
+    /// Nanocoder: `~/.config/nanocoder/tools` and `./.nanocoder/tools`.
+    Nanocoder,
+}
+
+impl Peer {
+    /// Every peer, in the order their directories are layered (later wins within a scope).
+    pub const ALL: [Peer; 3] = [Peer::Kodelet, Peer::Ikigai, Peer::Nanocoder];
+
+    /// The peer's name in listings, e.g. `kodelet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Peer::Kodelet => "kodelet",
+            Peer::Ikigai => "ikigai",
+            Peer::Nanocoder => "nanocoder",
+        }
+    }
+
+    /// The peer's user tool directory, relative to the home directory.
+    fn user_dir(self) -> &'static str {
+        match self {
+            Peer::Kodelet => ".kodelet/tools",
+            Peer::Ikigai => ".ikigai/tools",
+            Peer::Nanocoder => ".config/nanocoder/tools",
+        }
+    }
+
+    /// The peer's project tool directory, relative to the project.
+    fn project_dir(self) -> &'static str {
+        match self {
+            Peer::Kodelet => ".kodelet/tools",
+            Peer::Ikigai => ".ikigai/tools",
+            Peer::Nanocoder => ".nanocoder/tools",
+        }
+    }
+}
+
+/// Where a tool directory comes from; it decides precedence and how a missing directory is
+/// treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// Tools installed with toolsmith, next to the binary.
+    System,
+    /// A peer's user directory (peers switched on).
+    PeerUser(Peer),
+    /// The user's own tools.
+    User,
+    /// A peer's project directory (peers switched on).
+    PeerProject(Peer),
+    /// The project's tools.
+    Project,
+    /// A directory named in the config file.
+    Config,
+    /// A directory given on the command line (`--tools-dir`) or to [`discover`](crate::discover):
+    /// exactly the directories asked for, in their order.
+    Explicit,
+}
+
+impl Layer {
+    /// The layer's name in listings and JSON, e.g. `user` or `kodelet-project`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::System => "system",
+            Layer::PeerUser(Peer::Kodelet) => "kodelet-user",
+            Layer::PeerUser(Peer::Ikigai) => "ikigai-user",
+            Layer::PeerUser(Peer::Nanocoder) => "nanocoder-user",
+            Layer::User => "user",
+            Layer::PeerProject(Peer::Kodelet) => "kodelet-project",
+            Layer::PeerProject(Peer::Ikigai) => "ikigai-project",
+            Layer::PeerProject(Peer::Nanocoder) => "nanocoder-project",
+            Layer::Project => "project",
+            Layer::Config => "config",
+            Layer::Explicit => "explicit",
+        }
+    }
+
+    /// Whether a missing directory of this layer is a problem: it is for directories the user
+    /// named, and normal for the default locations.
+    pub fn missing_is_problem(self) -> bool {
+        matches!(self, Layer::Config | Layer::Explicit)
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One directory to discover tools in, and its layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerDir {
+    /// Where the directory comes from.
+    pub layer: Layer,
+    /// The directory, absolute.
+    pub dir: PathBuf,
+}
+
+impl LayerDir {
+    /// Each of `dirs` as an [`Layer::Explicit`] directory, in order.
+    pub fn explicit(dirs: &[PathBuf]) -> Vec<LayerDir> {
+        dirs.iter()
+            .map(|dir| LayerDir {
+                layer: Layer::Explicit,
+                dir: dir.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The inputs of [`layer_dirs`], gathered by the caller.
+#[derive(Debug, Clone)]
+pub struct LayerInputs {
+    /// The running `toolsmith` binary, if known; the system layer is found relative to it.
+    pub binary: Option<PathBuf>,
+    /// `$TOOLSMITH_HOME`, if set: the user layer is its `tools` directory.
+    pub toolsmith_home: Option<PathBuf>,
+    /// `$HOME`, if set: the default user layer and the peers' user directories are under it.
+    pub home: Option<PathBuf>,
+    /// The project directory, usually from [`project_dir`].
+    pub project: PathBuf,
+    /// The directories named in the config file, absolute, in order.
+    pub config_dirs: Vec<PathBuf>,
+    /// Whether to read the peers' directories too.
+    pub peers: bool,
+}
+
+/// The tool directories of every layer, lowest precedence first, whether they exist or not
+/// (discovery skips missing default directories, and the live registry watches for them).
+pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
+    let mut dirs = Vec::new();
+    let mut push = |layer: Layer, dir: PathBuf| dirs.push(LayerDir { layer, dir });
+    if let Some(binary) = &inputs.binary {
+        push(Layer::System, system_dir(binary));
+    }
+    if inputs.peers
+        && let Some(home) = &inputs.home
+    {
+        for peer in Peer::ALL {
+            push(Layer::PeerUser(peer), home.join(peer.user_dir()));
+        }
+    }
+    let user_home = match (&inputs.toolsmith_home, &inputs.home) {
+        (Some(toolsmith_home), _) => Some(toolsmith_home.clone()),
+        (None, Some(home)) => Some(home.join(".config").join("toolsmith")),
+        (None, None) => None,
+    };
+    if let Some(user_home) = user_home {
+        push(Layer::User, user_home.join("tools"));
+    }
+    if inputs.peers {
+        for peer in Peer::ALL {
+            push(
+                Layer::PeerProject(peer),
+                inputs.project.join(peer.project_dir()),
+            );
+        }
+    }
+    push(
+        Layer::Project,
+        inputs.project.join(".toolsmith").join("tools"),
+    );
+    for dir in &inputs.config_dirs {
+        push(Layer::Config, dir.clone());
+    }
+    dirs
+}
+
+/// `<prefix>/libexec/toolsmith` for the binary `<prefix>/bin/toolsmith`.
+///
+/// The binary's directory need not be called `bin`: a binary in `target/release` finds
+/// `target/libexec/toolsmith`, so a development build behaves as an installed one.
+fn system_dir(binary: &Path) -> PathBuf {
+    let bin_dir = binary.parent().unwrap_or(Path::new("/"));
+    let prefix = bin_dir.parent().unwrap_or(bin_dir);
+    prefix.join("libexec").join("toolsmith")
+}
+
+/// The project directory of `cwd`: the work tree of the git repository enclosing it, or `cwd`
+/// itself when there is none or the repository is bare.
+///
+/// Repository discovery stops at file-system boundaries, as `git` does by default.
+pub fn project_dir(cwd: &Path) -> PathBuf {
+    match git2::Repository::discover(cwd) {
+        Ok(repository) => match repository.workdir() {
+            // git2 returns the work tree with a trailing separator; components drop it.
+            Some(workdir) => workdir.components().collect(),
+            None => cwd.to_path_buf(),
+        },
+        Err(error) => {
+            tracing::debug!(cwd = %cwd.display(), %error, "no git repository; the project is the current directory");
+            cwd.to_path_buf()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::layers::{LayerInputs, layer_dirs, project_dir};
+
+    fn inputs() -> LayerInputs {
+        LayerInputs {
+            binary: Some(PathBuf::from("/opt/ts/bin/toolsmith")),
+            toolsmith_home: None,
+            home: Some(PathBuf::from("/home/ada")),
+            project: PathBuf::from("/src/app"),
+            config_dirs: Vec::new(),
+            peers: false,
+        }
+    }
+
+    fn check(inputs: LayerInputs, expect: &[&str]) {
+        let actual: Vec<String> = layer_dirs(&inputs)
+            .iter()
+            .map(|layer_dir| format!("{} {}", layer_dir.layer, layer_dir.dir.display()))
+            .collect();
+        assert_eq!(actual, expect, "{inputs:?}");
+    }
+
+    #[test]
+    fn defaults() {
+        check(
+            inputs(),
+            &[
+                "system /opt/ts/libexec/toolsmith",
+                "user /home/ada/.config/toolsmith/tools",
+                "project /src/app/.toolsmith/tools",
+            ],
+        );
+    }
+
+    #[test]
+    fn toolsmith_home_replaces_the_user_default() {
+        check(
+            LayerInputs {
+                toolsmith_home: Some(PathBuf::from("/data/ts")),
+                ..inputs()
+            },
+            &[
+                "system /opt/ts/libexec/toolsmith",
+                "user /data/ts/tools",
+                "project /src/app/.toolsmith/tools",
+            ],
+        );
+    }
+
+    #[test]
+    fn no_home_no_binary() {
+        check(
+            LayerInputs {
+                binary: None,
+                home: None,
+                ..inputs()
+            },
+            &["project /src/app/.toolsmith/tools"],
+        );
+    }
+
+    #[test]
+    fn binary_at_the_root() {
+        check(
+            LayerInputs {
+                binary: Some(PathBuf::from("/toolsmith")),
+                home: None,
+                ..inputs()
+            },
+            &[
+                "system /libexec/toolsmith",
+                "project /src/app/.toolsmith/tools",
+            ],
+        );
+    }
+
+    #[test]
+    fn config_dirs_come_last_in_order() {
+        check(
+            LayerInputs {
+                config_dirs: vec![PathBuf::from("/b"), PathBuf::from("/a")],
+                ..inputs()
+            },
+            &[
+                "system /opt/ts/libexec/toolsmith",
+                "user /home/ada/.config/toolsmith/tools",
+                "project /src/app/.toolsmith/tools",
+                "config /b",
+                "config /a",
+            ],
+        );
+    }
+
+    #[test]
+    fn peers_sit_below_toolsmith_in_their_scope() {
+        check(
+            LayerInputs {
+                peers: true,
+                config_dirs: vec![PathBuf::from("/extra")],
+                ..inputs()
+            },
+            &[
+                "system /opt/ts/libexec/toolsmith",
+                "kodelet-user /home/ada/.kodelet/tools",
+                "ikigai-user /home/ada/.ikigai/tools",
+                "nanocoder-user /home/ada/.config/nanocoder/tools",
+                "user /home/ada/.config/toolsmith/tools",
+                "kodelet-project /src/app/.kodelet/tools",
+                "ikigai-project /src/app/.ikigai/tools",
+                "nanocoder-project /src/app/.nanocoder/tools",
+                "project /src/app/.toolsmith/tools",
+                "config /extra",
+            ],
+        );
+    }
+
+    #[test]
+    fn project_is_the_enclosing_work_tree() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        let repository = root.join("repo");
+        git2::Repository::init(&repository).unwrap();
+        let nested = repository.join("src/deep");
+        std::fs::create_dir_all(&nested).unwrap();
+        assert_eq!(project_dir(&nested), repository);
+        assert_eq!(project_dir(&repository), repository);
+
+        let bare = root.join("bare.git");
+        git2::Repository::init_bare(&bare).unwrap();
+        assert_eq!(project_dir(&bare), bare);
+
+        let outside = root.join("plain");
+        std::fs::create_dir_all(&outside).unwrap();
+        // The temp dir may itself be inside a repository on a developer's machine, so the
+        // expectation follows git's answer for the parent rather than assuming none.
+        let expect = match git2::Repository::discover(&outside) {
+            Ok(enclosing) => enclosing
+                .workdir()
+                .map_or(outside.clone(), |workdir| workdir.components().collect()),
+            Err(_) => outside.clone(),
+        };
+        assert_eq!(project_dir(&outside), expect);
+    }
+}

@@ -1,0 +1,396 @@
+//! The live registry: the current catalog as a snapshot readers take without blocking, kept up to date by a file watcher, with change events.
+//!
+//! - Readers call [`LiveRegistry::snapshot`] and get an `Arc<Catalog>` (an `arc-swap` load, no
+//!   lock): a call in flight keeps the catalog it started with, whatever happens on disk.
+//! - A watcher (`notify`, debounced by `notify-debouncer-mini` for [`SETTLE`]) watches every
+//!   layer directory, or, for a directory that does not exist yet, its nearest existing
+//!   ancestor, so that creating `.toolsmith/tools` later is noticed.
+//! - On an event the registry rescans the layers: listing the directories and reading each
+//!   file's metadata is cheap; only files whose fingerprint changed are probed (the
+//!   [`DiscoveryCache`] holds every other result, failures included, for the registry's life).
+//! - A changed file modified less than [`SETTLE`] ago is not probed yet: it may still be being
+//!   written. The registry keeps what it knew of that file (nothing, for a new one) and
+//!   rescans once it has settled, so a half-written file is never registered, whatever its
+//!   writer's pace between writes shorter than [`SETTLE`]. Writers that rename a complete file
+//!   into place (as the generator does) are never seen half-written at all.
+//! - [`LiveRegistry::refresh`] is an explicit full re-discovery: every file is probed again.
+//! - Subscribers get a [`ChangeEvent`] (names added, removed, changed) after each rescan that
+//!   changed the catalog.
+//! - Dropping the registry stops the watcher thread and the rescan task.
+//!
+//! The design, with a diagram and the decisions behind it, is in `docs/discovery.md`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use notify::RecursiveMode;
+use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
+use tokio::sync::{broadcast, mpsc};
+use toolsmith_executor::Executor;
+
+use crate::discovery::{Freshness, discover_matching};
+use crate::{Catalog, DiscoveryCache, Error, LayerDir, RunConfig, Tool, ToolName};
+
+/// How long a file must have been left alone before the watcher probes it, and the debounce of
+/// the file-system events.
+pub const SETTLE: Duration = Duration::from_millis(200);
+
+/// How many change events a slow subscriber may fall behind before it misses some (it is then
+/// told it lagged, and should take a fresh [`LiveRegistry::snapshot`]).
+const EVENT_CAPACITY: usize = 64;
+
+/// What one rescan changed, by tool name (each list sorted).
+///
+/// A tool is `changed` when what the LLM sees or where it runs from differs: its description,
+/// input schema, format, file or layer. A file edited without changing any of these (say, the
+/// body of `run`) is not an event: the next call runs the new file anyway.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeEvent {
+    /// Names that appeared.
+    pub added: Vec<ToolName>,
+    /// Names that disappeared.
+    pub removed: Vec<ToolName>,
+    /// Names whose tool changed.
+    pub changed: Vec<ToolName>,
+}
+
+impl ChangeEvent {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+
+    /// The difference between two catalogs.
+    pub fn between(old: &Catalog, new: &Catalog) -> ChangeEvent {
+        let old_tools: BTreeMap<&ToolName, &Tool> =
+            old.tools().iter().map(|tool| (tool.name(), tool)).collect();
+        let new_tools: BTreeMap<&ToolName, &Tool> =
+            new.tools().iter().map(|tool| (tool.name(), tool)).collect();
+        let mut event = ChangeEvent::default();
+        for (name, new_tool) in &new_tools {
+            match old_tools.get(name) {
+                None => event.added.push((*name).clone()),
+                Some(old_tool) if !same_definition(old_tool, new_tool) => {
+                    event.changed.push((*name).clone());
+                }
+                Some(_) => {}
+            }
+        }
+        for name in old_tools.keys() {
+            if !new_tools.contains_key(name) {
+                event.removed.push((*name).clone());
+            }
+        }
+        event
+    }
+}
+
+fn same_definition(left: &Tool, right: &Tool) -> bool {
+    left.description() == right.description()
+        && left.input_schema().as_json() == right.input_schema().as_json()
+        && left.kind() == right.kind()
+        && left.path() == right.path()
+        && left.layer() == right.layer()
+}
+
+/// A catalog that follows the tool directories while the program runs.
+///
+/// Must be created inside a tokio runtime, which runs its rescans.
+#[derive(Debug)]
+pub struct LiveRegistry {
+    shared: Arc<Shared>,
+    watch_task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    executor: Arc<Executor>,
+    layers: Vec<LayerDir>,
+    config: RunConfig,
+    current: ArcSwap<Catalog>,
+    /// Held for the whole of a rescan, so rescans never interleave.
+    cache: tokio::sync::Mutex<DiscoveryCache>,
+    events: broadcast::Sender<ChangeEvent>,
+}
+
+impl LiveRegistry {
+    /// Starts watching `layers`, then discovers them (with `cache`) before returning.
+    ///
+    /// The watch is set up first, so a change during the first discovery is not missed.
+    pub async fn start(
+        executor: Arc<Executor>,
+        layers: Vec<LayerDir>,
+        cache: DiscoveryCache,
+        config: RunConfig,
+    ) -> Result<LiveRegistry, Error> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mut debouncer =
+            notify_debouncer_mini::new_debouncer(SETTLE, move |result: DebounceEventResult| {
+                // The receiver is gone only when the registry is dropped; nothing is left to tell.
+                let _ignored = sender.send(result);
+            })
+            .map_err(|source| Error::Watch { source })?;
+        let targets = watch_targets(&layers, &config.cwd);
+        let mut watched = HashSet::new();
+        update_watches(&mut debouncer, &targets, &HashSet::new(), &mut watched)?;
+
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        let shared = Arc::new(Shared {
+            executor,
+            layers,
+            config,
+            current: ArcSwap::from_pointee(Catalog::empty()),
+            cache: tokio::sync::Mutex::new(cache),
+            events,
+        });
+        shared.rescan(Freshness::UseCache).await;
+        let watch_task = tokio::spawn(watch_loop(
+            Arc::clone(&shared),
+            debouncer,
+            receiver,
+            watched,
+        ));
+        Ok(LiveRegistry { shared, watch_task })
+    }
+
+    /// The current catalog. Holding it keeps it alive and unchanged.
+    pub fn snapshot(&self) -> Arc<Catalog> {
+        self.shared.current.load_full()
+    }
+
+    /// A receiver of the change events that happen from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<ChangeEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Discovers every layer again, probing every file (also the unchanged ones), and returns
+    /// what changed; subscribers get the same event.
+    pub async fn refresh(&self) -> ChangeEvent {
+        self.shared.rescan(Freshness::ProbeAll).await.0
+    }
+
+    /// The layers watched, lowest precedence first.
+    pub fn layers(&self) -> &[LayerDir] {
+        &self.shared.layers
+    }
+}
+
+impl Drop for LiveRegistry {
+    fn drop(&mut self) {
+        // The task owns the debouncer: dropping it with the task stops the watcher thread, and
+        // a rescan in progress is cancelled, which kills its probes.
+        self.watch_task.abort();
+    }
+}
+
+impl Shared {
+    /// Rediscovers, publishes the new catalog and the change event, and says when a file left
+    /// for later will have settled.
+    async fn rescan(&self, freshness: Freshness) -> (ChangeEvent, Option<SystemTime>) {
+        let mut cache = self.cache.lock().await;
+        let discovery = discover_matching(
+            &self.executor,
+            &self.layers,
+            None,
+            &mut cache,
+            freshness,
+            &self.config,
+            &|_| {},
+        )
+        .await;
+        if let Err(error) = cache.save() {
+            tracing::warn!(
+                error = %crate::discovery::error_chain(&error),
+                "the discovery cache was not saved; unchanged tools will be probed again next start"
+            );
+        }
+        drop(cache);
+        let new = Arc::new(discovery.catalog);
+        let old = self.current.swap(Arc::clone(&new));
+        let event = ChangeEvent::between(&old, &new);
+        if !event.is_empty() {
+            tracing::debug!(?event, "tool catalog changed");
+            // No subscriber is not a failure.
+            let _ignored = self.events.send(event.clone());
+        }
+        (event, discovery.retry_at)
+    }
+}
+
+/// The directories to watch: each layer directory, or its nearest existing ancestor.
+fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
+    layers
+        .iter()
+        .filter_map(|layer_dir| {
+            let dir = cwd.join(&layer_dir.dir);
+            dir.ancestors()
+                .find(|ancestor| ancestor.is_dir())
+                .map(Path::to_path_buf)
+        })
+        .collect()
+}
+
+/// Watches the new targets, stops watching the old ones, and watches again a target that an
+/// event named (it may have been removed and created again, which ends an inotify watch).
+fn update_watches(
+    debouncer: &mut Debouncer<notify::RecommendedWatcher>,
+    targets: &HashSet<PathBuf>,
+    touched: &HashSet<PathBuf>,
+    watched: &mut HashSet<PathBuf>,
+) -> Result<(), Error> {
+    let stale: Vec<PathBuf> = watched.difference(targets).cloned().collect();
+    for dir in stale {
+        // The directory may be gone, which already ended the watch.
+        let _ignored = debouncer.watcher().unwatch(&dir);
+        watched.remove(&dir);
+    }
+    for dir in targets {
+        if watched.contains(dir) && !touched.contains(dir) {
+            continue;
+        }
+        if watched.contains(dir) {
+            let _ignored = debouncer.watcher().unwatch(dir);
+        }
+        match debouncer.watcher().watch(dir, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                watched.insert(dir.clone());
+            }
+            // Removed between the check and the watch: the next event recomputes the targets.
+            Err(error) if matches!(error.kind, notify::ErrorKind::PathNotFound) => {
+                watched.remove(dir);
+            }
+            Err(source) => return Err(Error::Watch { source }),
+        }
+    }
+    Ok(())
+}
+
+/// Whether an event at `path` can change the catalog: a file in a layer directory, or a layer
+/// directory or one of its ancestors appearing or disappearing.
+fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
+    layers.iter().any(|layer_dir| {
+        let dir = cwd.join(&layer_dir.dir);
+        path.parent() == Some(dir.as_path()) || dir.starts_with(path)
+    })
+}
+
+/// Waits for file-system events (or for a file left for later to settle), then rescans.
+async fn watch_loop(
+    shared: Arc<Shared>,
+    mut debouncer: Debouncer<notify::RecommendedWatcher>,
+    mut receiver: mpsc::UnboundedReceiver<DebounceEventResult>,
+    mut watched: HashSet<PathBuf>,
+) {
+    let mut retry_at: Option<tokio::time::Instant> = None;
+    loop {
+        let mut touched = HashSet::new();
+        let mut relevant = false;
+        let retry = async {
+            match retry_at {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            received = receiver.recv() => {
+                let Some(first) = received else {
+                    return;
+                };
+                // Everything already queued is handled by the same rescan.
+                let mut batch = vec![first];
+                while let Ok(more) = receiver.try_recv() {
+                    batch.push(more);
+                }
+                for result in batch {
+                    match result {
+                        Ok(events) => {
+                            for event in events {
+                                // A file still being written is reported again once it is quiet.
+                                if event.kind == DebouncedEventKind::AnyContinuous {
+                                    continue;
+                                }
+                                if is_relevant(&event.path, &shared.layers, &shared.config.cwd) {
+                                    relevant = true;
+                                    touched.insert(event.path);
+                                }
+                            }
+                        }
+                        Err(error) => {
+                            // Events may have been lost (e.g. the inotify queue overflowed), so
+                            // the directories are rescanned rather than trusting the rest.
+                            tracing::warn!(%error, "the tool directory watcher reported an error");
+                            relevant = true;
+                        }
+                    }
+                }
+            }
+            () = retry => {
+                relevant = true;
+            }
+        }
+        if !relevant {
+            continue;
+        }
+        let targets = watch_targets(&shared.layers, &shared.config.cwd);
+        if let Err(error) = update_watches(&mut debouncer, &targets, &touched, &mut watched) {
+            tracing::warn!(error = %crate::discovery::error_chain(&error), "a tool directory cannot be watched; its changes need an explicit refresh");
+        }
+        let (_event, settles_at) = shared.rescan(Freshness::Settle(SETTLE)).await;
+        retry_at = settles_at.map(|settles_at| {
+            let wait = settles_at
+                .duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO);
+            tokio::time::Instant::now() + wait
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use crate::live::is_relevant;
+    use crate::{Layer, LayerDir};
+
+    fn check(path: &str, expect: bool) {
+        let layers = [
+            LayerDir {
+                layer: Layer::User,
+                dir: PathBuf::from("/home/ada/.config/toolsmith/tools"),
+            },
+            LayerDir {
+                layer: Layer::Project,
+                dir: PathBuf::from(".toolsmith/tools"),
+            },
+        ];
+        assert_eq!(
+            is_relevant(Path::new(path), &layers, Path::new("/src/app")),
+            expect,
+            "{path}"
+        );
+    }
+
+    #[test]
+    fn files_in_layer_dirs_are_relevant() {
+        check("/home/ada/.config/toolsmith/tools/hello", true);
+        check("/src/app/.toolsmith/tools/hello", true);
+    }
+
+    #[test]
+    fn layer_dirs_and_their_ancestors_are_relevant() {
+        check("/src/app/.toolsmith/tools", true);
+        check("/src/app/.toolsmith", true);
+        check("/home/ada/.config", true);
+    }
+
+    #[test]
+    fn neighbours_are_not() {
+        check("/home/ada/.bash_history", false);
+        check("/src/app/README.md", false);
+        check("/src/app/.toolsmith/tools/sub/deep", false);
+        check("/src/app/.toolsmith/config.toml", false);
+    }
+}

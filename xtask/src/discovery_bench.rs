@@ -1,0 +1,225 @@
+//! The discovery part of `cargo xtask bench`: cold and warm discovery of 500 tiny tools, against the physical floor of probing them.
+//!
+//! The floor is what no discovery that runs every tool can beat on this machine: 500
+//! sequential plain `std::process::Command` runs of `tool description`, divided by the number
+//! of cores (discovery probes in parallel, one probe per core). Cold discovery probes every
+//! tool through the executor and writes the cache; warm discovery reads the cache and, since no
+//! tool changed, spawns nothing, so it may beat the floor by far. Both are reported as ratios
+//! to the floor measured in the same run.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use toolsmith_executor::{Executor, Limits, filtered_env};
+use toolsmith_registry::{DiscoveryCache, Layer, LayerDir, RunConfig, discover_layers};
+
+use crate::CheckFailed;
+use crate::bench::render_table;
+
+/// How many tools are discovered.
+const N_TOOLS: usize = 500;
+
+/// How far in the past the tools' modification times are set: beyond the cache's racy margin,
+/// as for tools that were not written a moment ago.
+const TOOL_AGE: Duration = Duration::from_secs(3600);
+
+/// The medians of the three measurements, in milliseconds.
+#[derive(Debug)]
+pub(crate) struct DiscoveryReport {
+    n_cpus: usize,
+    repetitions: usize,
+    floor_ms: f64,
+    cold_ms: f64,
+    warm_ms: f64,
+}
+
+/// A temporary directory that is removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ignored = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes the tools, then measures floor, cold and warm `repetitions` times each, interleaved.
+pub(crate) fn measure(
+    runtime: &tokio::runtime::Runtime,
+    executor: &Arc<Executor>,
+    repetitions: usize,
+    n_cpus: usize,
+) -> anyhow::Result<DiscoveryReport> {
+    let scratch = Scratch(
+        std::env::temp_dir().join(format!("toolsmith-bench-discovery-{}", std::process::id())),
+    );
+    let tools = scratch.0.join("tools");
+    let cache_dir = scratch.0.join("cache");
+    fs::create_dir_all(&tools).context("could not create the bench's tool directory")?;
+    let mut paths = Vec::with_capacity(N_TOOLS);
+    for index in 0..N_TOOLS {
+        paths.push(write_tool(&tools, &format!("tool_{index}"))?);
+    }
+    let layers = [LayerDir {
+        layer: Layer::User,
+        dir: tools.clone(),
+    }];
+    let config = RunConfig {
+        cwd: scratch.0.clone(),
+        env: filtered_env(&["PATH".to_owned()], &[]),
+        limits: Limits::recommended(),
+        max_timeout: Duration::from_secs(300),
+        overrides: Default::default(),
+    };
+    eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
+
+    let mut floor = Vec::new();
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    for _ in 0..repetitions {
+        floor.push(plain_spawns(&paths)? / n_cpus as f64);
+        let _ignored = fs::remove_dir_all(&cache_dir);
+        cold.push(timed_discovery(
+            runtime, executor, &layers, &cache_dir, &config,
+        )?);
+        warm.push(timed_discovery(
+            runtime, executor, &layers, &cache_dir, &config,
+        )?);
+    }
+    Ok(DiscoveryReport {
+        n_cpus,
+        repetitions,
+        floor_ms: median(&mut floor),
+        cold_ms: median(&mut cold),
+        warm_ms: median(&mut warm),
+    })
+}
+
+fn write_tool(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let path = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' '{{\"name\": \"{name}\", \"description\": \"A bench tool\", \"input_schema\": {{\"type\": \"object\"}}}}'\n"
+    );
+    let write = || -> std::io::Result<()> {
+        fs::write(&path, script)?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755))?;
+        fs::File::options()
+            .write(true)
+            .open(&path)?
+            .set_modified(SystemTime::now() - TOOL_AGE)
+    };
+    write().with_context(|| format!("could not write the bench tool {}", path.display()))?;
+    Ok(path)
+}
+
+/// Milliseconds for one plain `description` run of every tool, one after the other.
+fn plain_spawns(paths: &[PathBuf]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    for path in paths {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "plain std::process::Command is the floor being measured"
+        )]
+        let output = std::process::Command::new(path)
+            .arg("description")
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("could not run {}", path.display()))?;
+        if !output.status.success() {
+            return Err(CheckFailed(format!(
+                "the bench tool {} failed: {}",
+                path.display(),
+                output.status
+            ))
+            .into());
+        }
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Milliseconds for a discovery as one `toolsmith list` does it: load the cache, discover,
+/// save the cache.
+fn timed_discovery(
+    runtime: &tokio::runtime::Runtime,
+    executor: &Arc<Executor>,
+    layers: &[LayerDir],
+    cache_dir: &Path,
+    config: &RunConfig,
+) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let catalog = runtime.block_on(async {
+        let mut cache = DiscoveryCache::load(cache_dir);
+        let catalog = discover_layers(executor, layers, &mut cache, config, &|_| {}).await;
+        cache.save().map(|()| catalog)
+    })?;
+    let elapsed = started.elapsed().as_secs_f64() * 1e3;
+    if catalog.tools().len() != N_TOOLS {
+        return Err(CheckFailed(format!(
+            "discovery found {} of {N_TOOLS} bench tools; first problem: {:?}",
+            catalog.tools().len(),
+            catalog.problems().first().map(|problem| problem.message())
+        ))
+        .into());
+    }
+    Ok(elapsed)
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    match samples.len() {
+        0 => f64::NAN,
+        n_samples if n_samples % 2 == 1 => samples[n_samples / 2],
+        n_samples => (samples[n_samples / 2 - 1] + samples[n_samples / 2]) / 2.0,
+    }
+}
+
+impl DiscoveryReport {
+    /// The section of the bench report, in the spawn table's style.
+    pub(crate) fn render(&self) -> String {
+        let mut report = format!(
+            "toolsmith discovery bench: {N_TOOLS} tiny `#!/bin/sh` tools, ms (median of {})\n\
+             floor: {N_TOOLS} sequential std::process::Command runs of `tool description` / {} cpus; ratio = median / floor\n\n",
+            self.repetitions, self.n_cpus
+        );
+        let header: Vec<String> = ["discovery", "tools", "median ms", "ratio to floor"]
+            .iter()
+            .map(|cell| (*cell).to_owned())
+            .collect();
+        let row = |label: &str, millis: f64| {
+            [
+                label.to_owned(),
+                N_TOOLS.to_string(),
+                format!("{millis:.1}"),
+                format!("{:.2}", millis / self.floor_ms),
+            ]
+        };
+        let rows = [
+            row("physical floor", self.floor_ms),
+            row("cold (probe every tool, write the cache)", self.cold_ms),
+            row("warm (unchanged tools: no process)", self.warm_ms),
+        ];
+        report.push_str(&render_table(&header, &rows, 1));
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::discovery_bench::median;
+
+    fn check(samples: &[f64], expect: f64) {
+        let mut samples = samples.to_vec();
+        assert_eq!(median(&mut samples), expect, "{samples:?}");
+    }
+
+    #[test]
+    fn medians() {
+        check(&[3.0], 3.0);
+        check(&[4.0, 1.0, 3.0], 3.0);
+        check(&[4.0, 1.0, 3.0, 2.0], 2.5);
+    }
+}
