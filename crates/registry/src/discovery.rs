@@ -496,7 +496,20 @@ pub(crate) async fn discover_matching(
     let probed = probe_all(executor, &probe_candidates, config, progress).await;
     for (index, (result, probed_at)) in to_probe.into_iter().zip(probed) {
         let candidate = &candidates[index];
-        if let Ok(probed) = &result {
+        // The file may have been rewritten between the look at its metadata and the probe's
+        // execve, in which case the probe saw some other content, perhaps half of it. Such a
+        // result describes no version of the file: it is never cached, and the live registry
+        // keeps what it had and looks again once the file settles.
+        let unchanged = fs::metadata(&candidate.path)
+            .is_ok_and(|metadata| Fingerprint::of(&metadata) == candidate.fingerprint);
+        if !unchanged {
+            if let Freshness::Settle(settle) = freshness {
+                let settled_at = SystemTime::now() + settle;
+                retry_at = Some(retry_at.map_or(settled_at, |earlier| earlier.min(settled_at)));
+                records[index] = cache.last(&candidate.path).cloned().map(Ok);
+                continue;
+            }
+        } else if let Ok(probed) = &result {
             cache.insert(
                 candidate.path.clone(),
                 candidate.fingerprint,
