@@ -67,7 +67,7 @@ impl TestContext {
             clippy::disallowed_methods,
             reason = "black-box tests start the binary under test"
         )]
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolsmith-dup"));
         command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -143,7 +143,7 @@ impl TestContext {
 /// The directory above the one holding the binary under test: its system layer is
 /// `[PREFIX]/libexec/toolsmith`.
 pub(crate) fn binary_prefix() -> PathBuf {
-    let binary = Path::new(env!("CARGO_BIN_EXE_toolsmith"));
+    let binary = Path::new(env!("CARGO_BIN_EXE_toolsmith-dup"));
     binary.parent().unwrap().parent().unwrap().to_path_buf()
 }
 

@@ -757,3 +757,96 @@ fn second_listing_probes_nothing_unless_the_cache_is_off() {
     list(&[]);
     assert_eq!(probes(), 3);
 }
+
+/// Acceptance 4 of the registry issue in one listing: shadowing, duplicates, a reserved name,
+/// a script without the execute bit and three kinds of bad schema are each reported, and
+/// none of them keeps the good tools from listing.
+#[test]
+fn acceptance_4_every_broken_case_is_reported_and_good_tools_still_list() {
+    let context = TestContext::new();
+    let higher = context.root.join("higher");
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "echo ok"));
+    context.tool("shared", &shell_tool("shared", EMPTY_SCHEMA, "echo lower"));
+    write_executable(
+        &higher.join("shared"),
+        &shell_tool("shared", EMPTY_SCHEMA, "echo higher"),
+    );
+    context.tool("file-read", &shell_tool("file_read", EMPTY_SCHEMA, "true"));
+    context.tool("file_read", &shell_tool("file_read", EMPTY_SCHEMA, "true"));
+    context.tool(
+        "custom_tool",
+        &shell_tool("custom_tool", EMPTY_SCHEMA, "true"),
+    );
+    let forgot = context.tools.join("forgot");
+    std::fs::write(&forgot, shell_tool("forgot", EMPTY_SCHEMA, "true")).unwrap();
+    context.tool(
+        "string_schema",
+        &shell_tool("string_schema", r#"{"type": "string"}"#, "true"),
+    );
+    context.tool(
+        "one_of",
+        &shell_tool(
+            "one_of",
+            r#"{"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}"#,
+            "true",
+        ),
+    );
+    context.tool(
+        "bad_keyword",
+        &shell_tool(
+            "bad_keyword",
+            r#"{"type": "object", "properties": {"a": {"type": "strnig"}}}"#,
+            "true",
+        ),
+    );
+    let output = context
+        .command()
+        .arg("--tools-dir")
+        .arg(&context.tools)
+        .arg("--tools-dir")
+        .arg(&higher)
+        .args(["list", "--all", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let listing: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names = |section: &str, key: &str| -> Vec<String> {
+        listing[section]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| entry[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("tools", "name"), ["file_read", "good", "shared"]);
+    let shared = &listing["tools"][2];
+    assert!(shared["path"].as_str().unwrap().ends_with("higher/shared"));
+    assert_eq!(names("shadowed", "name"), ["shared"]);
+    let problems: Vec<(String, String)> = listing["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|problem| {
+            let path = problem["path"].as_str().unwrap();
+            let file = path.rsplit('/').next().unwrap().to_owned();
+            (file, problem["error"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let expect = [
+        ("bad_keyword", "not valid JSON Schema"),
+        ("custom_tool", "reserved"),
+        ("file_read", "already provided by"),
+        ("forgot", "not executable (chmod +x it)"),
+        ("one_of", "oneOf"),
+        ("string_schema", "\"type\": \"object\""),
+    ];
+    assert_eq!(problems.len(), expect.len(), "{problems:#?}");
+    for (file, fragment) in expect {
+        let message = problems
+            .iter()
+            .find(|(problem_file, _)| problem_file == file)
+            .map(|(_, message)| message.as_str())
+            .unwrap_or_else(|| panic!("no problem reported for {file}: {problems:#?}"));
+        assert!(message.contains(fragment), "{file}: {message}");
+    }
+}

@@ -10,7 +10,7 @@ use crate::units::{self, Cap};
 
 /// Discover, validate and run custom tools for AI agent pipelines.
 #[derive(Debug, Parser)]
-#[command(name = "toolsmith", version, about, long_about = None)]
+#[command(name = "toolsmith", bin_name = "toolsmith", version, about, long_about = None)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Commands,

@@ -106,6 +106,9 @@ pub enum ProblemError {
         #[source]
         source: io::Error,
     },
+    /// A script (it starts with `#!`) without the execute bit.
+    #[error("it starts with `#!` but is not executable (chmod +x it)")]
+    NotExecutable,
     /// The file name is not valid UTF-8.
     #[error("file name is not valid UTF-8")]
     NonUtf8FileName,
@@ -692,7 +695,13 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
         .as_encoded_bytes()
         .ends_with(MANIFEST_SUFFIX.as_bytes());
     if !is_manifest && metadata.permissions().mode() & 0o111 == 0 {
-        return Ok(None);
+        // A script someone forgot to make executable is the commonest reason a tool does not
+        // show up; any other file without the execute bit (notes, data) is not a tool.
+        return if starts_with_shebang(path) {
+            Err(ProblemError::NotExecutable)
+        } else {
+            Ok(None)
+        };
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
     let (name, format) =
@@ -702,6 +711,14 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
         format,
         fingerprint: Fingerprint::of(&metadata),
     }))
+}
+
+/// True when the file at `path` starts with `#!`.
+fn starts_with_shebang(path: &Path) -> bool {
+    let mut start = [0_u8; 2];
+    fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut start))
+        .is_ok_and(|()| &start == b"#!")
 }
 
 /// True for the documentation files people keep next to their tools
@@ -1159,10 +1176,20 @@ mod tests {
     #[test]
     fn skipped_silently() {
         check("readme", Some(("text", 0o644)), Ok(None));
+        check("data.json", Some(("{}", 0o644)), Ok(None));
         check("README.md", Some(("# My tools", 0o644)), Ok(None));
         check("changelog.md", Some(("# Changes", 0o644)), Ok(None));
         check(".hidden", Some(("#!/bin/sh\n", 0o755)), Ok(None));
         check("subdir", None, Ok(None));
+    }
+
+    #[test]
+    fn script_without_the_execute_bit_is_a_problem() {
+        check(
+            "forgot",
+            Some(("#!/bin/sh\n", 0o644)),
+            Err("it starts with `#!` but is not executable (chmod +x it)"),
+        );
     }
 
     #[test]

@@ -305,7 +305,9 @@ fn pipeline(in_directory: bool) -> &'static [CheckKind] {
 pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
     match error {
         ProblemError::ReadDir { .. } => CheckKind::Directory,
-        ProblemError::BrokenLink { .. } | ProblemError::Metadata { .. } => CheckKind::File,
+        ProblemError::BrokenLink { .. }
+        | ProblemError::Metadata { .. }
+        | ProblemError::NotExecutable => CheckKind::File,
         ProblemError::NonUtf8FileName | ProblemError::FileName { .. } => CheckKind::FileName,
         ProblemError::Duplicate { .. } => CheckKind::Unique,
         ProblemError::Spawn { .. }
