@@ -16,6 +16,7 @@ use serde_json::{Map, Number, Value};
 use serde_norway::Value as Yaml;
 use toolsmith_executor::Command;
 
+use crate::discovery::error_chain;
 use crate::expand::{ExpandError, Expansion};
 use crate::render::{RenderError, Template, TemplateError, is_identifier};
 use crate::{Approval, InputSchema, NameError, SchemaError, ToolName};
@@ -375,21 +376,9 @@ pub struct ManifestErrors {
 
 impl fmt::Display for ManifestErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let messages: Vec<String> = self.errors.iter().map(error_chain).collect();
+        let messages: Vec<String> = self.errors.iter().map(|error| error_chain(error)).collect();
         f.write_str(&messages.join("; "))
     }
-}
-
-/// An error with its causes, as one line.
-fn error_chain(error: &ManifestError) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// Why a manifest's call could not be prepared.

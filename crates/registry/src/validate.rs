@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use toolsmith_executor::Executor;
 
-use crate::discovery::{Candidate, Format, classify, load_fresh, scan_dirs};
+use crate::discovery::{Candidate, Format, classify, error_chain, load_fresh, scan_dirs};
 use crate::{
     DescriptionError, Layer, LayerDir, Problem, ProblemError, RunConfig, Tool, ToolName,
     ToolSchemaError,
@@ -180,7 +180,7 @@ async fn probe_reports(
             let failure = result
                 .as_ref()
                 .err()
-                .map(|error| (failed_check(error), message(error)));
+                .map(|error| (failed_check(error), error_chain(error)));
             let mut file_report = report(
                 candidate.path,
                 Some(candidate.expected),
@@ -377,17 +377,6 @@ fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
             "the timeout the tool asks for (`config`), if any, is valid"
         }
     }
-}
-
-fn message(error: &ProblemError) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Why discovery would skip `path` silently.
