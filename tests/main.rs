@@ -6,6 +6,7 @@ mod context;
 mod audit;
 mod config;
 mod doctor;
+mod export;
 mod list;
 mod manifest;
 mod policy;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use toolsmith_registry::Profile;
 
+use crate::export::Provider;
 use crate::units::{self, Cap};
 
 /// Discover, validate and run custom tools for AI agent pipelines.
@@ -52,6 +53,9 @@ pub(crate) enum Commands {
     Validate(ValidateArgs),
     /// Call a tool and print its result envelope.
     Run(RunArgs),
+    /// Print the tool definitions in one LLM API's exact shape (MCP, OpenAI,
+    /// Anthropic, Gemini); a tool a provider cannot take is left out with a warning.
+    Export(ExportArgs),
     /// Show the containment backend, the kernel features it relies on, and
     /// where configuration and tools are read from.
     Doctor(DoctorArgs),
@@ -89,6 +93,26 @@ pub(crate) struct ListArgs {
     /// tools and the files that failed to load.
     #[arg(long)]
     pub(crate) all: bool,
+
+    /// The policy profile [env: TOOLSMITH_PROFILE] [default: `[policy] profile`].
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// The API whose shape to print.
+    #[arg(long, value_enum)]
+    pub(crate) format: Provider,
+
+    /// Use the provider's strict schema mode (OpenAI, Anthropic) for every tool whose schema
+    /// allows it; the others are exported non-strict, with a warning saying why.
+    #[arg(long)]
+    pub(crate) strict: bool,
+
+    /// Put this before every tool name ('' for none).
+    #[arg(long, default_value = toolsmith_registry::EXPOSED_PREFIX)]
+    pub(crate) prefix: String,
 
     /// The policy profile [env: TOOLSMITH_PROFILE] [default: `[policy] profile`].
     #[arg(long, value_name = "PROFILE")]

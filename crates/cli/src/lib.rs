@@ -22,6 +22,7 @@ mod commands;
 mod config;
 mod env_vars;
 mod exit;
+mod export;
 mod logging;
 mod output;
 mod progress;
@@ -38,7 +39,9 @@ use toolsmith_executor::{Executor, ExecutorConfig};
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
-use crate::args::{Cli, Commands, DoctorArgs, ListArgs, RunArgs, ShowArgs, ValidateArgs};
+use crate::args::{
+    Cli, Commands, DoctorArgs, ExportArgs, ListArgs, RunArgs, ShowArgs, ValidateArgs,
+};
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
@@ -104,6 +107,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::List(args) => Prepared::List(args),
         Commands::Show(args) => Prepared::Show(args),
         Commands::Validate(args) => Prepared::Validate(args),
+        Commands::Export(args) => Prepared::Export(args),
         Commands::Doctor(args) => Prepared::Doctor(args),
     };
     if cli.global.show_settings {
@@ -134,6 +138,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             Prepared::Validate(args) => {
                 commands::validate::validate(args, &global, &executor).await
             }
+            Prepared::Export(args) => commands::export::export(args, &global, &executor).await,
             Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor),
         }
     })
@@ -154,6 +159,7 @@ enum Prepared<'a> {
     List(&'a ListArgs),
     Show(&'a ShowArgs),
     Validate(&'a ValidateArgs),
+    Export(&'a ExportArgs),
     Doctor(&'a DoctorArgs),
 }
 

@@ -1,6 +1,7 @@
 //! The subcommands, one module each.
 
 pub(crate) mod doctor;
+pub(crate) mod export;
 pub(crate) mod list;
 pub(crate) mod run;
 pub(crate) mod show;

@@ -1,0 +1,621 @@
+//! Tool definitions in the exact shapes LLM APIs take: MCP, OpenAI Chat Completions and Responses, Anthropic Messages, and Gemini.
+//!
+//! Each provider has its own envelope, name rule and schema dialect (`research/mcp.md` §5).
+//! A tool that cannot be expressed for a provider is left out with the reason, never sent
+//! broken: one bad tool definition fails a whole request at most providers.
+
+use serde_json::{Map, Value, json};
+use toolsmith_registry::{Approval, Tool};
+
+/// An API to export tool definitions for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Provider {
+    /// MCP `tools/list` entries: `{name, title?, description, inputSchema, outputSchema?, annotations}`.
+    Mcp,
+    /// OpenAI Chat Completions: `{"type": "function", "function": {name, description, parameters, strict}}`.
+    Openai,
+    /// OpenAI Responses: `{"type": "function", name, description, parameters, strict}`.
+    OpenaiResponses,
+    /// Anthropic Messages: `{name, description, input_schema}`.
+    Anthropic,
+    /// Gemini `functionDeclarations` with the JSON Schema in `parametersJsonSchema`.
+    Gemini,
+    /// Gemini `functionDeclarations` with `parameters` in Gemini's OpenAPI 3.0 subset, for
+    /// APIs that lack `parametersJsonSchema` (the Live API, older SDKs).
+    GeminiOpenapi,
+}
+
+/// How to export.
+#[derive(Debug, Clone)]
+pub(crate) struct ExportSettings {
+    pub(crate) provider: Provider,
+    /// Ask for the provider's strict schema mode where a tool's schema allows it.
+    pub(crate) strict: bool,
+    /// Put before each tool's name, e.g. `custom_tool_`.
+    pub(crate) prefix: String,
+}
+
+/// What an export produced.
+#[derive(Debug)]
+pub(crate) struct Export {
+    /// The document to print.
+    pub(crate) document: Value,
+    /// Tools left out, with why.
+    pub(crate) left_out: Vec<(String, String)>,
+    /// Tools exported with less than was asked (e.g. not strict), with why.
+    pub(crate) downgraded: Vec<(String, String)>,
+}
+
+/// Exports `tools` (already admitted by policy) for one provider.
+pub(crate) fn export(tools: &[&Tool], settings: &ExportSettings) -> Export {
+    let mut definitions = Vec::new();
+    let mut left_out = Vec::new();
+    let mut downgraded = Vec::new();
+    for tool in tools {
+        let name = format!("{}{}", settings.prefix, tool.name().as_str());
+        match definition(tool, &name, settings) {
+            Ok((definition, downgrade)) => {
+                definitions.push(definition);
+                if let Some(reason) = downgrade {
+                    downgraded.push((name, reason));
+                }
+            }
+            Err(reason) => left_out.push((name, reason)),
+        }
+    }
+    let document = match settings.provider {
+        Provider::Gemini | Provider::GeminiOpenapi => {
+            json!({"tools": [{"functionDeclarations": definitions}]})
+        }
+        _ => json!({ "tools": definitions }),
+    };
+    Export {
+        document,
+        left_out,
+        downgraded,
+    }
+}
+
+/// One tool's definition, and why it is less than asked for, if it is.
+fn definition(
+    tool: &Tool,
+    name: &str,
+    settings: &ExportSettings,
+) -> Result<(Value, Option<String>), String> {
+    check_name(settings.provider, name)?;
+    let schema = tool.input_schema().as_json();
+    let description = tool.description();
+    match settings.provider {
+        Provider::Mcp => Ok((mcp_definition(tool, name), None)),
+        Provider::Openai | Provider::OpenaiResponses => {
+            let (parameters, strict, downgrade) = if settings.strict {
+                match openai_strict(schema) {
+                    Ok(strict_schema) => (strict_schema, true, None),
+                    Err(reason) => (schema.clone(), false, Some(format!("not strict: {reason}"))),
+                }
+            } else {
+                (schema.clone(), false, None)
+            };
+            // `strict` is always sent: the Responses API treats a missing `strict` as true
+            // and then makes every optional argument mandatory.
+            let function = json!({
+                "name": name,
+                "description": description,
+                "parameters": parameters,
+                "strict": strict,
+            });
+            let definition = if settings.provider == Provider::Openai {
+                json!({"type": "function", "function": function})
+            } else {
+                let mut flat = json!({"type": "function"});
+                if let (Some(flat), Value::Object(function)) = (flat.as_object_mut(), function) {
+                    flat.extend(function);
+                }
+                flat
+            };
+            Ok((definition, downgrade))
+        }
+        Provider::Anthropic => {
+            if let Some(keyword) = root_combinator(schema) {
+                return Err(format!(
+                    "Anthropic rejects `{keyword}` at the top level of input_schema"
+                ));
+            }
+            let mut definition = json!({
+                "name": name,
+                "description": description,
+                "input_schema": schema,
+            });
+            let mut downgrade = None;
+            if settings.strict {
+                match anthropic_strict(schema) {
+                    Ok(strict_schema) => {
+                        definition["input_schema"] = strict_schema;
+                        definition["strict"] = Value::Bool(true);
+                    }
+                    Err(reason) => downgrade = Some(format!("not strict: {reason}")),
+                }
+            }
+            Ok((definition, downgrade))
+        }
+        Provider::Gemini => Ok((
+            json!({
+                "name": name,
+                "description": description,
+                "parametersJsonSchema": schema,
+            }),
+            None,
+        )),
+        Provider::GeminiOpenapi => {
+            let parameters = gemini_openapi(schema).map_err(|reason| {
+                format!("its schema has no equivalent in Gemini's OpenAPI subset: {reason}")
+            })?;
+            Ok((
+                json!({
+                    "name": name,
+                    "description": description,
+                    "parameters": parameters,
+                }),
+                None,
+            ))
+        }
+    }
+}
+
+fn mcp_definition(tool: &Tool, name: &str) -> Value {
+    let annotations = tool.annotations();
+    let mut definition = Map::new();
+    definition.insert("name".to_owned(), json!(name));
+    if let Some(title) = &annotations.title {
+        definition.insert("title".to_owned(), json!(title));
+    }
+    definition.insert("description".to_owned(), json!(tool.description()));
+    definition.insert(
+        "inputSchema".to_owned(),
+        tool.input_schema().as_json().clone(),
+    );
+    // MCP requires an output schema to describe an object; others stay unannounced.
+    if let Some(output) = tool.output_schema()
+        && output.as_json().get("type") == Some(&json!("object"))
+    {
+        definition.insert("outputSchema".to_owned(), output.as_json().clone());
+    }
+    let mut hints = Map::new();
+    hints.insert("readOnlyHint".to_owned(), json!(annotations.read_only));
+    if !annotations.read_only {
+        hints.insert(
+            "destructiveHint".to_owned(),
+            json!(annotations.approval == Approval::Destructive),
+        );
+    }
+    definition.insert("annotations".to_owned(), Value::Object(hints));
+    Value::Object(definition)
+}
+
+/// Checks `name` against the provider's rule for function names.
+fn check_name(provider: Provider, name: &str) -> Result<(), String> {
+    let (max, allowed_extra, rule): (usize, &[char], &str) = match provider {
+        Provider::Mcp => (128, &['_', '-', '.'], "1-128 of [A-Za-z0-9_.-]"),
+        Provider::Openai | Provider::OpenaiResponses => (64, &['_', '-'], "^[a-zA-Z0-9_-]{1,64}$"),
+        Provider::Anthropic => (128, &['_', '-'], "^[a-zA-Z0-9_-]{1,128}$"),
+        Provider::Gemini | Provider::GeminiOpenapi => (
+            64,
+            &['_', '-', '.', ':'],
+            "a letter or _ then [a-zA-Z0-9_.:-], at most 64",
+        ),
+    };
+    let chars_ok = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || allowed_extra.contains(&c));
+    let start_ok = match provider {
+        Provider::Gemini | Provider::GeminiOpenapi => name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_'),
+        _ => true,
+    };
+    if name.is_empty() || name.len() > max || !chars_ok || !start_ok {
+        return Err(format!("the name `{name}` breaks the rule {rule}"));
+    }
+    Ok(())
+}
+
+fn root_combinator(schema: &Value) -> Option<&'static str> {
+    ["oneOf", "anyOf", "allOf"]
+        .into_iter()
+        .find(|keyword| schema.get(keyword).is_some())
+}
+
+/// Keywords that put a schema out of OpenAI's strict mode.
+const OPENAI_STRICT_REJECTS: &[&str] = &[
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+];
+
+/// Keywords that put a schema out of Anthropic's strict mode.
+const ANTHROPIC_STRICT_REJECTS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+];
+
+/// The schema for OpenAI's strict mode: every object closed (`additionalProperties: false`)
+/// and every property required, with nothing strict mode rejects.
+fn openai_strict(schema: &Value) -> Result<Value, String> {
+    strict_schema(schema, "", &|object, path| {
+        if let Some(keyword) = OPENAI_STRICT_REJECTS
+            .iter()
+            .find(|keyword| object.contains_key(**keyword))
+        {
+            return Err(format!(
+                "`{keyword}` at {} is not allowed in strict mode",
+                show(path)
+            ));
+        }
+        if let Some(Value::Object(properties)) = object.get("properties") {
+            let required: Vec<&str> = object
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|required| required.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(optional) = properties
+                .keys()
+                .find(|key| !required.contains(&key.as_str()))
+            {
+                return Err(format!(
+                    "property `{optional}` at {} is optional, and strict mode requires every property",
+                    show(path)
+                ));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The schema for Anthropic's strict mode: every object closed, with none of the keywords
+/// it does not support.
+fn anthropic_strict(schema: &Value) -> Result<Value, String> {
+    strict_schema(schema, "", &|object, path| {
+        if let Some(keyword) = ANTHROPIC_STRICT_REJECTS
+            .iter()
+            .find(|keyword| object.contains_key(**keyword))
+        {
+            return Err(format!(
+                "`{keyword}` at {} is not supported in strict mode",
+                show(path)
+            ));
+        }
+        if object
+            .get("minItems")
+            .and_then(Value::as_u64)
+            .is_some_and(|min_items| min_items > 1)
+        {
+            return Err(format!(
+                "`minItems` above 1 at {} is not supported in strict mode",
+                show(path)
+            ));
+        }
+        Ok(())
+    })
+}
+
+fn show(path: &str) -> &str {
+    if path.is_empty() { "the root" } else { path }
+}
+
+/// A provider's test of one subschema (its keywords, and its path for the message).
+type StrictCheck = dyn Fn(&Map<String, Value>, &str) -> Result<(), String>;
+
+/// Walks every subschema, lets `check` refuse it, and closes every object schema with
+/// `additionalProperties: false` (refusing one that allows more).
+fn strict_schema(schema: &Value, path: &str, check: &StrictCheck) -> Result<Value, String> {
+    let Value::Object(object) = schema else {
+        return Ok(schema.clone());
+    };
+    check(object, path)?;
+    let mut strict = Map::new();
+    for (key, value) in object {
+        let child_path = format!("{path}/{key}");
+        let converted = match (key.as_str(), value) {
+            ("properties" | "$defs" | "definitions", Value::Object(children)) => {
+                let mut converted = Map::new();
+                for (name, child) in children {
+                    converted.insert(
+                        name.clone(),
+                        strict_schema(child, &format!("{child_path}/{name}"), check)?,
+                    );
+                }
+                Value::Object(converted)
+            }
+            ("items", Value::Object(_)) => strict_schema(value, &child_path, check)?,
+            ("anyOf" | "oneOf", Value::Array(choices)) => Value::Array(
+                choices
+                    .iter()
+                    .enumerate()
+                    .map(|(index, choice)| {
+                        strict_schema(choice, &format!("{child_path}/{index}"), check)
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            _ => value.clone(),
+        };
+        strict.insert(key.clone(), converted);
+    }
+    let is_object =
+        object.get("type") == Some(&json!("object")) || object.contains_key("properties");
+    if is_object {
+        match object.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => {
+                strict.insert("additionalProperties".to_owned(), Value::Bool(false));
+            }
+            Some(_) => {
+                return Err(format!(
+                    "the object at {} allows additional properties, which strict mode forbids",
+                    show(path)
+                ));
+            }
+        }
+    }
+    Ok(Value::Object(strict))
+}
+
+/// JSON Schema keywords Gemini's OpenAPI subset keeps as they are.
+const GEMINI_KEPT: &[&str] = &[
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "default",
+    "example",
+    "propertyOrdering",
+    "required",
+];
+
+/// JSON Schema keywords whose meaning Gemini's subset cannot carry: dropping them would
+/// change which arguments the model may produce.
+const GEMINI_UNEXPRESSIBLE: &[&str] = &[
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$ref",
+    "$defs",
+    "definitions",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "prefixItems",
+    "contains",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+
+/// Converts a JSON Schema to Gemini's OpenAPI 3.0 subset. Keywords that only tighten
+/// validation (`additionalProperties`, `exclusiveMinimum`, ...) are dropped, since toolsmith
+/// validates every call against the full schema anyway; unknown keys would fail the whole
+/// request and are dropped too; keywords that change what is allowed are refused.
+fn gemini_openapi(schema: &Value) -> Result<Value, String> {
+    gemini_schema(schema, "")
+}
+
+fn gemini_schema(schema: &Value, path: &str) -> Result<Value, String> {
+    let Value::Object(object) = schema else {
+        return Err(format!("the schema at {} is not an object", show(path)));
+    };
+    if let Some(keyword) = GEMINI_UNEXPRESSIBLE
+        .iter()
+        .find(|keyword| object.contains_key(**keyword))
+    {
+        return Err(format!("`{keyword}` at {}", show(path)));
+    }
+    let mut converted = Map::new();
+    match object.get("type") {
+        Some(Value::String(kind)) => {
+            converted.insert("type".to_owned(), json!(kind.to_ascii_uppercase()));
+        }
+        Some(Value::Array(kinds)) => {
+            let non_null: Vec<&str> = kinds
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|kind| *kind != "null")
+                .collect();
+            let [single] = non_null.as_slice() else {
+                return Err(format!("the type union {} at {}", json!(kinds), show(path)));
+            };
+            converted.insert("type".to_owned(), json!(single.to_ascii_uppercase()));
+            if non_null.len() < kinds.len() {
+                converted.insert("nullable".to_owned(), Value::Bool(true));
+            }
+        }
+        _ => {}
+    }
+    for (key, value) in object {
+        let child_path = format!("{path}/{key}");
+        match key.as_str() {
+            "properties" => {
+                let Value::Object(children) = value else {
+                    continue;
+                };
+                let mut properties = Map::new();
+                for (name, child) in children {
+                    properties.insert(
+                        name.clone(),
+                        gemini_schema(child, &format!("{child_path}/{name}"))?,
+                    );
+                }
+                converted.insert("properties".to_owned(), Value::Object(properties));
+            }
+            "items" => {
+                converted.insert("items".to_owned(), gemini_schema(value, &child_path)?);
+            }
+            "anyOf" => {
+                let Value::Array(choices) = value else {
+                    continue;
+                };
+                let choices = choices
+                    .iter()
+                    .enumerate()
+                    .map(|(index, choice)| gemini_schema(choice, &format!("{child_path}/{index}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                converted.insert("anyOf".to_owned(), Value::Array(choices));
+            }
+            "enum" => {
+                let Some(values) = value
+                    .as_array()
+                    .filter(|values| values.iter().all(Value::is_string))
+                else {
+                    return Err(format!("a non-string `enum` at {}", show(path)));
+                };
+                converted.insert("enum".to_owned(), Value::Array(values.clone()));
+            }
+            "const" => {
+                let Value::String(constant) = value else {
+                    return Err(format!("a non-string `const` at {}", show(path)));
+                };
+                converted.insert("enum".to_owned(), json!([constant]));
+            }
+            kept if GEMINI_KEPT.contains(&kept) => {
+                converted.insert(key.clone(), value.clone());
+            }
+            _ => {}
+        }
+    }
+    Ok(Value::Object(converted))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::export::{Provider, anthropic_strict, check_name, gemini_openapi, openai_strict};
+
+    fn check(converted: Result<Value, String>, expect: Result<Value, &str>) {
+        match (converted, expect) {
+            (Ok(actual), Ok(expected)) => assert_eq!(actual, expected),
+            (Err(actual), Err(fragment)) => assert!(actual.contains(fragment), "{actual}"),
+            (actual, expected) => panic!("got {actual:?}, expected {expected:?}"),
+        }
+    }
+
+    #[test]
+    fn openai_strict_closes_objects_when_everything_is_required() {
+        check(
+            openai_strict(
+                &json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+            ),
+            Ok(
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
+            ),
+        );
+    }
+
+    #[test]
+    fn openai_strict_refuses_optional_properties_and_rejected_keywords() {
+        check(
+            openai_strict(&json!({"type": "object", "properties": {"a": {"type": "string"}}})),
+            Err("property `a` at the root is optional"),
+        );
+        check(
+            openai_strict(
+                &json!({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}]}}, "required": ["a"]}),
+            ),
+            Err("`allOf` at /properties/a"),
+        );
+        check(
+            openai_strict(&json!({"type": "object", "additionalProperties": true})),
+            Err("allows additional properties"),
+        );
+    }
+
+    #[test]
+    fn anthropic_strict_refuses_bounds() {
+        check(
+            anthropic_strict(
+                &json!({"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}}),
+            ),
+            Err("`maximum` at /properties/n"),
+        );
+        check(
+            anthropic_strict(&json!({"type": "object", "properties": {"s": {"type": "string"}}})),
+            Ok(
+                json!({"type": "object", "properties": {"s": {"type": "string"}}, "additionalProperties": false}),
+            ),
+        );
+    }
+
+    #[test]
+    fn gemini_openapi_converts_types_and_drops_what_only_tightens() {
+        check(
+            gemini_openapi(&json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "mode": {"const": "fast"},
+                    "count": {"type": ["integer", "null"], "exclusiveMinimum": 0},
+                    "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}
+                },
+                "required": ["mode"]
+            })),
+            Ok(json!({
+                "type": "OBJECT",
+                "properties": {
+                    "mode": {"enum": ["fast"]},
+                    "count": {"type": "INTEGER", "nullable": true},
+                    "tags": {"type": "ARRAY", "items": {"type": "STRING", "enum": ["a", "b"]}}
+                },
+                "required": ["mode"]
+            })),
+        );
+    }
+
+    #[test]
+    fn gemini_openapi_refuses_what_it_cannot_say() {
+        check(
+            gemini_openapi(
+                &json!({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}}),
+            ),
+            Err("`oneOf` at /properties/a"),
+        );
+        check(
+            gemini_openapi(&json!({"type": "object", "properties": {"n": {"enum": [1, 2]}}})),
+            Err("non-string `enum` at /properties/n"),
+        );
+        check(
+            gemini_openapi(
+                &json!({"type": "object", "properties": {"v": {"type": ["string", "integer"]}}}),
+            ),
+            Err("type union"),
+        );
+    }
+
+    #[test]
+    fn names_follow_each_rule() {
+        assert!(check_name(Provider::Openai, "custom_tool_hello").is_ok());
+        assert!(check_name(Provider::Openai, &"x".repeat(65)).is_err());
+        assert!(check_name(Provider::Openai, "a.b").is_err());
+        assert!(check_name(Provider::Mcp, "a.b").is_ok());
+        assert!(check_name(Provider::Gemini, "9lives").is_err());
+        assert!(check_name(Provider::Anthropic, &"x".repeat(128)).is_ok());
+    }
+}
