@@ -23,6 +23,7 @@ mod config;
 mod env_vars;
 mod exit;
 mod logging;
+mod mcp;
 mod output;
 mod progress;
 mod settings;
@@ -38,7 +39,9 @@ use toolsmith_executor::{Executor, ExecutorConfig};
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
-use crate::args::{Cli, Commands, DoctorArgs, ListArgs, RunArgs, ShowArgs, ValidateArgs};
+use crate::args::{
+    Cli, Commands, DoctorArgs, ListArgs, RunArgs, ServeArgs, ShowArgs, ValidateArgs,
+};
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
@@ -105,6 +108,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Show(args) => Prepared::Show(args),
         Commands::Validate(args) => Prepared::Validate(args),
         Commands::Doctor(args) => Prepared::Doctor(args),
+        Commands::Serve(args) => Prepared::Serve(args),
     };
     if cli.global.show_settings {
         output::write_json(&global.to_json(&global.limits))?;
@@ -114,7 +118,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let executor = Arc::new(
         Executor::new(ExecutorConfig {
             backend: global.backend,
-            max_concurrent: global.max_concurrent,
+            max_concurrent: match prepared {
+                Prepared::Serve(_) => commands::serve::max_concurrent(&global),
+                _ => global.max_concurrent,
+            },
         })
         .context("cannot set up the executor")?,
     );
@@ -135,6 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
                 commands::validate::validate(args, &global, &executor).await
             }
             Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor),
+            Prepared::Serve(args) => commands::serve::serve(args, &global, &executor).await,
         }
     })
 }
@@ -155,6 +163,7 @@ enum Prepared<'a> {
     Show(&'a ShowArgs),
     Validate(&'a ValidateArgs),
     Doctor(&'a DoctorArgs),
+    Serve(&'a ServeArgs),
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

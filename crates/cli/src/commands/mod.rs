@@ -3,5 +3,6 @@
 pub(crate) mod doctor;
 pub(crate) mod list;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod validate;
