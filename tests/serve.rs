@@ -568,3 +568,27 @@ fn raw_cancelled_call_gets_no_response() {
     assert_eq!(listed["id"], 3, "{listed}");
     assert_eq!(session.close(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_listings_are_paginated() {
+    let context = TestContext::new();
+    for n in 0..120 {
+        std::fs::write(
+            context.tools.join(format!("m{n:03}.md")),
+            format!(
+                "---\nname: m{n:03}\ndescription: Manifest {n}\nparameters: {{}}\n---\necho {n}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let (session, _changes) = connect(&context, &[], legacy()).await;
+    let first = session.list_tools(None).await.unwrap();
+    assert_eq!(first.tools.len(), 100);
+    assert_eq!(first.tools[0].name, "custom_tool_m000");
+    assert!(first.next_cursor.is_some());
+    let all = session.list_all_tools().await.unwrap();
+    let names: Vec<String> = all.iter().map(|tool| tool.name.to_string()).collect();
+    let expected: Vec<String> = (0..120).map(|n| format!("custom_tool_m{n:03}")).collect();
+    assert_eq!(names, expected);
+    session.cancel().await.unwrap();
+}
