@@ -11,5 +11,6 @@ mod list;
 mod manifest;
 mod policy;
 mod run;
+mod serve;
 mod show;
 mod validate;

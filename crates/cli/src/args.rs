@@ -59,6 +59,8 @@ pub(crate) enum Commands {
     /// Show the containment backend, the kernel features it relies on, and
     /// where configuration and tools are read from.
     Doctor(DoctorArgs),
+    /// Serve the tools over MCP on stdin/stdout until stdin closes.
+    Serve(ServeArgs),
 }
 
 /// A policy profile as a flag gives it.
@@ -190,6 +192,45 @@ pub(crate) struct DoctorArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The policy profile: the tools it denies are not listed, and calling
+    /// one is POLICY_DENIED [env: TOOLSMITH_PROFILE] [default: `[policy] profile`].
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
+
+    /// What goes before each tool's name in the MCP listing; may be empty.
+    #[arg(long, value_name = "PREFIX", default_value = toolsmith_registry::EXPOSED_PREFIX, value_parser = prefix_arg)]
+    pub(crate) prefix: String,
+}
+
+/// The longest `--prefix`: with the longest tool name it stays within MCP's 128 characters.
+const MAX_PREFIX_LEN: usize = 64;
+
+/// A `--prefix` error.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PrefixError {
+    #[error(
+        "a prefix may only contain ASCII letters, digits, `_`, `-` and `.` (MCP's tool name characters)"
+    )]
+    Characters,
+    #[error("a prefix may be at most {MAX_PREFIX_LEN} characters long")]
+    TooLong,
+}
+
+fn prefix_arg(text: &str) -> Result<String, PrefixError> {
+    if !text
+        .chars()
+        .all(|character| character.is_ascii_alphanumeric() || matches!(character, '_' | '-' | '.'))
+    {
+        return Err(PrefixError::Characters);
+    }
+    if text.len() > MAX_PREFIX_LEN {
+        return Err(PrefixError::TooLong);
+    }
+    Ok(text.to_owned())
 }
 
 fn duration_arg(text: &str) -> Result<Duration, units::UnitError> {

@@ -24,6 +24,7 @@ mod env_vars;
 mod exit;
 mod export;
 mod logging;
+mod mcp;
 mod output;
 mod progress;
 mod settings;
@@ -40,7 +41,7 @@ pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
 use crate::args::{
-    Cli, Commands, DoctorArgs, ExportArgs, ListArgs, RunArgs, ShowArgs, ValidateArgs,
+    Cli, Commands, DoctorArgs, ExportArgs, ListArgs, RunArgs, ServeArgs, ShowArgs, ValidateArgs,
 };
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
@@ -109,6 +110,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Validate(args) => Prepared::Validate(args),
         Commands::Export(args) => Prepared::Export(args),
         Commands::Doctor(args) => Prepared::Doctor(args),
+        Commands::Serve(args) => Prepared::Serve(args),
     };
     if cli.global.show_settings {
         output::write_json(&global.to_json(&global.limits))?;
@@ -118,7 +120,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let executor = Arc::new(
         Executor::new(ExecutorConfig {
             backend: global.backend,
-            max_concurrent: global.max_concurrent,
+            max_concurrent: match prepared {
+                Prepared::Serve(_) => commands::serve::max_concurrent(&global),
+                _ => global.max_concurrent,
+            },
         })
         .context("cannot set up the executor")?,
     );
@@ -140,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             }
             Prepared::Export(args) => commands::export::export(args, &global, &executor).await,
             Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor),
+            Prepared::Serve(args) => commands::serve::serve(args, &global, &executor).await,
         }
     })
 }
@@ -161,6 +167,7 @@ enum Prepared<'a> {
     Validate(&'a ValidateArgs),
     Export(&'a ExportArgs),
     Doctor(&'a DoctorArgs),
+    Serve(&'a ServeArgs),
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

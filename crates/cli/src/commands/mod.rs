@@ -4,5 +4,6 @@ pub(crate) mod doctor;
 pub(crate) mod export;
 pub(crate) mod list;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod validate;

@@ -1,0 +1,77 @@
+//! `toolsmith serve`: follow the tool directories with a live registry and serve the tools over MCP on stdin/stdout.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use toolsmith_executor::Executor;
+use toolsmith_registry::{AuditLog, LiveRegistry};
+
+use crate::args::ServeArgs;
+use crate::exit::ExitStatus;
+use crate::mcp::{self, ServeContext};
+use crate::settings::GlobalSettings;
+
+/// How many tool processes `serve` runs at once when `max_concurrent` is not configured.
+const DEFAULT_RUNS_PER_CORE: usize = 4;
+
+/// The executor's bound for `serve`: the configured one, or a few runs per core.
+///
+/// One MCP connection may send hundreds of calls at once; without a bound each would start
+/// its process at once, so the rest wait for a permit instead (cancelled while waiting, they
+/// never start).
+pub(crate) fn max_concurrent(global: &GlobalSettings) -> Option<usize> {
+    global.max_concurrent.or_else(|| {
+        std::thread::available_parallelism()
+            .ok()
+            .map(|cores| cores.get() * DEFAULT_RUNS_PER_CORE)
+    })
+}
+
+/// Serves until the client closes stdin; the status is success then.
+///
+/// The audit log is opened and the first discovery done before the first message is read,
+/// so a configuration that cannot work fails at once (status 2).
+pub(crate) async fn serve(
+    args: &ServeArgs,
+    global: &GlobalSettings,
+    executor: &Arc<Executor>,
+) -> anyhow::Result<ExitStatus> {
+    let config = global.run_config(&global.cwd, None);
+    let policy = global.policy(args.profile);
+    let audit = global
+        .audit_path
+        .as_deref()
+        .map(AuditLog::open)
+        .transpose()?;
+    let registry = LiveRegistry::start(
+        Arc::clone(executor),
+        global.layers.clone(),
+        global.discovery_cache(),
+        config.clone(),
+    )
+    .await
+    .context("cannot watch the tool directories")?;
+    let catalog = registry.snapshot();
+    tracing::info!(
+        tools = catalog.tools().len(),
+        problems = catalog.problems().len(),
+        "serving MCP on stdin/stdout"
+    );
+    for problem in catalog.problems() {
+        tracing::warn!(
+            "{} is not served: {}",
+            problem.path.display(),
+            problem.message()
+        );
+    }
+    mcp::serve(ServeContext {
+        executor: Arc::clone(executor),
+        registry,
+        config,
+        policy,
+        prefix: args.prefix.clone(),
+        audit,
+    })
+    .await?;
+    Ok(ExitStatus::Success)
+}

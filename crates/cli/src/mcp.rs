@@ -1,0 +1,446 @@
+//! The MCP server behind `toolsmith serve`: the only module that knows rmcp, mapping tools to MCP tools and envelopes to call results.
+//!
+//! - Both protocol eras are served, as rmcp does by default: the legacy `initialize` handshake
+//!   (2025-06-18, 2025-11-25) and the stateless 2026-07-28 revision (`server/discover`, `_meta`
+//!   on every request).
+//! - `tools/list` shows the tools policy admits, each as `<prefix><name>`, sorted by that name
+//!   and paginated with a cursor that names the last tool of the previous page (so a page
+//!   boundary stays put when tools are added or removed between pages).
+//! - `tools/call` runs [`toolsmith_registry::invoke`] (policy, validation, execution) on the
+//!   catalog snapshot of the moment; each call is its own task in rmcp, so calls run
+//!   concurrently, bounded by the executor's `max_concurrent`, and never hold up a listing.
+//! - A `notifications/cancelled` drops the call's future, which kills the tool's process tree
+//!   (the executor is cancel-safe); rmcp sends no response for a cancelled request.
+//! - A change of the live registry is announced as `notifications/tools/list_changed`: to a
+//!   legacy session through its peer, to modern clients on each `subscriptions/listen` stream.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use anyhow::Context;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, ServerInitializeError, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use toolsmith_executor::Executor;
+use toolsmith_registry::{
+    Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, Envelope, LiveRegistry, Policy,
+    RunConfig, Tool, ToolKind, ToolName,
+};
+
+/// How many tools one `tools/list` page holds.
+const PAGE_SIZE: usize = 100;
+
+/// What a cursor starts with; what follows is the last name of the previous page.
+const CURSOR_TAG: &str = "after:";
+
+/// The `_meta` key of a call result that carries the envelope's run metadata.
+const META_METADATA: &str = "toolsmith/metadata";
+
+/// The `_meta` key of a failed call result that carries the envelope's `error_code`.
+const META_ERROR_CODE: &str = "toolsmith/error_code";
+
+/// Everything the server needs, built by `toolsmith serve`.
+#[derive(Debug)]
+pub(crate) struct ServeContext {
+    pub(crate) executor: Arc<Executor>,
+    pub(crate) registry: LiveRegistry,
+    pub(crate) config: RunConfig,
+    pub(crate) policy: Policy,
+    pub(crate) prefix: String,
+    pub(crate) audit: Option<AuditLog>,
+}
+
+/// Serves MCP on stdin/stdout until stdin closes.
+pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
+    // Subscribed before the session starts, so a change while the client connects is not lost.
+    let events = context.registry.subscribe();
+    let handler = Handler {
+        shared: Arc::new(context),
+        pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
+    };
+    let service = match handler.serve(rmcp::transport::stdio()).await {
+        Ok(service) => service,
+        // A client that goes away before its first request ends the session like any other.
+        Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(error) => return Err(error).context("the MCP session could not start"),
+    };
+    let forwarder = tokio::spawn(announce_legacy(events, service.peer().clone()));
+    let quit = service.waiting().await;
+    forwarder.abort();
+    let reason = quit.context("the MCP session ended abnormally")?;
+    tracing::debug!(?reason, "the MCP session ended");
+    Ok(())
+}
+
+/// Tells a legacy session (one that began with `initialize`) of every catalog change.
+///
+/// Modern sessions have no peer to notify outside a request: they hear of changes on their
+/// `subscriptions/listen` streams, see [`Handler::listen`].
+async fn announce_legacy(mut events: broadcast::Receiver<ChangeEvent>, peer: Peer<RoleServer>) {
+    loop {
+        match events.recv().await {
+            // A lagging receiver missed events, but all the client needs is to list again.
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+        if peer.peer_info().is_none() {
+            continue;
+        }
+        if let Err(error) = peer.notify_tool_list_changed().await {
+            tracing::debug!(%error, "the tool list change could not be announced");
+            return;
+        }
+    }
+}
+
+/// The rmcp handler; rmcp clones it per request.
+#[derive(Debug, Clone)]
+struct Handler {
+    shared: Arc<ServeContext>,
+    /// Receivers subscribed when a `subscriptions/listen` was accepted, before rmcp sends its
+    /// acknowledgement, so that a change right after the acknowledgement reaches the stream
+    /// (rmcp calls `listen` only after acknowledging).
+    pending_listeners: Arc<Mutex<VecDeque<broadcast::Receiver<ChangeEvent>>>>,
+}
+
+impl Handler {
+    /// The admitted tools with their listed names, sorted by those names.
+    fn listed<'a>(&self, catalog: &'a Catalog) -> Vec<(String, &'a Tool)> {
+        let mut tools: Vec<(String, &Tool)> = catalog
+            .tools()
+            .iter()
+            .filter(|tool| self.shared.policy.check(tool).is_ok())
+            .map(|tool| (listed_name(&self.shared.prefix, tool.name()), tool))
+            .collect();
+        tools.sort_by(|(left, _), (right, _)| left.cmp(right));
+        tools
+    }
+
+    async fn call(
+        &self,
+        tool: &Tool,
+        arguments: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let call = toolsmith_registry::invoke(
+            &self.shared.executor,
+            tool,
+            arguments,
+            &self.shared.config,
+            &self.shared.policy,
+        );
+        let envelope = tokio::select! {
+            () = context.ct.cancelled() => {
+                // Returning drops the call, which kills the tool's process tree. rmcp drops
+                // whatever a cancelled request answers; an error here would only be logged as
+                // a failure.
+                tracing::info!(tool = %tool.name(), "call cancelled by the client");
+                return Ok(CallToolResult::error(vec![ContentBlock::text("The call was cancelled.")]));
+            }
+            result = call => result.map_err(|error| {
+                McpError::internal_error(error_chain(&error), None)
+            })?,
+        };
+        if let Some(audit) = &self.shared.audit {
+            let record = AuditRecord::new(
+                tool.name().as_str(),
+                arguments,
+                &envelope,
+                started_at,
+                started.elapsed(),
+            );
+            // The result is real and the client waits for it: a line that cannot be written
+            // is reported, and the call still answered.
+            if let Err(error) = audit.append(&record) {
+                tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
+            }
+        }
+        Ok(call_result(tool, &envelope))
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolsmith", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let catalog = self.shared.registry.snapshot();
+        let listed = self.listed(&catalog);
+        let names: Vec<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
+        let cursor = request.and_then(|request| request.cursor);
+        let page = page(&names, cursor.as_deref(), PAGE_SIZE)
+            .ok_or_else(|| McpError::invalid_params("invalid cursor", None))?;
+        let tools = listed[page.start..page.end]
+            .iter()
+            .map(|(name, tool)| mcp_tool(name, tool))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = page.next_cursor;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let catalog = self.shared.registry.snapshot();
+        let tool = request
+            .name
+            .strip_prefix(self.shared.prefix.as_str())
+            .and_then(|plain| ToolName::new(plain).ok())
+            .filter(|name| listed_name(&self.shared.prefix, name) == request.name)
+            .and_then(|name| catalog.get(&name));
+        let Some(tool) = tool else {
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {}", request.name),
+                None,
+            ));
+        };
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let result = self.call(tool, &arguments, &context).await?;
+        Ok(result.into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let receiver = self.shared.registry.subscribe();
+        self.pending_listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(receiver);
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let pending = self
+            .pending_listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let mut events = pending.unwrap_or_else(|| self.shared.registry.subscribe());
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                event = events.recv() => match event {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if let Err(error) = subscription.sink().notify_tool_list_changed().await {
+                            tracing::debug!(%error, "a subscription stream is gone");
+                            return Ok(());
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
+/// The name a tool is listed and called by.
+fn listed_name(prefix: &str, name: &ToolName) -> String {
+    format!("{prefix}{name}")
+}
+
+/// One page of a listing: which names, and the cursor of the next page.
+#[derive(Debug, PartialEq, Eq)]
+struct Page {
+    start: usize,
+    end: usize,
+    next_cursor: Option<String>,
+}
+
+/// The page of the sorted `names` that follows `cursor`, or `None` for a cursor this server did
+/// not write.
+fn page(names: &[&str], cursor: Option<&str>, size: usize) -> Option<Page> {
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => {
+            let after = cursor.strip_prefix(CURSOR_TAG)?;
+            names.partition_point(|name| *name <= after)
+        }
+    };
+    let end = names.len().min(start + size);
+    let next_cursor =
+        (end < names.len() && end > start).then(|| format!("{CURSOR_TAG}{}", names[end - 1]));
+    Some(Page {
+        start,
+        end,
+        next_cursor,
+    })
+}
+
+/// A tool as MCP lists it.
+fn mcp_tool(listed_name: &str, tool: &Tool) -> rmcp::model::Tool {
+    let input_schema = match tool.input_schema().as_json() {
+        Value::Object(schema) => schema.clone(),
+        // Registration checks that the root is an object schema; this keeps the listing valid
+        // should that ever change.
+        _ => JsonObject::from_iter([("type".to_owned(), Value::from("object"))]),
+    };
+    let mut mcp_tool = rmcp::model::Tool::new(
+        listed_name.to_owned(),
+        tool.description().to_owned(),
+        Arc::new(input_schema),
+    );
+    if let Some(Value::Object(schema)) = tool.output_schema().map(|schema| schema.as_json()) {
+        mcp_tool = mcp_tool.with_raw_output_schema(Arc::new(schema.clone()));
+    }
+    let annotations = tool.annotations();
+    if let Some(title) = &annotations.title {
+        mcp_tool = mcp_tool.with_title(title.clone());
+    }
+    if let Some(hints) = hints(tool) {
+        mcp_tool = mcp_tool.with_annotations(hints);
+    }
+    mcp_tool
+}
+
+/// The MCP hints a tool's annotations support, if any.
+///
+/// MCP's defaults assume the worst (`destructiveHint` is true when absent), which is what an
+/// executable's undeclared annotations mean; only a manifest, which declares its approval,
+/// can say that it is not destructive.
+fn hints(tool: &Tool) -> Option<ToolAnnotations> {
+    let annotations = tool.annotations();
+    let destructive = match annotations.approval {
+        Approval::Destructive => Some(true),
+        Approval::Never | Approval::Always if tool.kind() == ToolKind::Manifest => Some(false),
+        Approval::Never | Approval::Always => None,
+    };
+    if !annotations.read_only && destructive.is_none() && annotations.title.is_none() {
+        return None;
+    }
+    let mut hints = match &annotations.title {
+        Some(title) => ToolAnnotations::with_title(title.clone()),
+        None => ToolAnnotations::new(),
+    };
+    if annotations.read_only {
+        hints = hints.read_only(true);
+    }
+    if let Some(destructive) = destructive {
+        hints = hints.destructive(destructive);
+    }
+    Some(hints)
+}
+
+/// An envelope as an MCP call result.
+///
+/// - Success: the result as text (a text result as is, JSON serialized); when the tool declares
+///   an output schema and the result meets it, also as `structuredContent`. A result that does
+///   not meet the schema is the operation error a tool may report (`{"error": ...}`, which the
+///   registry exempts from the schema): it is `isError`, since MCP requires conforming
+///   structured content from a tool with an output schema.
+/// - Failure (including invalid arguments and policy denials): `isError` with the sentence and
+///   the error code; the code is also in `_meta`.
+/// - Always: the run's metadata in `_meta`.
+fn call_result(tool: &Tool, envelope: &Envelope) -> CallToolResult {
+    let mut meta = JsonObject::new();
+    meta.insert(
+        META_METADATA.to_owned(),
+        serde_json::to_value(&envelope.metadata).unwrap_or(Value::Null),
+    );
+    let mut result = match &envelope.body {
+        Body::Success { result } => {
+            let text = match result {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            match tool.output_schema() {
+                Some(schema) if schema.violations(result).is_empty() => {
+                    let mut structured = CallToolResult::structured(result.clone());
+                    structured.content = vec![ContentBlock::text(text)];
+                    structured
+                }
+                Some(_) => CallToolResult::error(vec![ContentBlock::text(text)]),
+                None => CallToolResult::success(vec![ContentBlock::text(text)]),
+            }
+        }
+        Body::Failure { error, error_code } => {
+            meta.insert(META_ERROR_CODE.to_owned(), Value::from(error_code.as_str()));
+            CallToolResult::error(vec![ContentBlock::text(format!(
+                "{error} (error_code: {error_code})"
+            ))])
+        }
+    };
+    result.meta = Some(MetaObject(meta));
+    result
+}
+
+/// An error and its causes as one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp::{Page, page};
+
+    fn check(names: &[&str], cursor: Option<&str>, expect: Option<(usize, usize, Option<&str>)>) {
+        let expect = expect.map(|(start, end, next_cursor)| Page {
+            start,
+            end,
+            next_cursor: next_cursor.map(str::to_owned),
+        });
+        assert_eq!(page(names, cursor, 2), expect, "{names:?} after {cursor:?}");
+    }
+
+    #[test]
+    fn first_page_and_its_cursor() {
+        check(&["a", "b", "c"], None, Some((0, 2, Some("after:b"))));
+        check(&["a", "b"], None, Some((0, 2, None)));
+        check(&[], None, Some((0, 0, None)));
+    }
+
+    #[test]
+    fn later_pages_follow_the_last_name() {
+        check(&["a", "b", "c"], Some("after:b"), Some((2, 3, None)));
+        check(
+            &["a", "b", "c", "d", "e"],
+            Some("after:b"),
+            Some((2, 4, Some("after:d"))),
+        );
+    }
+
+    #[test]
+    fn a_page_boundary_survives_changes() {
+        // `b` was removed after the first page was served: the next page still starts at `c`.
+        check(&["a", "c", "d"], Some("after:b"), Some((1, 3, None)));
+        // Past the end: an empty last page.
+        check(&["a"], Some("after:z"), Some((1, 1, None)));
+    }
+
+    #[test]
+    fn foreign_cursors_are_rejected() {
+        check(&["a"], Some("2"), None);
+        check(&["a"], Some(""), None);
+    }
+}

@@ -1,0 +1,594 @@
+//! `toolsmith serve`: driven end to end by rmcp's client (an MCP client this project did not write), in both protocol eras.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ProtocolVersion,
+    ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RunningService,
+    ServiceError,
+};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::context::{TestContext, ikigai_tool, shell_tool, write_executable};
+
+/// How long a test waits for something the server should do promptly.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A client that reports every `notifications/tools/list_changed` of a legacy session.
+#[derive(Debug, Clone)]
+struct Client {
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ignored = self.changed.send(());
+    }
+}
+
+type Session = RunningService<RoleClient, Client>;
+
+/// Starts `toolsmith --tools-dir <fixtures> serve <args>` and connects to it.
+async fn connect(
+    context: &TestContext,
+    args: &[&str],
+    lifecycle: ClientLifecycleMode,
+) -> (Session, mpsc::UnboundedReceiver<()>) {
+    let mut command = context.with_tools();
+    command.arg("serve").args(args);
+    let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
+    let (changed, changes) = mpsc::unbounded_channel();
+    let session = Client { changed }
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap();
+    (session, changes)
+}
+
+fn legacy() -> ClientLifecycleMode {
+    ClientLifecycleMode::Initialize
+}
+
+fn modern() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object");
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    let content = serde_json::to_value(&result.content).unwrap();
+    content[0]["text"].as_str().unwrap().to_owned()
+}
+
+fn meta(result: &CallToolResult, key: &str) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.0.get(key))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// Writes a tool the way a generator would: complete, then renamed into place, so the live
+/// registry registers it at once.
+fn install(context: &TestContext, name: &str, script: &str) {
+    let staging = context.root.join(format!("staging-{name}"));
+    write_executable(&staging, script);
+    std::fs::rename(&staging, context.tools.join(name)).unwrap();
+}
+
+/// The fixture set: a plain tool, one with an output schema, a failing one, one with a required
+/// argument, a read-only and a destructive manifest.
+fn fixtures(context: &TestContext) {
+    context.tool(
+        "hello",
+        &shell_tool(
+            "hello",
+            r#"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}"#,
+            r#"printf 'Hello, %s!' "$(sed 's/.*"name": *"\([^"]*\)".*/\1/')""#,
+        ),
+    );
+    context.tool(
+        "stats-tool",
+        &ikigai_tool(
+            r#"{"name": "stats", "description": "Counts", "parameters": {}, "returns": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}}"#,
+            r#"echo '{"count": 3}'"#,
+        ),
+    );
+    context.tool(
+        "fail",
+        &shell_tool("fail", r#"{"type": "object"}"#, "echo boom >&2; exit 3"),
+    );
+    std::fs::write(
+        context.tools.join("peek.md"),
+        "---\nname: peek\ndescription: Look without touching\nparameters: {}\napproval: never\nread_only: true\n---\necho looked\n",
+    )
+    .unwrap();
+    std::fs::write(
+        context.tools.join("wipe.md"),
+        "---\nname: wipe\ndescription: Remove everything\nparameters: {}\napproval: destructive\n---\necho wiped\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_session_lists_and_calls() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let (session, _changes) = connect(&context, &[], legacy()).await;
+    let info = session.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "toolsmith");
+    assert!(
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|tools| tools.list_changed)
+            .unwrap_or(false)
+    );
+
+    let tools = session.list_all_tools().await.unwrap();
+    let listed = serde_json::to_value(&tools).unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "custom_tool_fail",
+            "custom_tool_hello",
+            "custom_tool_peek",
+            "custom_tool_stats",
+            "custom_tool_wipe"
+        ]
+    );
+    assert_eq!(
+        listed[1]["inputSchema"]["required"],
+        json!(["name"]),
+        "{listed:#}"
+    );
+    assert_eq!(
+        listed[3]["outputSchema"]["required"],
+        json!(["count"]),
+        "{listed:#}"
+    );
+    assert_eq!(listed[2]["annotations"]["readOnlyHint"], true, "{listed:#}");
+    assert_eq!(
+        listed[4]["annotations"]["destructiveHint"], true,
+        "{listed:#}"
+    );
+    // An executable declares nothing, so MCP's cautious defaults stand.
+    assert!(listed[0].get("annotations").is_none(), "{listed:#}");
+
+    let hello = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(hello.is_error, Some(false));
+    assert_eq!(text(&hello), "Hello, Ada!");
+    assert_eq!(hello.structured_content, None);
+    assert_eq!(meta(&hello, "toolsmith/metadata")["exit_code"], 0);
+
+    let stats = session
+        .call_tool(call("custom_tool_stats", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(stats.is_error, Some(false));
+    assert_eq!(stats.structured_content, Some(json!({"count": 3})));
+    assert_eq!(text(&stats), r#"{"count":3}"#);
+
+    let fail = session
+        .call_tool(call("custom_tool_fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(fail.is_error, Some(true));
+    assert!(text(&fail).contains("TOOL_CRASHED"), "{}", text(&fail));
+    assert_eq!(meta(&fail, "toolsmith/error_code"), "TOOL_CRASHED");
+
+    let invalid = session
+        .call_tool(call("custom_tool_hello", json!({"name": 7})))
+        .await
+        .unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    assert_eq!(meta(&invalid, "toolsmith/error_code"), "INVALID_PARAMS");
+
+    let unknown = session
+        .call_tool(call("custom_tool_nope", json!({})))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = unknown else {
+        panic!("expected a JSON-RPC error, got {unknown:?}");
+    };
+    assert_eq!(error.code.0, -32602);
+    assert!(error.message.contains("custom_tool_nope"), "{error:?}");
+
+    session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefix_and_profile_shape_the_listing() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let (session, _changes) =
+        connect(&context, &["--prefix", "", "--profile", "plan"], legacy()).await;
+    let tools = session.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(names, ["peek"]);
+    let peek = session.call_tool(call("peek", json!({}))).await.unwrap();
+    assert_eq!(text(&peek), "looked");
+    // Denied tools are known but not callable: the envelope says why.
+    let wipe = session.call_tool(call("wipe", json!({}))).await.unwrap();
+    assert_eq!(wipe.is_error, Some(true));
+    assert_eq!(meta(&wipe, "toolsmith/error_code"), "POLICY_DENIED");
+    session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_session_hears_of_a_new_tool() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let (session, mut changes) = connect(&context, &[], legacy()).await;
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 5);
+    install(
+        &context,
+        "fresh",
+        &shell_tool("fresh", r#"{"type": "object"}"#, "echo new"),
+    );
+    tokio::time::timeout(PATIENCE, changes.recv())
+        .await
+        .expect("no notifications/tools/list_changed")
+        .unwrap();
+    let tools = session.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "custom_tool_fresh"));
+    let fresh = session
+        .call_tool(call("custom_tool_fresh", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&fresh), "new");
+    session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_session_lists_calls_and_listens() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let (session, _changes) = connect(&context, &[], modern()).await;
+    assert_eq!(
+        session.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 5);
+    let stats = session
+        .call_tool(call("custom_tool_stats", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(stats.structured_content, Some(json!({"count": 3})));
+
+    let mut subscription = session
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    install(
+        &context,
+        "fresh",
+        &shell_tool("fresh", r#"{"type": "object"}"#, "echo new"),
+    );
+    let notification = tokio::time::timeout(PATIENCE, subscription.next())
+        .await
+        .expect("no list_changed on the subscription")
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(
+            notification,
+            ServerNotification::ToolListChangedNotification(_)
+        ),
+        "{notification:?}"
+    );
+    let tools = session.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "custom_tool_fresh"));
+    let fresh = session
+        .call_tool(call("custom_tool_fresh", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&fresh), "new");
+    session.cancel().await.unwrap();
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+fn alive(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_call_leaves_no_process() {
+    let context = TestContext::new();
+    let pids = context.root.join("pids");
+    context.tool(
+        "slow",
+        &shell_tool(
+            "slow",
+            r#"{"type": "object"}"#,
+            &format!("sleep 60 & echo \"$$ $!\" > {}; wait", pids.display()),
+        ),
+    );
+    let (session, _changes) = connect(&context, &[], legacy()).await;
+    let handle = session
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call(
+                "custom_tool_slow",
+                json!({}),
+            ))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let written = wait_for_file(&pids).await;
+    let pids: Vec<String> = written.split_whitespace().map(str::to_owned).collect();
+    assert_eq!(pids.len(), 2, "{written:?}");
+    assert!(pids.iter().all(|pid| alive(pid)));
+    handle
+        .cancel(Some("the test gave up".to_owned()))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "still alive: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The session goes on.
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 1);
+    session.cancel().await.unwrap();
+}
+
+async fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_calls_are_all_answered() {
+    let context = TestContext::new();
+    context.tool(
+        "twice",
+        &shell_tool(
+            "twice",
+            r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#,
+            r#"n=$(sed 's/[^0-9]//g'); echo "{\"twice\": $((n * 2))}""#,
+        ),
+    );
+    let (session, _changes) = connect(&context, &[], legacy()).await;
+    let peer = Arc::new(session.peer().clone());
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..200_u64 {
+        let peer = Arc::clone(&peer);
+        calls.spawn(async move {
+            let result = peer
+                .call_tool(call("custom_tool_twice", json!({"n": n})))
+                .await
+                .unwrap();
+            (n, result)
+        });
+    }
+    let mut answered = 0;
+    while let Some(joined) = calls.join_next().await {
+        let (n, result) = joined.unwrap();
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let value: Value = serde_json::from_str(&text(&result)).unwrap();
+        assert_eq!(value, json!({"twice": n * 2}));
+        answered += 1;
+    }
+    assert_eq!(answered, 200);
+    session.cancel().await.unwrap();
+}
+
+#[test]
+fn closing_stdin_ends_the_server() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let output = context
+        .with_tools()
+        .arg("serve")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(output.stdout.is_empty());
+}
+
+/// `toolsmith serve` spoken to in raw JSON lines, one answer read per request.
+struct RawSession {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl RawSession {
+    fn start(context: &TestContext) -> RawSession {
+        use std::io::BufRead;
+
+        let mut child = context
+            .with_tools()
+            .arg("serve")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        RawSession {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write;
+
+        writeln!(self.stdin, "{message}").unwrap();
+    }
+
+    fn exchange(&mut self, request: &Value) -> Value {
+        self.send(request);
+        let line = self.lines.next().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Closes stdin and returns the exit code.
+    fn close(self) -> Option<i32> {
+        let RawSession {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        child.wait().unwrap().code()
+    }
+}
+
+#[test]
+fn raw_json_lines_modern() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let mut session = RawSession::start(&context);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    });
+    let discover = session.exchange(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    let versions = discover["result"]["supportedVersions"].as_array().unwrap();
+    assert!(versions.contains(&json!("2026-07-28")), "{discover}");
+    assert!(versions.contains(&json!("2025-11-25")), "{discover}");
+    let listed = session.exchange(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}),
+    );
+    assert_eq!(
+        listed["result"]["tools"].as_array().unwrap().len(),
+        5,
+        "{listed}"
+    );
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+    let bad_cursor = session.exchange(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta, "cursor": "7"}}));
+    assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+    assert_eq!(session.close(), Some(0));
+}
+
+#[test]
+fn raw_json_lines_legacy() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let mut session = RawSession::start(&context);
+    let initialized = session.exchange(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+    assert_eq!(
+        initialized["result"]["protocolVersion"], "2025-06-18",
+        "{initialized}"
+    );
+    assert_eq!(
+        initialized["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{initialized}"
+    );
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let called = session.exchange(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "custom_tool_hello", "arguments": {"name": "Bo"}}}));
+    assert_eq!(
+        called["result"]["content"][0]["text"], "Hello, Bo!",
+        "{called}"
+    );
+    assert_eq!(called["result"]["isError"], false, "{called}");
+    // Legacy peers get no 2026-07-28 fields.
+    assert!(called["result"].get("resultType").is_none(), "{called}");
+    assert_eq!(session.close(), Some(0));
+}
+
+#[test]
+fn raw_cancelled_call_gets_no_response() {
+    let context = TestContext::new();
+    let pids = context.root.join("pids");
+    context.tool(
+        "slow",
+        &shell_tool(
+            "slow",
+            r#"{"type": "object"}"#,
+            &format!("echo $$ > {}; exec sleep 60", pids.display()),
+        ),
+    );
+    let mut session = RawSession::start(&context);
+    session.exchange(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "custom_tool_slow", "arguments": {}}}));
+    let deadline = Instant::now() + PATIENCE;
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids)
+            && text.ends_with('\n')
+        {
+            break text.trim().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the slow tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "enough"}}));
+    while alive(&pid) {
+        assert!(Instant::now() < deadline, "{pid} still alive");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The next line on the wire answers the next request: request 2 got no response.
+    let listed = session.exchange(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+    assert_eq!(listed["id"], 3, "{listed}");
+    assert_eq!(session.close(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_listings_are_paginated() {
+    let context = TestContext::new();
+    for n in 0..120 {
+        std::fs::write(
+            context.tools.join(format!("m{n:03}.md")),
+            format!(
+                "---\nname: m{n:03}\ndescription: Manifest {n}\nparameters: {{}}\n---\necho {n}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let (session, _changes) = connect(&context, &[], legacy()).await;
+    let first = session.list_tools(None).await.unwrap();
+    assert_eq!(first.tools.len(), 100);
+    assert_eq!(first.tools[0].name, "custom_tool_m000");
+    assert!(first.next_cursor.is_some());
+    let all = session.list_all_tools().await.unwrap();
+    let names: Vec<String> = all.iter().map(|tool| tool.name.to_string()).collect();
+    let expected: Vec<String> = (0..120).map(|n| format!("custom_tool_m{n:03}")).collect();
+    assert_eq!(names, expected);
+    session.cancel().await.unwrap();
+}
