@@ -1,5 +1,6 @@
 //! `toolsmith serve`: driven end to end by rmcp's client (an MCP client this project did not write), in both protocol eras.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,13 +45,26 @@ async fn connect(
 ) -> (Session, mpsc::UnboundedReceiver<()>) {
     let mut command = context.with_tools();
     command.arg("serve").args(args);
+    let (session, changes, _server_pid) = connect_to_child(command, lifecycle).await;
+    (session, changes)
+}
+
+/// Starts `command` (a `toolsmith serve`) and connects to it; also returns the server's pid,
+/// for tests that watch the server process.
+async fn connect_to_child(
+    command: std::process::Command,
+    lifecycle: ClientLifecycleMode,
+) -> (Session, mpsc::UnboundedReceiver<()>, u32) {
     let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
+    let server_pid = transport
+        .id()
+        .expect("a child that was just spawned has a pid");
     let (changed, changes) = mpsc::unbounded_channel();
     let session = Client { changed }
         .serve_with_lifecycle(transport, lifecycle)
         .await
         .unwrap();
-    (session, changes)
+    (session, changes, server_pid)
 }
 
 fn legacy() -> ClientLifecycleMode {
@@ -388,7 +402,21 @@ async fn two_hundred_concurrent_calls_are_all_answered() {
             r#"n=$(sed 's/[^0-9]//g'); echo "{\"twice\": $((n * 2))}""#,
         ),
     );
-    let (session, _changes) = connect(&context, &[], legacy()).await;
+    let mut command = context.with_tools();
+    // Fixed, so that the bound on the executor's pool of cgroup leaves does not depend on the
+    // number of cores.
+    command
+        .arg("serve")
+        .env("TOOLSMITH_MAX_CONCURRENT", MAX_CONCURRENT.to_string());
+    let (session, _changes, server_pid) = connect_to_child(command, legacy()).await;
+    let warm_up = session
+        .call_tool(call("custom_tool_twice", json!({"n": 1})))
+        .await
+        .unwrap();
+    assert_eq!(warm_up.is_error, Some(false), "{warm_up:?}");
+    // Taken once the runtime has started the threads that a session and a call need, since it
+    // starts them lazily.
+    let baseline = Resources::of(server_pid);
     let peer = Arc::new(session.peer().clone());
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..200_u64 {
@@ -410,7 +438,112 @@ async fn two_hundred_concurrent_calls_are_all_answered() {
         answered += 1;
     }
     assert_eq!(answered, 200);
+    // Every call's pipes and pidfds are closed and its threads are gone. Tokio's blocking
+    // threads linger for 10 s after their last use, so the counts are polled for up to
+    // `LINGER_PATIENCE`: a bound on liveness, not a claim about speed.
+    let deadline = Instant::now() + LINGER_PATIENCE;
+    let mut now = Resources::of(server_pid);
+    while !now.back_to(&baseline) {
+        assert!(
+            Instant::now() < deadline,
+            "the server holds {now:?} after all answers, against {baseline:?} before the calls; its fds: {}",
+            open_fds(server_pid)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        now = Resources::of(server_pid);
+    }
     session.cancel().await.unwrap();
+}
+
+/// How long a test waits for tokio's idle blocking threads (kept alive 10 s) to exit.
+const LINGER_PATIENCE: Duration = Duration::from_secs(15);
+
+/// The server's limit on concurrent runs in the test that counts its resources.
+const MAX_CONCURRENT: usize = 8;
+
+/// What a process holds that a leak would make grow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Resources {
+    /// Entries of `/proc/<pid>/fd`, except those of the executor's pooled cgroup leaves.
+    fds: usize,
+    /// The pooled cgroup leaves (`run-N`) and how many `cgroup.procs` fds each holds open,
+    /// one per cgroup hierarchy.
+    leaves: BTreeMap<String, usize>,
+    /// `Threads:` of `/proc/<pid>/status`.
+    threads: usize,
+}
+
+impl Resources {
+    fn of(pid: u32) -> Resources {
+        let mut fds = 0;
+        let mut leaves = BTreeMap::new();
+        for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
+            // An fd closed between the listing and the readlink no longer counts.
+            let Ok(target) = std::fs::read_link(entry.unwrap().path()) else {
+                continue;
+            };
+            match pooled_leaf(&target, pid) {
+                Some(leaf) => *leaves.entry(leaf).or_insert(0) += 1,
+                None => fds += 1,
+            }
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let threads = status
+            .lines()
+            .find_map(|line| line.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        Resources {
+            fds,
+            leaves,
+            threads,
+        }
+    }
+
+    /// Whether nothing is held beyond `baseline`, but for what is reused rather than leaked.
+    ///
+    /// - Other fds: exactly as many as before.
+    /// - Threads: at most as many as before. Fewer is fine: a blocking thread that the
+    ///   warm-up used may retire while the counts are polled.
+    /// - The executor keeps an emptied cgroup leaf open for the next run instead of
+    ///   recreating it, so 200 concurrent calls grow its pool from the warm-up's one leaf to
+    ///   at most one per concurrent run. Each leaf holds one fd per hierarchy, as before.
+    fn back_to(&self, baseline: &Resources) -> bool {
+        let fds_per_leaf = baseline.leaves.values().next().copied();
+        self.fds == baseline.fds
+            && self.threads <= baseline.threads
+            && self.leaves.len() <= MAX_CONCURRENT.max(baseline.leaves.len())
+            && self
+                .leaves
+                .values()
+                .all(|&n_fds| Some(n_fds) == fds_per_leaf)
+    }
+}
+
+/// `run-N` if `target` is a `cgroup.procs` of a leaf of the executor of process `pid`
+/// (`…/toolsmith-<pid>-<n>/run-N/cgroup.procs`).
+fn pooled_leaf(target: &Path, pid: u32) -> Option<String> {
+    if target.file_name()? != "cgroup.procs" {
+        return None;
+    }
+    let leaf = target.parent()?;
+    let executor_dir = leaf.parent()?.file_name()?.to_str()?;
+    let leaf = leaf.file_name()?.to_str()?;
+    (leaf.starts_with("run-") && executor_dir.starts_with(&format!("toolsmith-{pid}-")))
+        .then(|| leaf.to_owned())
+}
+
+/// The targets of `pid`'s open fds, for a failure message.
+fn open_fds(pid: u32) -> String {
+    let mut targets: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .map(|target| target.display().to_string())
+        .collect();
+    targets.sort();
+    targets.join(", ")
 }
 
 #[test]
