@@ -57,6 +57,21 @@ impl BenchSettings {
             discovery_repetitions: if quick { 1 } else { 5 },
         }
     }
+
+    /// Calls per variant with a small parent.
+    pub(crate) fn calls_small_parent(&self) -> usize {
+        self.calls_small_parent
+    }
+
+    /// Uncounted calls per variant before the measured rounds.
+    pub(crate) fn warmups(&self) -> usize {
+        self.warmups
+    }
+
+    /// Interleaved rounds the calls are spread over.
+    pub(crate) fn rounds(&self) -> usize {
+        self.rounds
+    }
 }
 
 /// One way of running [`PROGRAM`].
@@ -227,20 +242,20 @@ fn std_batch(force_fork: bool, n_calls: usize, samples: &mut Vec<f64>) -> anyhow
     Ok(())
 }
 
-fn micros(duration: Duration) -> f64 {
+pub(crate) fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
 /// The distribution of one variant's call durations, in µs.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Stats {
-    median: f64,
-    p90: f64,
-    p99: f64,
+pub(crate) struct Stats {
+    pub(crate) median: f64,
+    pub(crate) p90: f64,
+    pub(crate) p99: f64,
 }
 
 impl Stats {
-    fn of(samples: &[f64]) -> Stats {
+    pub(crate) fn of(samples: &[f64]) -> Stats {
         let mut sorted = samples.to_vec();
         sorted.sort_by(f64::total_cmp);
         Stats {
@@ -396,6 +411,7 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         return run_release_build(root);
     }
+    let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
     let started = Instant::now();
@@ -406,6 +422,13 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         &harness.executor_handle(),
         settings.discovery_repetitions,
         facts.n_cpus,
+    )?;
+    // Also before the ballast, which would slow down the direct runs and not the server.
+    let mcp = crate::mcp_bench::measure(
+        &harness.multi_thread,
+        &harness.executor_handle(),
+        &server_binary,
+        settings,
     )?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
@@ -419,6 +442,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     let mut report = render_report(&harness, settings, &facts, &rows);
     report.push('\n');
     report.push_str(&discovery.render());
+    report.push('\n');
+    report.push_str(&mcp.render());
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(report.as_bytes())

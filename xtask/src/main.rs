@@ -11,6 +11,7 @@ mod bench;
 mod ci;
 mod discovery_bench;
 mod flags;
+mod mcp_bench;
 mod tidy;
 
 use std::fmt;
