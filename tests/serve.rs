@@ -725,3 +725,81 @@ async fn long_listings_are_paginated() {
     assert_eq!(names, expected);
     session.cancel().await.unwrap();
 }
+
+/// A tool that reports three steps on `$TOOLSMITH_PROGRESS_FD`, writing its pid first.
+fn counter_tool() -> String {
+    shell_tool(
+        "counter",
+        r#"{"type": "object"}"#,
+        r#"echo $$ > counter.pid; for i in 1 2 3; do if [ -n "$TOOLSMITH_PROGRESS_FD" ]; then printf '{"progress": %s, "total": 3, "message": "step %s"}\n' $i $i >&"$TOOLSMITH_PROGRESS_FD"; fi; sleep 0.3; done; echo done"#,
+    )
+}
+
+/// Reads lines until the response to `id`, collecting the progress notifications on the way.
+fn until_response(session: &mut RawSession, id: u64) -> (Value, Vec<Value>) {
+    let mut progress = Vec::new();
+    loop {
+        let line = session.lines.next().unwrap().unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == json!(id) {
+            return (message, progress);
+        }
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"].clone());
+        }
+    }
+}
+
+#[test]
+fn progress_is_forwarded_and_a_cancelled_long_call_leaves_no_process() {
+    let context = TestContext::new();
+    context.tool("counter", &counter_tool());
+    let mut session = RawSession::start(&context);
+    session.exchange(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "custom_tool_counter", "arguments": {}, "_meta": {"progressToken": "count"}}}));
+    let (response, progress) = until_response(&mut session, 2);
+    assert_eq!(
+        response["result"]["content"][0]["text"], "done",
+        "{response}"
+    );
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|params| {
+            assert_eq!(params["progressToken"], "count", "{params}");
+            assert_eq!(params["total"], 3.0, "{params}");
+            params["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(values, [1.0, 2.0, 3.0], "{progress:?}");
+    assert_eq!(progress[0]["message"], "step 1");
+
+    // The same long tool, cancelled once it has reported its first step.
+    let pid_file = context.project.join("counter.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    session.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "custom_tool_counter", "arguments": {}, "_meta": {"progressToken": "cancel-me"}}}));
+    loop {
+        let line = session.lines.next().unwrap().unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        assert_ne!(
+            message["id"],
+            json!(3),
+            "the call finished before it could be cancelled"
+        );
+        if message["method"] == "notifications/progress" {
+            break;
+        }
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "test"}}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive(&pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!alive(&pid), "the cancelled tool {pid} is still running");
+    assert_eq!(session.close(), Some(0));
+}

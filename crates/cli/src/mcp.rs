@@ -21,8 +21,8 @@ use std::time::{Instant, SystemTime};
 use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, ToolAnnotations,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, ServerInitializeError, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -31,7 +31,7 @@ use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
     Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, Envelope, LiveRegistry, Policy,
-    RunConfig, Tool, ToolKind, ToolName,
+    Progress, RunConfig, Tool, ToolKind, ToolName,
 };
 
 /// How many tools one `tools/list` page holds.
@@ -131,13 +131,56 @@ impl Handler {
     ) -> Result<CallToolResult, McpError> {
         let started_at = SystemTime::now();
         let started = Instant::now();
-        let call = toolsmith_registry::invoke(
-            &self.shared.executor,
-            tool,
-            arguments,
-            &self.shared.config,
-            &self.shared.policy,
-        );
+        let token = context.meta.get_progress_token();
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let shared = &self.shared;
+        let wants_progress = token.is_some();
+        let call = async move {
+            // MCP asks for progress that increases: a report that does not is not forwarded.
+            let last = std::sync::Mutex::new(f64::NEG_INFINITY);
+            let report = move |progress: Progress| {
+                let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+                if progress.progress > *last {
+                    *last = progress.progress;
+                    // The forwarding loop ends only after the call; a closed channel would
+                    // mean the request is gone, and then so is the interest in progress.
+                    let _ignored = sender.send(progress);
+                }
+            };
+            // The closure (and its sender) is dropped with this future, which ends the
+            // forwarding loop below.
+            toolsmith_registry::invoke_with_progress(
+                &shared.executor,
+                tool,
+                arguments,
+                &shared.config,
+                &shared.policy,
+                wants_progress.then_some(&report as &(dyn Fn(Progress) + Sync)),
+            )
+            .await
+        };
+        let forward = async {
+            let Some(token) = &token else {
+                return;
+            };
+            while let Some(progress) = receiver.recv().await {
+                let mut notification =
+                    ProgressNotificationParam::new(token.clone(), progress.progress);
+                if let Some(total) = progress.total {
+                    notification = notification.with_total(total);
+                }
+                if let Some(message) = progress.message {
+                    notification = notification.with_message(message);
+                }
+                if let Err(error) = context.peer.notify_progress(notification).await {
+                    tracing::debug!(%error, "a progress notification could not be sent");
+                }
+            }
+        };
+        let call = async {
+            let (result, ()) = tokio::join!(call, forward);
+            result
+        };
         let envelope = tokio::select! {
             () = context.ct.cancelled() => {
                 // Returning drops the call, which kills the tool's process tree. rmcp drops

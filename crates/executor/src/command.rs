@@ -17,7 +17,15 @@ pub struct Command {
     cwd: PathBuf,
     env: Vec<(OsString, OsString)>,
     stdin: Option<Vec<u8>>,
+    reports: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
 }
+
+/// The file descriptor on which a program writes its reports (see [`Command::reports`]).
+pub const REPORT_FD: i32 = 3;
+
+/// The longest report line passed on; a longer one is dropped, so a program that writes
+/// without newlines cannot grow the executor's memory.
+pub const MAX_REPORT_LINE: usize = 64 * 1024;
 
 impl Command {
     /// Describes a run of `program` in `cwd`.
@@ -38,6 +46,7 @@ impl Command {
             cwd: cwd.to_path_buf(),
             env: Vec::new(),
             stdin: None,
+            reports: None,
         })
     }
 
@@ -68,6 +77,20 @@ impl Command {
     pub fn stdin(&mut self, input: Vec<u8>) -> &mut Command {
         self.stdin = Some(input);
         self
+    }
+
+    /// Opens a report channel: the program gets the write end of a pipe on file descriptor
+    /// [`REPORT_FD`], and every line it writes there (without its newline, at most
+    /// [`MAX_REPORT_LINE`] bytes) is sent to `sink` while the program runs. What the lines
+    /// mean is the caller's business; the executor only carries them.
+    pub fn reports(&mut self, sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>) -> &mut Command {
+        self.reports = Some(sink);
+        self
+    }
+
+    /// The report channel, if one was opened.
+    pub fn report_sink(&self) -> Option<&tokio::sync::mpsc::UnboundedSender<Vec<u8>>> {
+        self.reports.as_ref()
     }
 
     /// The absolute path of the program.

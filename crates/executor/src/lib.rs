@@ -44,7 +44,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
-pub use crate::command::{Command, DEFAULT_ENV_ALLOW, filtered_env};
+pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
 pub use crate::error::Error;
 pub use crate::features::{Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};

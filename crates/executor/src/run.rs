@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
 use crate::capture::StreamCapture;
+use crate::command::MAX_REPORT_LINE;
 use crate::containment::{Containment, Leader, MARKER_VAR};
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
 use crate::spawn::{self, SpawnPlan};
@@ -95,6 +96,74 @@ impl Stream {
     }
 }
 
+/// The report pipe (see [`Command::reports`]): lines forwarded to the caller as they arrive.
+struct Reports {
+    pipe: Option<pipe::Receiver>,
+    sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    line: Vec<u8>,
+    /// The current line outgrew [`MAX_REPORT_LINE`]; it is dropped up to its newline.
+    overlong: bool,
+    buffer: Box<[u8]>,
+}
+
+impl Reports {
+    fn new(
+        read_end: OwnedFd,
+        sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Result<Reports, Error> {
+        spawn::set_nonblocking(&read_end)?;
+        let pipe =
+            pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
+                call: "registering a pipe with the runtime",
+                source,
+            })?;
+        Ok(Reports {
+            pipe: Some(pipe),
+            sink,
+            line: Vec::new(),
+            overlong: false,
+            buffer: vec![0; READ_CHUNK].into_boxed_slice(),
+        })
+    }
+
+    fn open(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    /// Reads one chunk and forwards the lines it completes. Cancel-safe.
+    async fn read_chunk(&mut self) {
+        let Some(pipe) = &mut self.pipe else {
+            return;
+        };
+        let read = match pipe.read(&mut self.buffer).await {
+            Ok(0) | Err(_) => {
+                self.pipe = None;
+                // A last line without its newline still counts.
+                if !self.line.is_empty() && !self.overlong {
+                    let _ignored = self.sink.send(std::mem::take(&mut self.line));
+                }
+                return;
+            }
+            Ok(read) => read,
+        };
+        for &byte in &self.buffer[..read] {
+            if byte == b'\n' {
+                if !self.overlong {
+                    // A caller that stopped listening is not the program's failure.
+                    let _ignored = self.sink.send(std::mem::take(&mut self.line));
+                }
+                self.line.clear();
+                self.overlong = false;
+            } else if self.line.len() < MAX_REPORT_LINE {
+                self.line.push(byte);
+            } else {
+                self.overlong = true;
+                self.line.clear();
+            }
+        }
+    }
+}
+
 /// The input being written to the program's stdin.
 struct Input<'input> {
     pipe: Option<pipe::Sender>,
@@ -160,6 +229,15 @@ pub(crate) async fn run(
         None => (executor.dev_null()?, None),
     };
 
+    let report_pipe = match command.report_sink() {
+        Some(_) => {
+            let (read, write) = spawn::pipe()?;
+            // Descriptor 3 in the child: its source must not be 3 itself (see spawn.rs).
+            Some((read, spawn::at_least(write, 4)?))
+        }
+        None => None,
+    };
+
     let marker_value = format!("{}.{run_id}", std::process::id());
     let extra_env: Vec<(&OsStr, &OsStr)> =
         match guard.containment.as_ref().map(Containment::backend) {
@@ -179,6 +257,7 @@ pub(crate) async fn run(
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
         ],
+        report_pipe.as_ref().map(|(_, write)| write.as_raw_fd()),
         guard
             .containment
             .as_ref()
@@ -191,6 +270,13 @@ pub(crate) async fn run(
     let started = Instant::now();
     let spawned = spawn::spawn(&plan)?;
     drop((stdin_child, stdout_write, stderr_write));
+    let mut reports = match (report_pipe, command.report_sink()) {
+        (Some((read, write)), Some(sink)) => {
+            drop(write);
+            Some(Reports::new(read, sink.clone())?)
+        }
+        _ => None,
+    };
     let leader = guard.leader.insert(Leader {
         pid: spawned.pid,
         pidfd: spawned.pidfd,
@@ -265,6 +351,7 @@ pub(crate) async fn run(
             () = stdout.read_chunk(), if stdout.open() => continue,
             () = stderr.read_chunk(), if stderr.open() => continue,
             () = input.write_chunk(), if input.pending() => continue,
+            () = read_reports(&mut reports), if reports.as_ref().is_some_and(Reports::open) => continue,
         };
         let Some(action) = lifecycle.on(event, Instant::now()) else {
             continue;
@@ -301,11 +388,13 @@ pub(crate) async fn run(
         tracing::debug!("processes of the run may remain (weak containment backend)");
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_BUDGET;
-    while stdout.open() || stderr.open() {
+    let reports_open = |reports: &Option<Reports>| reports.as_ref().is_some_and(Reports::open);
+    while stdout.open() || stderr.open() || reports_open(&reports) {
         tokio::select! {
             () = tokio::time::sleep_until(drain_until) => break,
             () = stdout.read_chunk(), if stdout.open() => {}
             () = stderr.read_chunk(), if stderr.open() => {}
+            () = read_reports(&mut reports), if reports_open(&reports) => {}
         }
     }
     let wall_time = started.elapsed();
@@ -349,6 +438,12 @@ pub(crate) async fn run(
     };
     executor.release(containment);
     Ok(outcome)
+}
+
+async fn read_reports(reports: &mut Option<Reports>) {
+    if let Some(reports) = reports {
+        reports.read_chunk().await;
+    }
 }
 
 /// RLIMIT_CPU ends a process with SIGXCPU at the soft limit, or SIGKILL at

@@ -83,6 +83,8 @@ pub(crate) struct SpawnPlan {
     envp_ptrs: Vec<*const c_char>,
     cwd: CString,
     stdio: [RawFd; 3],
+    /// The write end of the report pipe, put on fd 3 in the child; 4 or above.
+    report: Option<RawFd>,
     cgroup_procs: Vec<RawFd>,
     rlimits: Vec<Rlimit>,
     clone_flags: c_int,
@@ -111,6 +113,7 @@ impl SpawnPlan {
         command: &Command,
         extra_env: &[(&OsStr, &OsStr)],
         stdio: [RawFd; 3],
+        report: Option<RawFd>,
         cgroup_procs: Vec<RawFd>,
         rlimits: Vec<Rlimit>,
         namespaces: Namespaces,
@@ -144,6 +147,7 @@ impl SpawnPlan {
             envp_ptrs,
             cwd: c_string(command.cwd().as_os_str())?,
             stdio,
+            report,
             cgroup_procs,
             rlimits,
             clone_flags: namespaces.clone_flags,
@@ -405,7 +409,19 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 return fail(STAGE_STDIO);
             }
         }
-        if libc::syscall(libc::SYS_close_range, 3_u32, u32::MAX, 0_u32) != 0 && !close_fds_slowly()
+        // The report pipe's end is 4 or above, so dup2 always makes a new descriptor 3,
+        // which (unlike its close-on-exec source) survives execve.
+        let first_closed: u32 = match plan.report {
+            Some(report) => {
+                if libc::dup2(report, crate::command::REPORT_FD) < 0 {
+                    return fail(STAGE_STDIO);
+                }
+                4
+            }
+            None => 3,
+        };
+        if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
+            && !close_fds_slowly(first_closed as c_int)
         {
             return fail(STAGE_CLOSE_FDS);
         }
@@ -453,11 +469,11 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> bool {
     }
 }
 
-/// Closes descriptors 3 and up one by one, for kernels without `close_range`.
+/// Closes descriptors `first` and up one by one, for kernels without `close_range`.
 ///
 /// # Safety
 /// Async-signal-safe: only `getrlimit` and `close`.
-unsafe fn close_fds_slowly() -> bool {
+unsafe fn close_fds_slowly(first: c_int) -> bool {
     // SAFETY: plain system calls on our own descriptor table.
     unsafe {
         let mut limit: libc::rlimit = std::mem::zeroed();
@@ -465,7 +481,7 @@ unsafe fn close_fds_slowly() -> bool {
             return false;
         }
         let highest = c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
-        for fd in 3..highest {
+        for fd in first..highest {
             libc::close(fd);
         }
         true
@@ -491,11 +507,16 @@ pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
 
 /// Returns `fd` itself when it is 3 or above, else a close-on-exec duplicate that is.
 pub(crate) fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, Error> {
-    if fd.as_raw_fd() > 2 {
+    at_least(fd, 3)
+}
+
+/// Returns `fd` itself when it is `lowest` or above, else a close-on-exec duplicate that is.
+pub(crate) fn at_least(fd: OwnedFd, lowest: c_int) -> Result<OwnedFd, Error> {
+    if fd.as_raw_fd() >= lowest {
         return Ok(fd);
     }
     // SAFETY: F_DUPFD_CLOEXEC on a valid descriptor.
-    let duplicate = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    let duplicate = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, lowest) };
     if duplicate < 0 {
         return Err(Error::Sys {
             call: "fcntl(F_DUPFD_CLOEXEC)",

@@ -1381,3 +1381,45 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn reports_arrive_line_by_line_while_the_program_runs() {
+    let _serial = serial();
+    for executor in executors() {
+        let backend = executor.backend();
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let mut command = Command::new(Path::new("/bin/sh"), Path::new("/")).unwrap();
+        command
+            .arg(OsStr::new("-c"))
+            .arg(OsStr::new(
+                "echo one >&3; sleep 0.5; printf 'two\\nthree' >&3; ls /proc/self/fd",
+            ))
+            .reports(sender);
+        let limits = limits(5000, 500);
+        let (outcome, first) = runtime().block_on(async {
+            let run = executor.run(&command, &limits);
+            tokio::pin!(run);
+            // The first line must arrive while the program still runs, not at its end.
+            let first = tokio::select! {
+                line = receiver.recv() => line,
+                outcome = &mut run => panic!("{backend}: finished before any report: {outcome:?}"),
+            };
+            (run.await.unwrap(), first)
+        });
+        assert!(outcome.success(), "{backend}: {outcome:?}");
+        assert_eq!(first.as_deref(), Some(&b"one"[..]), "{backend}");
+        assert_eq!(
+            receiver.try_recv().ok().as_deref(),
+            Some(&b"two"[..]),
+            "{backend}"
+        );
+        // A last line without its newline still counts.
+        assert_eq!(
+            receiver.try_recv().ok().as_deref(),
+            Some(&b"three"[..]),
+            "{backend}"
+        );
+        // 3 is the report pipe and 4 the directory ls opened; nothing else leaked.
+        assert_eq!(outcome.stdout.text_lossy(), "0\n1\n2\n3\n4\n", "{backend}");
+    }
+}

@@ -505,7 +505,10 @@ pub(crate) async fn discover_matching(
         // keeps what it had and looks again once the file settles.
         let unchanged = fs::metadata(&candidate.path)
             .is_ok_and(|metadata| Fingerprint::of(&metadata) == candidate.fingerprint);
-        if !unchanged {
+        // ETXTBSY says the same in the kernel's words: someone had the file open for writing
+        // at the probe's execve (a writer in this very process included, whose descriptor a
+        // concurrent spawn may briefly hold too).
+        if !unchanged || is_being_written(&result) {
             if let Freshness::Settle(settle) = freshness {
                 let settled_at = SystemTime::now() + settle;
                 retry_at = Some(retry_at.map_or(settled_at, |earlier| earlier.min(settled_at)));
@@ -574,6 +577,17 @@ pub(crate) fn scan_dirs(
         problems.retain(|problem| problem_concerns(problem, only));
     }
     (candidates, problems)
+}
+
+/// Whether the probe failed because the file was open for writing when it was run.
+fn is_being_written(result: &Result<Probed, ProblemError>) -> bool {
+    matches!(
+        result,
+        Err(ProblemError::Spawn {
+            source: toolsmith_executor::Error::Spawn { source, .. },
+            ..
+        }) if source.kind() == io::ErrorKind::ExecutableFileBusy
+    )
 }
 
 /// Whether `problem` is about a file that would provide `name`, or about a whole directory.

@@ -1,7 +1,7 @@
 //! Invoking a tool: validating the arguments, running it through the executor and mapping the outcome to an envelope.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
 use crate::discovery::{file_tool_name, first_line};
 use crate::manifest::CommandError;
+use crate::progress::{PROGRESS_FD_VAR, Progress};
 use crate::tool::Runner;
 use crate::{
     Body, Catalog, Envelope, Error, ErrorCode, Metadata, Policy, Tool, ToolName, ToolOverride,
@@ -89,6 +90,23 @@ pub async fn invoke(
     config: &RunConfig,
     policy: &Policy,
 ) -> Result<Envelope, Error> {
+    invoke_with_progress(executor, tool, arguments, config, policy, None).await
+}
+
+/// Like [`invoke`], and while the tool runs, passes each [`Progress`] it reports to
+/// `progress`.
+///
+/// The tool finds the file descriptor to write JSON lines on in `TOOLSMITH_PROGRESS_FD`
+/// (see [`PROGRESS_FD_VAR`](crate::PROGRESS_FD_VAR)); lines that are not progress reports
+/// are ignored. Without a `progress` callback the variable is not set.
+pub async fn invoke_with_progress(
+    executor: &Executor,
+    tool: &Tool,
+    arguments: &Value,
+    config: &RunConfig,
+    policy: &Policy,
+    progress: Option<&(dyn Fn(Progress) + Sync)>,
+) -> Result<Envelope, Error> {
     if let Err(denial) = policy.check(tool) {
         return Ok(Envelope::failure(
             ErrorCode::PolicyDenied,
@@ -140,7 +158,34 @@ pub async fn invoke(
         },
     };
     let limits = call.limits;
-    match executor.run(&command, &limits).await {
+    let mut command = command;
+    let mut reports = None;
+    if progress.is_some() {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        command.reports(sender).env(
+            OsStr::new(PROGRESS_FD_VAR),
+            OsStr::new(&toolsmith_executor::REPORT_FD.to_string()),
+        );
+        reports = Some(receiver);
+    }
+    // The command (and with it the report channel's sender) is dropped when the run ends, so
+    // that the forwarding below ends too.
+    let run = async move {
+        let result = executor.run(&command, &limits).await;
+        drop(command);
+        (result, limits)
+    };
+    let forward = async {
+        if let (Some(receiver), Some(progress)) = (&mut reports, progress) {
+            while let Some(line) = receiver.recv().await {
+                if let Some(report) = Progress::parse(&line) {
+                    progress(report);
+                }
+            }
+        }
+    };
+    let ((result, limits), ()) = tokio::join!(run, forward);
+    match result {
         Ok(outcome) => {
             let envelope = match tool.runner() {
                 Runner::Kodelet | Runner::Ikigai => {

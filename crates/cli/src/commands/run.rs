@@ -8,11 +8,14 @@ use std::time::{Instant, SystemTime};
 use anyhow::Context;
 use serde_json::Value;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{AuditLog, AuditRecord, Envelope, ErrorCode, Metadata, ToolName};
+use toolsmith_registry::{
+    AuditLog, AuditRecord, Envelope, ErrorCode, Metadata, Progress, ToolName,
+};
 
 use crate::args::RunArgs;
 use crate::exit::ExitStatus;
 use crate::output;
+use crate::progress::ToolBar;
 use crate::settings::{GlobalSettings, RunSettings};
 
 /// The arguments of the call, from `--input`.
@@ -69,16 +72,34 @@ pub(crate) async fn run(
             )
             .await;
             global.save_discovery_cache(&mut cache);
-            toolsmith_registry::invoke_named(
-                executor,
-                &catalog,
-                &args.name,
-                arguments,
-                config,
-                &settings.policy,
-            )
-            .await
-            .context("cannot run the tool")?
+            match catalog.get(name) {
+                Some(tool) => {
+                    let bar = ToolBar::new();
+                    let report = |progress: Progress| bar.update(&progress);
+                    let envelope = toolsmith_registry::invoke_with_progress(
+                        executor,
+                        tool,
+                        arguments,
+                        config,
+                        &settings.policy,
+                        bar.shows().then_some(&report as &(dyn Fn(Progress) + Sync)),
+                    )
+                    .await;
+                    bar.finish();
+                    envelope.context("cannot run the tool")?
+                }
+                // The registry words the sentence, naming files of that name that failed to load.
+                None => toolsmith_registry::invoke_named(
+                    executor,
+                    &catalog,
+                    &args.name,
+                    arguments,
+                    config,
+                    &settings.policy,
+                )
+                .await
+                .context("cannot run the tool")?,
+            }
         }
         None => {
             let reason = ToolName::from_exposed_or_plain(&args.name)
