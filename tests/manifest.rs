@@ -229,7 +229,7 @@ fn frontmatter_errors_are_problems_and_good_tools_still_load() {
         },
         {
           "path": "[TEMP]/tools/unknown-key.md",
-          "error": "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit"
+          "error": "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema"
         }
       ],
       "shadowed": []
@@ -376,4 +376,36 @@ fn cwd_and_env_are_expanded() {
     }
     ----- stderr -----
     "#);
+}
+
+/// toolsmith's `output_schema` for manifests: stdout is parsed as JSON and must meet it.
+#[test]
+fn output_schema_makes_the_result_json_and_is_enforced() {
+    let context = TestContext::new();
+    let write = |file: &str, text: &str| fs::write(context.tools.join(file), text).unwrap();
+    let manifest = |name: &str, body: &str| {
+        format!(
+            "---\nname: {name}\ndescription: Counts\noutput_schema:\n  type: object\n  properties:\n    n: {{type: integer}}\n  required: [n]\n---\n{body}\n"
+        )
+    };
+    write("counts.md", &manifest("counts", r#"echo '{"n": 3}'"#));
+    write("lies.md", &manifest("lies", r#"echo '{"n": "three"}'"#));
+    let run = |name: &str| -> serde_json::Value {
+        let output = context.with_tools().args(["run", name]).output().unwrap();
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let counts = run("counts");
+    assert_eq!(counts["result"], serde_json::json!({"n": 3}), "{counts}");
+    let lies = run("lies");
+    assert_eq!(lies["error_code"], "INVALID_OUTPUT", "{lies}");
+    let listed = context
+        .with_tools()
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        listed["tools"][0]["output_schema"]["required"],
+        serde_json::json!(["n"])
+    );
 }

@@ -1112,7 +1112,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
         name: manifest.name.clone(),
         description: manifest.description.clone(),
         input_schema: manifest.input_schema.clone(),
-        output_schema: None,
+        output_schema: manifest.output_schema.clone(),
         annotations: Annotations {
             title: None,
             approval: manifest.approval,

@@ -191,9 +191,13 @@ pub async fn invoke_with_progress(
                 Runner::Kodelet | Runner::Ikigai => {
                     envelope_from_outcome(tool.name(), &outcome, &limits)
                 }
-                Runner::Manifest(manifest) => {
-                    manifest_envelope(tool.name(), manifest.fail_on_exit, &outcome, &limits)
-                }
+                Runner::Manifest(manifest) => manifest_envelope(
+                    tool.name(),
+                    manifest.fail_on_exit,
+                    manifest.output_schema.is_some(),
+                    &outcome,
+                    &limits,
+                ),
             };
             Ok(check_output(tool, envelope))
         }
@@ -249,9 +253,12 @@ fn check_output(tool: &Tool, envelope: Envelope) -> Envelope {
 /// (`grep` finding nothing, `kubectl` reporting a missing namespace), so it is
 /// a success whose result carries the exit code, stdout and stderr, unless the
 /// manifest says `fail_on_exit: true`. Signals and limits fail as for every tool.
+/// A manifest's result: stdout as text, or as JSON when the manifest declares an output
+/// schema (which [`check_output`] then applies).
 fn manifest_envelope(
     name: &ToolName,
     fail_on_exit: bool,
+    json_result: bool,
     outcome: &Outcome,
     limits: &Limits,
 ) -> Envelope {
@@ -261,6 +268,7 @@ fn manifest_envelope(
     };
     let stdout = Value::String(without_newline(&outcome.stdout.text_lossy()).to_owned());
     let result = match code {
+        0 if json_result => parse_stdout(&outcome.stdout.bytes),
         0 => stdout,
         _ if fail_on_exit => return envelope_from_outcome(name, outcome, limits),
         _ => serde_json::json!({

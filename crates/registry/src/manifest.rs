@@ -19,7 +19,7 @@ use toolsmith_executor::Command;
 use crate::discovery::error_chain;
 use crate::expand::{ExpandError, Expansion};
 use crate::render::{RenderError, Template, TemplateError, is_identifier};
-use crate::{Approval, InputSchema, NameError, SchemaError, ToolName};
+use crate::{Approval, InputSchema, NameError, OutputSchema, SchemaError, ToolName};
 
 /// The default `timeout_ms`.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -27,8 +27,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The largest `timeout_ms` a manifest may declare.
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 
-const TOP_LEVEL_KEYS: &str =
-    "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit";
+const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema";
 const PARAMETER_KEYS: &str =
     "type, description, required, default, enum, pattern, minLength, maxLength, min, max, items";
 const ITEMS_KEYS: &str = "type, description, enum, pattern, minLength, maxLength, min, max";
@@ -48,6 +47,8 @@ pub(crate) struct Manifest {
     pub(crate) env: Vec<(String, Expansion)>,
     pub(crate) shell: Option<Shell>,
     pub(crate) fail_on_exit: bool,
+    /// toolsmith's addition: when set, stdout is parsed as JSON and must meet this schema.
+    pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) body: Template,
 }
 
@@ -365,6 +366,13 @@ pub enum ManifestError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `output_schema` is not a valid JSON Schema object.
+    #[error("output_schema: not a valid JSON Schema")]
+    OutputSchema {
+        /// Why.
+        #[source]
+        source: SchemaError,
+    },
 }
 
 /// Every error of one manifest, shown one after the other, separated by `; `.
@@ -556,6 +564,11 @@ fn parse_collecting(
         }
     };
     let fail_on_exit = fields.boolean("fail_on_exit", errors).unwrap_or(false);
+    let output_schema = fields.get("output_schema").and_then(|schema| {
+        OutputSchema::new(yaml_to_json(schema))
+            .map_err(|source| errors.push(ManifestError::OutputSchema { source }))
+            .ok()
+    });
 
     let declared: Vec<&str> = parameters
         .iter()
@@ -592,6 +605,7 @@ fn parse_collecting(
         env,
         shell,
         fail_on_exit,
+        output_schema,
         body: template?,
     })
 }
@@ -1447,7 +1461,7 @@ mod tests {
         check(
             &format!("{HEAD}timeout: 5000\n"),
             Err(
-                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit",
+                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema",
             ),
         );
         check(
