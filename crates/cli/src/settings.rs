@@ -19,13 +19,14 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
+use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits};
 use toolsmith_registry::{
-    DiscoveryCache, LayerDir, LayerInputs, Policy, Profile, RunConfig, ToolName, ToolOverride,
-    layer_dirs, project_dir,
+    Catalog, DiscoveryCache, DiscoveryProgress, LayerDir, LayerInputs, Policy, Profile, RunConfig,
+    ToolName, ToolOverride, layer_dirs, project_dir,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -499,9 +500,45 @@ impl GlobalSettings {
         }
     }
 
+    /// Discovers every tool of the layers through the discovery cache, then saves the cache.
+    pub(crate) async fn discover(
+        &self,
+        executor: &Arc<Executor>,
+        config: &RunConfig,
+        progress: &(dyn Fn(DiscoveryProgress) + Sync),
+    ) -> Catalog {
+        let mut cache = self.discovery_cache();
+        let catalog = toolsmith_registry::discover_layers(
+            executor,
+            &self.layers,
+            &mut cache,
+            config,
+            progress,
+        )
+        .await;
+        self.save_discovery_cache(&mut cache);
+        catalog
+    }
+
+    /// Discovers only the files that would provide `name`, through the discovery cache, then
+    /// saves the cache.
+    pub(crate) async fn discover_tool(
+        &self,
+        executor: &Arc<Executor>,
+        name: &ToolName,
+        config: &RunConfig,
+    ) -> Catalog {
+        let mut cache = self.discovery_cache();
+        let catalog =
+            toolsmith_registry::discover_one(executor, &self.layers, &mut cache, name, config)
+                .await;
+        self.save_discovery_cache(&mut cache);
+        catalog
+    }
+
     /// Writes `cache` back. A cache that cannot be written costs probes next time, not this
     /// command, so the failure is a warning.
-    pub(crate) fn save_discovery_cache(&self, cache: &mut DiscoveryCache) {
+    fn save_discovery_cache(&self, cache: &mut DiscoveryCache) {
         if let Err(error) = cache.save() {
             let mut message = error.to_string();
             let mut source = std::error::Error::source(&error);

@@ -67,14 +67,8 @@ struct Stream {
 
 impl Stream {
     fn new(read_end: OwnedFd, cap: u64) -> Result<Stream, Error> {
-        spawn::set_nonblocking(&read_end)?;
-        let pipe =
-            pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
-                call: "registering a pipe with the runtime",
-                source,
-            })?;
         Ok(Stream {
-            pipe: Some(pipe),
+            pipe: Some(receiver(read_end)?),
             capture: StreamCapture::new(cap),
             buffer: vec![0; READ_CHUNK].into_boxed_slice(),
         })
@@ -111,14 +105,8 @@ impl Reports {
         read_end: OwnedFd,
         sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
     ) -> Result<Reports, Error> {
-        spawn::set_nonblocking(&read_end)?;
-        let pipe =
-            pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
-                call: "registering a pipe with the runtime",
-                source,
-            })?;
         Ok(Reports {
-            pipe: Some(pipe),
+            pipe: Some(receiver(read_end)?),
             sink,
             line: Vec::new(),
             overlong: false,
@@ -162,6 +150,15 @@ impl Reports {
             }
         }
     }
+}
+
+/// The parent's end of an output pipe, non-blocking and registered with the runtime.
+fn receiver(read_end: OwnedFd) -> Result<pipe::Receiver, Error> {
+    spawn::set_nonblocking(&read_end)?;
+    pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
+        call: "registering a pipe with the runtime",
+        source,
+    })
 }
 
 /// The input being written to the program's stdin.

@@ -20,11 +20,7 @@ pub(crate) async fn export(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
-    let mut cache = global.discovery_cache();
-    let catalog =
-        toolsmith_registry::discover_layers(executor, &global.layers, &mut cache, &config, &|_| {})
-            .await;
-    global.save_discovery_cache(&mut cache);
+    let catalog = global.discover(executor, &config, &|_| {}).await;
     let admitted: Vec<&Tool> = catalog
         .tools()
         .iter()

@@ -25,17 +25,10 @@ pub(crate) async fn list(
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let bar = DiscoveryBar::new();
-    let mut cache = global.discovery_cache();
-    let catalog = toolsmith_registry::discover_layers(
-        executor,
-        &global.layers,
-        &mut cache,
-        &config,
-        &|progress| bar.update(progress),
-    )
-    .await;
+    let catalog = global
+        .discover(executor, &config, &|progress| bar.update(progress))
+        .await;
     bar.finish();
-    global.save_discovery_cache(&mut cache);
     let listing = Listing::new(&catalog, &policy);
     if args.json {
         output::write_json(&listing.json(args.all))?;

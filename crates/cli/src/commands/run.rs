@@ -62,16 +62,7 @@ pub(crate) async fn run(
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Some(name) => {
-            let mut cache = global.discovery_cache();
-            let catalog = toolsmith_registry::discover_one(
-                executor,
-                &global.layers,
-                &mut cache,
-                name,
-                config,
-            )
-            .await;
-            global.save_discovery_cache(&mut cache);
+            let catalog = global.discover_tool(executor, name, config).await;
             match catalog.get(name) {
                 Some(tool) => {
                     let bar = ToolBar::new();

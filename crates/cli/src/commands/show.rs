@@ -25,19 +25,7 @@ pub(crate) async fn show(
     let name = ToolName::from_exposed_or_plain(&args.name);
     let config = global.run_config(&global.cwd, None);
     let catalog = match &name {
-        Ok(name) => {
-            let mut cache = global.discovery_cache();
-            let catalog = toolsmith_registry::discover_one(
-                executor,
-                &global.layers,
-                &mut cache,
-                name,
-                &config,
-            )
-            .await;
-            global.save_discovery_cache(&mut cache);
-            Some(catalog)
-        }
+        Ok(name) => Some(global.discover_tool(executor, name, &config).await),
         Err(_) => None,
     };
     let found = catalog
