@@ -147,6 +147,20 @@ pub(crate) fn binary_prefix() -> PathBuf {
     binary.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// The target directory the binary under test was built in (`<target>/debug/toolsmith-dup`).
+pub(crate) fn target_dir() -> PathBuf {
+    binary_prefix()
+}
+
+/// The root of the repository (the workspace).
+pub(crate) fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .canonicalize()
+        .unwrap()
+}
+
 /// The repository's `examples/tools`.
 pub(crate) fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,6 +5,7 @@ mod context;
 
 mod audit;
 mod config;
+mod docs;
 mod doctor;
 mod export;
 mod list;

@@ -1,5 +1,7 @@
 //! The command line of `cargo xtask`: a tiny hand-written parser, so xtask needs no clap.
 
+use std::path::PathBuf;
+
 use crate::bench::BenchSettings;
 
 /// What `cargo xtask --help` and a usage error print.
@@ -18,6 +20,14 @@ tasks:
                            then cold and warm discovery of 500 tiny tools against
                            the floor of 500 plain spawns / cores (median of 5);
                            --quick: a few calls and one discovery, for a smoke run
+  man [--out DIR]          write the man pages (toolsmith.1 and one per subcommand),
+                           generated from the CLI's clap definition, into DIR
+                           (default: <target dir>/man)
+  install --prefix DIR [--debug]
+                           build toolsmith (release; --debug: the dev profile) and
+                           install DIR/bin/toolsmith, the system tools in
+                           DIR/libexec/toolsmith, man pages in DIR/share/man/man1
+                           and bash, zsh and fish completions under DIR/share
   help                     print this message";
 
 /// One parsed invocation.
@@ -26,6 +36,8 @@ pub(crate) enum Task {
     Ci,
     Tidy,
     Bench(BenchSettings),
+    Man { out: Option<PathBuf> },
+    Install { prefix: PathBuf, debug: bool },
     Help,
 }
 
@@ -39,6 +51,8 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
         "ci" => Task::Ci,
         "tidy" => Task::Tidy,
         "bench" => Task::Bench(parse_bench(&mut args)?),
+        "man" => parse_man(&mut args)?,
+        "install" => parse_install(&mut args)?,
         "help" | "-h" | "--help" => Task::Help,
         unknown => return Err(format!("unknown task `{unknown}`")),
     };
@@ -46,6 +60,51 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
         Some(extra) => Err(format!("unexpected argument `{extra}`")),
         None => Ok(task),
     }
+}
+
+/// `--flag VALUE` or `--flag=VALUE`: the flag and its inline value, if any.
+fn split_flag(arg: &str) -> (String, Option<String>) {
+    match arg.split_once('=') {
+        Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
+        None => (arg.to_owned(), None),
+    }
+}
+
+fn parse_man(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
+    let mut out = None;
+    while let Some(arg) = args.next() {
+        match split_flag(&arg) {
+            (flag, value) if flag == "--out" => {
+                let value = value
+                    .or_else(|| args.next())
+                    .filter(|value| !value.is_empty())
+                    .ok_or("`--out` needs a directory")?;
+                out = Some(PathBuf::from(value));
+            }
+            _ => return Err(format!("unknown option `{arg}` for `man`")),
+        }
+    }
+    Ok(Task::Man { out })
+}
+
+fn parse_install(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
+    let mut prefix = None;
+    let mut debug = false;
+    while let Some(arg) = args.next() {
+        match split_flag(&arg) {
+            (flag, value) if flag == "--prefix" => {
+                let value = value
+                    .or_else(|| args.next())
+                    .filter(|value| !value.is_empty())
+                    .ok_or("`--prefix` needs a directory")?;
+                prefix = Some(PathBuf::from(value));
+            }
+            (flag, None) if flag == "--debug" => debug = true,
+            _ => return Err(format!("unknown option `{arg}` for `install`")),
+        }
+    }
+    let prefix = prefix.ok_or("`install` needs `--prefix DIR` (e.g. --prefix ~/.local)")?;
+    Ok(Task::Install { prefix, debug })
 }
 
 fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings, String> {
@@ -121,6 +180,40 @@ mod tests {
         check(
             &["bench", "--calls=40", "--quick"],
             Ok(Task::Bench(BenchSettings::resolve(true, Some(40)))),
+        );
+    }
+
+    #[test]
+    fn man_and_install() {
+        check(&["man"], Ok(Task::Man { out: None }));
+        check(
+            &["man", "--out", "x"],
+            Ok(Task::Man {
+                out: Some("x".into()),
+            }),
+        );
+        check(&["man", "--out"], Err("`--out` needs a directory"));
+        check(
+            &["install", "--prefix=/opt/ts"],
+            Ok(Task::Install {
+                prefix: "/opt/ts".into(),
+                debug: false,
+            }),
+        );
+        check(
+            &["install", "--debug", "--prefix", "p"],
+            Ok(Task::Install {
+                prefix: "p".into(),
+                debug: true,
+            }),
+        );
+        check(
+            &["install"],
+            Err("`install` needs `--prefix DIR` (e.g. --prefix ~/.local)"),
+        );
+        check(
+            &["install", "--fast"],
+            Err("unknown option `--fast` for `install`"),
         );
     }
 

@@ -1,4 +1,4 @@
-//! `cargo xtask`: workspace automation (ci, tidy, bench), run through the alias in `.cargo/config.toml`.
+//! `cargo xtask`: workspace automation (ci, tidy, bench, man, install), run through the alias in `.cargo/config.toml`.
 //!
 //! Every task is a plain function in a module named after it; this file only
 //! parses the command line, dispatches, and maps the result to an exit status.
@@ -10,6 +10,7 @@
 mod bench;
 mod ci;
 mod discovery_bench;
+mod dist;
 mod flags;
 mod mcp_bench;
 mod tidy;
@@ -65,6 +66,16 @@ fn main() -> ExitCode {
         Task::Ci => ci::run(&project_root()),
         Task::Tidy => tidy::run(&project_root()),
         Task::Bench(settings) => bench::run(&settings, &project_root()),
+        Task::Man { out } => {
+            let root = project_root();
+            let out = out.unwrap_or_else(|| dist::default_man_dir(&root));
+            dist::man(&out).map(|pages| {
+                for page in pages {
+                    eprintln!("man: {}", page.display());
+                }
+            })
+        }
+        Task::Install { prefix, debug } => dist::install(&project_root(), &prefix, debug),
     };
     exit_status(result).into()
 }

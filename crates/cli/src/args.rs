@@ -11,7 +11,14 @@ use crate::units::{self, Cap};
 
 /// Discover, validate and run custom tools for AI agent pipelines.
 #[derive(Debug, Parser)]
-#[command(name = "toolsmith", bin_name = "toolsmith", version, about, long_about = None)]
+#[command(
+    name = "toolsmith",
+    bin_name = "toolsmith",
+    version,
+    about,
+    long_about = None,
+    after_help = EXAMPLES_MAIN
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Commands,
@@ -37,6 +44,11 @@ pub(crate) struct GlobalArgs {
     #[arg(long = "no-cache", global = true)]
     pub(crate) no_cache: bool,
 
+    /// When to colour the output: `auto` colours a terminal only, and not
+    /// when NO_COLOR is set (CLICOLOR_FORCE=1 forces it).
+    #[arg(long, value_name = "WHEN", global = true, default_value = "auto")]
+    pub(crate) color: clap::ColorChoice,
+
     /// Print the resolved settings as JSON instead of running the command.
     #[arg(long, global = true, hide = true)]
     pub(crate) show_settings: bool,
@@ -45,22 +57,103 @@ pub(crate) struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Commands {
     /// List the tools that may be called, grouped by directory.
+    #[command(after_help = EXAMPLES_LIST)]
     List(ListArgs),
     /// Show one tool: its schema, annotations, where it lives, its effective
     /// limits and what policy says about it.
+    #[command(after_help = EXAMPLES_SHOW)]
     Show(ShowArgs),
     /// Run every check discovery applies to tool files, one line each.
+    #[command(after_help = EXAMPLES_VALIDATE)]
     Validate(ValidateArgs),
     /// Call a tool and print its result envelope.
+    #[command(after_help = EXAMPLES_RUN)]
     Run(RunArgs),
     /// Print the tool definitions in one LLM API's exact shape (MCP, OpenAI,
     /// Anthropic, Gemini); a tool a provider cannot take is left out with a warning.
+    #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
-    /// Show the containment backend, the kernel features it relies on, and
-    /// where configuration and tools are read from.
+    /// Check this machine and set-up: what the kernel allows, the tool
+    /// directories and their problems, and the effective config, each with a fix.
+    #[command(after_help = EXAMPLES_DOCTOR)]
     Doctor(DoctorArgs),
     /// Serve the tools over MCP on stdin/stdout until stdin closes.
+    #[command(after_help = EXAMPLES_SERVE)]
     Serve(ServeArgs),
+    /// Print a shell completion script on stdout.
+    #[command(after_help = EXAMPLES_COMPLETIONS)]
+    Completions(CompletionsArgs),
+}
+
+const EXAMPLES_MAIN: &str = "\
+Examples:
+  toolsmith list                                    the tools of the default directories
+  toolsmith --tools-dir examples/tools list         the tools of one directory only
+  toolsmith run hello --input '{\"name\": \"Ada\"}'  call a tool, print its envelope
+  toolsmith doctor                                  what this machine allows, what is wrong
+
+Each subcommand has examples: toolsmith help SUBCOMMAND.
+Docs: docs/README.md (tool authors, operators, agent integration, migration).";
+
+const EXAMPLES_LIST: &str = "\
+Examples:
+  toolsmith list
+  toolsmith --tools-dir examples/tools list --all
+  toolsmith list --profile plan                     only the read-only tools
+  toolsmith list --json | jq -r '.tools[].name'";
+
+const EXAMPLES_SHOW: &str = "\
+Examples:
+  toolsmith --tools-dir examples/tools show hello
+  toolsmith show custom_tool_hello --json
+  toolsmith show deploy --profile unattended        would an unattended agent get it?";
+
+const EXAMPLES_VALIDATE: &str = "\
+Examples:
+  toolsmith validate                                every file of the tool directories
+  toolsmith validate ./my-tool                      one file, by path
+  toolsmith --tools-dir examples/tools validate hello --json";
+
+const EXAMPLES_RUN: &str = "\
+Examples:
+  toolsmith run hello --input '{\"name\": \"Ada\"}'
+  echo '{\"name\": \"Ada\"}' | toolsmith run hello --input -
+  toolsmith run word_count --input @args.json --timeout 5s --memory 256MiB
+
+Exit status: 0 when tool_success is true, 1 when it is false, 2 for bad usage.";
+
+const EXAMPLES_EXPORT: &str = "\
+Examples:
+  toolsmith export --format openai > tools.json
+  toolsmith export --format anthropic --strict
+  toolsmith export --format mcp --prefix ''";
+
+const EXAMPLES_DOCTOR: &str = "\
+Examples:
+  toolsmith doctor
+  toolsmith --tools-dir examples/tools doctor --json
+
+Exit status: 0 when no problem was found, 1 otherwise.";
+
+const EXAMPLES_SERVE: &str = "\
+Examples:
+  toolsmith serve
+  toolsmith serve --profile plan --prefix ''
+
+Claude Code: claude mcp add toolsmith -- toolsmith serve
+See docs/agents.md for Codex, Cursor and goose.";
+
+const EXAMPLES_COMPLETIONS: &str = "\
+Examples:
+  toolsmith completions bash > ~/.local/share/bash-completion/completions/toolsmith
+  toolsmith completions zsh > ~/.zfunc/_toolsmith
+  toolsmith completions fish > ~/.config/fish/completions/toolsmith.fish";
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// A policy profile as a flag gives it.

@@ -50,6 +50,9 @@ impl EnvVars {
     /// A relative value is ignored, as the XDG specification asks.
     pub const XDG_CACHE_HOME: &'static str = "XDG_CACHE_HOME";
 
-    /// When set (to anything), output carries no color.
+    /// When set and not empty, `--color auto` (the default) colours nothing.
     pub const NO_COLOR: &'static str = "NO_COLOR";
+
+    /// When set, not empty and not `0`, `--color auto` colours even a pipe.
+    pub const CLICOLOR_FORCE: &'static str = "CLICOLOR_FORCE";
 }

@@ -34,21 +34,37 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use toolsmith_executor::{Executor, ExecutorConfig};
 
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
 use crate::args::{
-    Cli, Commands, DoctorArgs, ExportArgs, ListArgs, RunArgs, ServeArgs, ShowArgs, ValidateArgs,
+    Cli, Commands, CompletionsArgs, DoctorArgs, ExportArgs, ListArgs, RunArgs, ServeArgs, ShowArgs,
+    ValidateArgs,
 };
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
+/// The clap definition of the command line, for generated artefacts (man
+/// pages, completions) that must match the binary exactly.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
 /// Runs `toolsmith` with the process's arguments and environment.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `--color` is read before parsing, so that help and usage errors obey it too.
+    let mut command = Cli::command();
+    if let Some(choice) = color_flag(&arguments) {
+        command = command.color(choice);
+    }
+    let parsed = command
+        .try_get_matches_from(&arguments)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             // Help and version go to stdout with status 0, usage errors to stderr with 2.
@@ -60,6 +76,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    output::init_color(cli.global.color);
     logging::init();
     match run(cli) {
         Ok(status) => status.into(),
@@ -71,7 +88,30 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The last `--color WHEN` or `--color=WHEN` before a lone `--`, if its value is valid.
+fn color_flag(arguments: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {
+    let mut choice = None;
+    let mut iter = arguments.iter().skip(1).map(|argument| argument.to_str());
+    while let Some(argument) = iter.next() {
+        let value = match argument {
+            Some("--") => break,
+            Some("--color") => iter.next().flatten(),
+            Some(argument) => argument.strip_prefix("--color="),
+            None => None,
+        };
+        if let Some(parsed) = value
+            .and_then(|value| <clap::ColorChoice as clap::ValueEnum>::from_str(value, false).ok())
+        {
+            choice = Some(parsed);
+        }
+    }
+    choice
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
+    if let Commands::Completions(args) = &cli.command {
+        return completions(args);
+    }
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let lookup = |name: &str| std::env::var(name).ok();
     let env_options = Options::from_env(&lookup)?;
@@ -111,6 +151,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Export(args) => Prepared::Export(args),
         Commands::Doctor(args) => Prepared::Doctor(args),
         Commands::Serve(args) => Prepared::Serve(args),
+        Commands::Completions(args) => return completions(args),
     };
     if cli.global.show_settings {
         output::write_json(&global.to_json(&global.limits))?;
@@ -144,7 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
                 commands::validate::validate(args, &global, &executor).await
             }
             Prepared::Export(args) => commands::export::export(args, &global, &executor).await,
-            Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor),
+            Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor).await,
             Prepared::Serve(args) => commands::serve::serve(args, &global, &executor).await,
         }
     })
@@ -170,6 +211,14 @@ enum Prepared<'a> {
     Serve(&'a ServeArgs),
 }
 
+/// `toolsmith completions SHELL`: the script on stdout, generated from the clap definition.
+fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitStatus> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "toolsmith", &mut script);
+    output::write_text(&String::from_utf8_lossy(&script))?;
+    Ok(ExitStatus::Success)
+}
+
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         cause
@@ -181,9 +230,17 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// Prints `error: <message>: <cause>: ...` and an optional `hint:` line to stderr.
 fn report(error: &anyhow::Error) {
     let message: Vec<String> = error.chain().map(ToString::to_string).collect();
-    let mut text = format!("error: {}\n", message.join(": "));
+    let color = output::colors().stderr;
+    let mut text = format!(
+        "{} {}\n",
+        output::Paint::Bad.paint("error:", color),
+        message.join(": ")
+    );
     if let Some(hint) = hint(error) {
-        text.push_str(&format!("hint: {hint}\n"));
+        text.push_str(&format!(
+            "{} {hint}\n",
+            output::Paint::Warn.paint("hint:", color)
+        ));
     }
     use std::io::Write;
     let _ignored = std::io::stderr().lock().write_all(text.as_bytes());

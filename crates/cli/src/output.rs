@@ -1,8 +1,186 @@
-//! Writing data to stdout: JSON documents and plain text, nothing else.
+//! Writing data to stdout (JSON documents, plain text and aligned tables) and deciding when to colour it.
+//!
+//! Colour follows `--color` (clap's `ColorChoice`): `always`, `never`, or
+//! `auto`, which colours a stream only when it is a terminal, `NO_COLOR` is
+//! unset or empty, and `TERM` is not `dumb`; `CLICOLOR_FORCE` (non-empty, not
+//! `0`) turns `auto` on even on a pipe. The decision is taken once per stream,
+//! by [`init_color`], before anything is written.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
 
+use anstyle::{AnsiColor, Style};
 use anyhow::Context;
+use unicode_width::UnicodeWidthStr;
+
+use crate::env_vars::EnvVars;
+
+/// Whether stdout and stderr are coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Colors {
+    pub(crate) stdout: bool,
+    pub(crate) stderr: bool,
+}
+
+static COLORS: OnceLock<Colors> = OnceLock::new();
+
+/// Decides, once, whether each stream is coloured.
+pub(crate) fn init_color(choice: clap::ColorChoice) -> Colors {
+    *COLORS.get_or_init(|| {
+        let lookup = |name: &str| std::env::var(name).ok();
+        Colors {
+            stdout: wants_color(choice, std::io::stdout().is_terminal(), &lookup),
+            stderr: wants_color(choice, std::io::stderr().is_terminal(), &lookup),
+        }
+    })
+}
+
+/// The decision for one stream.
+pub(crate) fn wants_color(
+    choice: clap::ColorChoice,
+    terminal: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    match choice {
+        clap::ColorChoice::Always => true,
+        clap::ColorChoice::Never => false,
+        clap::ColorChoice::Auto => {
+            let set = |name: &str| lookup(name).is_some_and(|value| !value.is_empty());
+            if set(EnvVars::NO_COLOR) {
+                return false;
+            }
+            if lookup(EnvVars::CLICOLOR_FORCE)
+                .is_some_and(|value| !value.is_empty() && value != "0")
+            {
+                return true;
+            }
+            terminal && lookup("TERM").as_deref() != Some("dumb")
+        }
+    }
+}
+
+/// The colours in force ([`init_color`] was not called: none).
+pub(crate) fn colors() -> Colors {
+    COLORS.get().copied().unwrap_or(Colors {
+        stdout: false,
+        stderr: false,
+    })
+}
+
+/// The styles toolsmith uses, so that every command colours alike.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Paint {
+    /// Table headers and section titles.
+    Header,
+    /// A tool's name.
+    Name,
+    /// Something that works: `yes`, `ok`.
+    Good,
+    /// Something to look at: `no`, a missing directory, a warning.
+    Warn,
+    /// Something broken: `error:`, a failed check, a problem.
+    Bad,
+    /// Secondary text: paths, sources of a setting.
+    Dim,
+}
+
+impl Paint {
+    fn style(self) -> Style {
+        match self {
+            Paint::Header => Style::new().bold(),
+            Paint::Name => Style::new().fg_color(Some(AnsiColor::Cyan.into())),
+            Paint::Good => Style::new().fg_color(Some(AnsiColor::Green.into())),
+            Paint::Warn => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+            Paint::Bad => Style::new().fg_color(Some(AnsiColor::Red.into())).bold(),
+            Paint::Dim => Style::new().dimmed(),
+        }
+    }
+
+    /// `text` in this style when `on`, as is otherwise.
+    pub(crate) fn paint(self, text: &str, on: bool) -> String {
+        if on && !text.is_empty() {
+            let style = self.style();
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// One cell of a [`table`]: its text and an optional style.
+#[derive(Debug, Clone)]
+pub(crate) struct Cell {
+    text: String,
+    paint: Option<Paint>,
+}
+
+impl Cell {
+    pub(crate) fn plain(text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            paint: None,
+        }
+    }
+
+    pub(crate) fn painted(text: impl Into<String>, paint: Paint) -> Cell {
+        Cell {
+            text: text.into(),
+            paint: Some(paint),
+        }
+    }
+}
+
+/// Rows aligned in columns by display width (so `é` or `✓` count as one
+/// column and CJK as two), each line prefixed by `indent`, two spaces between
+/// columns, no trailing spaces; `headers` (if any) in the header style.
+pub(crate) fn table(indent: &str, headers: &[&str], rows: &[Vec<Cell>], color: bool) -> String {
+    let columns = rows
+        .iter()
+        .map(Vec::len)
+        .chain([headers.len()])
+        .max()
+        .unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for (column, header) in headers.iter().enumerate() {
+        widths[column] = widths[column].max(header.width());
+    }
+    for row in rows {
+        for (column, cell) in row.iter().enumerate() {
+            widths[column] = widths[column].max(cell.text.width());
+        }
+    }
+    let header_row: Vec<Cell> = headers
+        .iter()
+        .map(|header| Cell::painted(*header, Paint::Header))
+        .collect();
+    let mut text = String::new();
+    let all_rows = (!headers.is_empty())
+        .then_some(&header_row)
+        .into_iter()
+        .chain(rows);
+    for row in all_rows {
+        let mut line = indent.to_owned();
+        let last = row.iter().rposition(|cell| !cell.text.is_empty());
+        for (column, cell) in row.iter().enumerate() {
+            if last.is_none_or(|last| column > last) {
+                break;
+            }
+            if column > 0 {
+                line.push_str("  ");
+            }
+            match cell.paint {
+                Some(paint) => line.push_str(&paint.paint(&cell.text, color)),
+                None => line.push_str(&cell.text),
+            }
+            if Some(column) != last {
+                line.push_str(&" ".repeat(widths[column] - cell.text.width()));
+            }
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
 
 /// Writes `value` as pretty JSON and a newline, keeping its field order.
 pub(crate) fn write_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
@@ -21,4 +199,57 @@ pub(crate) fn write_text(text: &str) -> anyhow::Result<()> {
         .write_all(text.as_bytes())
         .context("cannot write to stdout")?;
     stdout.flush().context("cannot write to stdout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cell, Paint, table, wants_color};
+
+    #[test]
+    fn auto_color_follows_terminal_and_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        let auto = clap::ColorChoice::Auto;
+        assert!(wants_color(auto, true, &env(&[])));
+        assert!(!wants_color(auto, false, &env(&[])));
+        assert!(!wants_color(auto, true, &env(&[("NO_COLOR", "1")])));
+        // An empty NO_COLOR does not count (no-color.org).
+        assert!(wants_color(auto, true, &env(&[("NO_COLOR", "")])));
+        assert!(!wants_color(auto, true, &env(&[("TERM", "dumb")])));
+        assert!(wants_color(auto, false, &env(&[("CLICOLOR_FORCE", "1")])));
+        assert!(!wants_color(auto, false, &env(&[("CLICOLOR_FORCE", "0")])));
+        assert!(wants_color(
+            clap::ColorChoice::Always,
+            false,
+            &env(&[("NO_COLOR", "1")])
+        ));
+        assert!(!wants_color(clap::ColorChoice::Never, true, &env(&[])));
+    }
+
+    #[test]
+    fn tables_align_by_display_width() {
+        let rows = vec![
+            vec![Cell::plain("héllo"), Cell::plain("x"), Cell::plain("first")],
+            vec![Cell::plain("日本"), Cell::plain("longer"), Cell::plain("")],
+        ];
+        assert_eq!(
+            table("  ", &["NAME", "KIND", "DESCRIPTION"], &rows, false),
+            "  NAME   KIND    DESCRIPTION\n  héllo  x       first\n  日本   longer\n"
+        );
+    }
+
+    #[test]
+    fn painted_cells_keep_alignment() {
+        let rows = vec![vec![Cell::painted("a", Paint::Name), Cell::plain("b")]];
+        assert_eq!(
+            table("", &["NAME", "X"], &rows, true),
+            "\u{1b}[1mNAME\u{1b}[0m  \u{1b}[1mX\u{1b}[0m\n\u{1b}[36ma\u{1b}[0m     b\n"
+        );
+    }
 }

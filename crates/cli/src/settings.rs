@@ -334,6 +334,44 @@ pub(crate) struct GlobalSettings {
     pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
     /// The audit log file (absolute), if one is set.
     pub(crate) audit_path: Option<PathBuf>,
+    /// What the environment set, to tell where each effective value came from.
+    env_layer: Options,
+    /// What the config file set.
+    file_layer: Options,
+    /// Whether `--no-cache` was given.
+    no_cache_flag: bool,
+}
+
+/// Where the effective value of a setting came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A command-line flag.
+    Flag(&'static str),
+    /// A `TOOLSMITH_*` variable.
+    Env(&'static str),
+    /// The config file.
+    File,
+    /// Nothing set it.
+    Default,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+            Origin::Env(name) => write!(f, "env {name}"),
+            Origin::File => f.write_str("config file"),
+            Origin::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// One setting as `doctor` shows it: the config key, its effective value, and its origin.
+#[derive(Debug, Clone)]
+pub(crate) struct Effective {
+    pub(crate) key: &'static str,
+    pub(crate) value: serde_json::Value,
+    pub(crate) origin: Origin,
 }
 
 impl GlobalSettings {
@@ -351,6 +389,8 @@ impl GlobalSettings {
             Some(file) => (Some(file.path), file.options),
             None => (None, Options::default()),
         };
+        let env_layer = env.clone();
+        let file_layer = file_options.clone();
         let combined = env.combine(file_options);
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
@@ -410,7 +450,164 @@ impl GlobalSettings {
             audit_path: combined.audit.map(|path| {
                 std::path::absolute(cwd.join(&path)).unwrap_or_else(|_| cwd.join(path))
             }),
+            env_layer,
+            file_layer,
+            no_cache_flag: args.no_cache,
         }
+    }
+
+    /// Every global setting with its effective value and where it came from
+    /// (flags, environment, config file or default), in config-file order.
+    /// Per-tool `[tools.NAME]` sections are not included: `show NAME` gives a tool's limits.
+    pub(crate) fn effective(&self) -> Vec<Effective> {
+        let json = self.to_json(&self.limits);
+        let (env, file) = (&self.env_layer, &self.file_layer);
+        let origin = |env_name: Option<&'static str>, in_env: bool, in_file: bool| match env_name {
+            Some(name) if in_env => Origin::Env(name),
+            _ if in_file => Origin::File,
+            _ => Origin::Default,
+        };
+        let limit =
+            |key: &'static str, env_name: Option<&'static str>, in_env: bool, in_file: bool| {
+                Effective {
+                    key,
+                    value: json["limits"][key.trim_start_matches("limits.")].clone(),
+                    origin: origin(env_name, in_env, in_file),
+                }
+            };
+        let (el, fl) = (&env.limits, &file.limits);
+        let mut settings = vec![
+            limit(
+                "limits.timeout",
+                Some(EnvVars::TOOLSMITH_TIMEOUT),
+                el.timeout.is_some(),
+                fl.timeout.is_some(),
+            ),
+            limit("limits.grace", None, false, fl.grace.is_some()),
+            limit(
+                "limits.cpu",
+                Some(EnvVars::TOOLSMITH_CPU),
+                el.cpu.is_some(),
+                fl.cpu.is_some(),
+            ),
+            limit(
+                "limits.memory",
+                Some(EnvVars::TOOLSMITH_MEMORY),
+                el.memory.is_some(),
+                fl.memory.is_some(),
+            ),
+            limit(
+                "limits.max_output",
+                Some(EnvVars::TOOLSMITH_MAX_OUTPUT),
+                el.max_output.is_some(),
+                fl.max_output.is_some(),
+            ),
+            Effective {
+                key: "limits.max_timeout",
+                value: json["max_timeout"].clone(),
+                origin: origin(None, false, fl.max_timeout.is_some()),
+            },
+            limit(
+                "limits.max_processes",
+                None,
+                false,
+                fl.max_processes.is_some(),
+            ),
+            limit(
+                "limits.max_file_size",
+                None,
+                false,
+                fl.max_file_size.is_some(),
+            ),
+            limit(
+                "limits.max_open_files",
+                None,
+                false,
+                fl.max_open_files.is_some(),
+            ),
+            Effective {
+                key: "env.allow",
+                value: json["env"]["allow"].clone(),
+                origin: origin(None, false, file.env.allow.is_some()),
+            },
+            Effective {
+                key: "env.set",
+                value: json["env"]["set"].clone(),
+                origin: origin(None, false, file.env.set.is_some()),
+            },
+            Effective {
+                key: "executor.backend",
+                value: json["executor"]["backend"].clone(),
+                origin: origin(
+                    Some(EnvVars::TOOLSMITH_BACKEND),
+                    env.executor.backend.is_some(),
+                    file.executor.backend.is_some(),
+                ),
+            },
+            Effective {
+                key: "executor.max_concurrent",
+                value: json["executor"]["max_concurrent"].clone(),
+                origin: origin(
+                    Some(EnvVars::TOOLSMITH_MAX_CONCURRENT),
+                    env.executor.max_concurrent.is_some(),
+                    file.executor.max_concurrent.is_some(),
+                ),
+            },
+            Effective {
+                key: "policy.disabled",
+                value: json["policy"]["disabled"].clone(),
+                origin: origin(None, false, file.policy.disabled.is_some()),
+            },
+            Effective {
+                key: "policy.allowed",
+                value: json["policy"]["allowed"].clone(),
+                origin: origin(None, false, file.policy.allowed.is_some()),
+            },
+            Effective {
+                key: "policy.profile",
+                value: json["policy"]["profile"].clone(),
+                origin: origin(
+                    Some(EnvVars::TOOLSMITH_PROFILE),
+                    env.policy.profile.is_some(),
+                    file.policy.profile.is_some(),
+                ),
+            },
+            Effective {
+                key: "audit.path",
+                value: json["audit"].clone(),
+                origin: origin(None, false, file.audit.is_some()),
+            },
+            Effective {
+                key: "discovery.peers",
+                value: json!(file.discovery.peers.unwrap_or(false)),
+                origin: origin(None, false, file.discovery.peers.is_some()),
+            },
+            Effective {
+                key: "discovery.cache",
+                value: json!(!self.cache_disabled),
+                origin: if self.no_cache_flag {
+                    Origin::Flag("--no-cache")
+                } else {
+                    origin(None, false, file.discovery.cache.is_some())
+                },
+            },
+        ];
+        settings.push(Effective {
+            key: "discovery.dirs",
+            value: json!(
+                self.layers
+                    .iter()
+                    .filter(|layer_dir| layer_dir.layer.as_str() == "config")
+                    .map(|layer_dir| &layer_dir.dir)
+                    .collect::<Vec<_>>()
+            ),
+            origin: if self.explicit_dirs {
+                Origin::Flag("--tools-dir")
+            } else {
+                origin(None, false, file.discovery.dirs.is_some())
+            },
+        });
+        settings
     }
 
     /// The policy, with `--profile` (when given) above the other layers.

@@ -11,7 +11,7 @@ use toolsmith_registry::{Catalog, Denial, Policy, Tool};
 
 use crate::args::ListArgs;
 use crate::exit::ExitStatus;
-use crate::output;
+use crate::output::{self, Cell, Paint};
 use crate::progress::DiscoveryBar;
 use crate::settings::GlobalSettings;
 
@@ -160,51 +160,46 @@ impl<'a> Listing<'a> {
                 sources.push(tool.source());
             }
         }
-        let rows: Vec<(&Path, [String; 3])> = self
+        let color = output::colors().stdout;
+        let rows: Vec<(&Path, Vec<Cell>)> = self
             .admitted
             .iter()
             .map(|tool| {
                 (
                     tool.source(),
-                    [
-                        tool.name().to_string(),
-                        tool.kind().to_string(),
-                        first_line(tool.description()),
+                    vec![
+                        Cell::painted(tool.name().to_string(), Paint::Name),
+                        Cell::plain(tool.kind().to_string()),
+                        Cell::plain(first_line(tool.description())),
                     ],
                 )
             })
             .collect();
-        let headers = ["NAME", "KIND", "DESCRIPTION"];
-        let widths: Vec<usize> = (0..2)
-            .map(|column| {
-                rows.iter()
-                    .map(|(_, row)| row[column].chars().count())
-                    .chain([headers[column].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
+        // One table for every group, so that the columns line up across directories.
+        let all_rows: Vec<Vec<Cell>> = rows.iter().map(|(_, row)| row.clone()).collect();
+        let table = output::table("  ", &["NAME", "KIND", "DESCRIPTION"], &all_rows, color);
+        let mut lines = table.lines();
+        let header = lines.next().unwrap_or_default();
+        let lines: Vec<&str> = lines.collect();
         for source in sources {
-            let group: Vec<&[String; 3]> = rows
+            let group: Vec<&str> = rows
                 .iter()
-                .filter(|(row_source, _)| *row_source == source)
-                .map(|(_, row)| row)
+                .zip(&lines)
+                .filter(|((row_source, _), _)| *row_source == source)
+                .map(|(_, line)| *line)
                 .collect();
             if group.is_empty() {
                 continue;
             }
             separate(&mut text);
-            writeln!(text, "{}:", source.display())?;
-            for row in std::iter::once(&headers.map(str::to_owned)).chain(group) {
-                let line = format!(
-                    "  {:name_width$}  {:kind_width$}  {}",
-                    row[0],
-                    row[1],
-                    row[2],
-                    name_width = widths[0],
-                    kind_width = widths[1],
-                );
-                writeln!(text, "{}", line.trim_end())?;
+            writeln!(
+                text,
+                "{}",
+                Paint::Header.paint(&format!("{}:", source.display()), color)
+            )?;
+            writeln!(text, "{header}")?;
+            for line in group {
+                writeln!(text, "{line}")?;
             }
         }
         if !all {
@@ -212,7 +207,7 @@ impl<'a> Listing<'a> {
         }
         if !self.denied.is_empty() {
             separate(&mut text);
-            writeln!(text, "denied:")?;
+            writeln!(text, "{}", Paint::Header.paint("denied:", color))?;
             for (tool, denial) in &self.denied {
                 writeln!(
                     text,
@@ -224,7 +219,7 @@ impl<'a> Listing<'a> {
         }
         if !self.catalog.shadowed().is_empty() {
             separate(&mut text);
-            writeln!(text, "shadowed:")?;
+            writeln!(text, "{}", Paint::Header.paint("shadowed:", color))?;
             for shadowed in self.catalog.shadowed() {
                 writeln!(
                     text,
@@ -237,9 +232,14 @@ impl<'a> Listing<'a> {
         }
         if !self.catalog.problems().is_empty() {
             separate(&mut text);
-            writeln!(text, "problems:")?;
+            writeln!(text, "{}", Paint::Header.paint("problems:", color))?;
             for problem in self.catalog.problems() {
-                writeln!(text, "  {}: {}", problem.path.display(), problem.message())?;
+                writeln!(
+                    text,
+                    "  {}: {}",
+                    Paint::Bad.paint(&problem.path.display().to_string(), color),
+                    problem.message()
+                )?;
             }
         }
         Ok(text)

@@ -7,3 +7,105 @@ pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod validate;
+
+use std::sync::Arc;
+
+use toolsmith_executor::Executor;
+
+use crate::output::{self, Paint};
+use crate::settings::GlobalSettings;
+
+/// The `hint:` line for a tool name nobody provides: the closest names of the
+/// tools that exist (a full discovery, through the cache), or how to list them.
+pub(crate) async fn unknown_tool_hint(
+    wanted: &str,
+    global: &GlobalSettings,
+    executor: &Arc<Executor>,
+) -> String {
+    let config = global.run_config(&global.cwd, None);
+    let catalog = global.discover(executor, &config, &|_| {}).await;
+    let names: Vec<&str> = catalog
+        .tools()
+        .iter()
+        .map(|tool| tool.name().as_str())
+        .collect();
+    let plain = wanted
+        .strip_prefix(toolsmith_registry::EXPOSED_PREFIX)
+        .unwrap_or(wanted);
+    let close = closest(plain, &names);
+    let hint = if close.is_empty() {
+        "`toolsmith list --all` shows every tool, and the files that failed to load".to_owned()
+    } else {
+        let quoted: Vec<String> = close.iter().map(|name| format!("`{name}`")).collect();
+        format!("did you mean {}?", quoted.join(" or "))
+    };
+    format!(
+        "{} {hint}\n",
+        Paint::Warn.paint("hint:", output::colors().stderr)
+    )
+}
+
+/// Up to three of `candidates` close to `wanted`: an edit distance within a
+/// third of its length (at least 2), or one containing the other.
+pub(crate) fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Vec<&'a str> {
+    let budget = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = candidates
+        .iter()
+        .filter(|candidate| !candidate.is_empty() && **candidate != wanted)
+        .filter_map(|candidate| {
+            let distance = edit_distance(wanted, candidate);
+            let contains =
+                wanted.len() >= 3 && (candidate.contains(wanted) || wanted.contains(*candidate));
+            (distance <= budget || contains).then_some((distance, *candidate))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, name)| name).collect()
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(left: &str, right: &str) -> usize {
+    let right: Vec<char> = right.chars().collect();
+    let mut previous: Vec<usize> = (0..=right.len()).collect();
+    for (row, left_char) in left.chars().enumerate() {
+        let mut current = vec![row + 1];
+        for (column, right_char) in right.iter().enumerate() {
+            let substitution = previous[column] + usize::from(left_char != *right_char);
+            current.push(
+                substitution
+                    .min(previous[column + 1] + 1)
+                    .min(current[column] + 1),
+            );
+        }
+        previous = current;
+    }
+    previous[right.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closest, edit_distance};
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("hello", "hello"), 0);
+        assert_eq!(edit_distance("helo", "hello"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn closest_names() {
+        let names = [
+            "hello",
+            "git_info",
+            "word_count",
+            "word_stats",
+            "error_tool",
+        ];
+        assert_eq!(closest("helo", &names), ["hello"]);
+        assert_eq!(closest("word", &names), ["word_count", "word_stats"]);
+        assert_eq!(closest("gitinfo", &names), ["git_info"]);
+        assert!(closest("deploy", &names).is_empty());
+    }
+}

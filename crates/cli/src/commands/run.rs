@@ -115,6 +115,10 @@ pub(crate) async fn run(
         audit.append(&record)
     });
     output::write_json(&envelope)?;
+    if envelope.error_code() == Some(ErrorCode::ToolNotFound) {
+        let hint = super::unknown_tool_hint(&args.name, global, executor).await;
+        let _ignored = std::io::Write::write_all(&mut std::io::stderr().lock(), hint.as_bytes());
+    }
     audited?;
     Ok(if envelope.tool_success() {
         ExitStatus::Success

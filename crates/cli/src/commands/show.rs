@@ -33,17 +33,19 @@ pub(crate) async fn show(
         .zip(name.as_ref().ok())
         .and_then(|(catalog, name)| catalog.get(name).map(|tool| (catalog, tool)));
     let Some((catalog, tool)) = found else {
+        let error_mark = output::Paint::Bad.paint("error:", output::colors().stderr);
         let mut text = match &name {
             Ok(_) => format!(
-                "error: no tool named {:?} in the tool directories\n",
+                "{error_mark} no tool named {:?} in the tool directories\n",
                 args.name
             ),
-            Err(error) => format!("error: no tool named {:?}: {error}\n", args.name),
+            Err(error) => format!("{error_mark} no tool named {:?}: {error}\n", args.name),
         };
         for problem in catalog.iter().flat_map(|catalog| catalog.problems()) {
             writeln!(text, "  {}: {}", problem.path.display(), problem.message())
                 .context("cannot format the report")?;
         }
+        text.push_str(&super::unknown_tool_hint(&args.name, global, executor).await);
         let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
         return Ok(ExitStatus::Failure);
     };

@@ -1,7 +1,6 @@
 //! `toolsmith validate [PATH|NAME]...`: every check discovery applies, one line each, status 1 on any failure.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,9 +10,8 @@ use toolsmith_executor::Executor;
 use toolsmith_registry::{CheckStatus, FileReport, ToolName};
 
 use crate::args::ValidateArgs;
-use crate::env_vars::EnvVars;
 use crate::exit::ExitStatus;
-use crate::output;
+use crate::output::{self, Paint};
 use crate::settings::GlobalSettings;
 
 /// What one argument of `validate` names.
@@ -130,27 +128,28 @@ pub(crate) async fn validate(
     })
 }
 
-/// The marks in front of each check: symbols on a terminal, words (easy to
-/// grep, and readable everywhere) on a pipe or with `NO_COLOR`.
+/// The marks in front of each check: symbols when stdout is coloured (a
+/// terminal, or `--color always`), words (easy to grep, and readable
+/// everywhere) on a pipe, with `NO_COLOR` or `--color never`.
 struct Marks {
-    passed: &'static str,
-    failed: &'static str,
-    skipped: &'static str,
+    passed: String,
+    failed: String,
+    skipped: String,
 }
 
 impl Marks {
     fn for_stdout() -> Marks {
-        if std::io::stdout().is_terminal() && std::env::var_os(EnvVars::NO_COLOR).is_none() {
+        if output::colors().stdout {
             Marks {
-                passed: "✓",
-                failed: "✗",
-                skipped: "-",
+                passed: Paint::Good.paint("✓", true),
+                failed: Paint::Bad.paint("✗", true),
+                skipped: Paint::Dim.paint("-", true),
             }
         } else {
             Marks {
-                passed: "ok",
-                failed: "FAIL",
-                skipped: "skip",
+                passed: "ok".to_owned(),
+                failed: "FAIL".to_owned(),
+                skipped: "skip".to_owned(),
             }
         }
     }
