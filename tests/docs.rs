@@ -109,7 +109,7 @@ fn commands(markdown: &str) -> Result<Vec<DocCommand>, String> {
                     }
                 };
                 if continued {
-                    command.text.push_str(" \\");
+                    command.text.push('\\');
                     pending = Some(command);
                     continue;
                 }

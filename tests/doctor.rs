@@ -15,11 +15,13 @@ fn doctor_text() {
     let backend = stdout
         .lines()
         .find_map(|line| line.strip_prefix("backend: "))
+        .and_then(|rest| rest.split(' ').next())
         .unwrap();
     assert!(BACKENDS.contains(&backend), "{stdout}");
-    assert!(stdout.contains("features:"), "{stdout}");
+    assert!(stdout.contains("kernel:"), "{stdout}");
     assert!(stdout.contains("cgroup.kill"), "{stdout}");
     assert!(stdout.contains("config file: none"), "{stdout}");
+    assert!(stdout.ends_with("no problems found\n"), "{stdout}");
 }
 
 #[test]

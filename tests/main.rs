@@ -14,4 +14,6 @@ mod policy;
 mod run;
 mod serve;
 mod show;
+mod system_tools;
+mod ux;
 mod validate;

@@ -200,24 +200,25 @@ fn error_tool_failure_carries_its_structured_error() {
 fn unknown_tool() {
     let context = TestContext::new();
     cli_snapshot!(context, context.with_examples().args(["run", "nope"]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "No tool named \"nope\" was found in the tool directories.",
-          "error_code": "TOOL_NOT_FOUND",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "escalated": false
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "No tool named \"nope\" was found in the tool directories.",
+      "error_code": "TOOL_NOT_FOUND",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    hint: `toolsmith list --all` shows every tool, and the files that failed to load
+    "#);
 }
 
 #[test]
@@ -423,24 +424,25 @@ fn tool_that_cannot_start_explains_why_it_is_not_found() {
     let context = TestContext::new();
     context.tool("vanishing", "#!/nonexistent/interpreter\n");
     cli_snapshot!(context, context.with_tools().args(["run", "vanishing"]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Tool vanishing could not be loaded from [TEMP]/tools/vanishing: `description` could not be started: failed to start `[TEMP]/tools/vanishing` (execve): No such file or directory (os error 2).",
-          "error_code": "TOOL_NOT_FOUND",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "escalated": false
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool vanishing could not be loaded from [TEMP]/tools/vanishing: `description` could not be started: failed to start `[TEMP]/tools/vanishing` (execve): No such file or directory (os error 2).",
+      "error_code": "TOOL_NOT_FOUND",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    hint: `toolsmith list --all` shows every tool, and the files that failed to load
+    "#);
 }
 
 #[test]

@@ -17,14 +17,14 @@ fn show_text() {
     annotations:   approval never, read_only false
     policy:        allowed
     limits:
-      timeout        30s ([limits])
-      grace          2s
-      cpu            unlimited
-      memory         1GiB
-      max_processes  256
-      max_file_size  1GiB
-      max_open_files 1024
-      max_output     1MiB
+      timeout         30s ([limits])
+      grace           2s
+      cpu             unlimited
+      memory          1GiB
+      max_processes   256
+      max_file_size   1GiB
+      max_open_files  1024
+      max_output      1MiB
     input schema:
       {
         "type": "object",
@@ -122,5 +122,6 @@ fn show_unknown_tool() {
     ----- stderr -----
     error: no tool named "broken" in the tool directories
       [TEMP]/tools/broken: `description` exited with status 3; `--schema` also failed: `--schema` exited with status 3
+    hint: `toolsmith list --all` shows every tool, and the files that failed to load
     "#);
 }

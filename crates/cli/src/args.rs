@@ -89,7 +89,7 @@ const EXAMPLES_MAIN: &str = "\
 Examples:
   toolsmith list                                    the tools of the default directories
   toolsmith --tools-dir examples/tools list         the tools of one directory only
-  toolsmith run hello --input '{\"name\": \"Ada\"}'  call a tool, print its envelope
+  toolsmith run hello --input '{\"name\": \"Ada\"}'       call a tool, print its envelope
   toolsmith doctor                                  what this machine allows, what is wrong
 
 Each subcommand has examples: toolsmith help SUBCOMMAND.

@@ -11,7 +11,7 @@ use toolsmith_registry::{CallConfig, Policy, TimeoutSource, Tool, ToolName};
 
 use crate::args::ShowArgs;
 use crate::exit::ExitStatus;
-use crate::output;
+use crate::output::{self, Cell, Paint};
 use crate::settings::{GlobalSettings, limits_json};
 use crate::units::format_duration;
 
@@ -119,31 +119,50 @@ fn timeout_source_json(source: TimeoutSource) -> serde_json::Value {
 }
 
 fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, std::fmt::Error> {
+    let color = output::colors().stdout;
+    let label = |text: &str| Cell::painted(text, Paint::Header);
     let mut text = String::new();
     let annotations = tool.annotations();
-    writeln!(text, "name:          {}", tool.name())?;
-    writeln!(text, "exposed name:  {}", tool.name().exposed())?;
-    writeln!(text, "kind:          {}", tool.kind())?;
-    writeln!(text, "description:   {}", tool.description())?;
-    writeln!(text, "path:          {}", tool.path().display())?;
-    writeln!(text, "source:        {}", tool.source().display())?;
+    let mut rows = vec![
+        vec![
+            label("name:"),
+            Cell::painted(tool.name().to_string(), Paint::Name),
+        ],
+        vec![label("exposed name:"), Cell::plain(tool.name().exposed())],
+        vec![label("kind:"), Cell::plain(tool.kind().to_string())],
+        vec![label("description:"), Cell::plain(tool.description())],
+        vec![
+            label("path:"),
+            Cell::plain(tool.path().display().to_string()),
+        ],
+        vec![
+            label("source:"),
+            Cell::plain(tool.source().display().to_string()),
+        ],
+    ];
     if let Some(title) = &annotations.title {
-        writeln!(text, "title:         {title}")?;
+        rows.push(vec![label("title:"), Cell::plain(title.clone())]);
     }
-    writeln!(
-        text,
-        "annotations:   approval {}, read_only {}",
-        annotations.approval.as_str(),
-        annotations.read_only
-    )?;
+    rows.push(vec![
+        label("annotations:"),
+        Cell::plain(format!(
+            "approval {}, read_only {}",
+            annotations.approval.as_str(),
+            annotations.read_only
+        )),
+    ]);
     let profile = policy
         .profile
         .map(|profile| format!(" (profile {profile})"))
         .unwrap_or_default();
-    match policy.check(tool) {
-        Ok(()) => writeln!(text, "policy:        allowed{profile}")?,
-        Err(denial) => writeln!(text, "policy:        denied{profile}: {denial}")?,
-    }
+    rows.push(vec![
+        label("policy:"),
+        match policy.check(tool) {
+            Ok(()) => Cell::painted(format!("allowed{profile}"), Paint::Good),
+            Err(denial) => Cell::painted(format!("denied{profile}: {denial}"), Paint::Bad),
+        },
+    ]);
+    text.push_str(&output::table("", &[], &rows, color));
     let timeout_source = match call.timeout_source {
         TimeoutSource::Override => "[tools] override or flag".to_owned(),
         TimeoutSource::Requested { requested, ceiling } => format!(
@@ -153,25 +172,34 @@ fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, 
         ),
         TimeoutSource::Configured => "[limits]".to_owned(),
     };
-    writeln!(text, "limits:")?;
+    writeln!(text, "{}", Paint::Header.paint("limits:", color))?;
     if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
-        for (key, value) in limits {
-            let value = value.as_str().unwrap_or_default().to_owned();
-            if key == "timeout" {
-                writeln!(text, "  {key:15}{value} ({timeout_source})")?;
-            } else {
-                writeln!(text, "  {key:15}{value}")?;
-            }
-        }
+        let rows: Vec<Vec<Cell>> = limits
+            .iter()
+            .map(|(key, value)| {
+                let value = value.as_str().unwrap_or_default();
+                let value = if key == "timeout" {
+                    format!("{value} ({timeout_source})")
+                } else {
+                    value.to_owned()
+                };
+                vec![Cell::plain(key.clone()), Cell::plain(value)]
+            })
+            .collect();
+        text.push_str(&output::table("  ", &[], &rows, color));
     }
-    writeln!(text, "input schema:")?;
+    writeln!(text, "{}", Paint::Header.paint("input schema:", color))?;
     write_indented(&mut text, tool.input_schema().as_json())?;
     match tool.output_schema() {
         Some(schema) => {
-            writeln!(text, "output schema:")?;
+            writeln!(text, "{}", Paint::Header.paint("output schema:", color))?;
             write_indented(&mut text, schema.as_json())?;
         }
-        None => writeln!(text, "output schema: none")?,
+        None => writeln!(
+            text,
+            "{} none",
+            Paint::Header.paint("output schema:", color)
+        )?,
     }
     Ok(text)
 }
