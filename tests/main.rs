@@ -8,6 +8,7 @@ mod config;
 mod docs;
 mod doctor;
 mod export;
+mod install;
 mod list;
 mod manifest;
 mod policy;
