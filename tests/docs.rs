@@ -17,6 +17,8 @@
 //!   root: `toolsmith --tools-dir examples/tools list`), with `toolsmith` on
 //!   `PATH` the binary under test and no user config (`HOME`, `TOOLSMITH_HOME`
 //!   and `XDG_*` point into the temporary directory).
+//! - A block whose info string has `file=PATH` (e.g. ```` ```python file=examples/tools/hello ````)
+//!   shows a file of the repository and must equal it, byte for byte.
 //! - `README.md` is the newcomer's path and runs from the checkout itself with
 //!   the same isolation: its set-up installs toolsmith under the temporary
 //!   `HOME` with cargo (the target directory of this test build, so only what
@@ -130,6 +132,36 @@ fn commands(markdown: &str) -> Result<Vec<DocCommand>, String> {
         return Err("a fenced block is not closed".to_owned());
     }
     Ok(commands)
+}
+
+/// The blocks with `file=PATH` in their info string: (line of the fence, PATH, content).
+fn shown_files(markdown: &str) -> Vec<(usize, String, String)> {
+    let mut shown = Vec::new();
+    let mut current: Option<(usize, String, String)> = None;
+    let mut in_other_block = false;
+    for (index, line) in markdown.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some((_, _, content)) = current.as_mut() {
+            if trimmed.starts_with("```") {
+                shown.extend(current.take());
+            } else {
+                content.push_str(line);
+                content.push('\n');
+            }
+            continue;
+        }
+        if let Some(info) = trimmed.strip_prefix("```") {
+            if in_other_block {
+                in_other_block = false;
+                continue;
+            }
+            match info.split_whitespace().find_map(|word| word.strip_prefix("file=")) {
+                Some(path) => current = Some((index + 1, path.to_owned(), String::new())),
+                None => in_other_block = true,
+            }
+        }
+    }
+    shown
 }
 
 /// A temporary world for one file's commands.
@@ -272,6 +304,42 @@ fn docs_commands_run() {
         "{} documented command(s) failed:\n\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn docs_show_files_as_they_are() {
+    let root = repository_root();
+    let mut files: Vec<PathBuf> = fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "md"))
+        .collect();
+    files.push(root.join("README.md"));
+    let mut stale = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        for (line, path, content) in shown_files(&fs::read_to_string(file).unwrap()) {
+            checked += 1;
+            let actual = fs::read_to_string(root.join(&path)).unwrap_or_default();
+            if actual != content {
+                stale.push(format!(
+                    "{}:{line}: the block differs from {path}",
+                    file.strip_prefix(&root).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(checked > 0, "no block shows a file");
+    assert!(stale.is_empty(), "{}", stale.join("\n"));
+}
+
+#[test]
+fn shown_files_are_found() {
+    let markdown = "```text\nx\n```\n```python file=a/b\nline 1\n\nline 3\n```\n";
+    assert_eq!(
+        shown_files(markdown),
+        [(4, "a/b".to_owned(), "line 1\n\nline 3\n".to_owned())]
     );
 }
 
