@@ -155,7 +155,10 @@ fn shown_files(markdown: &str) -> Vec<(usize, String, String)> {
                 in_other_block = false;
                 continue;
             }
-            match info.split_whitespace().find_map(|word| word.strip_prefix("file=")) {
+            match info
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("file="))
+            {
                 Some(path) => current = Some((index + 1, path.to_owned(), String::new())),
                 None => in_other_block = true,
             }

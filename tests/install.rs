@@ -105,7 +105,10 @@ fn install_into_a_prefix_then_find_system_tools_without_a_flag() {
         .output()
         .unwrap();
     let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(envelope["result"], "     1  first\n     2  second", "{envelope}");
+    assert_eq!(
+        envelope["result"], "     1  first\n     2  second",
+        "{envelope}"
+    );
 
     // A reinstall replaces the files in place and removes tools no longer bundled.
     fs::write(prefix.join("libexec/toolsmith/stale.md"), "").unwrap();

@@ -146,6 +146,22 @@ impl<'de> serde::Deserialize<'de> for Scalar {
     }
 }
 
+// The doc comments of the `Raw*` structs and their fields are the user's
+// reference: `docs/config.md` is generated from them (see the
+// `config_reference` test), so write them for someone configuring toolsmith.
+// A new section is a field of `RawFile` and a documented `Raw*` struct.
+
+/// The config file is TOML: `--config FILE`, else `$TOOLSMITH_CONFIG`, else
+/// `./.toolsmith/config.toml` if it exists. Every key is optional. Unknown
+/// keys and bad values are errors that name the key, so a typo never falls
+/// back to a default silently. Flags beat `TOOLSMITH_*` environment
+/// variables, which beat this file, which beats the defaults; `toolsmith
+/// doctor` shows every effective value and where it came from.
+///
+/// Durations are written `500ms`, `30s`, `2m`, `1h` (a plain number is
+/// seconds); sizes `64KiB`, `512MiB`, `1GiB` (powers of 1024) or `10MB`
+/// (powers of 1000), a plain number being bytes; a limit may also be
+/// `"unlimited"`.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
@@ -165,70 +181,145 @@ struct RawFile {
     discovery: RawDiscovery,
 }
 
+/// Which tools may be listed and called. A tool policy denies is never
+/// listed by `list` (but `list --all`) or `serve`, and calling it is
+/// `POLICY_DENIED` without starting anything.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
+    /// Tool names that are never listed or called, e.g. `["deploy"]`.
     disabled: Option<Vec<String>>,
+    /// When set, only these tools are listed and called (`[]` admits none).
     allowed: Option<Vec<String>>,
+    /// `plan` admits only tools that declare `read_only: true`; `unattended`
+    /// admits only tools whose approval is `never`. Default: no profile.
+    /// Environment: `TOOLSMITH_PROFILE`; flag: `--profile` (`none` lifts it).
     profile: Option<String>,
 }
 
-/// `[tools.NAME]`: the keys of `[limits]` but `max_timeout`, which is a
-/// ceiling for every tool, plus `env` and `disabled`.
+/// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
+/// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
+/// `env` and `disabled`. A limit set here is the operator's decision about
+/// this tool: it beats the environment, `[limits]`, and the timeout the tool
+/// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
+/// discovery probes.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTool {
+    /// The wall-clock timeout of this tool's calls.
     timeout: Option<Scalar>,
+    /// The time between SIGTERM and SIGKILL for this tool.
     grace: Option<Scalar>,
+    /// The CPU time limit, or `"unlimited"`.
     cpu: Option<Scalar>,
+    /// The memory limit, or `"unlimited"`.
     memory: Option<Scalar>,
+    /// The most processes in the call's tree, or `"unlimited"`.
     max_processes: Option<Scalar>,
+    /// The largest file the tool may write, or `"unlimited"`.
     max_file_size: Option<Scalar>,
+    /// The most open file descriptors per process, or `"unlimited"`.
     max_open_files: Option<Scalar>,
+    /// Bytes kept per output stream.
     max_output: Option<Scalar>,
+    /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
+    /// this tool; `set` is laid over `[env] set` key by key.
     env: Option<RawEnv>,
+    /// `true` denies the tool, like naming it in `[policy] disabled`.
     disabled: Option<bool>,
 }
 
+/// The audit log: one JSON line per call (time, tool, the SHA-256 of the
+/// arguments' canonical JSON, outcome, duration, exit code or signal,
+/// backend), appended with `O_APPEND` so concurrent toolsmith processes never
+/// interleave. The arguments themselves are never logged.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAudit {
+    /// The log file, relative to this config file's directory. Default: no
+    /// audit log. A log that cannot be opened stops the call before anything
+    /// runs (status 2).
     path: Option<PathBuf>,
 }
 
+/// Where tools are found, on top of the default layers (system, user,
+/// project). `--tools-dir` replaces all of them.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDiscovery {
+    /// Extra tool directories, each a layer above the project's, in order
+    /// (a later one wins a name). Relative to this config file's directory;
+    /// `~/` is the home directory. A missing one is a problem. Default: none.
     dirs: Option<Vec<PathBuf>>,
+    /// Also read Kodelet's, ikigai's and Nanocoder's tool directories
+    /// (`~/.kodelet/tools`, `~/.ikigai/tools`, `~/.config/nanocoder/tools`,
+    /// and the project's `.kodelet/tools`, `.ikigai/tools`,
+    /// `.nanocoder/tools`), each just below toolsmith's directory of the same
+    /// scope. Default: `false`.
     peers: Option<bool>,
+    /// Reuse the probe results of unchanged tool files
+    /// (`$XDG_CACHE_HOME/toolsmith/discovery.json`). Default: `true`; the
+    /// flag `--no-cache` turns it off for one command.
     cache: Option<bool>,
 }
 
+/// The resource limits of every call. What enforces each one depends on the
+/// containment backend (see `docs/operators.md`). Precedence for one call,
+/// highest first: `run` flags, `[tools.NAME]`, environment variables,
+/// `[limits]`, defaults.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLimits {
+    /// The wall-clock timeout of a call; then the whole tree gets SIGTERM,
+    /// and SIGKILL after `grace`. A tool's own request (Kodelet `config`, a
+    /// manifest's `timeout_ms`) replaces it, up to `max_timeout`. Default:
+    /// `30s`. Environment: `TOOLSMITH_TIMEOUT`.
     timeout: Option<Scalar>,
+    /// The time between SIGTERM and SIGKILL. Default: `2s`.
     grace: Option<Scalar>,
+    /// The CPU time limit. Default: `unlimited` (the timeout still bounds a
+    /// call). Environment: `TOOLSMITH_CPU`.
     cpu: Option<Scalar>,
+    /// The memory limit of a call. Default: `1GiB`. Environment:
+    /// `TOOLSMITH_MEMORY`.
     memory: Option<Scalar>,
+    /// The most processes in a call's tree. Default: `256`.
     max_processes: Option<Scalar>,
+    /// The largest file a tool may write. Default: `1GiB`.
     max_file_size: Option<Scalar>,
+    /// The most open file descriptors per process. Default: `1024`.
     max_open_files: Option<Scalar>,
+    /// Bytes kept per output stream; the rest is counted and discarded.
+    /// Default: `1MiB`. Environment: `TOOLSMITH_MAX_OUTPUT`.
     max_output: Option<Scalar>,
+    /// The longest timeout a tool may ask for itself. Default: `5m`.
     max_timeout: Option<Scalar>,
 }
 
+/// The environment of tool processes: nothing of toolsmith's own
+/// environment reaches a tool unless `allow` names it.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEnv {
+    /// The variables passed through from toolsmith's environment. Default:
+    /// `["PATH", "HOME", "USER", "LANG"]`; a list replaces it.
     allow: Option<Vec<String>>,
+    /// Variables set for every tool, e.g. `{ LC_ALL = "C" }`. Default: none.
     set: Option<BTreeMap<String, String>>,
 }
 
+/// How tool processes are run.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExecutor {
+    /// The containment backend: `auto` (the strongest this kernel allows:
+    /// `cgroup`, then `pidns`, `subreaper`, `pgroup`), or one of those to
+    /// pin it (an error if the kernel does not allow it). Default: `auto`.
+    /// Environment: `TOOLSMITH_BACKEND`.
     backend: Option<Scalar>,
+    /// The most tool processes running at once; further calls wait. Default:
+    /// 4 per core for `serve`, unlimited otherwise. Environment:
+    /// `TOOLSMITH_MAX_CONCURRENT`.
     max_concurrent: Option<Scalar>,
 }
 

@@ -20,6 +20,8 @@
 mod args;
 mod commands;
 mod config;
+#[cfg(test)]
+mod config_reference;
 mod env_vars;
 mod exit;
 mod export;
