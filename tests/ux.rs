@@ -5,9 +5,12 @@ use std::process::Command;
 use crate::context::TestContext;
 
 /// Runs `command` and renders it like `cli_snapshot!`, with the escape codes
-/// made visible (`[ESC]`), so that a coloured snapshot is readable.
+/// made visible (`[ESC]`), so that a coloured snapshot is readable, and
+/// trailing spaces (clap pads blank help lines) removed.
 fn render_visible(context: &TestContext, command: &mut Command) -> String {
-    context.render(command).replace('\u{1b}', "[ESC]")
+    let rendered = context.render(command).replace('\u{1b}', "[ESC]");
+    let lines: Vec<&str> = rendered.lines().map(str::trim_end).collect();
+    lines.join("\n") + "\n"
 }
 
 macro_rules! visible_snapshot {
@@ -77,7 +80,7 @@ fn help_with_color() {
     [ESC][1m[ESC][4mOptions:[ESC][0m
           [ESC][1m--input[ESC][0m <JSON|-|@FILE>
               The arguments as JSON, `-` to read them from stdin, or `@FILE` to read them from a file
-              
+
               [default: {}]
 
           [ESC][1m--timeout[ESC][0m <DUR>
@@ -117,7 +120,7 @@ fn help_with_color() {
 
           [ESC][1m--color[ESC][0m <WHEN>
               When to colour the output: `auto` colours a terminal only, and not when NO_COLOR is set (CLICOLOR_FORCE=1 forces it)
-              
+
               [default: auto]
               [possible values: auto, always, never]
 
