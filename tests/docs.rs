@@ -10,7 +10,7 @@
 //!   run in order, in one directory, so a file may build on what an earlier
 //!   command wrote (but not on shell variables or `cd`).
 //! - A command must exit 0 unless the line ends with `# exit N`; a line ending
-//!   with `# docs-test: skip` is shown to readers but not run (only for commands
+//!   with a comment `# docs-test: skip` (maybe followed by the reason) is shown to readers but not run (only for commands
 //!   that cannot run inside a test, like `cargo xtask ci`, which runs this test).
 //! - `docs/*.md` run in a fresh temporary directory holding a copy of the
 //!   repository's `examples/` (so commands are written as from the repository
@@ -116,7 +116,7 @@ fn commands(markdown: &str) -> Result<Vec<DocCommand>, String> {
                     continue;
                 }
                 let last = command.text.lines().last().unwrap_or("").trim_end();
-                if last.ends_with(SKIP_MARKER) {
+                if last.contains(SKIP_MARKER) {
                     command.skipped = true;
                 } else if let Some((_, status)) = last.rsplit_once("# exit ") {
                     command.expected = status
@@ -400,7 +400,7 @@ toolsmith list
 toolsmith run nope # exit 1
 toolsmith run hello \\
   --input '{}'
-cargo xtask ci  # docs-test: skip
+cargo xtask ci  # docs-test: skip (it runs this test)
 ```
 ```text
 not run
@@ -427,7 +427,12 @@ not run
             (4, "toolsmith list", 0, false),
             (6, "toolsmith run nope # exit 1", 1, false),
             (7, "toolsmith run hello \\\n  --input '{}'", 0, false),
-            (9, "cargo xtask ci  # docs-test: skip", 0, true),
+            (
+                9,
+                "cargo xtask ci  # docs-test: skip (it runs this test)",
+                0,
+                true
+            ),
         ]
     );
 }

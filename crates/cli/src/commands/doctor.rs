@@ -17,6 +17,7 @@ use toolsmith_registry::{CACHE_FILE, Catalog, Problem, ProblemError};
 use crate::args::DoctorArgs;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
+use crate::progress::DiscoveryBar;
 use crate::settings::{GlobalSettings, Origin};
 
 /// How a check came out.
@@ -72,7 +73,11 @@ pub(crate) async fn doctor(
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
-    let catalog = global.discover(executor, &config, &|_| {}).await;
+    let bar = DiscoveryBar::new();
+    let catalog = global
+        .discover(executor, &config, &|progress| bar.update(progress))
+        .await;
+    bar.finish();
     let kernel = kernel_checks(executor);
     let directories = directory_checks(global, &catalog);
     let problems = problem_checks(&catalog);
