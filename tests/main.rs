@@ -9,6 +9,7 @@ mod doctor;
 mod export;
 mod hostile;
 mod list;
+mod load;
 mod manifest;
 mod policy;
 mod run;

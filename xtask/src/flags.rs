@@ -7,8 +7,10 @@ pub(crate) const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  ci                       fmt --check, clippy -D warnings, test, doc -D warnings, tidy;
-                           stops at the first failing step
+  ci                       fmt --check, clippy -D warnings, test, doc -D warnings, tidy,
+                           soak; stops at the first failing step
+  soak                     10 000 sequential calls through one `toolsmith serve`: the
+                           server's fds, threads, memory and processes must not grow
   tidy                     check house-style rules over every file of the workspace
   bench [--quick] [--calls N]
                            per-call cost of an isolated run through the executor,
@@ -25,6 +27,7 @@ tasks:
 pub(crate) enum Task {
     Ci,
     Tidy,
+    Soak,
     Bench(BenchSettings),
     Help,
 }
@@ -38,6 +41,7 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
     let task = match task.as_str() {
         "ci" => Task::Ci,
         "tidy" => Task::Tidy,
+        "soak" => Task::Soak,
         "bench" => Task::Bench(parse_bench(&mut args)?),
         "help" | "-h" | "--help" => Task::Help,
         unknown => return Err(format!("unknown task `{unknown}`")),
