@@ -7,6 +7,7 @@ mod audit;
 mod config;
 mod doctor;
 mod export;
+mod faults;
 mod hostile;
 mod list;
 mod load;
