@@ -53,6 +53,8 @@
 #![warn(missing_docs)]
 
 mod audit;
+#[cfg(test)]
+mod bad_input;
 mod cache;
 mod discovery;
 mod envelope;
