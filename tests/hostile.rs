@@ -814,11 +814,11 @@ fn s37_binary_output_gives_a_valid_envelope() {
     let scenario = Scenario::new("s37-binary-output", SHORT);
     let call = scenario.call(&[]);
     // observe() parsed stdout as JSON: the envelope is valid. The bytes that are not UTF-8
-    // become U+FFFD and the NUL is escaped.
+    // become U+FFFD, flagged by `stdout_lossy`, and the NUL is escaped.
     call.assert_envelope(&json!({
         "tool_success": true,
         "result": "ok\u{fffd}\u{fffd}\u{0}end",
-        "metadata": {"exit_code": 0, "stdout_bytes": 8},
+        "metadata": {"exit_code": 0, "stdout_bytes": 8, "stdout_lossy": true},
     }));
     call.assert_clean(bound(1000, 300));
 }
