@@ -25,7 +25,7 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A client that reports every `notifications/tools/list_changed` of a legacy session.
 #[derive(Debug, Clone)]
-struct Client {
+pub(crate) struct Client {
     changed: mpsc::UnboundedSender<()>,
 }
 
@@ -35,7 +35,7 @@ impl ClientHandler for Client {
     }
 }
 
-type Session = RunningService<RoleClient, Client>;
+pub(crate) type Session = RunningService<RoleClient, Client>;
 
 /// Starts `toolsmith --tools-dir <fixtures> serve <args>` and connects to it.
 async fn connect(
@@ -51,7 +51,7 @@ async fn connect(
 
 /// Starts `command` (a `toolsmith serve`) and connects to it; also returns the server's pid,
 /// for tests that watch the server process.
-async fn connect_to_child(
+pub(crate) async fn connect_to_child(
     command: std::process::Command,
     lifecycle: ClientLifecycleMode,
 ) -> (Session, mpsc::UnboundedReceiver<()>, u32) {
@@ -67,7 +67,7 @@ async fn connect_to_child(
     (session, changes, server_pid)
 }
 
-fn legacy() -> ClientLifecycleMode {
+pub(crate) fn legacy() -> ClientLifecycleMode {
     ClientLifecycleMode::Initialize
 }
 
@@ -77,19 +77,19 @@ fn modern() -> ClientLifecycleMode {
     }
 }
 
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+pub(crate) fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object");
     };
     CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     let content = serde_json::to_value(&result.content).unwrap();
     content[0]["text"].as_str().unwrap().to_owned()
 }
 
-fn meta(result: &CallToolResult, key: &str) -> Value {
+pub(crate) fn meta(result: &CallToolResult, key: &str) -> Value {
     result
         .meta
         .as_ref()
@@ -456,7 +456,7 @@ async fn two_hundred_concurrent_calls_are_all_answered() {
 }
 
 /// How long a test waits for tokio's idle blocking threads (kept alive 10 s) to exit.
-const LINGER_PATIENCE: Duration = Duration::from_secs(15);
+pub(crate) const LINGER_PATIENCE: Duration = Duration::from_secs(15);
 
 /// The server's limit on concurrent runs in the test that counts its resources.
 const MAX_CONCURRENT: usize = 8;
@@ -524,7 +524,7 @@ impl Resources {
 
 /// `run-N` if `target` is a `cgroup.procs` of a leaf of the executor of process `pid`
 /// (`…/toolsmith-<pid>-<n>/run-N/cgroup.procs`).
-fn pooled_leaf(target: &Path, pid: u32) -> Option<String> {
+pub(crate) fn pooled_leaf(target: &Path, pid: u32) -> Option<String> {
     if target.file_name()? != "cgroup.procs" {
         return None;
     }
@@ -536,7 +536,7 @@ fn pooled_leaf(target: &Path, pid: u32) -> Option<String> {
 }
 
 /// The targets of `pid`'s open fds, for a failure message.
-fn open_fds(pid: u32) -> String {
+pub(crate) fn open_fds(pid: u32) -> String {
     let mut targets: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())

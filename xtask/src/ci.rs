@@ -1,4 +1,5 @@
-//! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure.
+//! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure; the long
+//! soak (`cargo xtask soak`) last.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -82,6 +83,10 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let tidy_result = crate::tidy::run(root);
     timings.push(("tidy", step_finished("tidy", started, tidy_result.is_ok())));
     tidy_result.context("ci step `tidy` failed")?;
+    let started = step_started("soak", "cargo xtask soak");
+    let soak_result = crate::soak::run(root);
+    timings.push(("soak", step_finished("soak", started, soak_result.is_ok())));
+    soak_result?;
     let summary: Vec<String> = timings
         .iter()
         .map(|(name, elapsed)| format!("{name} {:.1}s", elapsed.as_secs_f64()))

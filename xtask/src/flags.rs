@@ -9,8 +9,10 @@ pub(crate) const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  ci                       fmt --check, clippy -D warnings, test, doc -D warnings, tidy;
-                           stops at the first failing step
+  ci                       fmt --check, clippy -D warnings, test, doc -D warnings, tidy,
+                           soak; stops at the first failing step
+  soak                     10 000 sequential calls through one `toolsmith serve`: the
+                           server's fds, threads, memory and processes must not grow
   tidy                     check house-style rules over every file of the workspace
   bench [--quick] [--calls N]
                            per-call cost of an isolated run through the executor,
@@ -35,6 +37,7 @@ tasks:
 pub(crate) enum Task {
     Ci,
     Tidy,
+    Soak,
     Bench(BenchSettings),
     Man { out: Option<PathBuf> },
     Install { prefix: PathBuf, debug: bool },
@@ -50,6 +53,7 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
     let task = match task.as_str() {
         "ci" => Task::Ci,
         "tidy" => Task::Tidy,
+        "soak" => Task::Soak,
         "bench" => Task::Bench(parse_bench(&mut args)?),
         "man" => parse_man(&mut args)?,
         "install" => parse_install(&mut args)?,

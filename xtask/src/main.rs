@@ -1,4 +1,4 @@
-//! `cargo xtask`: workspace automation (ci, tidy, bench, man, install), run through the alias in `.cargo/config.toml`.
+//! `cargo xtask`: workspace automation (ci, tidy, bench, soak, man, install), run through the alias in `.cargo/config.toml`.
 //!
 //! Every task is a plain function in a module named after it; this file only
 //! parses the command line, dispatches, and maps the result to an exit status.
@@ -13,6 +13,7 @@ mod discovery_bench;
 mod dist;
 mod flags;
 mod mcp_bench;
+mod soak;
 mod tidy;
 
 use std::fmt;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         Task::Help => print_usage(),
         Task::Ci => ci::run(&project_root()),
         Task::Tidy => tidy::run(&project_root()),
+        Task::Soak => soak::run(&project_root()),
         Task::Bench(settings) => bench::run(&settings, &project_root()),
         Task::Man { out } => {
             let root = project_root();

@@ -817,4 +817,135 @@ mod tests {
             Ok("set: Some([(\"A\", \"1\"), (\"B\", \"2\")])"),
         );
     }
+
+    /// The whole message of a rejection: the error and its sources, as `main` prints it.
+    fn full_message(error: &dyn std::error::Error) -> String {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        message
+    }
+
+    /// Parses `text` within a hang guard (not a speed claim); a rejection must be one
+    /// non-empty line.
+    fn check_no_panic(text: &str) {
+        let started = std::time::Instant::now();
+        let result = parse(text, Path::new("x.toml"));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        if let Err(error) = result {
+            let message = full_message(&error);
+            assert!(!message.trim().is_empty());
+            assert!(
+                !message.contains('\n'),
+                "{text:?} gave a message over several lines: {message:?}"
+            );
+        }
+    }
+
+    const SECTIONS: &[&str] = &[
+        "[limits]",
+        "[env]",
+        "[executor]",
+        "[policy]",
+        "[tools.hello]",
+        "[audit]",
+        "[discovery]",
+        "[tools]",
+        "[[limits]]",
+        "[tools.a.b]",
+        "[limits.x]",
+        "[",
+    ];
+    const KEYS: &[&str] = &[
+        "timeout",
+        "grace",
+        "cpu",
+        "memory",
+        "max_output",
+        "max_timeout",
+        "max_processes",
+        "max_file_size",
+        "max_open_files",
+        "allow",
+        "set",
+        "backend",
+        "max_concurrent",
+        "disabled",
+        "allowed",
+        "profile",
+        "path",
+        "dirs",
+        "peers",
+        "cache",
+        "env",
+        "unknown",
+        "\"quoted key\"",
+    ];
+    const VALUES: &[&str] = &[
+        "\"30s\"",
+        "\"0s\"",
+        "\"-1s\"",
+        "\"1e999s\"",
+        "99999999999999999999",
+        "-1",
+        "0",
+        "\"1GiB\"",
+        "\"18446744073709551616B\"",
+        "\"99999999999TiB\"",
+        "\"abc\"",
+        "[]",
+        "[\"PATH\"]",
+        "{ A = \"b\" }",
+        "{ \"1A\" = \"b\" }",
+        "true",
+        "\"auto\"",
+        "\"plan\"",
+        "1.5",
+        "nan",
+        "inf",
+        "\"\"",
+        "\"1h1h\"",
+        "\"5m\"",
+        "\"a\\nb\"",
+        "\"\"\"\nmulti\nline\"\"\"",
+        "[[1], \"x\"]",
+        "1979-05-27T07:32:00Z",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
+            check_no_panic(&text);
+        }
+
+        #[test]
+        fn generated_files_never_panic(
+            lines in proptest::collection::vec(
+                (
+                    proptest::sample::select(SECTIONS),
+                    proptest::sample::select(KEYS),
+                    proptest::sample::select(VALUES),
+                    0_u8..4,
+                ),
+                0..12,
+            ),
+        ) {
+            let mut text = String::new();
+            for (section, key, value, kind) in lines {
+                match kind {
+                    0 => text.push_str(&format!("{section}\n")),
+                    _ => text.push_str(&format!("{key} = {value}\n")),
+                }
+            }
+            check_no_panic(&text);
+        }
+    }
 }

@@ -8,10 +8,12 @@
 //! and the log never holds the arguments themselves, which may be secret.
 //!
 //! The file is opened with `O_APPEND` and each line goes out in one `write(2)`: the kernel appends
-//! it whole, so several toolsmith processes can share one log.
+//! it whole, so several toolsmith processes can share one log. A line the disk has no room for
+//! is an error, and the part of it that was written is cut off again, so every line of the log
+//! stays a whole record.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -93,6 +95,7 @@ impl AuditLog {
                 source,
             })?;
         if written != line.len() {
+            self.cut_fragment(written);
             return Err(AuditError::ShortWrite {
                 path: self.path.clone(),
                 written,
@@ -100,6 +103,32 @@ impl AuditLog {
             });
         }
         Ok(())
+    }
+}
+
+impl AuditLog {
+    /// Removes the `written` bytes of a line that was cut short (a full disk), so that the
+    /// next record, once there is room, starts a line of its own instead of being glued to a
+    /// torn one and lost with it.
+    ///
+    /// After an `O_APPEND` write the file offset is the end of what that write appended. The
+    /// fragment is cut only when it is still the end of the file: a record another process
+    /// appended after it is never cut. (That check and the truncation are not one atomic step;
+    /// a writer that appends in between, on a disk that just refused us, loses its record to
+    /// the cut, which is far less likely than the torn line it prevents.)
+    fn cut_fragment(&self, written: usize) {
+        let Ok(fragment_end) = (&self.file).stream_position() else {
+            return;
+        };
+        let Ok(metadata) = self.file.metadata() else {
+            return;
+        };
+        let written = written as u64;
+        if metadata.len() == fragment_end && fragment_end >= written {
+            // Best effort: if the truncation fails too, the error already reported says a
+            // record is missing.
+            let _ignored = self.file.set_len(fragment_end - written);
+        }
     }
 }
 

@@ -92,6 +92,11 @@ pub struct Metadata {
     pub signal: Option<i32>,
     /// True when stdout was longer than the output limit and was cut.
     pub stdout_truncated: bool,
+    /// True when the kept stdout is not UTF-8 (binary output, or a character cut by the
+    /// output limit), so a text result holds U+FFFD where its invalid bytes were. Only
+    /// serialized when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stdout_lossy: bool,
     /// The start of stderr as lossy UTF-8, at most [`METADATA_STDERR_LIMIT`] bytes.
     pub stderr: String,
     /// True when `stderr` is shorter than what the tool wrote.
@@ -127,6 +132,7 @@ impl Metadata {
             exit_code: None,
             signal: None,
             stdout_truncated: false,
+            stdout_lossy: false,
             stderr: String::new(),
             stderr_truncated: false,
             stdout_bytes: 0,
@@ -153,6 +159,7 @@ impl Metadata {
             exit_code,
             signal,
             stdout_truncated: outcome.stdout.truncated,
+            stdout_lossy: std::str::from_utf8(&outcome.stdout.bytes).is_err(),
             stderr_truncated: outcome.stderr.truncated || stderr.len() < stderr_text.len(),
             stderr: stderr.to_owned(),
             stdout_bytes: outcome.stdout.total,

@@ -53,6 +53,8 @@
 #![warn(missing_docs)]
 
 mod audit;
+#[cfg(test)]
+mod bad_input;
 mod cache;
 mod discovery;
 mod envelope;
@@ -97,7 +99,10 @@ pub use crate::overrides::{CallConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::render::{RenderError, TemplateError};
-pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
+pub use crate::schema::{
+    InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError, Violation,
+};
 pub use crate::tool::{Annotations, Approval, Tool, ToolKind};
 pub use crate::validate::{
     Check, CheckKind, CheckStatus, FileReport, validate_dirs, validate_paths,

@@ -220,14 +220,19 @@ impl Shared {
     }
 }
 
-/// The directories to watch: each layer directory, or its nearest existing ancestor.
+/// The directories to watch: each layer directory, or its nearest ancestor that exists and can
+/// be read.
+///
+/// An unreadable directory cannot be watched (inotify needs read access), but its parent sees
+/// its permissions change back (`IN_ATTRIB` names the child), which rescans and moves the watch
+/// back onto it; without that, a directory once unreadable would never be followed again.
 fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
     layers
         .iter()
         .filter_map(|layer_dir| {
             let dir = cwd.join(&layer_dir.dir);
             dir.ancestors()
-                .find(|ancestor| ancestor.is_dir())
+                .find(|ancestor| ancestor.is_dir() && std::fs::read_dir(ancestor).is_ok())
                 .map(Path::to_path_buf)
         })
         .collect()

@@ -52,6 +52,12 @@ enum Quoting {
     AnsiC,
 }
 
+/// A tag as written, for an error message: a line break inside the tag is shown as `\n`, so
+/// the message stays on one line.
+fn as_written(raw: &str) -> String {
+    raw.replace('\r', "\\r").replace('\n', "\\n")
+}
+
 /// Why a body is not a valid template. Lines are lines of the manifest file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
@@ -168,7 +174,7 @@ impl Template {
                 && !declared.contains(&tag.name)
             {
                 return Err(TemplateError::Undeclared {
-                    tag: tag.raw.to_owned(),
+                    tag: as_written(tag.raw),
                     line: tag.line,
                 });
             }
@@ -193,13 +199,13 @@ impl Template {
                         Some('/') => {
                             let Some((children, Some((open, open_context)))) = stack.pop() else {
                                 return Err(TemplateError::StrayClose {
-                                    tag: tag.raw.to_owned(),
+                                    tag: as_written(tag.raw),
                                     line: tag.line,
                                 });
                             };
                             if open.name != tag.name {
                                 return Err(TemplateError::Mismatched {
-                                    tag: tag.raw.to_owned(),
+                                    tag: as_written(tag.raw),
                                     line: tag.line,
                                     open: open.name.to_owned(),
                                     open_line: open.line,
@@ -207,7 +213,7 @@ impl Template {
                             }
                             if open_context != context {
                                 return Err(TemplateError::SectionQuoting {
-                                    tag: open.raw.to_owned(),
+                                    tag: as_written(open.raw),
                                     line: open.line,
                                 });
                             }
@@ -228,7 +234,7 @@ impl Template {
         let (nodes, open) = stack.pop().unwrap_or((Vec::new(), None));
         if let Some((open, _)) = open {
             return Err(TemplateError::Unclosed {
-                tag: open.raw.to_owned(),
+                tag: as_written(open.raw),
                 line: open.line,
             });
         }
@@ -392,7 +398,7 @@ fn tokenize(body: &str, first_line: usize) -> Result<Vec<Token<'_>>, TemplateErr
             }
             TagShape::Malformed => {
                 return Err(TemplateError::Malformed {
-                    tag: raw.to_owned(),
+                    tag: as_written(raw),
                     line: tag_line,
                 });
             }
@@ -733,7 +739,7 @@ fn skip_here_documents(
                 && let Some(tag) = tags.get(tag_index)
             {
                 return Err(TemplateError::InHereDocument {
-                    tag: tag.raw.to_owned(),
+                    tag: as_written(tag.raw),
                     line: tag.line,
                 });
             }

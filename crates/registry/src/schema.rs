@@ -5,7 +5,13 @@
 //! - an input schema's root declares `"type": "object"` (every LLM API requires it of tool parameters);
 //! - an input schema's root has no `oneOf`, `anyOf` or `allOf` (Anthropic rejects them at the top level, and one bad tool would fail a whole request);
 //! - the schema conforms to its JSON Schema meta-schema (the draft its `$schema` names, 2020-12 when it names none);
+//! - the schema is at most [`MAX_SCHEMA_BYTES`] of JSON, nested at most [`MAX_SCHEMA_DEPTH`] deep, and each `pattern` (and `patternProperties` key) is at most [`MAX_PATTERN_BYTES`];
 //! - the schema compiles (e.g. its local `$ref`s resolve and its `pattern`s are regular expressions).
+//!
+//! Patterns are bounded when they run, too: a pattern that backtracks (backreferences, lookaround)
+//! gives up after [`PATTERN_BACKTRACK_LIMIT`] steps and the value fails validation with that
+//! reason; any other pattern runs on a linear-time engine. A call's arguments are refused
+//! before validation when they exceed [`MAX_ARGUMENTS_BYTES`] or [`MAX_ARGUMENTS_DEPTH`].
 
 use std::fmt;
 
@@ -14,6 +20,32 @@ use serde_json::{Map, Value};
 
 /// The root keywords an input schema may not have: LLM APIs reject combinators at the top level.
 const ROOT_COMBINATORS: [&str; 3] = ["oneOf", "anyOf", "allOf"];
+
+/// The largest schema accepted, in bytes of compact JSON: generous for any real tool (the
+/// largest schemas LLM hosts send are a few KiB), small enough that compiling and sending it to
+/// every LLM request stays cheap.
+pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// The deepest nesting of objects and arrays accepted in a schema (each level of nested
+/// properties is 2: the `properties` object, then the property's schema), so 31 levels of
+/// object properties.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// The longest `pattern` (or `patternProperties` key) accepted, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 1024;
+
+/// How many backtracking steps a pattern with backreferences or lookaround may take on one
+/// value before the value is refused (fancy-regex; other patterns run in linear time).
+pub const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
+
+/// The most memory a compiled pattern may take (the `regex` crate's size limits).
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// The largest arguments a call accepts, in bytes of compact JSON.
+pub const MAX_ARGUMENTS_BYTES: usize = 16 * 1024 * 1024;
+
+/// The deepest nesting of objects and arrays accepted in a call's arguments.
+pub const MAX_ARGUMENTS_DEPTH: usize = 64;
 
 /// The longest rendering of a received value in a violation; longer values are cut.
 const MAX_VALUE_CHARS: usize = 60;
@@ -69,6 +101,25 @@ pub enum SchemaError {
     MetaSchema {
         /// Every place where the schema breaks the meta-schema; the paths point into the schema.
         violations: Vec<Violation>,
+    },
+    /// The schema is larger than [`MAX_SCHEMA_BYTES`].
+    #[error("the schema takes {bytes} bytes of JSON, more than the limit of {MAX_SCHEMA_BYTES}")]
+    TooLarge {
+        /// Its size in compact JSON.
+        bytes: usize,
+    },
+    /// The schema nests deeper than [`MAX_SCHEMA_DEPTH`].
+    #[error("the schema nests objects and arrays deeper than the limit of {MAX_SCHEMA_DEPTH}")]
+    TooDeep,
+    /// A `pattern` is longer than [`MAX_PATTERN_BYTES`].
+    #[error(
+        "a pattern at {path} is {bytes} bytes long, more than the limit of {MAX_PATTERN_BYTES}"
+    )]
+    PatternTooLong {
+        /// The JSON pointer of the pattern in the schema.
+        path: String,
+        /// Its length.
+        bytes: usize,
     },
     /// The schema could not be compiled.
     #[error("the schema cannot be compiled")]
@@ -156,7 +207,29 @@ impl InputSchema {
     }
 
     /// Every way in which `arguments` fails the schema; empty when they are valid.
+    ///
+    /// Arguments larger than [`MAX_ARGUMENTS_BYTES`] or deeper than [`MAX_ARGUMENTS_DEPTH`]
+    /// get that one violation and are not validated further.
     pub fn violations(&self, arguments: &Value) -> Vec<Violation> {
+        let bytes = json_len(arguments);
+        if bytes > MAX_ARGUMENTS_BYTES {
+            return vec![Violation {
+                instance_path: String::new(),
+                keyword: "maxBytes".to_owned(),
+                message: format!(
+                    "the arguments take {bytes} bytes of JSON, more than the limit of {MAX_ARGUMENTS_BYTES}"
+                ),
+            }];
+        }
+        if exceeds_depth(arguments, MAX_ARGUMENTS_DEPTH) {
+            return vec![Violation {
+                instance_path: String::new(),
+                keyword: "maxDepth".to_owned(),
+                message: format!(
+                    "the arguments nest objects and arrays deeper than the limit of {MAX_ARGUMENTS_DEPTH}"
+                ),
+            }];
+        }
         violations(&self.validator, arguments)
     }
 
@@ -248,6 +321,7 @@ impl fmt::Debug for OutputSchema {
 /// Checks `schema` against its meta-schema, reporting every violation with
 /// its place in the schema, then compiles it.
 fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
+    check_bounds(schema)?;
     let meta = jsonschema::meta::validator_for(schema)
         .map_err(|source| SchemaError::UnknownMetaSchema { source })?;
     let meta_violations: Vec<Violation> = meta.iter_errors(schema).map(violation).collect();
@@ -256,7 +330,111 @@ fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
             violations: meta_violations,
         });
     }
-    jsonschema::validator_for(schema).map_err(|source| SchemaError::Compile { source })
+    jsonschema::options()
+        .with_pattern_options(
+            jsonschema::PatternOptions::fancy_regex()
+                .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
+                .size_limit(PATTERN_SIZE_LIMIT)
+                .dfa_size_limit(PATTERN_SIZE_LIMIT),
+        )
+        .build(schema)
+        .map_err(|source| SchemaError::Compile { source })
+}
+
+/// The bounds on size, depth and pattern length, checked before anything else looks at the
+/// schema.
+fn check_bounds(schema: &Value) -> Result<(), SchemaError> {
+    let bytes = json_len(schema);
+    if bytes > MAX_SCHEMA_BYTES {
+        return Err(SchemaError::TooLarge { bytes });
+    }
+    if exceeds_depth(schema, MAX_SCHEMA_DEPTH) {
+        return Err(SchemaError::TooDeep);
+    }
+    check_patterns(schema, &mut String::new())
+}
+
+fn check_patterns(value: &Value, path: &mut String) -> Result<(), SchemaError> {
+    let too_long = |path: &str, bytes: usize| SchemaError::PatternTooLong {
+        path: if path.is_empty() {
+            "/".to_owned()
+        } else {
+            path.to_owned()
+        },
+        bytes,
+    };
+    match value {
+        Value::Object(object) => {
+            for (key, field) in object {
+                let depth = path.len();
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                match (key.as_str(), field) {
+                    ("pattern", Value::String(pattern)) if pattern.len() > MAX_PATTERN_BYTES => {
+                        return Err(too_long(path, pattern.len()));
+                    }
+                    ("patternProperties", Value::Object(patterns)) => {
+                        if let Some(pattern) = patterns
+                            .keys()
+                            .find(|pattern| pattern.len() > MAX_PATTERN_BYTES)
+                        {
+                            return Err(too_long(path, pattern.len()));
+                        }
+                    }
+                    _ => {}
+                }
+                check_patterns(field, path)?;
+                path.truncate(depth);
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let depth = path.len();
+                path.push_str(&format!("/{index}"));
+                check_patterns(item, path)?;
+                path.truncate(depth);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The length of `value` as compact JSON, without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` into a writer that never fails cannot fail.
+    let _ignored = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// Whether objects and arrays in `value` nest deeper than `limit` (a scalar is depth 0, `{}`
+/// is 1). Iterative, so a value nested far deeper than the stack allows is measured safely.
+fn exceeds_depth(value: &Value, limit: usize) -> bool {
+    let mut stack = vec![(value, 0_usize)];
+    while let Some((current, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match current {
+            Value::Object(object) => Box::new(object.values()),
+            Value::Array(items) => Box::new(items.iter()),
+            _ => continue,
+        };
+        if depth + 1 > limit {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
 }
 
 /// Every violation, ordered by path (the root first) so that messages are
@@ -426,7 +604,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use crate::schema::is_json_schema;
-    use crate::{InputSchema, OutputSchema};
+    use crate::{InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, OutputSchema};
 
     fn hello_schema() -> InputSchema {
         InputSchema::new(json!({
@@ -743,5 +921,108 @@ mod tests {
             false,
         );
         check_detection(json!({}), false);
+    }
+
+    /// A schema nesting `levels` object properties, each called `p`.
+    fn nested_schema(levels: usize) -> Value {
+        let mut schema = json!({"type": "string"});
+        for _ in 0..levels {
+            schema = json!({"type": "object", "properties": {"p": schema}});
+        }
+        schema
+    }
+
+    #[test]
+    fn huge_schemas_are_refused() {
+        let properties: serde_json::Map<String, Value> = (0..3000)
+            .map(|index| {
+                (
+                    format!("p{index}"),
+                    json!({"type": "string", "description": "x".repeat(100)}),
+                )
+            })
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let bytes = serde_json::to_string(&schema).unwrap().len();
+        check_schema(
+            schema,
+            Err(&format!(
+                "the schema takes {bytes} bytes of JSON, more than the limit of 262144"
+            )),
+        );
+    }
+
+    #[test]
+    fn deeply_nested_schemas_are_refused() {
+        // Each level of properties is 2 levels of JSON (`properties`, then the property).
+        check_schema(nested_schema(31), Ok(()));
+        check_schema(
+            nested_schema(32),
+            Err("the schema nests objects and arrays deeper than the limit of 64"),
+        );
+    }
+
+    #[test]
+    fn long_patterns_are_refused() {
+        let pattern = "a?".repeat(600);
+        check_schema(
+            json!({"type": "object", "properties": {"code": {"type": "string", "pattern": pattern}}}),
+            Err(
+                "a pattern at /properties/code/pattern is 1200 bytes long, more than the limit of 1024",
+            ),
+        );
+        check_schema(
+            json!({"type": "object", "patternProperties": {pattern.clone(): {"type": "string"}}}),
+            Err("a pattern at /patternProperties is 1200 bytes long, more than the limit of 1024"),
+        );
+    }
+
+    /// Catastrophic backtracking is bounded: `(a+)+$` runs on the linear-time engine, and a
+    /// pattern that needs backtracking (a backreference) gives up after
+    /// [`PATTERN_BACKTRACK_LIMIT`] steps, refusing the value with that reason. The time bound
+    /// is a hang guard, not a speed claim.
+    #[test]
+    fn catastrophic_patterns_are_bounded() {
+        let started = std::time::Instant::now();
+        let input = format!("{}!", "a".repeat(5000));
+        for pattern in ["^(a+)+$", "^(a|aa)+$", "^(a*)*(b)\\1$", "^(?=(a+)+b)"] {
+            let schema = InputSchema::new(
+                json!({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}),
+            )
+            .unwrap();
+            let violations = schema.violations(&json!({"s": input}));
+            assert_eq!(violations.len(), 1, "{pattern}: {violations:?}");
+            assert!(!violations[0].message.contains('\n'), "{violations:?}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+
+    #[test]
+    fn oversized_or_overdeep_arguments_are_refused() {
+        let schema = InputSchema::any_object();
+        let big = json!({"s": "x".repeat(MAX_ARGUMENTS_BYTES)});
+        let violations: Vec<String> = schema
+            .violations(&big)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            violations,
+            [format!(
+                "/: the arguments take {} bytes of JSON, more than the limit of 16777216",
+                MAX_ARGUMENTS_BYTES + 8
+            )]
+        );
+        let mut deep = json!(1);
+        for _ in 0..MAX_ARGUMENTS_DEPTH {
+            deep = json!([deep]);
+        }
+        assert!(
+            schema
+                .violations(&json!({"a": deep}))
+                .iter()
+                .any(|violation| violation.keyword == "maxDepth")
+        );
+        assert!(schema.violations(&json!({"a": [[1]]})).is_empty());
     }
 }

@@ -1,0 +1,856 @@
+//! The hostile corpus of `tests/hostile/` run through the `toolsmith` binary: every scenario of
+//! `research/isolation.md` §7 that a black box can show, each asserting its envelope, a hang
+//! bound, and that no process of the run survives.
+//!
+//! Survival is checked independently of toolsmith: every run gets a test-owned marker in the
+//! tool's environment (through the config's `[env] set`), and after the call `/proc` is scanned
+//! for it. Anything found is killed by pid, so a failing test leaves nothing behind, and fails
+//! the test. The corpus runs on the default backend; `crates/executor/tests/hostile.rs` covers
+//! every backend through the library.
+//!
+//! Not here: §7.27 (`kill -9 -1` would, outside a PID namespace, kill the machine's processes)
+//! and §7.33 (SIGKILL of toolsmith mid-call) belong to the sandbox work, as does the `/proc`
+//! half of §7.25; §7.35 (64 concurrent floods) is `load.rs`.
+
+#![expect(
+    clippy::print_stderr,
+    reason = "scenarios that cannot run here must be announced loudly"
+)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::context::TestContext;
+
+const MARKER_VAR: &str = "HOSTILE_MARKER";
+
+/// Slack above timeout + grace: a hang guard, not a speed claim (the binary's start-up and a
+/// loaded 2-core machine are in it).
+const MARGIN: Duration = Duration::from_secs(4);
+
+static NEXT_MARKER: AtomicU64 = AtomicU64::new(0);
+
+/// The corpus directory in the repository.
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("hostile")
+}
+
+/// One scenario's world: a context whose tools directory holds one corpus file, a config
+/// giving the limits and the marker, and a scratch directory the tool may write to.
+struct Scenario {
+    context: TestContext,
+    tool: String,
+    marker: String,
+    scratch: PathBuf,
+    bin: PathBuf,
+    config: PathBuf,
+}
+
+/// What a test saw of one `toolsmith run`.
+struct Call {
+    envelope: Value,
+    output: Output,
+    elapsed: Duration,
+    survivors: usize,
+}
+
+impl Scenario {
+    /// Scenario `file` of the corpus with `limits` as the config's `[limits]` table body.
+    fn new(file: &str, limits: &str) -> Scenario {
+        let context = TestContext::new();
+        fs::copy(corpus().join(file), context.tools.join(file)).unwrap();
+        let marker = format!(
+            "{}-{}-{file}",
+            std::process::id(),
+            NEXT_MARKER.fetch_add(1, Ordering::Relaxed)
+        );
+        let scratch = context.root.join("scratch");
+        let bin = context.root.join("bin");
+        fs::create_dir_all(&scratch).unwrap();
+        fs::create_dir_all(&bin).unwrap();
+        let config = context.root.join("config.toml");
+        fs::write(
+            &config,
+            format!(
+                "[limits]\n{limits}\n\n[env]\nset = {{ {MARKER_VAR} = \"{marker}\", HOSTILE_SCRATCH = \"{}\", HOSTILE_BIN = \"{}\" }}\n",
+                scratch.display(),
+                bin.display()
+            ),
+        )
+        .unwrap();
+        let tool = file.trim_end_matches(".md").replace('-', "_");
+        Scenario {
+            context,
+            tool,
+            marker,
+            scratch,
+            bin,
+            config,
+        }
+    }
+
+    /// `toolsmith --config .. --tools-dir .. run TOOL --input {}` with `extra` flags.
+    fn run_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            "--config".to_owned(),
+            self.config.display().to_string(),
+            "--tools-dir".to_owned(),
+            self.context.tools.display().to_string(),
+            "run".to_owned(),
+            self.tool.clone(),
+            "--input".to_owned(),
+            "{}".to_owned(),
+        ];
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+        args
+    }
+
+    fn call(&self, extra: &[&str]) -> Call {
+        let mut command = self.context.command();
+        command.args(self.run_args(extra));
+        self.observe(command)
+    }
+
+    /// The call started by `/bin/sh -c "PREPARE; exec toolsmith ..."`, so toolsmith inherits
+    /// what the shell prepared (open descriptors, ignored signals).
+    fn call_prepared(&self, prepare: &str) -> Call {
+        let toolsmith = self.context.command();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the shell prepares the state toolsmith inherits"
+        )]
+        let mut command = Command::new("/bin/sh");
+        command
+            .env_clear()
+            .envs(
+                toolsmith
+                    .get_envs()
+                    .filter_map(|(key, value)| Some((key, value?))),
+            )
+            .current_dir(toolsmith.get_current_dir().unwrap())
+            .arg("-c")
+            .arg(format!("{prepare}; exec \"$0\" \"$@\""))
+            .arg(toolsmith.get_program())
+            .args(self.run_args(&[]));
+        self.observe(command)
+    }
+
+    fn observe(&self, mut command: Command) -> Call {
+        let started = Instant::now();
+        let output = command.output().unwrap();
+        let elapsed = started.elapsed();
+        let survivors = kill_marked(&format!("{MARKER_VAR}={}", self.marker));
+        let envelope = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!(
+                "{}: stdout is not a JSON envelope ({error}); stderr: {}",
+                self.tool,
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        Call {
+            envelope,
+            output,
+            elapsed,
+            survivors,
+        }
+    }
+}
+
+impl Call {
+    fn metadata(&self, key: &str) -> &Value {
+        &self.envelope["metadata"][key]
+    }
+
+    fn result_text(&self) -> &str {
+        self.envelope["result"].as_str().unwrap_or_default()
+    }
+
+    fn backend(&self) -> &str {
+        self.metadata("backend").as_str().unwrap_or("unknown")
+    }
+
+    /// The envelope matches `expected`: every key of `expected` (recursively in objects) has
+    /// exactly that value, and a success carries no `error_code` nor a failure a `result`.
+    #[track_caller]
+    fn assert_envelope(&self, expected: &Value) {
+        assert_subset(&self.envelope, expected, "envelope", &self.envelope);
+        let success = self.envelope["tool_success"] == json!(true);
+        assert_eq!(
+            self.envelope.get("error_code").is_none(),
+            success,
+            "{:#}",
+            self.envelope
+        );
+        assert_eq!(
+            self.output.status.code(),
+            Some(if success { 0 } else { 1 }),
+            "exit status; stderr: {}",
+            String::from_utf8_lossy(&self.output.stderr)
+        );
+    }
+
+    /// Nothing of the run survived and it returned within `bound`.
+    #[track_caller]
+    fn assert_clean(&self, bound: Duration) {
+        assert_eq!(
+            self.survivors, 0,
+            "processes of the tool survived the call (killed by the test): {:#}",
+            self.envelope
+        );
+        assert!(
+            self.elapsed <= bound,
+            "took {:?}, more than the hang bound {bound:?}",
+            self.elapsed
+        );
+    }
+}
+
+#[track_caller]
+fn assert_subset(actual: &Value, expected: &Value, path: &str, whole: &Value) {
+    match expected {
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                let Some(actual_field) = actual.get(key) else {
+                    panic!("{path}.{key} is missing in {whole:#}");
+                };
+                assert_subset(actual_field, field, &format!("{path}.{key}"), whole);
+            }
+        }
+        _ => assert_eq!(actual, expected, "{path} in {whole:#}"),
+    }
+}
+
+/// Kills (by pid) every live process whose initial environment holds `marker`, returning
+/// how many there were.
+fn kill_marked(marker: &str) -> usize {
+    let mut found = 0;
+    for _ in 0..3 {
+        let pids = marked(marker);
+        if pids.is_empty() {
+            break;
+        }
+        found = found.max(pids.len());
+        for pid in pids {
+            // SIGKILL by pid through kill(1): the pid was just seen carrying our marker.
+            #[expect(clippy::disallowed_methods, reason = "test hygiene: kill a survivor")]
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    found
+}
+
+fn marked(marker: &str) -> Vec<u32> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|&byte| byte == 0)
+                    .any(|entry| entry == marker.as_bytes())
+            })
+        })
+        .collect()
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// `timeout` plus `grace` plus the margin.
+fn bound(timeout_ms: u64, grace_ms: u64) -> Duration {
+    Duration::from_millis(timeout_ms + grace_ms) + MARGIN
+}
+
+/// The limits most scenarios run under: T = 1 s, G = 300 ms.
+const SHORT: &str = "timeout = \"1s\"\ngrace = \"300ms\"";
+
+fn timeout_envelope(tool: &str) -> Value {
+    json!({
+        "tool_success": false,
+        "error": format!("Tool {tool} did not finish within 1s and was killed."),
+        "error_code": "TOOL_TIMEOUT",
+        "metadata": {"limit": "timeout", "stdout_truncated": false},
+    })
+}
+
+#[test]
+fn s01_busy_loop_times_out() {
+    let scenario = Scenario::new("s01-busy-loop", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&timeout_envelope("s01_busy_loop"));
+    assert!(call.metadata("signal").is_u64(), "{:#}", call.envelope);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s02_sigterm_ignorer_is_killed_after_the_grace() {
+    let scenario = Scenario::new("s02-sigterm-ignorer", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&timeout_envelope("s02_sigterm_ignorer"));
+    call.assert_envelope(&json!({"metadata": {"signal": 9, "escalated": true}}));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s03_cpu_limit_with_sigxcpu_ignored() {
+    let scenario = Scenario::new("s03-cpu-spinner", "timeout = \"10s\"\ngrace = \"300ms\"");
+    let call = scenario.call(&["--cpu", "1s"]);
+    call.assert_envelope(&json!({
+        "tool_success": false,
+        "error": "Tool s03_cpu_spinner used up its CPU time limit of 1s and was killed.",
+        "error_code": "CPU_LIMIT",
+        "metadata": {"limit": "cpu", "signal": 9},
+    }));
+    let cpu_ms = call.metadata("cpu_time_ms").as_u64().unwrap();
+    assert!((1000..2500).contains(&cpu_ms), "cpu_time_ms {cpu_ms}");
+    call.assert_clean(bound(10_000, 300));
+}
+
+#[test]
+fn s04_cpu_limit_is_on_the_aggregate_of_four_spinners() {
+    let scenario = Scenario::new("s04-four-spinners", "timeout = \"10s\"\ngrace = \"300ms\"");
+    let call = scenario.call(&["--cpu", "1s"]);
+    call.assert_envelope(&json!({
+        "tool_success": false,
+        "error_code": "CPU_LIMIT",
+        "metadata": {"limit": "cpu"},
+    }));
+    let cpu_ms = call.metadata("cpu_time_ms").as_u64().unwrap();
+    if call.backend() == "cgroup" {
+        // The cgroup sums the tree: four spinners cannot run 4 s of CPU unnoticed.
+        assert!((1000..2500).contains(&cpu_ms), "cpu_time_ms {cpu_ms}");
+    } else {
+        eprintln!(
+            "WARNING: backend {} accounts CPU per process; s04 shows the gap: cpu_time_ms {cpu_ms}",
+            call.backend()
+        );
+    }
+    call.assert_clean(bound(10_000, 300));
+}
+
+#[test]
+fn s05_s06_sleepers_time_out() {
+    for (file, tool) in [
+        ("s05-sleeper", "s05_sleeper"),
+        ("s06-forked-sleeper", "s06_forked_sleeper"),
+    ] {
+        let scenario = Scenario::new(file, SHORT);
+        let call = scenario.call(&[]);
+        call.assert_envelope(&timeout_envelope(tool));
+        call.assert_clean(bound(1000, 300));
+    }
+}
+
+#[test]
+fn s07_output_before_the_deadline_is_kept() {
+    let scenario = Scenario::new("s07-background-sleeper-with-output", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&timeout_envelope("s07_background_sleeper_with_output"));
+    call.assert_envelope(&json!({"metadata": {"stdout_bytes": 8}}));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s08_success_with_a_background_child_is_not_a_timeout() {
+    let scenario = Scenario::new(
+        "s08-success-with-background-child",
+        "timeout = \"10s\"\ngrace = \"300ms\"",
+    );
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": {"ok": 1},
+        "metadata": {"exit_code": 0, "stdout_truncated": false, "leftovers_killed": 1},
+    }));
+    // Far below the 10 s timeout: the background child did not hold the call open.
+    call.assert_clean(Duration::from_secs(5));
+}
+
+#[test]
+fn s09_setsid_child_dies_at_the_deadline() {
+    let scenario = Scenario::new("s09-setsid-sleeper", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&timeout_envelope("s09_setsid_sleeper"));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s10_setsid_daemon_is_killed_after_success() {
+    let scenario = Scenario::new("s10-setsid-daemon", "timeout = \"10s\"\ngrace = \"300ms\"");
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "spawned",
+        "metadata": {"exit_code": 0},
+    }));
+    assert!(
+        call.metadata("leftovers_killed").as_u64() >= Some(1),
+        "{:#}",
+        call.envelope
+    );
+    call.assert_clean(Duration::from_secs(5));
+}
+
+#[test]
+fn s11_fork_bomb_is_capped_and_the_host_stays_usable() {
+    let scenario = Scenario::new(
+        "s11-fork-bomb",
+        "timeout = \"1s\"\ngrace = \"300ms\"\nmax_processes = 64",
+    );
+    let bystander = Scenario::new("s20-closes-stdin", "timeout = \"10s\"");
+    let call = std::thread::scope(|scope| {
+        let bomb = scope.spawn(|| scenario.call(&[]));
+        // A second call while the bomb runs: it starts, runs and answers.
+        std::thread::sleep(Duration::from_millis(300));
+        let other = bystander.call(&[]);
+        other.assert_envelope(&json!({"tool_success": true, "result": "ok"}));
+        bomb.join().unwrap()
+    });
+    call.assert_envelope(&timeout_envelope("s11_fork_bomb"));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s12_two_hundred_background_sleepers_are_killed() {
+    let scenario = Scenario::new(
+        "s12-two-hundred-sleepers",
+        "timeout = \"10s\"\ngrace = \"300ms\"",
+    );
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "started",
+        "metadata": {"exit_code": 0, "leftovers_killed": 200},
+    }));
+    call.assert_clean(Duration::from_secs(10));
+}
+
+#[test]
+fn s13_s14_memory_limit_is_on_the_tree() {
+    for (file, tool) in [
+        ("s13-memory-hog", "s13_memory_hog"),
+        (
+            "s14-two-children-over-the-cap",
+            "s14_two_children_over_the_cap",
+        ),
+    ] {
+        let scenario = Scenario::new(file, "timeout = \"10s\"\ngrace = \"300ms\"");
+        let call = scenario.call(&["--memory", "64MiB"]);
+        if call.backend() == "cgroup" {
+            call.assert_envelope(&json!({
+                "tool_success": false,
+                "error": format!("Tool {tool} exceeded its memory limit of 64 MiB and was killed."),
+                "error_code": "MEMORY_LIMIT",
+                "metadata": {"limit": "memory"},
+            }));
+        } else {
+            eprintln!(
+                "WARNING: backend {} has no OOM accounting; {tool} gave {}",
+                call.backend(),
+                call.envelope["error_code"]
+            );
+        }
+        call.assert_clean(bound(10_000, 300));
+    }
+}
+
+#[test]
+fn s15_runtimes_that_reserve_address_space_run_under_default_limits() {
+    let mut ran = Vec::new();
+    if which("java").is_some() {
+        let scenario = Scenario::new("s15-java", "timeout = \"30s\"");
+        let call = scenario.call(&[]);
+        call.assert_envelope(&json!({"tool_success": true, "metadata": {"exit_code": 0}}));
+        assert!(
+            call.metadata("stderr")
+                .as_str()
+                .unwrap()
+                .contains("version"),
+            "{:#}",
+            call.envelope
+        );
+        call.assert_clean(Duration::from_secs(30));
+        ran.push("java");
+    } else {
+        eprintln!("WARNING: java is not installed, s15 java SKIPPED");
+    }
+    let binaries = [
+        (
+            "s15-asan",
+            "asan-hello",
+            "gcc",
+            "hello from asan",
+            "#include <stdio.h>\nint main(void) { puts(\"hello from asan\"); return 0; }\n",
+        ),
+        (
+            "s15-rust",
+            "rust-hello",
+            "rustc",
+            "hello from rust",
+            "fn main() { println!(\"hello from rust\"); }\n",
+        ),
+    ];
+    for (file, binary, compiler, greeting, source) in binaries {
+        if which(compiler).is_none() {
+            eprintln!("WARNING: {compiler} is not installed, s15 {binary} SKIPPED");
+            continue;
+        }
+        let scenario = Scenario::new(file, "timeout = \"30s\"");
+        let output_path = scenario.bin.join(binary);
+        let status = if compiler == "gcc" {
+            let source_path = scenario.context.root.join("hello.c");
+            fs::write(&source_path, source).unwrap();
+            #[expect(clippy::disallowed_methods, reason = "the test builds its fixture")]
+            Command::new("gcc")
+                .args(["-fsanitize=address", "-o"])
+                .arg(&output_path)
+                .arg(&source_path)
+                .status()
+                .unwrap()
+        } else {
+            let source_path = scenario.context.root.join("hello.rs");
+            fs::write(&source_path, source).unwrap();
+            #[expect(clippy::disallowed_methods, reason = "the test builds its fixture")]
+            Command::new("rustc")
+                .arg("-o")
+                .arg(&output_path)
+                .arg(&source_path)
+                .status()
+                .unwrap()
+        };
+        if !status.success() {
+            eprintln!("WARNING: {compiler} could not build {binary}, s15 {binary} SKIPPED");
+            continue;
+        }
+        let call = scenario.call(&[]);
+        call.assert_envelope(&json!({"tool_success": true, "result": greeting}));
+        call.assert_clean(Duration::from_secs(30));
+        ran.push(binary);
+    }
+    eprintln!("s15 ran {ran:?}");
+    if which("go").is_none() {
+        eprintln!(
+            "WARNING: go is not installed, s15 go SKIPPED (the Rust binary stands in for it)"
+        );
+    }
+}
+
+#[test]
+fn s16_stdout_flood_is_bounded() {
+    let scenario = Scenario::new("s16-stdout-flood", "timeout = \"60s\"\ngrace = \"300ms\"");
+    let call = scenario.call(&["--max-output", "1MiB"]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "metadata": {"exit_code": 0, "stdout_truncated": true, "stdout_bytes": 2_147_483_648_u64},
+    }));
+    assert_eq!(
+        call.result_text().len(),
+        1 << 20,
+        "the cap is kept, no more"
+    );
+    call.assert_clean(bound(60_000, 300));
+}
+
+#[test]
+fn s17_stderr_flood_does_not_block_stdout() {
+    let scenario = Scenario::new("s17-stderr-flood", "timeout = \"30s\"\ngrace = \"300ms\"");
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "0123456789",
+        "metadata": {
+            "exit_code": 0,
+            "stdout_bytes": 10,
+            "stderr_bytes": 1_073_741_824_u64,
+            "stderr_truncated": true,
+        },
+    }));
+    assert!(call.metadata("stderr").as_str().unwrap().len() <= 64 << 10);
+    call.assert_clean(bound(30_000, 300));
+}
+
+#[test]
+fn s18_one_mebibyte_beyond_the_pipe_buffer() {
+    let scenario = Scenario::new(
+        "s18-one-mebibyte",
+        "timeout = \"10s\"\nmax_output = \"2MiB\"",
+    );
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "a".repeat(1 << 20),
+        "metadata": {"exit_code": 0, "stdout_truncated": false, "stdout_bytes": 1 << 20},
+    }));
+    call.assert_clean(Duration::from_secs(10));
+}
+
+#[test]
+fn s19_eight_mebibytes_of_arguments_never_read() {
+    let scenario = Scenario::new("s19-never-reads-stdin", SHORT);
+    let input = scenario.context.root.join("input.json");
+    fs::write(
+        &input,
+        serde_json::to_vec(&json!({"blob": "x".repeat(8 << 20)})).unwrap(),
+    )
+    .unwrap();
+    let mut command = scenario.context.command();
+    let mut args = scenario.run_args(&[]);
+    args.truncate(args.len() - 1);
+    args.push(format!("@{}", input.display()));
+    command.args(args);
+    let call = scenario.observe(command);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": {"done": true},
+        "metadata": {"exit_code": 0},
+    }));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s20_s21_closed_or_absent_stdin() {
+    let scenario = Scenario::new("s20-closes-stdin", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(
+        &json!({"tool_success": true, "result": "ok", "metadata": {"exit_code": 0}}),
+    );
+    call.assert_clean(bound(1000, 300));
+
+    // A manifest tool gets no arguments on stdin: `cat` must see /dev/null, not a pipe
+    // that never closes (a 1 s timeout would catch that).
+    let scenario = Scenario::new("s21-cat-without-input.md", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(
+        &json!({"tool_success": true, "result": "after-cat", "metadata": {"exit_code": 0}}),
+    );
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s22_file_size_limit() {
+    let scenario = Scenario::new(
+        "s22-file-size",
+        "timeout = \"10s\"\nmax_file_size = \"1MiB\"",
+    );
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": false,
+        "error_code": "TOOL_CRASHED",
+        "metadata": {"signal": 25},
+    }));
+    let written = fs::metadata(scenario.scratch.join("big")).unwrap().len();
+    assert!(written <= 1 << 20, "the file grew to {written} bytes");
+    call.assert_clean(Duration::from_secs(10));
+}
+
+#[test]
+fn s23_open_file_limit() {
+    let scenario = Scenario::new("s23-open-files", "timeout = \"10s\"\nmax_open_files = 256");
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({"tool_success": true, "metadata": {"exit_code": 0}}));
+    let (count, reason) = call.result_text().split_once(' ').unwrap();
+    let count: u32 = count.parse().unwrap();
+    assert!(count < 256, "{count} files opened");
+    assert_eq!(reason, "Too many open files");
+    call.assert_clean(Duration::from_secs(10));
+}
+
+#[test]
+fn s24_only_stdio_is_inherited() {
+    let scenario = Scenario::new("s24-inherited-fds", SHORT);
+    // toolsmith itself inherits descriptors 7 and 8; the tool must not.
+    let call = scenario.call_prepared("exec 7</dev/null 8>/dev/null");
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "0\n1\n2\n3",
+        "metadata": {"exit_code": 0},
+    }));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s25_toolsmiths_secret_is_not_in_the_tools_environment() {
+    let scenario = Scenario::new("s25-environment", SHORT);
+    let mut command = scenario.context.command();
+    command
+        .env("SECRET_TOKEN", "hunter2-s25")
+        .args(scenario.run_args(&[]));
+    let call = scenario.observe(command);
+    call.assert_envelope(&json!({"tool_success": true, "metadata": {"exit_code": 0}}));
+    let environment = call.result_text();
+    assert!(environment.contains(MARKER_VAR), "{environment}");
+    assert!(!environment.contains("hunter2-s25"), "{environment}");
+    assert!(!environment.contains("SECRET_TOKEN"), "{environment}");
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s26_ignored_signals_are_reset() {
+    let scenario = Scenario::new("s26-signal-dispositions", SHORT);
+    let call = scenario.call_prepared("trap '' INT TERM");
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "SigIgn:\t0000000000000000",
+    }));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s28_s29_stopped_or_signal_blocking_trees_are_still_killed() {
+    for (file, tool) in [
+        ("s28-stops-itself", "s28_stops_itself"),
+        ("s29-blocks-every-signal", "s29_blocks_every_signal"),
+    ] {
+        let scenario = Scenario::new(file, SHORT);
+        let call = scenario.call(&[]);
+        call.assert_envelope(&timeout_envelope(tool));
+        call.assert_clean(bound(1000, 300));
+    }
+}
+
+#[test]
+fn s30_segfault_leaves_no_core() {
+    let scenario = Scenario::new("s30-segfault", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": false,
+        "error": "Tool s30_segfault was killed by signal 11: core limit: 0.",
+        "error_code": "TOOL_CRASHED",
+        "metadata": {"signal": 11, "stderr": "core limit: 0\n"},
+    }));
+    for dir in [&scenario.context.project, &scenario.context.tools] {
+        let cores: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("core"))
+            .collect();
+        assert!(
+            cores.is_empty(),
+            "core files in {}: {cores:?}",
+            dir.display()
+        );
+    }
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s31_programs_that_cannot_start_say_why() {
+    let scenario = Scenario::new("s31-no-shebang", SHORT);
+    let call = scenario.call(&[]);
+    let tools = scenario.context.tools.display().to_string();
+    call.assert_envelope(&json!({
+        "tool_success": false,
+        "error": format!("Tool s31_no_shebang could not be loaded from {tools}/s31-no-shebang: `description` could not be started: failed to start `{tools}/s31-no-shebang` (execve): Exec format error (os error 8)."),
+        "error_code": "TOOL_NOT_FOUND",
+    }));
+    assert!(call.metadata("exit_code").is_null(), "not an exit 127");
+
+    // A script that lost its executable bit.
+    let scenario = Scenario::new("s20-closes-stdin", SHORT);
+    let tool = scenario.context.tools.join("s20-closes-stdin");
+    fs::set_permissions(&tool, fs::Permissions::from_mode(0o644)).unwrap();
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": false,
+        "error": format!("Tool s20_closes_stdin could not be loaded from {}: it starts with `#!` but is not executable (chmod +x it).", tool.display()),
+        "error_code": "TOOL_NOT_FOUND",
+    }));
+}
+
+#[test]
+fn s32_unwaited_child_leaves_no_zombie() {
+    let scenario = Scenario::new("s32-unwaited-child", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(
+        &json!({"tool_success": true, "result": "done", "metadata": {"exit_code": 0}}),
+    );
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s34_an_unrelated_process_is_never_signalled() {
+    let scenario = Scenario::new("s34-leftovers-next-to-a-stranger", "timeout = \"10s\"");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the unrelated process of the scenario"
+    )]
+    let mut stranger = Command::new("sleep").arg("60").spawn().unwrap();
+    let call = scenario.call(&[]);
+    let stranger_status = stranger.try_wait().unwrap();
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+    assert_eq!(stranger_status, None, "the unrelated process was killed");
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "left",
+        "metadata": {"exit_code": 0, "leftovers_killed": 2},
+    }));
+    call.assert_clean(Duration::from_secs(10));
+}
+
+#[test]
+fn s36_no_controlling_terminal() {
+    let scenario = Scenario::new("s36-tty", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "not a tty\ncannot open /dev/tty",
+    }));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn s37_binary_output_gives_a_valid_envelope() {
+    let scenario = Scenario::new("s37-binary-output", SHORT);
+    let call = scenario.call(&[]);
+    // observe() parsed stdout as JSON: the envelope is valid. The bytes that are not UTF-8
+    // become U+FFFD, flagged by `stdout_lossy`, and the NUL is escaped.
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "ok\u{fffd}\u{fffd}\u{0}end",
+        "metadata": {"exit_code": 0, "stdout_bytes": 8, "stdout_lossy": true},
+    }));
+    call.assert_clean(bound(1000, 300));
+}
+
+/// Every file of the corpus is a tool that loads (but the one whose point is not to), so a
+/// scenario cannot silently turn into a "tool not found".
+#[test]
+fn the_corpus_loads() {
+    let context = TestContext::new();
+    let output = context
+        .command()
+        .arg("--tools-dir")
+        .arg(corpus())
+        .args(["list", "--json", "--all"])
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let problems: Vec<&str> = listing["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|problem| problem["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        problems,
+        [corpus().join("s31-no-shebang").display().to_string()]
+    );
+    let n_files = fs::read_dir(corpus()).unwrap().count();
+    assert_eq!(listing["tools"].as_array().unwrap().len(), n_files - 1);
+}

@@ -1,0 +1,50 @@
+//! `cargo xtask soak`: the long soak of `toolsmith serve`, 10 000 sequential calls over one
+//! connection, checking that the server's fds, threads, memory and processes do not grow.
+//!
+//! It is the black-box test `load::soak_sequential_calls` run alone with
+//! `TOOLSMITH_SOAK_CALLS=10000`; a plain `cargo test` runs it with 1000 calls.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Context;
+
+use crate::CheckFailed;
+
+/// The number of calls of the long soak.
+const SOAK_CALLS: &str = "10000";
+
+/// Runs the soak test in `root`; its output (with the measured figures) is inherited.
+pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let args = [
+        "test",
+        "-p",
+        "toolsmith-tests",
+        "--test",
+        "main",
+        "--",
+        "--exact",
+        "load::soak_sequential_calls",
+        "--nocapture",
+    ];
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "xtask drives cargo; it runs no tools"
+    )]
+    let status = Command::new(&cargo)
+        .args(args)
+        .env("TOOLSMITH_SOAK_CALLS", SOAK_CALLS)
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("could not start `{}`", cargo.to_string_lossy()))?;
+    if !status.success() {
+        return Err(CheckFailed(format!(
+            "the soak failed: `cargo {}` with TOOLSMITH_SOAK_CALLS={SOAK_CALLS} exited with {status}",
+            args.join(" ")
+        ))
+        .into());
+    }
+    Ok(())
+}
