@@ -25,9 +25,14 @@
 //! allowed = ["hello"]        # when set, only these are listed and called
 //! profile = "plan"           # plan (read-only tools only) or unattended (no tool that needs approval)
 //!
-//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout), env, disabled
+//! [sandbox]                  # every tool's isolation (see docs/security.md)
+//! network = "deny"           # allow (default), deny, or deny-if-possible
+//! filesystem = "project"     # full (default), project, read-only, project-if-possible, read-only-if-possible
+//!
+//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout) and of [sandbox], env, disabled
 //! timeout = "5s"
 //! env = { allow = ["PATH"], set = { GREETING = "hi" } }
+//! network = "allow"
 //! disabled = false
 //!
 //! [audit]
@@ -48,11 +53,11 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 use toolsmith_executor::BackendChoice;
-use toolsmith_registry::{Profile, ToolName};
+use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, ToolName};
 
 use crate::settings::{
     DiscoveryOptions, EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions,
-    ToolOptions,
+    SandboxOptions, ToolOptions,
 };
 use crate::units::{self, Cap, UnitError};
 
@@ -93,7 +98,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [tools.NAME], [audit] and [discovery]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit] and [discovery]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -114,6 +119,8 @@ pub(crate) enum ValueError {
     Profile(#[from] toolsmith_registry::UnknownProfile),
     #[error(transparent)]
     ToolName(#[from] toolsmith_registry::NameError),
+    #[error(transparent)]
+    Sandbox(#[from] toolsmith_registry::UnknownSetting),
 }
 
 /// A number or a string in the file; units are parsed after deserializing so
@@ -158,6 +165,8 @@ struct RawFile {
     #[serde(default)]
     policy: RawPolicy,
     #[serde(default)]
+    sandbox: RawSandbox,
+    #[serde(default)]
     tools: BTreeMap<String, RawTool>,
     #[serde(default)]
     audit: RawAudit,
@@ -173,8 +182,15 @@ struct RawPolicy {
     profile: Option<String>,
 }
 
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    network: Option<Scalar>,
+    filesystem: Option<Scalar>,
+}
+
 /// `[tools.NAME]`: the keys of `[limits]` but `max_timeout`, which is a
-/// ceiling for every tool, plus `env` and `disabled`.
+/// ceiling for every tool, the keys of `[sandbox]`, plus `env` and `disabled`.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTool {
@@ -187,6 +203,8 @@ struct RawTool {
     max_open_files: Option<Scalar>,
     max_output: Option<Scalar>,
     env: Option<RawEnv>,
+    network: Option<Scalar>,
+    filesystem: Option<Scalar>,
     disabled: Option<bool>,
 }
 
@@ -368,6 +386,20 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
             })
             .transpose()?,
     };
+    let sandbox = SandboxOptions {
+        network: field(
+            "sandbox.network",
+            &raw.sandbox.network,
+            origin,
+            parse_network,
+        )?,
+        filesystem: field(
+            "sandbox.filesystem",
+            &raw.sandbox.filesystem,
+            origin,
+            parse_filesystem,
+        )?,
+    };
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
         let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
@@ -404,6 +436,7 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         executor,
         env,
         policy,
+        sandbox,
         tools,
         audit,
         discovery,
@@ -436,8 +469,25 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
                 set: env.set.map(|set| set.into_iter().collect()),
             })
             .unwrap_or_default(),
+        sandbox: SandboxOptions {
+            network: field(&key("network"), &raw.network, origin, parse_network)?,
+            filesystem: field(
+                &key("filesystem"),
+                &raw.filesystem,
+                origin,
+                parse_filesystem,
+            )?,
+        },
         disabled: raw.disabled,
     })
+}
+
+fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
+    Ok(text.parse()?)
+}
+
+fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
+    Ok(text.parse()?)
 }
 
 /// Parses a list of tool names (plain or exposed), naming the key on error.

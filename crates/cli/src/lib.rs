@@ -46,8 +46,24 @@ use crate::args::{
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
+/// Whether toolsmith's initial environment was blanked at start (see
+/// `toolsmith_executor::seal_initial_environment`); `doctor` reports it.
+static ENVIRON_SEALED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+
 /// Runs `toolsmith` with the process's arguments and environment.
 pub fn main() -> ExitCode {
+    // First, while the process has one thread and nothing holds a pointer into
+    // the environment: a tool must not find toolsmith's secrets in
+    // /proc/<pid>/environ, even where it cannot get a private /proc.
+    // SAFETY: no other thread exists yet and nothing has called getenv.
+    let sealed = unsafe { toolsmith_executor::seal_initial_environment() };
+    let _ignored = ENVIRON_SEALED.set(sealed.map(|_| ()).map_err(|error| {
+        let mut message = error.to_string();
+        if let Some(source) = std::error::Error::source(&error) {
+            message.push_str(&format!(": {source}"));
+        }
+        message
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

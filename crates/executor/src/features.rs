@@ -256,10 +256,7 @@ fn probe_namespaces(flags: libc::c_int, mount_proc: bool, what: &str) -> Probe {
     if pid < 0 {
         return Probe {
             available: false,
-            detail: format!(
-                "clone refused {what}: {}",
-                std::io::Error::last_os_error()
-            ),
+            detail: format!("clone refused {what}: {}", std::io::Error::last_os_error()),
         };
     }
     let mut status = 0;

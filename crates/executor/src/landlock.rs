@@ -114,7 +114,11 @@ pub(crate) fn ruleset(abi: u32, writable: &[&Path]) -> Result<OwnedFd, Error> {
     for device in WRITABLE_DEVICES {
         // A device that does not exist (no /dev/tty in a container) needs no rule.
         match add_rule(&ruleset, Path::new(device), file_rights, 0) {
-            Ok(()) | Err(Error::Sys { call: "open(O_PATH)", .. }) => {}
+            Ok(())
+            | Err(Error::Sys {
+                call: "open(O_PATH)",
+                ..
+            }) => {}
             Err(error) => return Err(error),
         }
     }

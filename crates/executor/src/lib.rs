@@ -28,6 +28,7 @@ mod capture;
 mod cgroup;
 mod command;
 mod containment;
+mod environ;
 mod error;
 mod features;
 mod landlock;
@@ -47,6 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
+pub use crate::environ::seal_initial_environment;
 pub use crate::error::Error;
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};

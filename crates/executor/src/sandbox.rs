@@ -190,15 +190,20 @@ pub(crate) fn plan(
     }
     let (writable_root, enforcement, access) = match &sandbox.filesystem {
         Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
-        Filesystem::Project { root, enforcement } => {
-            (Some(root.as_path()), *enforcement, FilesystemAccess::Project)
-        }
+        Filesystem::Project { root, enforcement } => (
+            Some(root.as_path()),
+            *enforcement,
+            FilesystemAccess::Project,
+        ),
         Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
     };
     let mut landlock_ruleset = None;
     let mut temp_dir = None;
     if access != FilesystemAccess::Full {
-        match features.landlock_abi.filter(|_| features.landlock.available) {
+        match features
+            .landlock_abi
+            .filter(|_| features.landlock.available)
+        {
             Some(abi) => {
                 let dir = create_temp_dir(run_name)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
@@ -242,9 +247,9 @@ fn unavailable(
             reason: reason.to_owned(),
         }),
         Enforcement::IfPossible => {
-            applied
-                .relaxed
-                .push(format!("{requirement} not enforced: {mechanism} is unavailable ({reason})"));
+            applied.relaxed.push(format!(
+                "{requirement} not enforced: {mechanism} is unavailable ({reason})"
+            ));
             Ok(())
         }
     }

@@ -483,7 +483,11 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             return fail(STAGE_NO_NEW_PRIVS);
         }
         if let Some(ruleset) = plan.landlock
-            && libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0 as libc::c_ulong) != 0
+            && libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                ruleset,
+                0 as libc::c_ulong,
+            ) != 0
         {
             return fail(STAGE_LANDLOCK);
         }
@@ -566,7 +570,9 @@ pub(crate) fn spawn_from_spawner(plan: &SpawnPlan) -> Result<Spawned, Error> {
         reply,
     };
     {
-        let mut spawner = SPAWNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut spawner = SPAWNER
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if spawner.is_none() {
             let (sender, jobs) = std::sync::mpsc::channel::<SpawnJob>();
             std::thread::Builder::new()

@@ -52,12 +52,21 @@ fn available(name: &str, probe: &Probe) -> bool {
     false
 }
 
-fn run(executor: &Executor, program: &Path, args: &[&OsStr], cwd: &Path, sandbox: Sandbox) -> Outcome {
+fn run(
+    executor: &Executor,
+    program: &Path,
+    args: &[&OsStr],
+    cwd: &Path,
+    sandbox: Sandbox,
+) -> Outcome {
     let mut command = Command::new(program, cwd).unwrap();
     for arg in args {
         command.arg(arg);
     }
-    command.env(OsStr::new("PATH"), OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+    command.env(
+        OsStr::new("PATH"),
+        OsStr::new("/usr/local/bin:/usr/bin:/bin"),
+    );
     command.sandbox(sandbox);
     let limits = Limits {
         timeout: Duration::from_secs(10),
@@ -95,7 +104,11 @@ fn network_deny_refuses_the_hosts_loopback_and_allow_reaches_it() {
         &connect,
         &args,
         Path::new("/"),
-        sandbox(Network::Deny(Enforcement::Required), Filesystem::Full, false),
+        sandbox(
+            Network::Deny(Enforcement::Required),
+            Filesystem::Full,
+            false,
+        ),
     );
     assert!(denied.success(), "{denied:?}");
     assert_eq!(denied.stdout.text_lossy(), "refused\n");
@@ -118,10 +131,12 @@ fn private_pids_hide_the_executors_environment() {
     // Cargo puts this in the test process's initial environment; the tool's
     // own environment holds only PATH.
     let secret = format!("CARGO_MANIFEST_DIR={}", env!("CARGO_MANIFEST_DIR"));
-    assert!(std::fs::read("/proc/self/environ")
-        .unwrap()
-        .windows(secret.len())
-        .any(|window| window == secret.as_bytes()));
+    assert!(
+        std::fs::read("/proc/self/environ")
+            .unwrap()
+            .windows(secret.len())
+            .any(|window| window == secret.as_bytes())
+    );
     let environ = script("environ.sh");
     let args = [OsStr::new(&secret)];
 
@@ -158,11 +173,14 @@ fn project_filesystem_allows_writes_only_below_the_project_and_the_private_tmp()
         outside.path().as_os_str(),
         OsStr::new("$TMPDIR"),
     ];
-    let sh_args: Vec<&OsStr> = [OsStr::new("-c"), OsStr::new("exec \"$0\" \"$1\" \"$2\" \"$TMPDIR\"")]
-        .into_iter()
-        .chain([write.as_os_str()])
-        .chain(args[..2].iter().copied())
-        .collect();
+    let sh_args: Vec<&OsStr> = [
+        OsStr::new("-c"),
+        OsStr::new("exec \"$0\" \"$1\" \"$2\" \"$TMPDIR\""),
+    ]
+    .into_iter()
+    .chain([write.as_os_str()])
+    .chain(args[..2].iter().copied())
+    .collect();
 
     let outcome = run(
         &executor,
@@ -190,7 +208,11 @@ fn project_filesystem_allows_writes_only_below_the_project_and_the_private_tmp()
     assert_eq!(lines[3], "wrote /dev/null");
     // The private temporary directory is gone after the run.
     let private_tmp = Path::new(lines[2].trim_start_matches("wrote "));
-    assert!(!private_tmp.exists(), "{} was not removed", private_tmp.display());
+    assert!(
+        !private_tmp.exists(),
+        "{} was not removed",
+        private_tmp.display()
+    );
 
     let unrestricted = run(
         &executor,
@@ -236,7 +258,10 @@ fn read_only_filesystem_allows_writes_only_in_the_private_tmp() {
     let lines: Vec<&str> = printed.lines().collect();
     assert_eq!(lines[0], format!("denied {}", project.path().display()));
     assert_eq!(lines[1], "denied /tmp");
-    assert!(lines[2].starts_with("wrote ") && lines[2].contains("toolsmith-run-"), "{printed}");
+    assert!(
+        lines[2].starts_with("wrote ") && lines[2].contains("toolsmith-run-"),
+        "{printed}"
+    );
     assert_eq!(lines[3], "wrote /dev/null");
 }
 
@@ -256,7 +281,9 @@ fn every_mechanism_together_still_runs_ordinary_programs() {
         Path::new("/bin/sh"),
         &[
             OsStr::new("-c"),
-            OsStr::new("echo hi > out.txt && cat out.txt && ls /proc | grep -c '^[0-9]' && echo $$"),
+            OsStr::new(
+                "echo hi > out.txt && cat out.txt && ls /proc | grep -c '^[0-9]' && echo $$",
+            ),
         ],
         project.path(),
         sandbox(
