@@ -11,6 +11,7 @@ mod list;
 mod manifest;
 mod policy;
 mod run;
+mod sandbox;
 mod serve;
 mod show;
 mod validate;

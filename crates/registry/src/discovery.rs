@@ -771,7 +771,10 @@ pub(crate) async fn probe_all(
         let limits = limits.clone();
         let cwd = config.cwd.clone();
         let env = config.env.clone();
-        let sandbox = config.sandbox.to_executor(&config.project_dir);
+        let sandbox = config
+            .sandbox
+            .if_possible()
+            .to_executor(&config.project_dir);
         let path = candidate.path.clone();
         let format = candidate.format;
         let handle = tasks.spawn(async move {
@@ -834,7 +837,8 @@ struct Probe<'a> {
     cwd: &'a Path,
     env: &'a [(OsString, OsString)],
     limits: &'a Limits,
-    /// The operator's default sandbox: a probe runs the tool's program like a call does.
+    /// The operator's default sandbox, each level `-if-possible`: a probe runs the tool's
+    /// program, but only to ask for its description.
     sandbox: &'a toolsmith_executor::Sandbox,
 }
 

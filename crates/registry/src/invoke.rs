@@ -43,7 +43,8 @@ pub struct RunConfig {
     /// [`RunConfig::call_config`] applies.
     pub overrides: BTreeMap<ToolName, ToolOverride>,
     /// The operator's sandbox for every tool (`[sandbox]`), which a tool's
-    /// override replaces and a tool's declaration tightens. Probes run under it too.
+    /// override replaces and a tool's declaration tightens. Discovery probes run
+    /// under it too, relaxed to `-if-possible` ([`SandboxSettings::if_possible`]).
     pub sandbox: SandboxSettings,
     /// The directory a `filesystem = "project"` tool may write in: the
     /// project (see [`project_dir`](crate::project_dir)).
@@ -443,8 +444,7 @@ mod tests {
 
     use serde_json::{Value, json};
     use toolsmith_executor::{
-        AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome,
-        Termination,
+        AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome, Termination,
     };
 
     use crate::invoke::{envelope_from_outcome, format_duration, parse_stdout};

@@ -206,6 +206,23 @@ impl SandboxSettings {
         }
     }
 
+    /// The same levels, each `-if-possible`: for discovery probes, which only
+    /// ask a tool to describe itself, so that a kernel without a mechanism
+    /// does not turn every tool into a problem (calls still fail closed).
+    pub fn if_possible(self) -> SandboxSettings {
+        SandboxSettings {
+            network: match self.network {
+                NetworkSetting::Allow => NetworkSetting::Allow,
+                _ => NetworkSetting::DenyIfPossible,
+            },
+            filesystem: match self.filesystem.strictness() {
+                0 => FilesystemSetting::Full,
+                1 => FilesystemSetting::ProjectIfPossible,
+                _ => FilesystemSetting::ReadOnlyIfPossible,
+            },
+        }
+    }
+
     /// The executor's sandbox for a call whose project directory is
     /// `project_dir`. Every call also gets a private PID namespace and
     /// `/proc` when the kernel allows it.

@@ -101,6 +101,14 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         "output_schema": tool.output_schema().map(|schema| schema.as_json()),
         "policy": verdict,
         "limits": limits,
+        "sandbox": {
+            "network": call.sandbox.network.as_str(),
+            "filesystem": call.sandbox.filesystem.as_str(),
+            "declared": {
+                "network": tool.sandbox().network.map(|setting| setting.as_str()),
+                "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
+            },
+        },
     })
 }
 
@@ -142,6 +150,26 @@ fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, 
         Ok(()) => writeln!(text, "policy:        allowed{profile}")?,
         Err(denial) => writeln!(text, "policy:        denied{profile}: {denial}")?,
     }
+    let declared = tool.sandbox();
+    let declared = [
+        declared.network.map(|setting| format!("network {setting}")),
+        declared
+            .filesystem
+            .map(|setting| format!("filesystem {setting}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    let declared = if declared.is_empty() {
+        String::new()
+    } else {
+        format!(" (the tool declares {})", declared.join(", "))
+    };
+    writeln!(
+        text,
+        "sandbox:       network {}, filesystem {}{declared}",
+        call.sandbox.network, call.sandbox.filesystem
+    )?;
     let timeout_source = match call.timeout_source {
         TimeoutSource::Override => "[tools] override or flag".to_owned(),
         TimeoutSource::Requested { requested, ceiling } => format!(
