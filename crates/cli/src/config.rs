@@ -652,7 +652,41 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`, `discovery`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`",
+            ),
+        );
+    }
+
+    #[test]
+    fn sandbox() {
+        check(
+            "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"project\"\n",
+            Ok(
+                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project) }",
+            ),
+        );
+        check(
+            "[tools.hello]\nnetwork = \"deny\"\nfilesystem = \"read-only-if-possible\"\n",
+            Ok(
+                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible) }",
+            ),
+        );
+        check(
+            "[sandbox]\nnetwork = \"none\"\n",
+            Err(
+                "invalid value \"none\" for sandbox.network in x.toml: unknown network setting `none` (expected one of allow, deny, deny-if-possible)",
+            ),
+        );
+        check(
+            "[tools.hello]\nfilesystem = \"ro\"\n",
+            Err(
+                "invalid value \"ro\" for tools.hello.filesystem in x.toml: unknown filesystem setting `ro` (expected one of full, project, read-only, project-if-possible, read-only-if-possible)",
+            ),
+        );
+        check(
+            "[sandbox]\nproxy = \"http://x\"\n",
+            Err(
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected `network` or `filesystem`",
             ),
         );
     }
@@ -730,7 +764,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `disabled`",
             ),
         );
     }

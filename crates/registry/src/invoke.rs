@@ -608,7 +608,8 @@ mod tests {
                 "cpu_time_ms": 3,
                 "peak_rss_kb": 4096,
                 "escalated": false,
-                "backend": "pgroup"
+                "backend": "pgroup",
+                "sandbox": {"network": "allow", "filesystem": "full", "pid_namespace": false}
             })
         );
     }

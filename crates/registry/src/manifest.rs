@@ -1482,7 +1482,7 @@ mod tests {
         check(
             &format!("{HEAD}timeout: 5000\n"),
             Err(
-                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema",
+                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox",
             ),
         );
         check(
