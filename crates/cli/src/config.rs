@@ -120,7 +120,7 @@ pub(crate) enum ValueError {
     #[error(transparent)]
     ToolName(#[from] toolsmith_registry::NameError),
     #[error(transparent)]
-    Sandbox(#[from] toolsmith_registry::UnknownSetting),
+    Sandbox(Box<toolsmith_registry::UnknownSetting>),
 }
 
 /// A number or a string in the file; units are parsed after deserializing so
@@ -483,11 +483,13 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
 }
 
 fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
-    Ok(text.parse()?)
+    text.parse()
+        .map_err(|error| ValueError::Sandbox(Box::new(error)))
 }
 
 fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
-    Ok(text.parse()?)
+    text.parse()
+        .map_err(|error| ValueError::Sandbox(Box::new(error)))
 }
 
 /// Parses a list of tool names (plain or exposed), naming the key on error.
