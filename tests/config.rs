@@ -57,6 +57,11 @@ fn show_settings_defaults() {
         "allowed": null,
         "profile": null
       },
+      "sandbox": {
+        "network": "allow",
+        "filesystem": "full",
+        "project_dir": "[TEMP]/project"
+      },
       "tools": {},
       "audit": null
     }
@@ -125,6 +130,11 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "allowed": null,
         "profile": null
       },
+      "sandbox": {
+        "network": "allow",
+        "filesystem": "full",
+        "project_dir": "[TEMP]/project"
+      },
       "tools": {},
       "audit": null
     }
@@ -141,29 +151,29 @@ fn file_timeout_applies() {
         "[limits]\ntimeout = \"1s\"\ngrace = \"200ms\"\n",
     );
     cli_snapshot!(context, context.with_tools().args(["run", "sleepy"]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Tool sleepy did not finish within 1s and was killed.",
-          "error_code": "TOOL_TIMEOUT",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "signal": 15,
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "cpu_time_ms": "[CPU_TIME_MS]",
-            "peak_rss_kb": "[PEAK_RSS_KB]",
-            "limit": "timeout",
-            "escalated": false,
-            "backend": "[BACKEND]"
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool sleepy did not finish within 1s and was killed.",
+      "error_code": "TOOL_TIMEOUT",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 143,
+        "stdout_truncated": false,
+        "stderr": "Terminated\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 11,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "limit": "timeout",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -172,29 +182,29 @@ fn flag_beats_file() {
     context.tool("sleepy", &shell_tool("sleepy", EMPTY_SCHEMA, "sleep 30"));
     context.project_file("slow.toml", "[limits]\ntimeout = \"60s\"\n");
     cli_snapshot!(context, context.with_tools().args(["--config", "slow.toml", "run", "sleepy", "--timeout", "1s"]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Tool sleepy did not finish within 1s and was killed.",
-          "error_code": "TOOL_TIMEOUT",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "signal": 15,
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "cpu_time_ms": "[CPU_TIME_MS]",
-            "peak_rss_kb": "[PEAK_RSS_KB]",
-            "limit": "timeout",
-            "escalated": false,
-            "backend": "[BACKEND]"
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool sleepy did not finish within 1s and was killed.",
+      "error_code": "TOOL_TIMEOUT",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 143,
+        "stdout_truncated": false,
+        "stderr": "Terminated\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 11,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "limit": "timeout",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -221,7 +231,7 @@ fn unknown_key_is_an_error() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env], [executor], [policy], [tools.NAME], [audit] and [discovery]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit] and [discovery]; see the key list in the message
     ");
 }
 

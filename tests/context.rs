@@ -11,8 +11,9 @@ use serde_json::Value;
 /// are replaced by placeholders.
 const VOLATILE_KEYS: &[&str] = &["execution_time_ms", "cpu_time_ms", "peak_rss_kb", "backend"];
 
-/// Metadata keys that only some containment backends report; they are removed.
-const BACKEND_DEPENDENT_KEYS: &[&str] = &["leftovers_killed"];
+/// Metadata keys that only some containment backends report, or whose values
+/// depend on the kernel's features (`sandbox`, asserted in `sandbox.rs`); they are removed.
+const BACKEND_DEPENDENT_KEYS: &[&str] = &["leftovers_killed", "sandbox"];
 
 /// One test's world: a temp directory holding a project directory (the
 /// current directory of `toolsmith`), a home directory, and a `tools`

@@ -16,6 +16,7 @@ mod load;
 mod manifest;
 mod policy;
 mod run;
+mod sandbox;
 mod serve;
 mod show;
 mod system_tools;

@@ -394,29 +394,29 @@ fn timeout_flag() {
     let context = TestContext::new();
     context.tool("sleepy", &shell_tool("sleepy", EMPTY_SCHEMA, "sleep 30"));
     cli_snapshot!(context, context.with_tools().args(["run", "sleepy", "--timeout", "500ms"]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Tool sleepy did not finish within 500ms and was killed.",
-          "error_code": "TOOL_TIMEOUT",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "signal": 15,
-            "stdout_truncated": false,
-            "stderr": "",
-            "stderr_truncated": false,
-            "stdout_bytes": 0,
-            "stderr_bytes": 0,
-            "cpu_time_ms": "[CPU_TIME_MS]",
-            "peak_rss_kb": "[PEAK_RSS_KB]",
-            "limit": "timeout",
-            "escalated": false,
-            "backend": "[BACKEND]"
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool sleepy did not finish within 500ms and was killed.",
+      "error_code": "TOOL_TIMEOUT",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 143,
+        "stdout_truncated": false,
+        "stderr": "Terminated\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 11,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "limit": "timeout",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]

@@ -322,6 +322,52 @@ async fn modern_session_lists_calls_and_listens() {
     session.cancel().await.unwrap();
 }
 
+/// The shell snippet a fixture tool uses to write its own pid namespace, then `pids`.
+///
+/// Tools run in a PID namespace of their own where the kernel allows it, so `$$` is a pid of
+/// that namespace; [`host_pids`] turns the line back into the test's pids.
+fn pids_line(pids: &str) -> String {
+    format!("$(readlink /proc/self/ns/pid) {pids}")
+}
+
+/// The host pids of a line written with [`pids_line`]: the processes whose pid namespace is
+/// the one named and whose innermost pid is one of those listed.
+fn host_pids(line: &str) -> Vec<String> {
+    let mut words = line.split_whitespace();
+    let namespace = words.next().unwrap_or_default().to_owned();
+    let inner: Vec<&str> = words.collect();
+    let own_namespace = std::fs::read_link("/proc/self/ns/pid")
+        .map(|link| link.display().to_string())
+        .unwrap_or_default();
+    if namespace == own_namespace {
+        return inner.iter().map(|pid| (*pid).to_owned()).collect();
+    }
+    inner
+        .iter()
+        .map(|wanted| {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+                .find(|pid| {
+                    let in_namespace = std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                        .is_ok_and(|link| link.display().to_string() == namespace);
+                    in_namespace
+                        && std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(
+                            |status| {
+                                status
+                                    .lines()
+                                    .find_map(|line| line.strip_prefix("NSpid:"))
+                                    .and_then(|ids| ids.split_whitespace().last())
+                                    == Some(*wanted)
+                            },
+                        )
+                })
+                .unwrap_or_else(|| panic!("no process {wanted} in {namespace}"))
+        })
+        .collect()
+}
+
 /// Whether `pid` is a live process (a zombie is not).
 fn alive(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -342,7 +388,11 @@ async fn cancelled_call_leaves_no_process() {
         &shell_tool(
             "slow",
             r#"{"type": "object"}"#,
-            &format!("sleep 60 & echo \"$$ $!\" > {}; wait", pids.display()),
+            &format!(
+                "sleep 60 & echo \"{}\" > {}; wait",
+                pids_line("$$ $!"),
+                pids.display()
+            ),
         ),
     );
     let (session, _changes) = connect(&context, &[], legacy()).await;
@@ -357,7 +407,7 @@ async fn cancelled_call_leaves_no_process() {
         .await
         .unwrap();
     let written = wait_for_file(&pids).await;
-    let pids: Vec<String> = written.split_whitespace().map(str::to_owned).collect();
+    let pids = host_pids(&written);
     assert_eq!(pids.len(), 2, "{written:?}");
     assert!(pids.iter().all(|pid| alive(pid)));
     handle
@@ -674,7 +724,11 @@ fn raw_cancelled_call_gets_no_response() {
         &shell_tool(
             "slow",
             r#"{"type": "object"}"#,
-            &format!("echo $$ > {}; exec sleep 60", pids.display()),
+            &format!(
+                "echo \"{}\" > {}; exec sleep 60",
+                pids_line("$$"),
+                pids.display()
+            ),
         ),
     );
     let mut session = RawSession::start(&context);
@@ -686,7 +740,7 @@ fn raw_cancelled_call_gets_no_response() {
         if let Ok(text) = std::fs::read_to_string(&pids)
             && text.ends_with('\n')
         {
-            break text.trim().to_owned();
+            break host_pids(&text).remove(0);
         }
         assert!(Instant::now() < deadline, "the slow tool never started");
         std::thread::sleep(Duration::from_millis(20));
@@ -731,7 +785,7 @@ fn counter_tool() -> String {
     shell_tool(
         "counter",
         r#"{"type": "object"}"#,
-        r#"echo $$ > counter.pid; for i in 1 2 3; do if [ -n "$TOOLSMITH_PROGRESS_FD" ]; then printf '{"progress": %s, "total": 3, "message": "step %s"}\n' $i $i >&"$TOOLSMITH_PROGRESS_FD"; fi; sleep 0.3; done; echo done"#,
+        r#"echo "$(readlink /proc/self/ns/pid) $$" > counter.pid; for i in 1 2 3; do if [ -n "$TOOLSMITH_PROGRESS_FD" ]; then printf '{"progress": %s, "total": 3, "message": "step %s"}\n' $i $i >&"$TOOLSMITH_PROGRESS_FD"; fi; sleep 0.3; done; echo done"#,
     )
 }
 
@@ -791,10 +845,7 @@ fn progress_is_forwarded_and_a_cancelled_long_call_leaves_no_process() {
             break;
         }
     }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let pid = host_pids(&std::fs::read_to_string(&pid_file).unwrap()).remove(0);
     session.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "test"}}));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while alive(&pid) && std::time::Instant::now() < deadline {

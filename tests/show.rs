@@ -16,6 +16,7 @@ fn show_text() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only false
     policy:        allowed
+    sandbox:       network allow, filesystem full
     limits:
       timeout         30s ([limits])
       grace           2s
@@ -103,6 +104,14 @@ fn show_json_with_override_and_profile() {
         "max_output": "1MiB",
         "timeout_source": {
           "from": "override"
+        }
+      },
+      "sandbox": {
+        "network": "allow",
+        "filesystem": "full",
+        "declared": {
+          "network": null,
+          "filesystem": null
         }
       },
       "shadowed": []

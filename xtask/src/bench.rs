@@ -17,7 +17,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, Outcome};
+use toolsmith_executor::{
+    BackendChoice, Enforcement, Executor, ExecutorConfig, Filesystem, Limits, Network, Outcome,
+    Sandbox,
+};
 
 use crate::CheckFailed;
 
@@ -85,14 +88,22 @@ enum Variant {
     ExecutorMultiThread,
     /// `Executor::run` awaited on a current-thread tokio runtime.
     ExecutorCurrentThread,
+    /// `Executor::run` (multi-thread) with a private PID namespace and `/proc`, which every
+    /// tool call gets where the kernel allows it.
+    ExecutorPrivateProc,
+    /// `Executor::run` (multi-thread) with the strictest sandbox: private `/proc`, no network,
+    /// read-only filesystem (Landlock and a private temporary directory).
+    ExecutorStrictSandbox,
 }
 
 impl Variant {
-    const ALL: [Variant; 4] = [
+    const ALL: [Variant; 6] = [
         Variant::StdCommand,
         Variant::StdPreExec,
         Variant::ExecutorMultiThread,
         Variant::ExecutorCurrentThread,
+        Variant::ExecutorPrivateProc,
+        Variant::ExecutorStrictSandbox,
     ];
 
     /// The variant every ratio is taken against.
@@ -104,6 +115,8 @@ impl Variant {
             Variant::StdPreExec => "std Command + pre_exec no-op (fork)",
             Variant::ExecutorMultiThread => "executor.run, multi-thread runtime",
             Variant::ExecutorCurrentThread => "executor.run, current-thread runtime",
+            Variant::ExecutorPrivateProc => "executor.run + private /proc (tool default)",
+            Variant::ExecutorStrictSandbox => "executor.run + private /proc, netns, landlock",
         }
     }
 }
@@ -116,6 +129,8 @@ struct Harness {
     multi_thread: tokio::runtime::Runtime,
     current_thread: tokio::runtime::Runtime,
     command: toolsmith_executor::Command,
+    private_proc: toolsmith_executor::Command,
+    strict: toolsmith_executor::Command,
     limits: Limits,
 }
 
@@ -142,11 +157,24 @@ impl Harness {
         };
         let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
             .context("could not describe the benchmarked command")?;
+        let mut private_proc = command.clone();
+        private_proc.sandbox(Sandbox {
+            private_pids: true,
+            ..Sandbox::none()
+        });
+        let mut strict = command.clone();
+        strict.sandbox(Sandbox {
+            network: Network::Deny(Enforcement::IfPossible),
+            filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
+            private_pids: true,
+        });
         Ok(Harness {
             executor,
             multi_thread,
             current_thread,
             command,
+            private_proc,
+            strict,
             limits: Limits::recommended(),
         })
     }
@@ -166,10 +194,16 @@ impl Harness {
             Variant::StdCommand => std_batch(false, n_calls, samples),
             Variant::StdPreExec => std_batch(true, n_calls, samples),
             Variant::ExecutorMultiThread => {
-                self.executor_batch(&self.multi_thread, n_calls, samples)
+                self.executor_batch(&self.multi_thread, &self.command, n_calls, samples)
             }
             Variant::ExecutorCurrentThread => {
-                self.executor_batch(&self.current_thread, n_calls, samples)
+                self.executor_batch(&self.current_thread, &self.command, n_calls, samples)
+            }
+            Variant::ExecutorPrivateProc => {
+                self.executor_batch(&self.multi_thread, &self.private_proc, n_calls, samples)
+            }
+            Variant::ExecutorStrictSandbox => {
+                self.executor_batch(&self.multi_thread, &self.strict, n_calls, samples)
             }
         }
     }
@@ -178,13 +212,14 @@ impl Harness {
     fn executor_batch(
         &self,
         runtime: &tokio::runtime::Runtime,
+        command: &toolsmith_executor::Command,
         n_calls: usize,
         samples: &mut Vec<f64>,
     ) -> anyhow::Result<()> {
         runtime.block_on(async {
             for _ in 0..n_calls {
                 let started = Instant::now();
-                let result = self.executor.run(&self.command, &self.limits).await;
+                let result = self.executor.run(command, &self.limits).await;
                 let elapsed = started.elapsed();
                 let outcome =
                     result.with_context(|| format!("executor.run of `{PROGRAM}` failed"))?;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_registry::{
-    DiscoveryCache, Layer, LayerDir, LiveRegistry, RunConfig, discover_layers,
+    DiscoveryCache, Layer, LayerDir, LiveRegistry, RunConfig, SandboxSettings, discover_layers,
 };
 
 use crate::CheckFailed;
@@ -85,6 +85,8 @@ pub(crate) fn measure(
         limits: Limits::recommended(),
         max_timeout: Duration::from_secs(300),
         overrides: Default::default(),
+        sandbox: SandboxSettings::unrestricted(),
+        project_dir: scratch.0.clone(),
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

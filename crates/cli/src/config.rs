@@ -25,9 +25,14 @@
 //! allowed = ["hello"]        # when set, only these are listed and called
 //! profile = "plan"           # plan (read-only tools only) or unattended (no tool that needs approval)
 //!
-//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout), env, disabled
+//! [sandbox]                  # every tool's isolation (see docs/security.md)
+//! network = "deny"           # allow (default), deny, or deny-if-possible
+//! filesystem = "project"     # full (default), project, read-only, project-if-possible, read-only-if-possible
+//!
+//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout) and of [sandbox], env, disabled
 //! timeout = "5s"
 //! env = { allow = ["PATH"], set = { GREETING = "hi" } }
+//! network = "allow"
 //! disabled = false
 //!
 //! [audit]
@@ -48,11 +53,11 @@ use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
 use toolsmith_executor::BackendChoice;
-use toolsmith_registry::{Profile, ToolName};
+use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, ToolName};
 
 use crate::settings::{
     DiscoveryOptions, EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions,
-    ToolOptions,
+    SandboxOptions, ToolOptions,
 };
 use crate::units::{self, Cap, UnitError};
 
@@ -93,7 +98,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [tools.NAME], [audit] and [discovery]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit] and [discovery]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -114,6 +119,8 @@ pub(crate) enum ValueError {
     Profile(#[from] toolsmith_registry::UnknownProfile),
     #[error(transparent)]
     ToolName(#[from] toolsmith_registry::NameError),
+    #[error(transparent)]
+    Sandbox(Box<toolsmith_registry::UnknownSetting>),
 }
 
 /// A number or a string in the file; units are parsed after deserializing so
@@ -174,6 +181,8 @@ struct RawFile {
     #[serde(default)]
     policy: RawPolicy,
     #[serde(default)]
+    sandbox: RawSandbox,
+    #[serde(default)]
     tools: BTreeMap<String, RawTool>,
     #[serde(default)]
     audit: RawAudit,
@@ -195,6 +204,22 @@ struct RawPolicy {
     /// admits only tools whose approval is `never`. Default: no profile.
     /// Environment: `TOOLSMITH_PROFILE`; flag: `--profile` (`none` lifts it).
     profile: Option<String>,
+}
+
+/// `[sandbox]`: what every tool's calls may reach, before `[tools.NAME]`.
+/// A tool's own declaration (`"sandbox"` in its description, or manifest
+/// frontmatter) can only tighten this, never loosen it.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    /// `"allow"`, `"deny"` (a network namespace with loopback down; the call
+    /// fails closed with `POLICY_DENIED` where the kernel refuses one) or
+    /// `"deny-if-possible"` (runs without it there, and says so in the envelope).
+    network: Option<Scalar>,
+    /// `"full"`, `"project"` (writes only below the project directory and a
+    /// private temporary directory), `"read-only"` (only the private temporary
+    /// directory), or `"project-if-possible"`/`"read-only-if-possible"`.
+    filesystem: Option<Scalar>,
 }
 
 /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
@@ -225,6 +250,10 @@ struct RawTool {
     /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
     /// this tool; `set` is laid over `[env] set` key by key.
     env: Option<RawEnv>,
+    /// The network profile of this tool, as `[sandbox] network`.
+    network: Option<Scalar>,
+    /// The filesystem profile of this tool, as `[sandbox] filesystem`.
+    filesystem: Option<Scalar>,
     /// `true` denies the tool, like naming it in `[policy] disabled`.
     disabled: Option<bool>,
 }
@@ -459,6 +488,20 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
             })
             .transpose()?,
     };
+    let sandbox = SandboxOptions {
+        network: field(
+            "sandbox.network",
+            &raw.sandbox.network,
+            origin,
+            parse_network,
+        )?,
+        filesystem: field(
+            "sandbox.filesystem",
+            &raw.sandbox.filesystem,
+            origin,
+            parse_filesystem,
+        )?,
+    };
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
         let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
@@ -495,6 +538,7 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         executor,
         env,
         policy,
+        sandbox,
         tools,
         audit,
         discovery,
@@ -527,8 +571,27 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
                 set: env.set.map(|set| set.into_iter().collect()),
             })
             .unwrap_or_default(),
+        sandbox: SandboxOptions {
+            network: field(&key("network"), &raw.network, origin, parse_network)?,
+            filesystem: field(
+                &key("filesystem"),
+                &raw.filesystem,
+                origin,
+                parse_filesystem,
+            )?,
+        },
         disabled: raw.disabled,
     })
+}
+
+fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
+    text.parse()
+        .map_err(|error| ValueError::Sandbox(Box::new(error)))
+}
+
+fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
+    text.parse()
+        .map_err(|error| ValueError::Sandbox(Box::new(error)))
 }
 
 /// Parses a list of tool names (plain or exposed), naming the key on error.
@@ -693,7 +756,41 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`, `discovery`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`",
+            ),
+        );
+    }
+
+    #[test]
+    fn sandbox() {
+        check(
+            "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"project\"\n",
+            Ok(
+                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project) }",
+            ),
+        );
+        check(
+            "[tools.hello]\nnetwork = \"deny\"\nfilesystem = \"read-only-if-possible\"\n",
+            Ok(
+                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible) }",
+            ),
+        );
+        check(
+            "[sandbox]\nnetwork = \"none\"\n",
+            Err(
+                "invalid value \"none\" for sandbox.network in x.toml: unknown network setting `none` (expected one of allow, deny, deny-if-possible)",
+            ),
+        );
+        check(
+            "[tools.hello]\nfilesystem = \"ro\"\n",
+            Err(
+                "invalid value \"ro\" for tools.hello.filesystem in x.toml: unknown filesystem setting `ro` (expected one of full, project, read-only, project-if-possible, read-only-if-possible)",
+            ),
+        );
+        check(
+            "[sandbox]\nproxy = \"http://x\"\n",
+            Err(
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected `network` or `filesystem`",
             ),
         );
     }
@@ -771,7 +868,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `disabled`",
             ),
         );
     }

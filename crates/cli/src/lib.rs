@@ -49,6 +49,10 @@ use crate::args::{
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
 
+/// Whether toolsmith's initial environment was blanked at start (see
+/// `toolsmith_executor::seal_initial_environment`); `doctor` reports it.
+static ENVIRON_SEALED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+
 /// The clap definition of the command line, for generated artefacts (man
 /// pages, completions) that must match the binary exactly.
 pub fn command() -> clap::Command {
@@ -57,6 +61,18 @@ pub fn command() -> clap::Command {
 
 /// Runs `toolsmith` with the process's arguments and environment.
 pub fn main() -> ExitCode {
+    // First, while the process has one thread and nothing holds a pointer into
+    // the environment: a tool must not find toolsmith's secrets in
+    // /proc/<pid>/environ, even where it cannot get a private /proc.
+    // SAFETY: no other thread exists yet and nothing has called getenv.
+    let sealed = unsafe { toolsmith_executor::seal_initial_environment() };
+    let _ignored = ENVIRON_SEALED.set(sealed.map(|_| ()).map_err(|error| {
+        let mut message = error.to_string();
+        if let Some(source) = std::error::Error::source(&error) {
+            message.push_str(&format!(": {source}"));
+        }
+        message
+    }));
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // `--color` is read before parsing, so that help and usage errors obey it too.
     let mut command = Cli::command();

@@ -25,8 +25,9 @@ use std::time::Duration;
 use serde_json::json;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits};
 use toolsmith_registry::{
-    Catalog, DiscoveryCache, DiscoveryProgress, LayerDir, LayerInputs, Policy, Profile, RunConfig,
-    ToolName, ToolOverride, layer_dirs, project_dir,
+    Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, LayerDir, LayerInputs,
+    NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, ToolName, ToolOverride,
+    layer_dirs, project_dir,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -179,12 +180,29 @@ impl Combine for DiscoveryOptions {
     }
 }
 
+/// The sandbox of tools, as one layer sets it (`[sandbox]`, or the same keys in `[tools.NAME]`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct SandboxOptions {
+    pub(crate) network: Option<NetworkSetting>,
+    pub(crate) filesystem: Option<FilesystemSetting>,
+}
+
+impl Combine for SandboxOptions {
+    fn combine(self, lower: SandboxOptions) -> SandboxOptions {
+        SandboxOptions {
+            network: self.network.combine(lower.network),
+            filesystem: self.filesystem.combine(lower.filesystem),
+        }
+    }
+}
+
 /// One tool's `[tools.NAME]` section.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct ToolOptions {
     /// `max_timeout` is always `None`: the ceiling is for every tool.
     pub(crate) limits: LimitsOptions,
     pub(crate) env: EnvOptions,
+    pub(crate) sandbox: SandboxOptions,
     pub(crate) disabled: Option<bool>,
 }
 
@@ -193,6 +211,7 @@ impl Combine for ToolOptions {
         ToolOptions {
             limits: self.limits.combine(lower.limits),
             env: self.env.combine(lower.env),
+            sandbox: self.sandbox.combine(lower.sandbox),
             disabled: self.disabled.combine(lower.disabled),
         }
     }
@@ -221,6 +240,7 @@ pub(crate) struct Options {
     pub(crate) executor: ExecutorOptions,
     pub(crate) env: EnvOptions,
     pub(crate) policy: PolicyOptions,
+    pub(crate) sandbox: SandboxOptions,
     pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
     /// The audit log file; no log when unset.
     pub(crate) audit: Option<PathBuf>,
@@ -234,6 +254,7 @@ impl Combine for Options {
             executor: self.executor.combine(lower.executor),
             env: self.env.combine(lower.env),
             policy: self.policy.combine(lower.policy),
+            sandbox: self.sandbox.combine(lower.sandbox),
             tools: self.tools.combine(lower.tools),
             audit: self.audit.combine(lower.audit),
             discovery: self.discovery.combine(lower.discovery),
@@ -297,6 +318,7 @@ impl Options {
                 profile: read(lookup, EnvVars::TOOLSMITH_PROFILE, &config::parse_profile)?,
                 ..PolicyOptions::default()
             },
+            sandbox: SandboxOptions::default(),
             tools: BTreeMap::new(),
             audit: None,
             discovery: DiscoveryOptions::default(),
@@ -334,6 +356,11 @@ pub(crate) struct GlobalSettings {
     pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
     /// The audit log file (absolute), if one is set.
     pub(crate) audit_path: Option<PathBuf>,
+    /// The sandbox of every tool (`[sandbox]`), before `[tools.NAME]`.
+    pub(crate) sandbox: SandboxSettings,
+    /// The project directory: the git work tree enclosing `cwd`, else `cwd`.
+    /// A `filesystem = "project"` tool may write below it.
+    pub(crate) project_dir: PathBuf,
     /// What the environment set, to tell where each effective value came from.
     env_layer: Options,
     /// What the config file set.
@@ -394,6 +421,7 @@ impl GlobalSettings {
         let combined = env.combine(file_options);
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
+        let project = project_dir(cwd);
         let layers = if explicit_dirs {
             let dirs: Vec<PathBuf> = args
                 .tools_dir
@@ -415,7 +443,7 @@ impl GlobalSettings {
                 toolsmith_home: non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
                     .map(|dir| cwd.join(dir)),
                 home: home.clone(),
-                project: project_dir(cwd),
+                project: project.clone(),
                 config_dirs,
                 peers: combined.discovery.peers.unwrap_or(false),
             })
@@ -453,6 +481,14 @@ impl GlobalSettings {
             env_layer,
             file_layer,
             no_cache_flag: args.no_cache,
+            sandbox: SandboxSettings {
+                network: combined.sandbox.network.unwrap_or(NetworkSetting::Allow),
+                filesystem: combined
+                    .sandbox
+                    .filesystem
+                    .unwrap_or(FilesystemSetting::Full),
+            },
+            project_dir: project,
         }
     }
 
@@ -573,6 +609,16 @@ impl GlobalSettings {
                 ),
             },
             Effective {
+                key: "sandbox.network",
+                value: json!(self.sandbox.network.as_str()),
+                origin: origin(None, false, file.sandbox.network.is_some()),
+            },
+            Effective {
+                key: "sandbox.filesystem",
+                value: json!(self.sandbox.filesystem.as_str()),
+                origin: origin(None, false, file.sandbox.filesystem.is_some()),
+            },
+            Effective {
                 key: "audit.path",
                 value: json["audit"].clone(),
                 origin: origin(None, false, file.audit.is_some()),
@@ -661,6 +707,8 @@ impl GlobalSettings {
             limits: self.limits.clone(),
             max_timeout: self.max_timeout,
             overrides,
+            sandbox: self.sandbox,
+            project_dir: self.project_dir.clone(),
         }
     }
 
@@ -685,6 +733,8 @@ impl GlobalSettings {
             max_open_files: limits.max_open_files.map(Cap::into_option),
             max_output: limits.max_output,
             env,
+            network: tool.sandbox.network,
+            filesystem: tool.sandbox.filesystem,
         }
     }
 
@@ -789,6 +839,11 @@ impl GlobalSettings {
                 "allowed": names_json(self.policy_options.allowed.as_deref()),
                 "profile": self.policy_options.profile.flatten().map(Profile::as_str),
             },
+            "sandbox": {
+                "network": self.sandbox.network.as_str(),
+                "filesystem": self.sandbox.filesystem.as_str(),
+                "project_dir": self.project_dir,
+            },
             "tools": self
                 .tools
                 .iter()
@@ -841,6 +896,18 @@ fn tool_json(tool: &ToolOptions) -> serde_json::Value {
             .map(|cap| describe_cap(cap, |count| count.to_string())),
     );
     put("max_output", limits.max_output.map(format_size));
+    put(
+        "network",
+        tool.sandbox
+            .network
+            .map(|setting| setting.as_str().to_owned()),
+    );
+    put(
+        "filesystem",
+        tool.sandbox
+            .filesystem
+            .map(|setting| setting.as_str().to_owned()),
+    );
     if tool.env.allow.is_some() || tool.env.set.is_some() {
         object.insert(
             "env".to_owned(),

@@ -3,7 +3,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::Error;
+use crate::{Error, Sandbox};
 
 /// One program to run: an absolute path, its arguments, a working directory,
 /// the exact environment it receives, and optional bytes for its stdin.
@@ -18,6 +18,7 @@ pub struct Command {
     env: Vec<(OsString, OsString)>,
     stdin: Option<Vec<u8>>,
     reports: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
+    sandbox: Sandbox,
 }
 
 /// The file descriptor on which a program writes its reports (see [`Command::reports`]).
@@ -47,6 +48,7 @@ impl Command {
             env: Vec::new(),
             stdin: None,
             reports: None,
+            sandbox: Sandbox::none(),
         })
     }
 
@@ -86,6 +88,17 @@ impl Command {
     pub fn reports(&mut self, sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>) -> &mut Command {
         self.reports = Some(sink);
         self
+    }
+
+    /// Isolates the run as `sandbox` says. Without this, [`Sandbox::none`].
+    pub fn sandbox(&mut self, sandbox: Sandbox) -> &mut Command {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The run's sandbox.
+    pub fn sandbox_profile(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// The report channel, if one was opened.

@@ -54,6 +54,18 @@ pub enum Error {
         /// Why the probe refused it.
         reason: String,
     },
+    /// The run's sandbox asks for a mechanism the kernel does not allow, and
+    /// the sandbox says it is required: the run fails closed instead of
+    /// running with less isolation.
+    #[error("{requirement} needs {mechanism}, which is unavailable: {reason}")]
+    SandboxUnavailable {
+        /// The setting that asked for it, e.g. `network = deny`.
+        requirement: &'static str,
+        /// The mechanism, e.g. `a network namespace` or `Landlock`.
+        mechanism: &'static str,
+        /// Why the probe found it unusable.
+        reason: String,
+    },
     /// A system call of the executor's own plumbing failed.
     #[error("{call} failed")]
     Sys {

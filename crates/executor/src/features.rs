@@ -1,4 +1,8 @@
-//! Probing what the kernel allows: cgroups, namespaces, pidfds, subreapers.
+//! Probing what the kernel allows: cgroups, namespaces, pidfds, subreapers,
+//! Landlock.
+//!
+//! [`DISABLE_FEATURES_VAR`] turns probes off, so that the fallbacks and the
+//! fail-closed paths of the sandbox can be tested on a kernel that has everything.
 
 use std::ffi::c_void;
 
@@ -31,6 +35,29 @@ pub struct Features {
     pub subreaper: Probe,
     /// `pidfd_open`, `pidfd_send_signal` and `CLONE_PIDFD` (Linux 5.3 or later).
     pub pidfd: Probe,
+    /// A new network namespace (for `network = deny`).
+    pub network_namespace: Probe,
+    /// New PID and mount namespaces with a fresh `/proc` mounted (hides every
+    /// other process, the executor's environment included).
+    pub private_proc: Probe,
+    /// Landlock filesystem rules (for `filesystem = project | read-only`).
+    pub landlock: Probe,
+    /// The Landlock ABI version, when Landlock is available.
+    pub landlock_abi: Option<u32>,
+}
+
+/// The environment variable naming probes to treat as unavailable, separated
+/// by commas: `netns`, `private-proc`, `landlock`. For tests of fallbacks.
+pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
+
+fn disabled(feature: &str) -> Option<Probe> {
+    let list = std::env::var(DISABLE_FEATURES_VAR).ok()?;
+    list.split(',')
+        .any(|name| name.trim() == feature)
+        .then(|| Probe {
+            available: false,
+            detail: format!("disabled by {DISABLE_FEATURES_VAR}"),
+        })
 }
 
 impl Features {
@@ -44,6 +71,9 @@ impl Features {
             ("pid namespace", &self.pid_namespace),
             ("subreaper", &self.subreaper),
             ("pidfd", &self.pidfd),
+            ("network namespace", &self.network_namespace),
+            ("private /proc", &self.private_proc),
+            ("landlock", &self.landlock),
         ]
     }
 }
@@ -64,6 +94,39 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
         pid_namespace: probe_pid_namespace(),
         subreaper: probe_subreaper(),
         pidfd: probe_pidfd(),
+        network_namespace: disabled("netns").unwrap_or_else(|| {
+            probe_namespaces(libc::CLONE_NEWNET, false, "new network namespaces")
+        }),
+        private_proc: disabled("private-proc").unwrap_or_else(|| {
+            probe_namespaces(
+                libc::CLONE_NEWPID | libc::CLONE_NEWNS,
+                true,
+                "new PID and mount namespaces with a fresh /proc",
+            )
+        }),
+        landlock: Probe {
+            available: false,
+            detail: String::new(),
+        },
+        landlock_abi: None,
+    };
+    let mut features = features;
+    match disabled("landlock") {
+        Some(probe) => features.landlock = probe,
+        None => match crate::landlock::abi_version() {
+            Ok(abi) => {
+                features.landlock = Probe {
+                    available: true,
+                    detail: format!("Landlock ABI {abi}"),
+                };
+                features.landlock_abi = Some(abi);
+            }
+            Err(error) => {
+                features.landlock.detail = format!(
+                    "landlock_create_ruleset failed: {error} (Linux 5.13 or later with `landlock` in the lsm= boot parameter)"
+                );
+            }
+        },
     };
     (cgroups, features)
 }
@@ -106,6 +169,7 @@ fn probe_subreaper() -> Probe {
 /// Arguments of the namespace probe's child.
 struct NamespaceProbe {
     id_maps: Option<IdMaps>,
+    mount_proc: bool,
 }
 
 /// Clones a child into a new PID namespace (and user namespace when not
@@ -114,12 +178,19 @@ fn probe_pid_namespace() -> Probe {
     // SAFETY: geteuid cannot fail.
     let is_root = unsafe { libc::geteuid() } == 0;
     let (flags, probe) = if is_root {
-        (libc::CLONE_NEWPID, NamespaceProbe { id_maps: None })
+        (
+            libc::CLONE_NEWPID,
+            NamespaceProbe {
+                id_maps: None,
+                mount_proc: false,
+            },
+        )
     } else {
         (
             libc::CLONE_NEWPID | libc::CLONE_NEWUSER,
             NamespaceProbe {
                 id_maps: Some(IdMaps::identity()),
+                mount_proc: false,
             },
         )
     };
@@ -157,10 +228,69 @@ fn probe_pid_namespace() -> Probe {
     }
 }
 
+/// Clones a child into new namespaces of `flags` (and a user namespace when
+/// not root) that exits at once, after mounting a fresh `/proc` when asked.
+fn probe_namespaces(flags: libc::c_int, mount_proc: bool, what: &str) -> Probe {
+    // SAFETY: geteuid cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let probe = NamespaceProbe {
+        id_maps: (!is_root).then(IdMaps::identity),
+        mount_proc,
+    };
+    let flags = if is_root {
+        flags
+    } else {
+        flags | libc::CLONE_NEWUSER
+    };
+    let mut stack = vec![0_u8; 64 * 1024];
+    // SAFETY: a vfork-style clone whose child only makes system calls on the
+    // given stack, then exits.
+    let pid = unsafe {
+        libc::clone(
+            namespace_probe_child,
+            stack.as_mut_ptr().add(stack.len()).cast::<c_void>(),
+            libc::CLONE_VM | libc::CLONE_VFORK | flags | libc::SIGCHLD,
+            std::ptr::from_ref(&probe).cast_mut().cast::<c_void>(),
+        )
+    };
+    if pid < 0 {
+        return Probe {
+            available: false,
+            detail: format!("clone refused {what}: {}", std::io::Error::last_os_error()),
+        };
+    }
+    let mut status = 0;
+    // SAFETY: pid is our child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    Probe {
+        available: code == 0,
+        detail: match code {
+            0 if is_root => format!("{what} (as root)"),
+            0 => format!("{what} through an unprivileged user namespace"),
+            1 => "the probe child could not set up its user namespace".to_owned(),
+            _ => format!("the probe child could not mount /proc in {what}"),
+        },
+    }
+}
+
 extern "C" fn namespace_probe_child(argument: *mut c_void) -> libc::c_int {
     // SAFETY: the parent passes a NamespaceProbe that outlives the child.
     let probe = unsafe { &*argument.cast::<NamespaceProbe>() };
-    let ok = probe.id_maps.as_ref().is_none_or(|maps| maps.write_own());
+    if !probe.id_maps.as_ref().is_none_or(|maps| maps.write_own()) {
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(1) }
+    }
+    // SAFETY: plain system calls in the probe child's own namespaces.
+    if probe.mount_proc && !unsafe { crate::spawn::mount_private_proc() } {
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(2) }
+    }
+    let ok = true;
     // SAFETY: _exit never returns.
     unsafe { libc::_exit(if ok { 0 } else { 1 }) }
 }

@@ -28,27 +28,34 @@ mod capture;
 mod cgroup;
 mod command;
 mod containment;
+mod environ;
 mod error;
 mod features;
+mod landlock;
 mod lifecycle;
 mod limits;
 mod outcome;
 mod pidfd;
 mod run;
+mod sandbox;
 mod spawn;
 mod subreaper;
 mod sweep;
 
 use std::collections::HashSet;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
+pub use crate::environ::seal_initial_environment;
 pub use crate::error::Error;
-pub use crate::features::{Features, Probe, probe_features};
+pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
+pub use crate::sandbox::{
+    AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox,
+};
 
 use crate::cgroup::Cgroups;
 use crate::containment::Containment;
@@ -76,6 +83,9 @@ pub struct Executor {
     /// The executor's own hard rlimits: a run's limits are clamped to them,
     /// since raising a hard limit needs CAP_SYS_RESOURCE.
     hard_limits: Vec<(libc::__rlimit_resource_t, u64)>,
+    /// A pidfd of the executor's own process, through which a child checks
+    /// that the executor is still alive after setting `PR_SET_PDEATHSIG`.
+    own_pidfd: Option<OwnedFd>,
 }
 
 /// The rlimits the executor may set on a run.
@@ -151,6 +161,8 @@ impl Executor {
             // SAFETY: geteuid cannot fail.
             is_root: unsafe { libc::geteuid() } == 0,
             hard_limits,
+            // SAFETY: getpid cannot fail.
+            own_pidfd: pidfd::open(unsafe { libc::getpid() }),
         })
     }
 
@@ -259,20 +271,24 @@ impl Executor {
             .collect()
     }
 
-    fn namespaces(&self) -> Namespaces {
-        match self.backend {
-            Backend::PidNamespace if self.is_root => Namespaces {
-                clone_flags: libc::CLONE_NEWPID,
-                id_maps: None,
+    /// The namespaces of a run: the backend's PID namespace and the
+    /// sandbox's, in a user namespace when not root.
+    fn namespaces(&self, sandbox: &sandbox::SandboxPlan) -> Namespaces {
+        let mut clone_flags = sandbox.clone_flags;
+        if self.backend == Backend::PidNamespace {
+            clone_flags |= libc::CLONE_NEWPID;
+        }
+        let user_namespace = clone_flags != 0 && !self.is_root;
+        Namespaces {
+            clone_flags: if user_namespace {
+                clone_flags | libc::CLONE_NEWUSER
+            } else {
+                clone_flags
             },
-            Backend::PidNamespace => Namespaces {
-                clone_flags: libc::CLONE_NEWPID | libc::CLONE_NEWUSER,
-                id_maps: Some(IdMaps::identity()),
-            },
-            _ => Namespaces {
-                clone_flags: 0,
-                id_maps: None,
-            },
+            id_maps: user_namespace.then(IdMaps::identity),
+            mount_proc: sandbox.mount_proc,
+            landlock: sandbox.landlock.as_ref().map(AsRawFd::as_raw_fd),
+            executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
         }
     }
 }

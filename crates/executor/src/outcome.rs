@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{Backend, LimitKind};
+use crate::{AppliedSandbox, Backend, LimitKind};
 
 /// How the program's main process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,8 @@ pub struct Outcome {
     pub stdin_unread: bool,
     /// The containment backend that ran the program.
     pub backend: Backend,
+    /// The isolation that applied.
+    pub sandbox: AppliedSandbox,
 }
 
 impl Outcome {

@@ -209,6 +209,13 @@ pub(crate) async fn run(
     limits: &Limits,
 ) -> Result<Outcome, Error> {
     let run_id = executor.next_run_id();
+    // Declared before the guard, so that on cancellation the tree is killed
+    // before its temporary directory is removed.
+    let sandbox = crate::sandbox::plan(
+        command.sandbox_profile(),
+        executor.features(),
+        &format!("{}-{run_id}", std::process::id()),
+    )?;
     let containment = executor.contain(limits)?;
     let mut guard = RunGuard {
         executor,
@@ -236,13 +243,14 @@ pub(crate) async fn run(
     };
 
     let marker_value = format!("{}.{run_id}", std::process::id());
-    let extra_env: Vec<(&OsStr, &OsStr)> =
-        match guard.containment.as_ref().map(Containment::backend) {
-            Some(crate::Backend::Subreaper) => {
-                vec![(OsStr::new(MARKER_VAR), OsStr::new(&marker_value))]
-            }
-            _ => Vec::new(),
-        };
+    let sandbox_env = sandbox.env();
+    let mut extra_env: Vec<(&OsStr, &OsStr)> = sandbox_env
+        .iter()
+        .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
+        .collect();
+    if let Some(crate::Backend::Subreaper) = guard.containment.as_ref().map(Containment::backend) {
+        extra_env.push((OsStr::new(MARKER_VAR), OsStr::new(&marker_value)));
+    }
     if let Some(Containment::Subreaper { marker, .. }) = guard.containment.as_mut() {
         *marker = format!("{MARKER_VAR}={marker_value}").into_bytes();
     }
@@ -261,11 +269,11 @@ pub(crate) async fn run(
             .map(Containment::procs_fds)
             .unwrap_or_default(),
         executor.rlimits(limits),
-        executor.namespaces(),
+        executor.namespaces(&sandbox),
     )?;
 
     let started = Instant::now();
-    let spawned = spawn::spawn(&plan)?;
+    let spawned = spawn::spawn_from_spawner(&plan)?;
     drop((stdin_child, stdout_write, stderr_write));
     let mut reports = match (report_pipe, command.report_sink()) {
         (Some((read, write)), Some(sink)) => {
@@ -360,6 +368,12 @@ pub(crate) async fn run(
         match action {
             Action::TerminateTree => containment.signal_tree(leader, libc::SIGTERM),
             Action::KillTree => containment.signal_tree(leader, libc::SIGKILL),
+            // In a private PID namespace the kernel killed the other processes
+            // when the program (its init) exited, so none can be counted.
+            Action::KillLeftovers if sandbox.applied.private_pids => {
+                containment.kill_leftovers(leader);
+                leftovers_killed = None;
+            }
             Action::KillLeftovers => leftovers_killed = containment.kill_leftovers(leader),
         }
     }
@@ -432,6 +446,7 @@ pub(crate) async fn run(
         leftovers_killed,
         stdin_unread: input.unread,
         backend: containment.backend(),
+        sandbox: sandbox.applied.clone(),
     };
     executor.release(containment);
     Ok(outcome)

@@ -89,6 +89,9 @@ pub(crate) struct SpawnPlan {
     rlimits: Vec<Rlimit>,
     clone_flags: c_int,
     id_maps: Option<IdMaps>,
+    mount_proc: bool,
+    landlock: Option<RawFd>,
+    executor_pidfd: Option<RawFd>,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the plan itself;
@@ -103,6 +106,13 @@ pub(crate) struct Namespaces {
     pub(crate) clone_flags: c_int,
     /// Identity maps to write when `CLONE_NEWUSER` is among the flags.
     pub(crate) id_maps: Option<IdMaps>,
+    /// Mount a fresh `/proc` (the flags include `CLONE_NEWPID | CLONE_NEWNS`).
+    pub(crate) mount_proc: bool,
+    /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
+    pub(crate) landlock: Option<RawFd>,
+    /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
+    /// then checks through it that the executor did not die in between.
+    pub(crate) executor_pidfd: Option<RawFd>,
 }
 
 impl SpawnPlan {
@@ -125,10 +135,12 @@ impl SpawnPlan {
             argv.push(c_string(arg)?);
         }
         let mut envp = Vec::with_capacity(command.env_vars().len() + extra_env.len());
+        // A variable the executor sets (the private TMPDIR) replaces the command's.
         let pairs = command
             .env_vars()
             .iter()
             .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
+            .filter(|(name, _)| !extra_env.iter().any(|(extra, _)| extra == name))
             .chain(extra_env.iter().copied());
         for (name, value) in pairs {
             let mut entry = Vec::with_capacity(name.len() + value.len() + 1);
@@ -152,6 +164,9 @@ impl SpawnPlan {
             rlimits,
             clone_flags: namespaces.clone_flags,
             id_maps: namespaces.id_maps,
+            mount_proc: namespaces.mount_proc,
+            landlock: namespaces.landlock,
+            executor_pidfd: namespaces.executor_pidfd,
         })
     }
 }
@@ -182,7 +197,7 @@ struct KernelSigaction {
 }
 
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 11] = [
+const STAGES: [&str; 15] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -194,6 +209,10 @@ const STAGES: [&str; 11] = [
     "prctl(PR_SET_NO_NEW_PRIVS)",
     "sigprocmask",
     "execve",
+    "prctl(PR_SET_PDEATHSIG)",
+    "the executor exited during the spawn",
+    "mounting a private /proc",
+    "landlock_restrict_self",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -205,6 +224,10 @@ const STAGE_CHDIR: usize = 7;
 const STAGE_NO_NEW_PRIVS: usize = 8;
 const STAGE_SIGMASK: usize = 9;
 const STAGE_EXECVE: usize = 10;
+const STAGE_PDEATHSIG: usize = 11;
+const STAGE_ORPHANED: usize = 12;
+const STAGE_MOUNT_PROC: usize = 13;
+const STAGE_LANDLOCK: usize = 14;
 
 /// Memory shared between the parent and the child (the child runs in the
 /// parent's address space until `execve`).
@@ -371,12 +394,39 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         if plan.id_maps.as_ref().is_some_and(|maps| !maps.write_own()) {
             return fail(STAGE_ID_MAPS);
         }
+        // The program dies with the executor. The signal fires when the
+        // parent *thread* exits, which is why spawns come from one long-lived
+        // thread (`spawn_from_spawner`); and the executor may have died
+        // before the call, which the pidfd shows.
+        if let Some(executor) = plan.executor_pidfd {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            ) != 0
+            {
+                return fail(STAGE_PDEATHSIG);
+            }
+            let mut poll = libc::pollfd {
+                fd: executor,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut poll, 1, 0) != 0 {
+                return fail(STAGE_ORPHANED);
+            }
+        }
         // Joining the cgroups comes first, so every process the program ever
         // starts is born inside them.
         for &procs in &plan.cgroup_procs {
             if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
                 return fail(STAGE_CGROUP);
             }
+        }
+        if plan.mount_proc && !mount_private_proc() {
+            return fail(STAGE_MOUNT_PROC);
         }
         if libc::setsid() < 0 {
             return fail(STAGE_SETSID);
@@ -420,14 +470,8 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             }
             None => 3,
         };
-        if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
-            && !close_fds_slowly(first_closed as c_int)
-        {
-            return fail(STAGE_CLOSE_FDS);
-        }
-        if libc::chdir(plan.cwd.as_ptr()) != 0 {
-            return fail(STAGE_CHDIR);
-        }
+        // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
+        // descriptor, which the next step closes.
         if libc::prctl(
             libc::PR_SET_NO_NEW_PRIVS,
             1 as libc::c_ulong,
@@ -437,6 +481,23 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         ) != 0
         {
             return fail(STAGE_NO_NEW_PRIVS);
+        }
+        if let Some(ruleset) = plan.landlock
+            && libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                ruleset,
+                0 as libc::c_ulong,
+            ) != 0
+        {
+            return fail(STAGE_LANDLOCK);
+        }
+        if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
+            && !close_fds_slowly(first_closed as c_int)
+        {
+            return fail(STAGE_CLOSE_FDS);
+        }
+        if libc::chdir(plan.cwd.as_ptr()) != 0 {
+            return fail(STAGE_CHDIR);
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
@@ -450,6 +511,91 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         );
         fail(STAGE_EXECVE)
     }
+}
+
+/// Makes every mount private (so nothing the child mounts propagates to the
+/// host), then mounts a fresh `/proc` for the calling process's PID
+/// namespace over the old one. For a child in new PID and mount namespaces.
+///
+/// # Safety
+/// Async-signal-safe: only `mount`.
+pub(crate) unsafe fn mount_private_proc() -> bool {
+    // SAFETY: mount with static NUL-terminated strings.
+    unsafe {
+        libc::mount(
+            ptr::null(),
+            c"/".as_ptr(),
+            ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            ptr::null(),
+        ) == 0
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                ptr::null(),
+            ) == 0
+    }
+}
+
+/// A spawn request for the spawner thread: the plan, borrowed for the
+/// duration of the call (the caller blocks until the reply).
+struct SpawnJob {
+    plan: *const SpawnPlan,
+    reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
+}
+
+// SAFETY: the plan is Sync and outlives the job (see `spawn_from_spawner`).
+unsafe impl Send for SpawnJob {}
+
+static SPAWNER: std::sync::Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> =
+    std::sync::Mutex::new(None);
+
+/// Starts the planned process from the executor's spawner thread, a thread
+/// that lives as long as the process. `PR_SET_PDEATHSIG` fires when the
+/// parent *thread* exits (isolation.md pitfall 13); spawning from a runtime
+/// worker or a blocking-pool thread that later exits would kill the program.
+///
+/// Blocks the calling thread until the child has called `execve`, as
+/// [`spawn`] itself does.
+pub(crate) fn spawn_from_spawner(plan: &SpawnPlan) -> Result<Spawned, Error> {
+    let thread_gone = || Error::Sys {
+        call: "spawning from the spawner thread",
+        source: io::Error::other("the spawner thread is gone"),
+    };
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    let job = SpawnJob {
+        plan: ptr::from_ref(plan),
+        reply,
+    };
+    {
+        let mut spawner = SPAWNER
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if spawner.is_none() {
+            let (sender, jobs) = std::sync::mpsc::channel::<SpawnJob>();
+            std::thread::Builder::new()
+                .name("toolsmith-spawner".to_owned())
+                .spawn(move || {
+                    for job in jobs {
+                        // SAFETY: the requester blocks on the reply, so the plan is alive.
+                        let result = spawn(unsafe { &*job.plan });
+                        let _ignored = job.reply.send(result);
+                    }
+                })
+                .map_err(|source| Error::Sys {
+                    call: "starting the spawner thread",
+                    source,
+                })?;
+            *spawner = Some(sender);
+        }
+        let Some(sender) = spawner.as_ref() else {
+            return Err(thread_gone());
+        };
+        sender.send(job).map_err(|_| thread_gone())?;
+    }
+    answer.recv().map_err(|_| thread_gone())?
 }
 
 /// Writes `data` to the file at `path` with one `write`; true on success.

@@ -771,6 +771,10 @@ pub(crate) async fn probe_all(
         let limits = limits.clone();
         let cwd = config.cwd.clone();
         let env = config.env.clone();
+        let sandbox = config
+            .sandbox
+            .if_possible()
+            .to_executor(&config.project_dir);
         let path = candidate.path.clone();
         let format = candidate.format;
         let handle = tasks.spawn(async move {
@@ -781,6 +785,7 @@ pub(crate) async fn probe_all(
                 cwd: &cwd,
                 env: &env,
                 limits: &limits,
+                sandbox: &sandbox,
             };
             // Taken before the probe reads the file, so a write after the read has a later
             // modification time than this (see `RACY_MARGIN`).
@@ -832,6 +837,9 @@ struct Probe<'a> {
     cwd: &'a Path,
     env: &'a [(OsString, OsString)],
     limits: &'a Limits,
+    /// The operator's default sandbox, each level `-if-possible`: a probe runs the tool's
+    /// program, but only to ask for its description.
+    sandbox: &'a toolsmith_executor::Sandbox,
 }
 
 impl Probe<'_> {
@@ -930,8 +938,9 @@ impl Probe<'_> {
     async fn record(
         &self,
         probe: &'static str,
-        command: Command,
+        mut command: Command,
     ) -> Result<ProbeRecord, ProblemError> {
+        command.sandbox(self.sandbox.clone());
         let outcome = self
             .executor
             .run(&command, self.limits)
@@ -1075,6 +1084,7 @@ fn load_kodelet(probed: &Probed, candidate: &Candidate) -> Result<ToolParts, Pro
         output_schema: description.output_schema,
         annotations: Annotations::undeclared(),
         requested_timeout,
+        sandbox: description.sandbox,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         layer: candidate.layer,
@@ -1092,6 +1102,7 @@ fn load_ikigai(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, Proble
         output_schema: schema.output_schema,
         annotations: Annotations::undeclared(),
         requested_timeout: None,
+        sandbox: schema.sandbox,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         layer: candidate.layer,
@@ -1119,6 +1130,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
             read_only: manifest.read_only,
         },
         requested_timeout: Some(manifest.timeout),
+        sandbox: manifest.sandbox,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         layer: candidate.layer,

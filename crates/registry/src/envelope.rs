@@ -7,6 +7,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 use toolsmith_executor::{Outcome, Termination};
 
+use crate::SandboxReport;
+
 /// The most stderr text kept in [`Metadata::stderr`].
 pub const METADATA_STDERR_LIMIT: usize = 8 * 1024;
 
@@ -122,6 +124,9 @@ pub struct Metadata {
     /// The containment backend that ran the tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// The isolation that applied to the run, for audits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxReport>,
 }
 
 impl Metadata {
@@ -143,6 +148,7 @@ impl Metadata {
             escalated: false,
             leftovers_killed: None,
             backend: None,
+            sandbox: None,
         }
     }
 
@@ -170,6 +176,7 @@ impl Metadata {
             escalated: outcome.escalated,
             leftovers_killed: outcome.leftovers_killed,
             backend: Some(outcome.backend.to_string()),
+            sandbox: Some(SandboxReport::from_applied(&outcome.sandbox)),
         }
     }
 }

@@ -18,7 +18,10 @@ use toolsmith_executor::Command;
 
 use crate::kodelet::preview;
 use crate::schema::{is_json_schema, json_type};
-use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
+use crate::{
+    InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError, SchemaError,
+    ToolName,
+};
 
 /// The argument that asks a tool for its schema.
 pub(crate) const SCHEMA_ARG: &str = "--schema";
@@ -64,6 +67,7 @@ pub(crate) struct ToolSchema {
     pub(crate) description: String,
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) sandbox: SandboxDeclaration,
 }
 
 /// Why the output of `--schema` is not a usable tool schema.
@@ -137,6 +141,13 @@ pub enum ToolSchemaError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `sandbox` was refused.
+    #[error("field `sandbox` is invalid")]
+    InvalidSandbox {
+        /// Why.
+        #[source]
+        source: SandboxDeclarationError,
+    },
 }
 
 /// The command that asks the tool at `program` for its schema.
@@ -205,11 +216,18 @@ pub(crate) fn parse_schema(stdout: &[u8]) -> Result<ToolSchema, ToolSchemaError>
             });
         }
     };
+    let sandbox = object
+        .remove("sandbox")
+        .map(|value| SandboxDeclaration::from_json(&value))
+        .transpose()
+        .map_err(|source| ToolSchemaError::InvalidSandbox { source })?
+        .unwrap_or_default();
     Ok(ToolSchema {
         name,
         description,
         input_schema,
         output_schema,
+        sandbox,
     })
 }
 

@@ -13,8 +13,8 @@ use crate::manifest::CommandError;
 use crate::progress::{PROGRESS_FD_VAR, Progress};
 use crate::tool::Runner;
 use crate::{
-    Body, Catalog, Envelope, Error, ErrorCode, Metadata, Policy, Tool, ToolName, ToolOverride,
-    ikigai, kodelet,
+    Body, Catalog, Envelope, Error, ErrorCode, Metadata, Policy, SandboxSettings, Tool, ToolName,
+    ToolOverride, ikigai, kodelet,
 };
 
 /// How tool processes are run, for probes and calls alike.
@@ -42,6 +42,13 @@ pub struct RunConfig {
     /// The operator's per-tool overrides of limits and environment, which
     /// [`RunConfig::call_config`] applies.
     pub overrides: BTreeMap<ToolName, ToolOverride>,
+    /// The operator's sandbox for every tool (`[sandbox]`), which a tool's
+    /// override replaces and a tool's declaration tightens. Discovery probes run
+    /// under it too, relaxed to `-if-possible` ([`SandboxSettings::if_possible`]).
+    pub sandbox: SandboxSettings,
+    /// The directory a `filesystem = "project"` tool may write in: the
+    /// project (see [`project_dir`](crate::project_dir)).
+    pub project_dir: PathBuf,
 }
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
@@ -159,6 +166,7 @@ pub async fn invoke_with_progress(
     };
     let limits = call.limits;
     let mut command = command;
+    command.sandbox(call.sandbox.to_executor(&config.project_dir));
     let mut reports = None;
     if progress.is_some() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -209,10 +217,33 @@ pub async fn invoke_with_progress(
             ),
             Metadata::not_started(),
         )),
+        Err(toolsmith_executor::Error::SandboxUnavailable {
+            requirement,
+            mechanism,
+            reason,
+        }) => Ok(Envelope::failure(
+            ErrorCode::PolicyDenied,
+            format!(
+                "Tool {} was not run: {requirement} needs {mechanism}, which this kernel refused ({reason}); {}.",
+                tool.name(),
+                relax_hint(requirement)
+            ),
+            Metadata::not_started(),
+        )),
         Err(source) => Err(Error::Executor {
             program: tool.path().to_path_buf(),
             source,
         }),
+    }
+}
+
+/// How the operator can let a call run without a mechanism the kernel refuses.
+fn relax_hint(requirement: &str) -> String {
+    match requirement.split_once(" = ") {
+        Some((key, value)) => format!(
+            "set {key} = \"{value}-if-possible\" in [sandbox] or [tools.NAME] to run it without"
+        ),
+        None => "no setting relaxes it".to_owned(),
     }
 }
 
@@ -412,7 +443,9 @@ mod tests {
     use std::time::Duration;
 
     use serde_json::{Value, json};
-    use toolsmith_executor::{Backend, Capture, LimitKind, Limits, Outcome, Termination};
+    use toolsmith_executor::{
+        AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome, Termination,
+    };
 
     use crate::invoke::{envelope_from_outcome, format_duration, parse_stdout};
     use crate::{Envelope, ToolName};
@@ -443,6 +476,12 @@ mod tests {
             leftovers_killed: None,
             stdin_unread: false,
             backend: Backend::ProcessGroup,
+            sandbox: AppliedSandbox {
+                network_denied: false,
+                filesystem: FilesystemAccess::Full,
+                private_pids: false,
+                relaxed: Vec::new(),
+            },
         }
     }
 
@@ -569,7 +608,8 @@ mod tests {
                 "cpu_time_ms": 3,
                 "peak_rss_kb": 4096,
                 "escalated": false,
-                "backend": "pgroup"
+                "backend": "pgroup",
+                "sandbox": {"network": "allow", "filesystem": "full", "pid_namespace": false}
             })
         );
     }

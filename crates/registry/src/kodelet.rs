@@ -9,7 +9,10 @@ use toolsmith_executor::Command;
 
 use crate::go_duration::{DurationError, parse_go_duration};
 use crate::schema::json_type;
-use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
+use crate::{
+    InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError, SchemaError,
+    ToolName,
+};
 
 /// The protocol's name in the discovery cache: a cached probe output is only reused by the
 /// protocol that produced it.
@@ -31,6 +34,7 @@ pub(crate) struct Description {
     pub(crate) description: String,
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) sandbox: SandboxDeclaration,
 }
 
 /// Why the output of `description` is not a usable description.
@@ -88,6 +92,13 @@ pub enum DescriptionError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `sandbox` was refused.
+    #[error("field `sandbox` is invalid")]
+    InvalidSandbox {
+        /// Why.
+        #[source]
+        source: SandboxDeclarationError,
+    },
 }
 
 impl DescriptionError {
@@ -102,7 +113,8 @@ impl DescriptionError {
             DescriptionError::WrongType { .. }
             | DescriptionError::InvalidName { .. }
             | DescriptionError::InvalidSchema { .. }
-            | DescriptionError::InvalidOutputSchema { .. } => true,
+            | DescriptionError::InvalidOutputSchema { .. }
+            | DescriptionError::InvalidSandbox { .. } => true,
         }
     }
 }
@@ -216,11 +228,18 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
         .map(OutputSchema::new)
         .transpose()
         .map_err(|source| DescriptionError::InvalidOutputSchema { source })?;
+    let sandbox = object
+        .remove("sandbox")
+        .map(|value| SandboxDeclaration::from_json(&value))
+        .transpose()
+        .map_err(|source| DescriptionError::InvalidSandbox { source })?
+        .unwrap_or_default();
     Ok(Description {
         name,
         description,
         input_schema,
         output_schema,
+        sandbox,
     })
 }
 

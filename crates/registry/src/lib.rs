@@ -31,7 +31,7 @@
 //! use std::path::PathBuf;
 //! use std::sync::Arc;
 //! use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-//! use toolsmith_registry::{Policy, RunConfig, discover, invoke_named};
+//! use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke_named};
 //!
 //! let executor = Arc::new(Executor::new(ExecutorConfig { backend: BackendChoice::Auto, max_concurrent: None })?);
 //! let config = RunConfig {
@@ -40,6 +40,8 @@
 //!     limits: Limits::recommended(),
 //!     max_timeout: std::time::Duration::from_secs(300),
 //!     overrides: Default::default(),
+//!     sandbox: SandboxSettings::unrestricted(),
+//!     project_dir: std::env::current_dir()?,
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -72,6 +74,7 @@ mod overrides;
 mod policy;
 mod progress;
 mod render;
+mod sandbox;
 mod schema;
 mod tool;
 mod validate;
@@ -99,6 +102,10 @@ pub use crate::overrides::{CallConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::render::{RenderError, TemplateError};
+pub use crate::sandbox::{
+    FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxDeclarationError, SandboxReport,
+    SandboxSettings, UnknownSetting,
+};
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError, Violation,

@@ -19,7 +19,10 @@ use toolsmith_executor::Command;
 use crate::discovery::error_chain;
 use crate::expand::{ExpandError, Expansion};
 use crate::render::{RenderError, Template, TemplateError, is_identifier};
-use crate::{Approval, InputSchema, NameError, OutputSchema, SchemaError, ToolName};
+use crate::{
+    Approval, InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError,
+    SchemaError, ToolName,
+};
 
 /// The default `timeout_ms`.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -27,7 +30,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The largest `timeout_ms` a manifest may declare.
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 
-const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema";
+const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox";
 const PARAMETER_KEYS: &str =
     "type, description, required, default, enum, pattern, minLength, maxLength, min, max, items";
 const ITEMS_KEYS: &str = "type, description, enum, pattern, minLength, maxLength, min, max";
@@ -49,6 +52,8 @@ pub(crate) struct Manifest {
     pub(crate) fail_on_exit: bool,
     /// toolsmith's addition: when set, stdout is parsed as JSON and must meet this schema.
     pub(crate) output_schema: Option<OutputSchema>,
+    /// What the manifest declares about its own sandbox.
+    pub(crate) sandbox: SandboxDeclaration,
     pub(crate) body: Template,
 }
 
@@ -373,6 +378,12 @@ pub enum ManifestError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `sandbox` was refused.
+    #[error("sandbox: {source}")]
+    Sandbox {
+        /// Why.
+        source: SandboxDeclarationError,
+    },
 }
 
 /// Every error of one manifest, shown one after the other, separated by `; `.
@@ -570,6 +581,15 @@ fn parse_collecting(
             .ok()
     });
 
+    let sandbox = fields
+        .get("sandbox")
+        .and_then(|sandbox| {
+            SandboxDeclaration::from_json(&yaml_to_json(sandbox))
+                .map_err(|source| errors.push(ManifestError::Sandbox { source }))
+                .ok()
+        })
+        .unwrap_or_default();
+
     let declared: Vec<&str> = parameters
         .iter()
         .map(|parameter| parameter.name.as_str())
@@ -606,6 +626,7 @@ fn parse_collecting(
         shell,
         fail_on_exit,
         output_schema,
+        sandbox,
         body: template?,
     })
 }
@@ -1461,7 +1482,7 @@ mod tests {
         check(
             &format!("{HEAD}timeout: 5000\n"),
             Err(
-                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema",
+                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox",
             ),
         );
         check(

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
-use crate::{RunConfig, Tool};
+use crate::{FilesystemSetting, NetworkSetting, RunConfig, SandboxSettings, Tool};
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
 ///
@@ -39,6 +39,10 @@ pub struct ToolOverride {
     pub max_output: Option<u64>,
     /// The exact environment of the tool's processes, replacing [`RunConfig::env`].
     pub env: Option<Vec<(OsString, OsString)>>,
+    /// Network access, replacing [`RunConfig::sandbox`]'s for this tool.
+    pub network: Option<NetworkSetting>,
+    /// Writable paths, replacing [`RunConfig::sandbox`]'s for this tool.
+    pub filesystem: Option<FilesystemSetting>,
 }
 
 /// Where the timeout of a call comes from.
@@ -66,6 +70,9 @@ pub struct CallConfig {
     pub timeout_source: TimeoutSource,
     /// The exact environment of the call.
     pub env: Vec<(OsString, OsString)>,
+    /// The effective sandbox: the operator's grant for the tool, tightened
+    /// by what the tool declares.
+    pub sandbox: SandboxSettings,
 }
 
 impl RunConfig {
@@ -90,11 +97,21 @@ impl RunConfig {
             }
             (None, None) => TimeoutSource::Configured,
         };
+        let grant = SandboxSettings {
+            network: tool_override
+                .and_then(|tool_override| tool_override.network)
+                .unwrap_or(self.sandbox.network),
+            filesystem: tool_override
+                .and_then(|tool_override| tool_override.filesystem)
+                .unwrap_or(self.sandbox.filesystem),
+        };
+        let sandbox = grant.tightened_by(tool.sandbox());
         let Some(tool_override) = tool_override else {
             return CallConfig {
                 limits,
                 timeout_source,
                 env: self.env.clone(),
+                sandbox,
             };
         };
         let limits = Limits {
@@ -116,6 +133,7 @@ impl RunConfig {
                 .env
                 .clone()
                 .unwrap_or_else(|| self.env.clone()),
+            sandbox,
         }
     }
 }
@@ -130,7 +148,10 @@ mod tests {
 
     use crate::overrides::{TimeoutSource, ToolOverride};
     use crate::tool::{Runner, ToolParts};
-    use crate::{Annotations, InputSchema, Layer, RunConfig, Tool, ToolName};
+    use crate::{
+        Annotations, InputSchema, Layer, RunConfig, SandboxDeclaration, SandboxSettings, Tool,
+        ToolName,
+    };
 
     fn tool(requested: Option<u64>) -> Tool {
         Tool::from_parts(ToolParts {
@@ -140,6 +161,7 @@ mod tests {
             output_schema: None,
             annotations: Annotations::undeclared(),
             requested_timeout: requested.map(Duration::from_secs),
+            sandbox: SandboxDeclaration::default(),
             path: PathBuf::from("/tools/demo"),
             source: PathBuf::from("/tools"),
             layer: Layer::Explicit,
@@ -167,6 +189,8 @@ mod tests {
             limits,
             max_timeout: Duration::from_secs(60),
             overrides,
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: PathBuf::from("/"),
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::manifest::Manifest;
-use crate::{InputSchema, Layer, OutputSchema, ToolName};
+use crate::{InputSchema, Layer, OutputSchema, SandboxDeclaration, ToolName};
 
 /// The format a tool was written in, which fixes how it is described and run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,6 +110,7 @@ pub(crate) struct ToolParts {
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) annotations: Annotations,
     pub(crate) requested_timeout: Option<Duration>,
+    pub(crate) sandbox: SandboxDeclaration,
     pub(crate) path: PathBuf,
     pub(crate) source: PathBuf,
     pub(crate) layer: Layer,
@@ -125,6 +126,7 @@ pub struct Tool {
     output_schema: Option<OutputSchema>,
     annotations: Annotations,
     requested_timeout: Option<Duration>,
+    sandbox: SandboxDeclaration,
     path: PathBuf,
     source: PathBuf,
     layer: Layer,
@@ -140,6 +142,7 @@ impl Tool {
             output_schema: parts.output_schema,
             annotations: parts.annotations,
             requested_timeout: parts.requested_timeout,
+            sandbox: parts.sandbox,
             path: parts.path,
             source: parts.source,
             layer: parts.layer,
@@ -175,6 +178,11 @@ impl Tool {
     /// The timeout the tool asks for, which the operator's `max_timeout` caps.
     pub fn requested_timeout(&self) -> Option<Duration> {
         self.requested_timeout
+    }
+
+    /// The sandbox the tool declares for itself, which can only tighten the operator's.
+    pub fn sandbox(&self) -> &SandboxDeclaration {
+        &self.sandbox
     }
 
     /// The absolute path of the tool's file.

@@ -320,7 +320,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             DescriptionError::NotJson { .. }
             | DescriptionError::NotAnObject { .. }
             | DescriptionError::MissingField { .. }
-            | DescriptionError::WrongType { .. } => CheckKind::Parse,
+            | DescriptionError::WrongType { .. }
+            | DescriptionError::InvalidSandbox { .. } => CheckKind::Parse,
             DescriptionError::InvalidName { .. } => CheckKind::DeclaredName,
             DescriptionError::InvalidSchema { .. } => CheckKind::InputSchema,
             DescriptionError::InvalidOutputSchema { .. } => CheckKind::OutputSchema,
@@ -331,7 +332,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             | ToolSchemaError::MissingField { .. }
             | ToolSchemaError::WrongType { .. }
             | ToolSchemaError::ParameterNotAnObject { .. }
-            | ToolSchemaError::RequiredNotABoolean { .. } => CheckKind::Parse,
+            | ToolSchemaError::RequiredNotABoolean { .. }
+            | ToolSchemaError::InvalidSandbox { .. } => CheckKind::Parse,
             ToolSchemaError::InvalidName { .. } => CheckKind::DeclaredName,
             ToolSchemaError::InvalidParameters { .. } => CheckKind::InputSchema,
             ToolSchemaError::InvalidReturns { .. } => CheckKind::OutputSchema,

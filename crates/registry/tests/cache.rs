@@ -11,7 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
 use toolsmith_registry::{
-    Catalog, DiscoveryCache, Layer, LayerDir, RunConfig, discover_layers, discover_one,
+    Catalog, DiscoveryCache, Layer, LayerDir, RunConfig, SandboxSettings, discover_layers,
+    discover_one,
 };
 
 const N_TOOLS: usize = 500;
@@ -61,6 +62,8 @@ impl World {
             limits: Limits::recommended(),
             max_timeout: Duration::from_secs(300),
             overrides: Default::default(),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: temp.path().to_path_buf(),
         };
         World {
             cache_dir: temp.path().join("cache"),

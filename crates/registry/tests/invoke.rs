@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-use toolsmith_registry::{Policy, RunConfig, discover, invoke_named};
+use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke_named};
 
 const TOOL: &str = r#"#!/bin/sh
 case "$1" in
@@ -42,6 +42,8 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         limits: Limits::recommended(),
         max_timeout: std::time::Duration::from_secs(300),
         overrides: Default::default(),
+        sandbox: SandboxSettings::unrestricted(),
+        project_dir: dir.path().to_path_buf(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

@@ -15,8 +15,8 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
 use toolsmith_registry::{
-    ChangeEvent, DiscoveryCache, Layer, LayerDir, LiveRegistry, Policy, RunConfig, ToolName,
-    invoke_named,
+    ChangeEvent, DiscoveryCache, Layer, LayerDir, LiveRegistry, Policy, RunConfig, SandboxSettings,
+    ToolName, invoke_named,
 };
 
 /// A hang guard, not a speed claim: on a quiet machine a change is reported in a few hundred
@@ -85,6 +85,8 @@ impl World {
             limits: Limits::recommended(),
             max_timeout: Duration::from_secs(300),
             overrides: Default::default(),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: temp.path().to_path_buf(),
         };
         World {
             tools,

@@ -1,8 +1,8 @@
 //! `toolsmith doctor`: what the kernel allows, the tool directories and the problems found in them, and the effective config, each with a fix where one exists.
 //!
 //! The report is a list of sections, each a list of [`Check`]s; a section is
-//! added by writing one function that returns its checks (the sandbox probes
-//! slot into [`kernel_checks`]). Only `Problem` checks make the status 1:
+//! added by writing one function that returns its checks (the sandbox
+//! mechanisms are [`sandbox_checks`]). Only `Problem` checks make the status 1:
 //! a kernel feature that is missing has a fallback, so it is a `Warn`.
 
 use std::fmt::Write as _;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::json;
-use toolsmith_executor::{BackendChoice, Executor};
+use toolsmith_executor::{BackendChoice, DISABLE_FEATURES_VAR, Executor, Features, Probe};
 use toolsmith_registry::{CACHE_FILE, Catalog, Problem, ProblemError};
 
 use crate::args::DoctorArgs;
@@ -79,11 +79,15 @@ pub(crate) async fn doctor(
         .await;
     bar.finish();
     let kernel = kernel_checks(executor);
+    let support = sandbox_support(executor.features());
+    let sandbox = sandbox_checks(&support);
+    let secrets = secrets_protection(executor.features());
     let directories = directory_checks(global, &catalog);
     let problems = problem_checks(&catalog);
     let settings = global.effective();
     let problem_count = kernel
         .iter()
+        .chain(&sandbox)
         .chain(&directories)
         .chain(&problems)
         .filter(|check| check.status == Status::Problem)
@@ -147,6 +151,23 @@ pub(crate) async fn doctor(
                 "enabled": cache_file.is_some(),
                 "file": cache_file,
             },
+            "sandbox": {
+                "network": global.sandbox.network.as_str(),
+                "filesystem": global.sandbox.filesystem.as_str(),
+                "project_dir": global.project_dir,
+                "support": support.iter().map(|support| json!({
+                    "mechanism": support.mechanism,
+                    "for": support.purpose,
+                    "available": support.probe.available,
+                    "detail": support.probe.detail,
+                    "fix": support.fix(),
+                })).collect::<Vec<_>>(),
+                "landlock_abi": executor.features().landlock_abi,
+                "secrets": {
+                    "protection": secrets.protection,
+                    "detail": secrets.detail,
+                },
+            },
         }))?;
         return Ok(status(problem_count));
     }
@@ -168,6 +189,22 @@ pub(crate) async fn doctor(
         writeln!(text)?;
         writeln!(text, "{}", title("kernel:"))?;
         text.push_str(&checks_table(&kernel, color));
+        writeln!(text)?;
+        writeln!(
+            text,
+            "{} network = {}, filesystem = {} (project: {})",
+            title("sandbox:"),
+            global.sandbox.network,
+            global.sandbox.filesystem,
+            global.project_dir.display()
+        )?;
+        text.push_str(&checks_table(&sandbox, color));
+        writeln!(
+            text,
+            "  secrets: {} ({})",
+            Paint::Name.paint(secrets.protection, color),
+            secrets.detail
+        )?;
         writeln!(text)?;
         if global.explicit_dirs {
             writeln!(
@@ -408,5 +445,106 @@ fn problem_fix(problem: &Problem) -> String {
         ),
         ProblemError::Duplicate { .. } => "keep one of the two files, or rename one".to_owned(),
         _ => format!("`toolsmith validate {path}` runs every check and shows which one fails"),
+    }
+}
+
+/// One sandbox mechanism and what the kernel says about it.
+struct Support<'a> {
+    mechanism: &'static str,
+    purpose: &'static str,
+    probe: &'a Probe,
+    fix: &'static str,
+}
+
+impl Support<'_> {
+    /// How to get the mechanism, when it is missing and not disabled on purpose.
+    fn fix(&self) -> Option<String> {
+        if self.probe.available {
+            return None;
+        }
+        if self.probe.detail.contains(DISABLE_FEATURES_VAR) {
+            return Some(format!("unset {DISABLE_FEATURES_VAR}"));
+        }
+        Some(self.fix.to_owned())
+    }
+}
+
+/// The sandbox mechanisms as report lines: a missing one is a warning, since
+/// the calls that need it fail closed (or run without it where the operator
+/// chose `-if-possible`).
+fn sandbox_checks(support: &[Support<'_>]) -> Vec<Check> {
+    support
+        .iter()
+        .map(|support| Check {
+            name: support.mechanism.to_owned(),
+            status: if support.probe.available {
+                Status::Ok
+            } else {
+                Status::Warn
+            },
+            detail: format!("{}: {}", support.purpose, support.probe.detail),
+            fix: support.fix(),
+        })
+        .collect()
+}
+
+fn sandbox_support(features: &Features) -> [Support<'_>; 3] {
+    [
+        Support {
+            mechanism: "network namespace",
+            purpose: "network = deny",
+            probe: &features.network_namespace,
+            fix: "run toolsmith as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0); or set network = \"deny-if-possible\"",
+        },
+        Support {
+            mechanism: "landlock",
+            purpose: "filesystem = project | read-only",
+            probe: &features.landlock,
+            fix: "use Linux 5.13 or later with `landlock` in the lsm= boot parameter; or set filesystem = \"project-if-possible\" / \"read-only-if-possible\"",
+        },
+        Support {
+            mechanism: "private /proc",
+            purpose: "tools see no other process, toolsmith's environment included",
+            probe: &features.private_proc,
+            fix: "run toolsmith as root, or allow unprivileged user namespaces; without it toolsmith's own environment is still blanked at start (see `secrets`)",
+        },
+    ]
+}
+
+/// Which protection keeps toolsmith's environment from tools.
+struct Secrets {
+    protection: &'static str,
+    detail: String,
+}
+
+fn secrets_protection(features: &Features) -> Secrets {
+    let sealed = crate::ENVIRON_SEALED.get();
+    let seal_detail = match sealed {
+        Some(Ok(())) => "toolsmith's initial environment was blanked at start".to_owned(),
+        Some(Err(error)) => {
+            format!("toolsmith's initial environment could not be blanked: {error}")
+        }
+        None => "toolsmith's initial environment was not blanked (embedded use)".to_owned(),
+    };
+    match (
+        features.private_proc.available,
+        matches!(sealed, Some(Ok(()))),
+    ) {
+        (true, _) => Secrets {
+            protection: "private-proc",
+            detail: format!("every call has its own PID namespace and /proc; also {seal_detail}"),
+        },
+        (false, true) => Secrets {
+            protection: "blanked-environ",
+            detail: format!(
+                "tools see other processes, but {seal_detail}; other processes of the same user stay readable"
+            ),
+        },
+        (false, false) => Secrets {
+            protection: "none",
+            detail: format!(
+                "{seal_detail}; a tool can read /proc/<pid>/environ of toolsmith: keep secrets out of its environment"
+            ),
+        },
     }
 }

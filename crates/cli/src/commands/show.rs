@@ -103,6 +103,14 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         "output_schema": tool.output_schema().map(|schema| schema.as_json()),
         "policy": verdict,
         "limits": limits,
+        "sandbox": {
+            "network": call.sandbox.network.as_str(),
+            "filesystem": call.sandbox.filesystem.as_str(),
+            "declared": {
+                "network": tool.sandbox().network.map(|setting| setting.as_str()),
+                "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
+            },
+        },
     })
 }
 
@@ -161,6 +169,28 @@ fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, 
             Ok(()) => Cell::painted(format!("allowed{profile}"), Paint::Good),
             Err(denial) => Cell::painted(format!("denied{profile}: {denial}"), Paint::Bad),
         },
+    ]);
+    let declared = tool.sandbox();
+    let declared = [
+        declared.network.map(|setting| format!("network {setting}")),
+        declared
+            .filesystem
+            .map(|setting| format!("filesystem {setting}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    let declared = if declared.is_empty() {
+        String::new()
+    } else {
+        format!(" (the tool declares {})", declared.join(", "))
+    };
+    rows.push(vec![
+        label("sandbox:"),
+        Cell::plain(format!(
+            "network {}, filesystem {}{declared}",
+            call.sandbox.network, call.sandbox.filesystem
+        )),
     ]);
     text.push_str(&output::table("", &[], &rows, color));
     let timeout_source = match call.timeout_source {

@@ -1,0 +1,275 @@
+//! Sandbox profiles: what a run may reach (network, writable paths, other
+//! processes), and how a profile becomes clone flags, a Landlock ruleset and
+//! a private temporary directory before the spawn.
+//!
+//! Every mechanism is applied in the clone child with raw system calls
+//! (see `spawn.rs`); everything that allocates happens here, in the parent.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Features, landlock};
+
+/// Whether a missing kernel feature fails the run or lets it run with less.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    /// The run fails with [`Error::SandboxUnavailable`] (fail closed).
+    Required,
+    /// The run goes ahead without the mechanism, and [`AppliedSandbox::relaxed`] says so.
+    IfPossible,
+}
+
+/// Network access of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// The executor's own network.
+    Allow,
+    /// A network namespace of its own whose only interface, loopback, is
+    /// down: no address is reachable, the host's loopback included.
+    Deny(Enforcement),
+}
+
+/// Where a run may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Filesystem {
+    /// Wherever the uid may.
+    Full,
+    /// Only below `root` and in the run's private temporary directory.
+    Project {
+        /// The directory the run may write in.
+        root: PathBuf,
+        /// What to do when Landlock is unavailable.
+        enforcement: Enforcement,
+    },
+    /// Only in the run's private temporary directory.
+    ReadOnly(Enforcement),
+}
+
+/// The isolation of one run, set with [`Command::sandbox`](crate::Command::sandbox).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Network access.
+    pub network: Network,
+    /// Writable paths.
+    pub filesystem: Filesystem,
+    /// When the kernel allows it, a PID namespace and a mount namespace with a
+    /// fresh `/proc`, so the program sees no process but its own (in
+    /// particular not the executor's `/proc/<pid>/environ`). Best effort:
+    /// [`AppliedSandbox::private_pids`] says whether it applied.
+    pub private_pids: bool,
+}
+
+impl Sandbox {
+    /// No isolation beyond the containment backend: network allowed,
+    /// filesystem as the uid allows, processes visible.
+    pub fn none() -> Sandbox {
+        Sandbox {
+            network: Network::Allow,
+            filesystem: Filesystem::Full,
+            private_pids: false,
+        }
+    }
+}
+
+/// The kind of filesystem restriction that applied to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilesystemAccess {
+    /// Not restricted.
+    Full,
+    /// Writes only below the project root and the private temporary directory.
+    Project,
+    /// Writes only in the private temporary directory.
+    ReadOnly,
+}
+
+impl FilesystemAccess {
+    /// The name used in configuration and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FilesystemAccess::Full => "full",
+            FilesystemAccess::Project => "project",
+            FilesystemAccess::ReadOnly => "read-only",
+        }
+    }
+}
+
+impl fmt::Display for FilesystemAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What isolation actually applied to a run, for audits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedSandbox {
+    /// True when the run had no network.
+    pub network_denied: bool,
+    /// The filesystem restriction in force.
+    pub filesystem: FilesystemAccess,
+    /// True when the run had its own PID namespace and `/proc`.
+    pub private_pids: bool,
+    /// What an [`Enforcement::IfPossible`] request could not get, and why.
+    pub relaxed: Vec<String>,
+}
+
+/// A sandbox turned into what the spawn needs.
+#[derive(Debug)]
+pub(crate) struct SandboxPlan {
+    /// Extra `CLONE_NEW*` flags.
+    pub(crate) clone_flags: libc::c_int,
+    /// Mount a fresh `/proc` in the child (it is in new PID and mount namespaces).
+    pub(crate) mount_proc: bool,
+    /// A Landlock ruleset for `landlock_restrict_self` in the child.
+    pub(crate) landlock: Option<OwnedFd>,
+    /// The private temporary directory, removed when the plan is dropped.
+    pub(crate) temp_dir: Option<TempDir>,
+    /// What applies, for the outcome.
+    pub(crate) applied: AppliedSandbox,
+}
+
+impl SandboxPlan {
+    /// The environment the program gets on top of its command's.
+    pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
+        match &self.temp_dir {
+            Some(dir) => ["TMPDIR", "TMP", "TEMP"]
+                .into_iter()
+                .map(|name| (OsString::from(name), dir.path.clone().into_os_string()))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A directory removed, with its contents, on drop.
+#[derive(Debug)]
+pub(crate) struct TempDir {
+    path: PathBuf,
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if let Err(error) = std::fs::remove_dir_all(&self.path) {
+            tracing::warn!(path = %self.path.display(), %error, "could not remove a run's temporary directory");
+        }
+    }
+}
+
+/// Turns `sandbox` into a plan, or fails closed when a required mechanism is unavailable.
+pub(crate) fn plan(
+    sandbox: &Sandbox,
+    features: &Features,
+    run_name: &str,
+) -> Result<SandboxPlan, Error> {
+    let mut applied = AppliedSandbox {
+        network_denied: false,
+        filesystem: FilesystemAccess::Full,
+        private_pids: false,
+        relaxed: Vec::new(),
+    };
+    let mut clone_flags = 0;
+    if let Network::Deny(enforcement) = sandbox.network {
+        if features.network_namespace.available {
+            clone_flags |= libc::CLONE_NEWNET;
+            applied.network_denied = true;
+        } else {
+            unavailable(
+                enforcement,
+                "network = deny",
+                "a network namespace",
+                &features.network_namespace.detail,
+                &mut applied,
+            )?;
+        }
+    }
+    let mount_proc = sandbox.private_pids && features.private_proc.available;
+    if mount_proc {
+        clone_flags |= libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        applied.private_pids = true;
+    }
+    let (writable_root, enforcement, access) = match &sandbox.filesystem {
+        Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
+        Filesystem::Project { root, enforcement } => (
+            Some(root.as_path()),
+            *enforcement,
+            FilesystemAccess::Project,
+        ),
+        Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
+    };
+    let mut landlock_ruleset = None;
+    let mut temp_dir = None;
+    if access != FilesystemAccess::Full {
+        match features
+            .landlock_abi
+            .filter(|_| features.landlock.available)
+        {
+            Some(abi) => {
+                let dir = create_temp_dir(run_name)?;
+                let mut writable: Vec<&Path> = vec![&dir.path];
+                writable.extend(writable_root);
+                landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
+                temp_dir = Some(dir);
+                applied.filesystem = access;
+            }
+            None => unavailable(
+                enforcement,
+                match access {
+                    FilesystemAccess::Project => "filesystem = project",
+                    _ => "filesystem = read-only",
+                },
+                "Landlock",
+                &features.landlock.detail,
+                &mut applied,
+            )?,
+        }
+    }
+    Ok(SandboxPlan {
+        clone_flags,
+        mount_proc,
+        landlock: landlock_ruleset,
+        temp_dir,
+        applied,
+    })
+}
+
+fn unavailable(
+    enforcement: Enforcement,
+    requirement: &'static str,
+    mechanism: &'static str,
+    reason: &str,
+    applied: &mut AppliedSandbox,
+) -> Result<(), Error> {
+    match enforcement {
+        Enforcement::Required => Err(Error::SandboxUnavailable {
+            requirement,
+            mechanism,
+            reason: reason.to_owned(),
+        }),
+        Enforcement::IfPossible => {
+            applied.relaxed.push(format!(
+                "{requirement} not enforced: {mechanism} is unavailable ({reason})"
+            ));
+            Ok(())
+        }
+    }
+}
+
+fn create_temp_dir(run_name: &str) -> Result<TempDir, Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    let path = std::env::temp_dir().join(format!("toolsmith-run-{run_name}"));
+    let create = || std::fs::DirBuilder::new().mode(0o700).create(&path);
+    // A directory of the same name is left over from a killed executor whose pid was reused.
+    create()
+        .or_else(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                std::fs::remove_dir_all(&path).and_then(|()| create())
+            }
+            _ => Err(error),
+        })
+        .map_err(|source| Error::Sys {
+            call: "mkdir(private temporary directory)",
+            source,
+        })?;
+    Ok(TempDir { path })
+}

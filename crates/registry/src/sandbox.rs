@@ -1,0 +1,486 @@
+//! Sandbox profiles of tool calls: what the operator grants (`[sandbox]`,
+//! `[tools.NAME]`), what a tool declares for itself, and the effective
+//! profile of a call, which the executor enforces.
+//!
+//! A tool's declaration can only tighten what the operator grants, never
+//! loosen it: on each axis the stricter level wins. How a missing kernel
+//! feature is handled is the operator's word alone: a `-if-possible`
+//! setting runs the call without the mechanism (and the envelope says so);
+//! any other setting fails it closed with `POLICY_DENIED`.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde_json::Value;
+use toolsmith_executor::{AppliedSandbox, Enforcement, Filesystem, Network, Sandbox};
+
+/// Network access of a call, as the operator writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetworkSetting {
+    /// The host's network.
+    Allow,
+    /// No network; the call fails when the kernel cannot provide a network namespace.
+    Deny,
+    /// No network when the kernel can provide a network namespace, else the host's.
+    DenyIfPossible,
+}
+
+impl NetworkSetting {
+    /// Every value, as written in configuration.
+    pub const VALUES: &'static str = "allow, deny, deny-if-possible";
+
+    /// The name used in configuration and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkSetting::Allow => "allow",
+            NetworkSetting::Deny => "deny",
+            NetworkSetting::DenyIfPossible => "deny-if-possible",
+        }
+    }
+
+    fn denies(self) -> bool {
+        self != NetworkSetting::Allow
+    }
+
+    fn if_possible(self) -> bool {
+        self == NetworkSetting::DenyIfPossible
+    }
+}
+
+/// Where a call may write, as the operator writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FilesystemSetting {
+    /// Wherever the user may.
+    Full,
+    /// Only below the project directory and a private temporary directory.
+    Project,
+    /// Only in a private temporary directory.
+    ReadOnly,
+    /// As `project` when the kernel has Landlock, else `full`.
+    ProjectIfPossible,
+    /// As `read-only` when the kernel has Landlock, else `full`.
+    ReadOnlyIfPossible,
+}
+
+impl FilesystemSetting {
+    /// Every value, as written in configuration.
+    pub const VALUES: &'static str =
+        "full, project, read-only, project-if-possible, read-only-if-possible";
+
+    /// The name used in configuration and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FilesystemSetting::Full => "full",
+            FilesystemSetting::Project => "project",
+            FilesystemSetting::ReadOnly => "read-only",
+            FilesystemSetting::ProjectIfPossible => "project-if-possible",
+            FilesystemSetting::ReadOnlyIfPossible => "read-only-if-possible",
+        }
+    }
+
+    /// 0 full, 1 project, 2 read-only.
+    fn strictness(self) -> u8 {
+        match self {
+            FilesystemSetting::Full => 0,
+            FilesystemSetting::Project | FilesystemSetting::ProjectIfPossible => 1,
+            FilesystemSetting::ReadOnly | FilesystemSetting::ReadOnlyIfPossible => 2,
+        }
+    }
+
+    fn if_possible(self) -> bool {
+        matches!(
+            self,
+            FilesystemSetting::ProjectIfPossible | FilesystemSetting::ReadOnlyIfPossible
+        )
+    }
+}
+
+/// A value that is not one of the documented settings.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {key} setting `{value}` (expected one of {expected})")]
+pub struct UnknownSetting {
+    /// `network` or `filesystem`.
+    pub key: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The values allowed.
+    pub expected: &'static str,
+}
+
+impl FromStr for NetworkSetting {
+    type Err = UnknownSetting;
+
+    fn from_str(text: &str) -> Result<NetworkSetting, UnknownSetting> {
+        [
+            NetworkSetting::Allow,
+            NetworkSetting::Deny,
+            NetworkSetting::DenyIfPossible,
+        ]
+        .into_iter()
+        .find(|setting| setting.as_str() == text)
+        .ok_or_else(|| UnknownSetting {
+            key: "network",
+            value: text.to_owned(),
+            expected: NetworkSetting::VALUES,
+        })
+    }
+}
+
+impl FromStr for FilesystemSetting {
+    type Err = UnknownSetting;
+
+    fn from_str(text: &str) -> Result<FilesystemSetting, UnknownSetting> {
+        [
+            FilesystemSetting::Full,
+            FilesystemSetting::Project,
+            FilesystemSetting::ReadOnly,
+            FilesystemSetting::ProjectIfPossible,
+            FilesystemSetting::ReadOnlyIfPossible,
+        ]
+        .into_iter()
+        .find(|setting| setting.as_str() == text)
+        .ok_or_else(|| UnknownSetting {
+            key: "filesystem",
+            value: text.to_owned(),
+            expected: FilesystemSetting::VALUES,
+        })
+    }
+}
+
+impl fmt::Display for NetworkSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for FilesystemSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A sandbox profile: network and filesystem. The operator's grant, or the
+/// effective profile of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SandboxSettings {
+    /// Network access.
+    pub network: NetworkSetting,
+    /// Writable paths.
+    pub filesystem: FilesystemSetting,
+}
+
+impl SandboxSettings {
+    /// The default grant: the host's network, the user's filesystem.
+    pub fn unrestricted() -> SandboxSettings {
+        SandboxSettings {
+            network: NetworkSetting::Allow,
+            filesystem: FilesystemSetting::Full,
+        }
+    }
+
+    /// What the operator's grant becomes for a tool that declares `declared`:
+    /// on each axis the stricter level wins, and a `-if-possible` of the
+    /// operator carries over to the stricter level.
+    pub fn tightened_by(self, declared: &SandboxDeclaration) -> SandboxSettings {
+        let network = match declared.network {
+            Some(NetworkSetting::Allow) | None => self.network,
+            Some(_) if self.network.if_possible() => NetworkSetting::DenyIfPossible,
+            Some(_) if self.network.denies() => self.network,
+            Some(_) => NetworkSetting::Deny,
+        };
+        let filesystem = match declared.filesystem {
+            Some(level) if level.strictness() > self.filesystem.strictness() => {
+                match (level.strictness(), self.filesystem.if_possible()) {
+                    (2, true) => FilesystemSetting::ReadOnlyIfPossible,
+                    (2, false) => FilesystemSetting::ReadOnly,
+                    (_, true) => FilesystemSetting::ProjectIfPossible,
+                    (_, false) => FilesystemSetting::Project,
+                }
+            }
+            _ => self.filesystem,
+        };
+        SandboxSettings {
+            network,
+            filesystem,
+        }
+    }
+
+    /// The same levels, each `-if-possible`: for discovery probes, which only
+    /// ask a tool to describe itself, so that a kernel without a mechanism
+    /// does not turn every tool into a problem (calls still fail closed).
+    pub fn if_possible(self) -> SandboxSettings {
+        SandboxSettings {
+            network: match self.network {
+                NetworkSetting::Allow => NetworkSetting::Allow,
+                _ => NetworkSetting::DenyIfPossible,
+            },
+            filesystem: match self.filesystem.strictness() {
+                0 => FilesystemSetting::Full,
+                1 => FilesystemSetting::ProjectIfPossible,
+                _ => FilesystemSetting::ReadOnlyIfPossible,
+            },
+        }
+    }
+
+    /// The executor's sandbox for a call whose project directory is
+    /// `project_dir`. Every call also gets a private PID namespace and
+    /// `/proc` when the kernel allows it.
+    pub fn to_executor(self, project_dir: &Path) -> Sandbox {
+        let enforcement = |if_possible: bool| {
+            if if_possible {
+                Enforcement::IfPossible
+            } else {
+                Enforcement::Required
+            }
+        };
+        Sandbox {
+            network: if self.network.denies() {
+                Network::Deny(enforcement(self.network.if_possible()))
+            } else {
+                Network::Allow
+            },
+            filesystem: match self.filesystem.strictness() {
+                0 => Filesystem::Full,
+                1 => Filesystem::Project {
+                    root: project_dir.to_path_buf(),
+                    enforcement: enforcement(self.filesystem.if_possible()),
+                },
+                _ => Filesystem::ReadOnly(enforcement(self.filesystem.if_possible())),
+            },
+            private_pids: true,
+        }
+    }
+}
+
+/// What a tool declares about its own sandbox (`"sandbox": {"network":
+/// "deny", "filesystem": "read-only"}` in its description, schema or
+/// manifest frontmatter). It can only tighten the operator's grant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SandboxDeclaration {
+    /// `allow` or `deny`, if declared.
+    pub network: Option<NetworkSetting>,
+    /// `full`, `project` or `read-only`, if declared.
+    pub filesystem: Option<FilesystemSetting>,
+}
+
+/// Why a tool's `sandbox` declaration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxDeclarationError {
+    /// `sandbox` is not an object.
+    #[error("`sandbox` must be an object such as {{\"network\": \"deny\"}}")]
+    NotAnObject,
+    /// A key other than `network` and `filesystem`.
+    #[error("`sandbox.{key}` is not a sandbox setting (expected network or filesystem)")]
+    UnknownKey {
+        /// The key.
+        key: String,
+    },
+    /// A value outside the closed set a tool may declare.
+    #[error("`sandbox.{key}` must be one of {expected}, not {found}")]
+    InvalidValue {
+        /// `network` or `filesystem`.
+        key: &'static str,
+        /// The values a tool may declare.
+        expected: &'static str,
+        /// What was found, as JSON.
+        found: String,
+    },
+}
+
+impl SandboxDeclaration {
+    /// Parses the `sandbox` value of a description, schema or frontmatter
+    /// (converted to JSON). A tool declares levels only (`allow`/`deny`,
+    /// `full`/`project`/`read-only`); whether a level may be relaxed on a
+    /// kernel without the mechanism is the operator's decision.
+    pub fn from_json(value: &Value) -> Result<SandboxDeclaration, SandboxDeclarationError> {
+        let Value::Object(object) = value else {
+            return Err(SandboxDeclarationError::NotAnObject);
+        };
+        let mut declaration = SandboxDeclaration::default();
+        for (key, value) in object {
+            let text = value.as_str();
+            match key.as_str() {
+                "network" => {
+                    declaration.network = Some(
+                        text.and_then(|text| match text {
+                            "allow" => Some(NetworkSetting::Allow),
+                            "deny" => Some(NetworkSetting::Deny),
+                            _ => None,
+                        })
+                        .ok_or_else(|| {
+                            SandboxDeclarationError::InvalidValue {
+                                key: "network",
+                                expected: "\"allow\", \"deny\"",
+                                found: value.to_string(),
+                            }
+                        })?,
+                    );
+                }
+                "filesystem" => {
+                    declaration.filesystem = Some(
+                        text.and_then(|text| match text {
+                            "full" => Some(FilesystemSetting::Full),
+                            "project" => Some(FilesystemSetting::Project),
+                            "read-only" => Some(FilesystemSetting::ReadOnly),
+                            _ => None,
+                        })
+                        .ok_or_else(|| {
+                            SandboxDeclarationError::InvalidValue {
+                                key: "filesystem",
+                                expected: "\"full\", \"project\", \"read-only\"",
+                                found: value.to_string(),
+                            }
+                        })?,
+                    );
+                }
+                _ => {
+                    return Err(SandboxDeclarationError::UnknownKey { key: key.clone() });
+                }
+            }
+        }
+        Ok(declaration)
+    }
+
+    /// True when the tool declares nothing.
+    pub fn is_empty(&self) -> bool {
+        self.network.is_none() && self.filesystem.is_none()
+    }
+}
+
+/// What isolation applied to a call, for the envelope's `metadata.sandbox`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxReport {
+    /// `allow` or `deny`: what applied, not what was asked.
+    pub network: &'static str,
+    /// `full`, `project` or `read-only`: what applied.
+    pub filesystem: &'static str,
+    /// True when the tool had its own PID namespace and `/proc`, so it could
+    /// see no other process.
+    pub pid_namespace: bool,
+    /// What a `-if-possible` setting could not enforce on this kernel, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_enforced: Vec<String>,
+}
+
+impl SandboxReport {
+    /// The report of what the executor applied.
+    pub fn from_applied(applied: &AppliedSandbox) -> SandboxReport {
+        SandboxReport {
+            network: if applied.network_denied {
+                "deny"
+            } else {
+                "allow"
+            },
+            filesystem: applied.filesystem.as_str(),
+            pid_namespace: applied.private_pids,
+            not_enforced: applied.relaxed.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxSettings};
+
+    fn check(grant: (&str, &str), declared: serde_json::Value, expect: (&str, &str)) {
+        let grant = SandboxSettings {
+            network: grant.0.parse().unwrap(),
+            filesystem: grant.1.parse().unwrap(),
+        };
+        let declared = SandboxDeclaration::from_json(&declared).unwrap();
+        let effective = grant.tightened_by(&declared);
+        assert_eq!(
+            (effective.network.as_str(), effective.filesystem.as_str()),
+            expect
+        );
+    }
+
+    #[test]
+    fn a_declaration_tightens() {
+        check(
+            ("allow", "full"),
+            json!({"network": "deny"}),
+            ("deny", "full"),
+        );
+        check(
+            ("allow", "full"),
+            json!({"filesystem": "read-only"}),
+            ("allow", "read-only"),
+        );
+        check(
+            ("allow", "project"),
+            json!({"filesystem": "read-only"}),
+            ("allow", "read-only"),
+        );
+    }
+
+    #[test]
+    fn a_declaration_never_loosens() {
+        check(
+            ("deny", "read-only"),
+            json!({"network": "allow", "filesystem": "full"}),
+            ("deny", "read-only"),
+        );
+        check(
+            ("deny", "read-only"),
+            json!({"filesystem": "project"}),
+            ("deny", "read-only"),
+        );
+        check(
+            ("deny-if-possible", "full"),
+            json!({}),
+            ("deny-if-possible", "full"),
+        );
+    }
+
+    #[test]
+    fn the_operators_if_possible_carries_over() {
+        check(
+            ("deny-if-possible", "project-if-possible"),
+            json!({"network": "deny", "filesystem": "read-only"}),
+            ("deny-if-possible", "read-only-if-possible"),
+        );
+        check(
+            ("allow", "project-if-possible"),
+            json!({"filesystem": "project"}),
+            ("allow", "project-if-possible"),
+        );
+    }
+
+    #[test]
+    fn settings_parse_and_refuse() {
+        assert_eq!(
+            "deny-if-possible".parse(),
+            Ok(NetworkSetting::DenyIfPossible)
+        );
+        assert_eq!("read-only".parse(), Ok(FilesystemSetting::ReadOnly));
+        assert_eq!(
+            "none".parse::<NetworkSetting>().unwrap_err().to_string(),
+            "unknown network setting `none` (expected one of allow, deny, deny-if-possible)"
+        );
+    }
+
+    #[test]
+    fn declarations_are_strict() {
+        let refuse = |value: serde_json::Value| {
+            SandboxDeclaration::from_json(&value)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refuse(json!({"network": "deny-if-possible"})),
+            "`sandbox.network` must be one of \"allow\", \"deny\", not \"deny-if-possible\""
+        );
+        assert_eq!(
+            refuse(json!({"net": "deny"})),
+            "`sandbox.net` is not a sandbox setting (expected network or filesystem)"
+        );
+        assert_eq!(
+            refuse(json!("deny")),
+            "`sandbox` must be an object such as {\"network\": \"deny\"}"
+        );
+    }
+}

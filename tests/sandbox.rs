@@ -1,0 +1,457 @@
+//! Sandbox profiles through `toolsmith run`: `[sandbox]` and `[tools.NAME]`,
+//! a tool's own declaration, `POLICY_DENIED` when the kernel refuses a
+//! mechanism, the `metadata.sandbox` audit record, secrets in `/proc`, and the
+//! executor SIGKILLed mid-call.
+//!
+//! The hostile scripts live in `tests/hostile/sandbox/`. A kernel feature
+//! that is missing is announced loudly and its test skipped;
+//! `TOOLSMITH_REQUIRE_BACKENDS=1` makes it a failure.
+//! `TOOLSMITH_DISABLE_FEATURES` simulates a kernel without a feature.
+
+#![expect(
+    clippy::print_stderr,
+    reason = "unavailable kernel features must be announced loudly"
+)]
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::context::{TestContext, shell_tool};
+
+const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
+
+fn hostile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("hostile/sandbox")
+        .join(name)
+}
+
+/// True when `doctor` reports `feature` available; otherwise says so loudly (or fails).
+fn available(context: &TestContext, feature: &str) -> bool {
+    let output = context
+        .command()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let probe = report["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|probe| probe["name"] == feature)
+        .unwrap_or_else(|| panic!("doctor reports no {feature}: {report}"));
+    if probe["available"] == true {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+        "{feature} is required but unavailable: {}",
+        probe["detail"]
+    );
+    eprintln!(
+        "WARNING: {feature} UNAVAILABLE on this kernel, its sandbox test is SKIPPED: {}",
+        probe["detail"]
+    );
+    false
+}
+
+/// Runs `command` (a `toolsmith run`) and returns the envelope it printed.
+fn run_json(command: &mut std::process::Command) -> Value {
+    let output = command.output().unwrap();
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not an envelope ({error}): {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// A Kodelet tool that tries to connect to `port` on the host's loopback.
+fn connect_tool(context: &TestContext, name: &str, declaration: &str, port: u16) {
+    let schema = format!("{EMPTY_SCHEMA}{declaration}");
+    context.tool(
+        name,
+        &shell_tool(
+            name,
+            &schema,
+            &format!("exec {} {port}", hostile("connect.sh").display()),
+        ),
+    );
+}
+
+#[test]
+fn network_deny_from_config_refuses_the_hosts_loopback() {
+    let context = TestContext::new();
+    if !available(&context, "network namespace") {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    connect_tool(&context, "dial", "", port);
+
+    let allowed = run_json(context.with_tools().args(["run", "dial"]));
+    assert_eq!(allowed["result"], "connected", "{allowed}");
+    assert_eq!(allowed["metadata"]["sandbox"]["network"], "allow");
+
+    context.project_file(".toolsmith/config.toml", "[sandbox]\nnetwork = \"deny\"\n");
+    let denied = run_json(context.with_tools().args(["run", "dial"]));
+    assert_eq!(denied["tool_success"], true, "{denied}");
+    assert_eq!(denied["result"], "refused", "{denied}");
+    assert_eq!(denied["metadata"]["sandbox"]["network"], "deny");
+
+    // The operator's word for one tool replaces the default.
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[sandbox]\nnetwork = \"deny\"\n\n[tools.dial]\nnetwork = \"allow\"\n",
+    );
+    let reopened = run_json(context.with_tools().args(["run", "dial"]));
+    assert_eq!(reopened["result"], "connected", "{reopened}");
+}
+
+#[test]
+fn a_tools_declaration_tightens_the_grant_but_never_loosens_it() {
+    let context = TestContext::new();
+    if !available(&context, "network namespace") {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Kodelet's description may carry a `sandbox` object next to input_schema.
+    connect_tool(
+        &context,
+        "offline",
+        r#", "sandbox": {"network": "deny"}"#,
+        port,
+    );
+    connect_tool(
+        &context,
+        "greedy",
+        r#", "sandbox": {"network": "allow"}"#,
+        port,
+    );
+
+    let offline = run_json(context.with_tools().args(["run", "offline"]));
+    assert_eq!(offline["result"], "refused", "{offline}");
+
+    context.project_file(".toolsmith/config.toml", "[sandbox]\nnetwork = \"deny\"\n");
+    let greedy = run_json(context.with_tools().args(["run", "greedy"]));
+    assert_eq!(greedy["result"], "refused", "{greedy}");
+
+    let shown = context
+        .with_tools()
+        .args(["show", "offline", "--json"])
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        shown["sandbox"],
+        json!({"network": "deny", "filesystem": "full", "declared": {"network": "deny", "filesystem": null}})
+    );
+}
+
+#[test]
+fn a_refused_mechanism_is_policy_denied_and_runs_nothing() {
+    let context = TestContext::new();
+    let marker = context.root.join("ran");
+    context.tool(
+        "writer",
+        &shell_tool(
+            "writer",
+            EMPTY_SCHEMA,
+            &format!("touch {} && echo done", marker.display()),
+        ),
+    );
+    context.project_file(".toolsmith/config.toml", "[sandbox]\nnetwork = \"deny\"\n");
+    cli_snapshot!(context, context.with_tools().env("TOOLSMITH_DISABLE_FEATURES", "netns").args(["run", "writer"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool writer was not run: network = deny needs a network namespace, which this kernel refused (disabled by TOOLSMITH_DISABLE_FEATURES); set network = \"deny-if-possible\" in [sandbox] or [tools.NAME] to run it without.",
+      "error_code": "POLICY_DENIED",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "escalated": false
+      }
+    }
+    ----- stderr -----
+    "#);
+    assert!(!marker.exists(), "a denied call must start no process");
+
+    // deny-if-possible runs it, and the envelope says what was not enforced.
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"read-only-if-possible\"\n",
+    );
+    let relaxed = run_json(
+        context
+            .with_tools()
+            .env("TOOLSMITH_DISABLE_FEATURES", "netns,landlock")
+            .args(["run", "writer"]),
+    );
+    assert_eq!(relaxed["tool_success"], true, "{relaxed}");
+    assert!(marker.exists());
+    let sandbox = &relaxed["metadata"]["sandbox"];
+    assert_eq!(sandbox["network"], "allow", "{relaxed}");
+    assert_eq!(sandbox["filesystem"], "full", "{relaxed}");
+    assert_eq!(
+        sandbox["not_enforced"],
+        json!([
+            "network = deny not enforced: a network namespace is unavailable (disabled by TOOLSMITH_DISABLE_FEATURES)",
+            "filesystem = read-only not enforced: Landlock is unavailable (disabled by TOOLSMITH_DISABLE_FEATURES)"
+        ])
+    );
+}
+
+#[test]
+fn filesystem_profiles_from_config_and_manifest_frontmatter() {
+    let context = TestContext::new();
+    if !available(&context, "landlock") {
+        return;
+    }
+    let outside = context.root.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let script = hostile("write.sh");
+    let body = format!(
+        "{} {} {} \"$TMPDIR\"",
+        script.display(),
+        context.project.display(),
+        outside.display()
+    );
+    fs::write(
+        context.tools.join("scribble.md"),
+        format!("---\nname: scribble\ndescription: Writes where it can\n---\n{body}\n"),
+    )
+    .unwrap();
+    fs::write(
+        context.tools.join("reader.md"),
+        format!(
+            "---\nname: reader\ndescription: Declares itself read-only\nsandbox:\n  filesystem: read-only\n---\n{body}\n"
+        ),
+    )
+    .unwrap();
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[sandbox]\nfilesystem = \"project\"\n",
+    );
+
+    let project = run_json(context.with_tools().args(["run", "scribble"]));
+    let printed = project["result"].as_str().unwrap();
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("wrote {}", context.project.display()),
+        "{project}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("denied {}", outside.display()),
+        "{project}"
+    );
+    assert!(
+        lines[2].starts_with("wrote ") && lines[2].contains("toolsmith-run-"),
+        "{project}"
+    );
+    assert_eq!(lines[3], "wrote /dev/null");
+    assert_eq!(project["metadata"]["sandbox"]["filesystem"], "project");
+
+    let read_only = run_json(context.with_tools().args(["run", "reader"]));
+    let printed = read_only["result"].as_str().unwrap();
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("denied {}", context.project.display()),
+        "{read_only}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("denied {}", outside.display()),
+        "{read_only}"
+    );
+    assert!(lines[2].starts_with("wrote "), "{read_only}");
+    assert_eq!(read_only["metadata"]["sandbox"]["filesystem"], "read-only");
+}
+
+/// A tool that hunts for `secret` in `/proc/$PPID/environ` and `/proc/*/environ`.
+fn environ_tool(context: &TestContext, secret: &str) {
+    context.tool(
+        "hunt",
+        &shell_tool(
+            "hunt",
+            EMPTY_SCHEMA,
+            &format!("exec {} '{secret}'", hostile("environ.sh").display()),
+        ),
+    );
+}
+
+#[test]
+fn tools_cannot_read_toolsmiths_environment() {
+    let context = TestContext::new();
+    let secret = format!("SECRET_TOKEN=s3cr3t-{}", std::process::id());
+    environ_tool(&context, &secret);
+    let value = secret.trim_start_matches("SECRET_TOKEN=");
+
+    if available(&context, "private /proc") {
+        let hidden = run_json(
+            context
+                .with_tools()
+                .env("SECRET_TOKEN", value)
+                .args(["run", "hunt"]),
+        );
+        assert_eq!(hidden["result"], "ppid=0\ndone", "{hidden}");
+        assert_eq!(hidden["metadata"]["sandbox"]["pid_namespace"], true);
+    }
+
+    // Without a private /proc the tool sees toolsmith, whose environment was blanked at start.
+    let blanked = run_json(
+        context
+            .with_tools()
+            .env("SECRET_TOKEN", value)
+            .env("TOOLSMITH_DISABLE_FEATURES", "private-proc")
+            .args(["run", "hunt"]),
+    );
+    let printed = blanked["result"].as_str().unwrap();
+    assert!(!printed.starts_with("ppid=0\n"), "{blanked}");
+    assert!(printed.ends_with("\ndone"), "{blanked}");
+    assert!(!printed.contains("secret"), "{blanked}");
+    assert_eq!(blanked["metadata"]["sandbox"]["pid_namespace"], false);
+}
+
+/// Pids of live processes whose initial environment holds `marker`.
+fn marked(marker: &str) -> Vec<i32> {
+    let needle = marker.as_bytes();
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.windows(needle.len()).any(|window| window == needle))
+        })
+        .filter(|pid| {
+            // Zombies have released their memory and are not running.
+            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        })
+        .collect()
+}
+
+/// The directory the cgroup backend creates its executors' directories in, from `doctor`.
+fn cgroup_base(context: &TestContext) -> Option<PathBuf> {
+    let output = context
+        .command()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    if report["backend"] != "cgroup" {
+        return None;
+    }
+    let detail = report["features"][0]["detail"].as_str()?;
+    let dir = detail.strip_prefix("cgroup v2 leaves under ")?;
+    Path::new(dir).parent().map(Path::to_path_buf)
+}
+
+#[test]
+fn executor_sigkilled_mid_call_takes_its_tools_along_and_a_restart_cleans_up() {
+    let context = TestContext::new();
+    if !available(&context, "private /proc") {
+        return;
+    }
+    let marker = format!("SANDBOX_KILL_TEST={}-{}", std::process::id(), line!());
+    let (name, value) = marker.split_once('=').unwrap();
+    context.tool(
+        "forever",
+        &shell_tool(
+            "forever",
+            EMPTY_SCHEMA,
+            &format!("exec {}", hostile("sleeper.sh").display()),
+        ),
+    );
+    context.project_file(
+        ".toolsmith/config.toml",
+        &format!("[env]\nallow = [\"PATH\"]\nset = {{ {name} = \"{value}\" }}\n"),
+    );
+    let base = cgroup_base(&context);
+
+    let mut toolsmith = context
+        .with_tools()
+        .args(["run", "forever", "--timeout", "60s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = Instant::now() + Duration::from_secs(20);
+    // The tool's shell, its sleeper, the setsid'd sleeper and the foreground sleep.
+    while marked(&marker).len() < 4 {
+        assert!(
+            Instant::now() < guard,
+            "the tool did not start: {:?}",
+            marked(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let toolsmith_pid = toolsmith.id();
+    toolsmith.kill().unwrap();
+    toolsmith.wait().unwrap();
+    let killed_at = Instant::now();
+    let survivors = loop {
+        let survivors = marked(&marker);
+        if survivors.is_empty() || killed_at.elapsed() > Duration::from_secs(5) {
+            break survivors;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = killed_at.elapsed();
+    for pid in &survivors {
+        // SAFETY: these pids carry this test's marker; a failing test leaves nothing behind.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(
+        survivors.is_empty(),
+        "processes of the tool survived: {survivors:?}"
+    );
+    assert!(
+        took <= Duration::from_secs(1),
+        "the tool took {took:?} to die"
+    );
+
+    let Some(base) = base else {
+        eprintln!(
+            "WARNING: the cgroup backend is not in use; the stale-leaf part of this test is SKIPPED"
+        );
+        return;
+    };
+    let stale = base.join(format!("toolsmith-{toolsmith_pid}-0"));
+    let leaves = fs::read_dir(&stale)
+        .unwrap_or_else(|error| {
+            panic!(
+                "{} should be left by the killed executor: {error}",
+                stale.display()
+            )
+        })
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("run-"))
+        .count();
+    assert!(leaves > 0, "{} holds no run leaf", stale.display());
+    // Any new toolsmith removes the directories of executors that are gone.
+    let output = context.command().arg("doctor").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!stale.exists(), "{} survived a restart", stale.display());
+}
