@@ -9,7 +9,9 @@ use toolsmith_executor::Command;
 
 use crate::go_duration::{DurationError, parse_go_duration};
 use crate::schema::json_type;
-use crate::{InputSchema, NameError, OutputSchema, SchemaError, ToolName};
+use crate::{
+    InputSchema, NameError, OutputSchema, SchemaError, TestCase, TestsError, ToolName, parse_tests,
+};
 
 /// The protocol's name in the discovery cache: a cached probe output is only reused by the
 /// protocol that produced it.
@@ -31,6 +33,7 @@ pub(crate) struct Description {
     pub(crate) description: String,
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) tests: Vec<TestCase>,
 }
 
 /// Why the output of `description` is not a usable description.
@@ -88,6 +91,13 @@ pub enum DescriptionError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `tests` were refused.
+    #[error("field `tests` is invalid")]
+    InvalidTests {
+        /// Why.
+        #[source]
+        source: TestsError,
+    },
 }
 
 impl DescriptionError {
@@ -102,7 +112,8 @@ impl DescriptionError {
             DescriptionError::WrongType { .. }
             | DescriptionError::InvalidName { .. }
             | DescriptionError::InvalidSchema { .. }
-            | DescriptionError::InvalidOutputSchema { .. } => true,
+            | DescriptionError::InvalidOutputSchema { .. }
+            | DescriptionError::InvalidTests { .. } => true,
         }
     }
 }
@@ -216,11 +227,18 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
         .map(OutputSchema::new)
         .transpose()
         .map_err(|source| DescriptionError::InvalidOutputSchema { source })?;
+    let tests = match object.remove("tests") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(tests) => {
+            parse_tests(&tests).map_err(|source| DescriptionError::InvalidTests { source })?
+        }
+    };
     Ok(Description {
         name,
         description,
         input_schema,
         output_schema,
+        tests,
     })
 }
 

@@ -54,6 +54,7 @@
 
 mod audit;
 mod cache;
+mod declared_tests;
 mod discovery;
 mod envelope;
 mod error;
@@ -76,6 +77,9 @@ mod validate;
 
 pub use crate::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
 pub use crate::cache::{CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN};
+pub use crate::declared_tests::{
+    CaseOutcome, Expectation, TestCase, TestsError, parse_tests, run_cases, run_tests,
+};
 pub use crate::discovery::{
     Catalog, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed,
     discover, discover_layers, discover_one,

@@ -19,7 +19,10 @@ use toolsmith_executor::Command;
 use crate::discovery::error_chain;
 use crate::expand::{ExpandError, Expansion};
 use crate::render::{RenderError, Template, TemplateError, is_identifier};
-use crate::{Approval, InputSchema, NameError, OutputSchema, SchemaError, ToolName};
+use crate::{
+    Approval, InputSchema, NameError, OutputSchema, SchemaError, TestCase, TestsError, ToolName,
+    parse_tests,
+};
 
 /// The default `timeout_ms`.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -27,7 +30,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The largest `timeout_ms` a manifest may declare.
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 
-const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema";
+const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, tests";
 const PARAMETER_KEYS: &str =
     "type, description, required, default, enum, pattern, minLength, maxLength, min, max, items";
 const ITEMS_KEYS: &str = "type, description, enum, pattern, minLength, maxLength, min, max";
@@ -49,6 +52,8 @@ pub(crate) struct Manifest {
     pub(crate) fail_on_exit: bool,
     /// toolsmith's addition: when set, stdout is parsed as JSON and must meet this schema.
     pub(crate) output_schema: Option<OutputSchema>,
+    /// toolsmith's addition: the declared test cases `toolsmith test` runs.
+    pub(crate) tests: Vec<TestCase>,
     pub(crate) body: Template,
 }
 
@@ -366,6 +371,12 @@ pub enum ManifestError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `tests` are not a valid list of cases.
+    #[error("tests: {source}")]
+    Tests {
+        /// Why.
+        source: TestsError,
+    },
     /// The declared `output_schema` is not a valid JSON Schema object.
     #[error("output_schema: not a valid JSON Schema")]
     OutputSchema {
@@ -569,6 +580,12 @@ fn parse_collecting(
             .map_err(|source| errors.push(ManifestError::OutputSchema { source }))
             .ok()
     });
+    let tests = match fields.get("tests") {
+        None | Some(Yaml::Null) => Vec::new(),
+        Some(tests) => parse_tests(&yaml_to_json(tests))
+            .map_err(|source| errors.push(ManifestError::Tests { source }))
+            .unwrap_or_default(),
+    };
 
     let declared: Vec<&str> = parameters
         .iter()
@@ -606,6 +623,7 @@ fn parse_collecting(
         shell,
         fail_on_exit,
         output_schema,
+        tests,
         body: template?,
     })
 }

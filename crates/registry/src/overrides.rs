@@ -143,6 +143,7 @@ mod tests {
             path: PathBuf::from("/tools/demo"),
             source: PathBuf::from("/tools"),
             layer: Layer::Explicit,
+            tests: Vec::new(),
             runner: Runner::Kodelet,
         })
     }

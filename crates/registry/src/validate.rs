@@ -320,7 +320,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             DescriptionError::NotJson { .. }
             | DescriptionError::NotAnObject { .. }
             | DescriptionError::MissingField { .. }
-            | DescriptionError::WrongType { .. } => CheckKind::Parse,
+            | DescriptionError::WrongType { .. }
+            | DescriptionError::InvalidTests { .. } => CheckKind::Parse,
             DescriptionError::InvalidName { .. } => CheckKind::DeclaredName,
             DescriptionError::InvalidSchema { .. } => CheckKind::InputSchema,
             DescriptionError::InvalidOutputSchema { .. } => CheckKind::OutputSchema,
