@@ -61,6 +61,101 @@ pub(crate) enum Commands {
     Doctor(DoctorArgs),
     /// Serve the tools over MCP on stdin/stdout until stdin closes.
     Serve(ServeArgs),
+    /// Generate a tool from a custom_tool request: render it, test it in the
+    /// sandbox, and register it only when every check passes.
+    Generate(GenerateArgs),
+    /// Write a working skeleton of a new tool, for a human to complete.
+    New(NewArgs),
+    /// Run the test cases tools declare (`tests`), one line per case.
+    Test(TestArgs),
+    /// List the recorded versions of a generated tool.
+    History(HistoryArgs),
+    /// Restore a recorded version of a generated tool, as a new version.
+    Rollback(RollbackArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GenerateArgs {
+    /// The request: a JSON file, or `-` for stdin.
+    #[arg(long, value_name = "FILE|-", required_unless_present = "print_schema")]
+    pub(crate) request: Option<PathBuf>,
+
+    /// Print the request's JSON Schema instead.
+    #[arg(long, conflicts_with = "request")]
+    pub(crate) print_schema: bool,
+
+    /// Print the report as JSON (it is JSON already; this keeps the flag every data command has).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The language of a new tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LanguageArg {
+    /// A Python 3 executable (`description`/`run` protocol).
+    Python,
+    /// A bash executable (`description`/`run` protocol; needs jq).
+    Bash,
+    /// A Nanocoder-style markdown manifest with a shell body.
+    Manifest,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The tool's name (snake_case, verb_noun).
+    pub(crate) name: String,
+
+    /// The language.
+    #[arg(long, value_enum)]
+    pub(crate) lang: LanguageArg,
+
+    /// What the tool does.
+    #[arg(long)]
+    pub(crate) description: Option<String>,
+
+    /// A parameter, `NAME:TYPE[:required][:DESCRIPTION]` (TYPE: string, number, integer,
+    /// boolean, array, object); repeat for several.
+    #[arg(long = "param", value_name = "NAME:TYPE[:required][:DESCRIPTION]")]
+    pub(crate) params: Vec<String>,
+
+    /// The directory to write into [default: the generator's tools directory,
+    /// `<project>/.toolsmith/tools` or `[generator] tools_dir`].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TestArgs {
+    /// The tool to test [default: every tool that declares tests].
+    pub(crate) name: Option<String>,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryArgs {
+    /// The generated tool.
+    pub(crate) name: String,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RollbackArgs {
+    /// The generated tool.
+    pub(crate) name: String,
+
+    /// The version to restore [default: the one before the latest].
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) to: Option<u32>,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// A policy profile as a flag gives it.

@@ -37,6 +37,9 @@
 //! dirs = ["tools", "~/shared-tools"]  # extra tool dirs, highest precedence; relative to this file's directory
 //! peers = false          # also read Kodelet's, ikigai's and Nanocoder's tool directories
 //! cache = true           # reuse probe results of unchanged tools ($XDG_CACHE_HOME/toolsmith)
+//!
+//! [generator]
+//! tools_dir = ".toolsmith/tools"  # where generated tools go; relative to this file's directory
 //! ```
 //!
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
@@ -51,8 +54,8 @@ use toolsmith_executor::BackendChoice;
 use toolsmith_registry::{Profile, ToolName};
 
 use crate::settings::{
-    DiscoveryOptions, EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions,
-    ToolOptions,
+    DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, LimitsOptions, Options,
+    PolicyOptions, ToolOptions,
 };
 use crate::units::{self, Cap, UnitError};
 
@@ -163,6 +166,14 @@ struct RawFile {
     audit: RawAudit,
     #[serde(default)]
     discovery: RawDiscovery,
+    #[serde(default)]
+    generator: RawGenerator,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGenerator {
+    tools_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -399,6 +410,12 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         peers: raw.discovery.peers,
         cache: raw.discovery.cache,
     };
+    let generator = GeneratorOptions {
+        tools_dir: raw.generator.tools_dir.map(|dir| ConfigDir {
+            base: base.clone(),
+            dir,
+        }),
+    };
     Ok(Options {
         limits,
         executor,
@@ -407,6 +424,7 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         tools,
         audit,
         discovery,
+        generator,
     })
 }
 

@@ -179,6 +179,21 @@ impl Combine for DiscoveryOptions {
     }
 }
 
+/// Where the generator writes, as one layer sets it (only the config file does).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct GeneratorOptions {
+    /// `[generator] tools_dir`: where generated tools go.
+    pub(crate) tools_dir: Option<ConfigDir>,
+}
+
+impl Combine for GeneratorOptions {
+    fn combine(self, lower: GeneratorOptions) -> GeneratorOptions {
+        GeneratorOptions {
+            tools_dir: self.tools_dir.combine(lower.tools_dir),
+        }
+    }
+}
+
 /// One tool's `[tools.NAME]` section.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct ToolOptions {
@@ -225,6 +240,7 @@ pub(crate) struct Options {
     /// The audit log file; no log when unset.
     pub(crate) audit: Option<PathBuf>,
     pub(crate) discovery: DiscoveryOptions,
+    pub(crate) generator: GeneratorOptions,
 }
 
 impl Combine for Options {
@@ -237,6 +253,7 @@ impl Combine for Options {
             tools: self.tools.combine(lower.tools),
             audit: self.audit.combine(lower.audit),
             discovery: self.discovery.combine(lower.discovery),
+            generator: self.generator.combine(lower.generator),
         }
     }
 }
@@ -300,6 +317,7 @@ impl Options {
             tools: BTreeMap::new(),
             audit: None,
             discovery: DiscoveryOptions::default(),
+            generator: GeneratorOptions::default(),
         })
     }
 }
@@ -334,6 +352,13 @@ pub(crate) struct GlobalSettings {
     pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
     /// The audit log file (absolute), if one is set.
     pub(crate) audit_path: Option<PathBuf>,
+    /// Where generated tools go: `[generator] tools_dir`, default `<project>/.toolsmith/tools`.
+    pub(crate) generator_tools_dir: PathBuf,
+    /// Where scaffolded drafts go: `<project>/.toolsmith/drafts`.
+    pub(crate) drafts_dir: PathBuf,
+    /// `$TOOLSMITH_HOME/templates`, whose templates replace the embedded ones, when
+    /// `TOOLSMITH_HOME` is set.
+    pub(crate) templates_dir: Option<PathBuf>,
 }
 
 impl GlobalSettings {
@@ -380,6 +405,14 @@ impl GlobalSettings {
                 peers: combined.discovery.peers.unwrap_or(false),
             })
         };
+        let project = project_dir(cwd);
+        let generator_tools_dir = match &combined.generator.tools_dir {
+            Some(dir) => dir.resolve(cwd, home.as_deref()),
+            None => project.join(".toolsmith").join("tools"),
+        };
+        let drafts_dir = project.join(".toolsmith").join("drafts");
+        let templates_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+            .map(|dir| cwd.join(dir).join("templates"));
         let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
         let cache_dir = if cache_disabled {
             None
@@ -410,6 +443,9 @@ impl GlobalSettings {
             audit_path: combined.audit.map(|path| {
                 std::path::absolute(cwd.join(&path)).unwrap_or_else(|_| cwd.join(path))
             }),
+            generator_tools_dir,
+            drafts_dir,
+            templates_dir,
         }
     }
 
