@@ -7,6 +7,7 @@ mod audit;
 mod config;
 mod doctor;
 mod export;
+mod generate;
 mod list;
 mod manifest;
 mod policy;

@@ -40,7 +40,9 @@ pub(crate) fn read_request(args: &GenerateArgs, global: &GlobalSettings) -> anyh
             .with_context(|| format!("cannot read the request file {}", path.display()))?;
         (text, path.display().to_string())
     };
-    serde_json::from_str(&text).with_context(|| format!("the request from {origin} is not JSON"))
+    // The parser's message is kept as text: the `--input` hint of other JSON errors does not apply.
+    serde_json::from_str(&text)
+        .map_err(|error| anyhow::anyhow!("the request from {origin} is not JSON: {error}"))
 }
 
 /// Prints the request schema.
