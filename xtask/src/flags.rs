@@ -17,7 +17,12 @@ tasks:
                            N/4 with a 1 GiB parent (default 500);
                            then cold and warm discovery of 500 tiny tools against
                            the floor of 500 plain spawns / cores (median of 5);
-                           --quick: a few calls and one discovery, for a smoke run
+                           --quick: a few calls and one discovery, for a smoke run;
+                           then request-to-registered of a generated bash tool
+                           against running its one test case alone
+  new-tool NAME --lang python|bash|manifest
+                           scaffold an example tool into examples/tools through
+                           the generator's templates (refuses to overwrite)
   help                     print this message";
 
 /// One parsed invocation.
@@ -26,6 +31,7 @@ pub(crate) enum Task {
     Ci,
     Tidy,
     Bench(BenchSettings),
+    NewTool { name: String, language: String },
     Help,
 }
 
@@ -39,6 +45,7 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
         "ci" => Task::Ci,
         "tidy" => Task::Tidy,
         "bench" => Task::Bench(parse_bench(&mut args)?),
+        "new-tool" => parse_new_tool(&mut args)?,
         "help" | "-h" | "--help" => Task::Help,
         unknown => return Err(format!("unknown task `{unknown}`")),
     };
@@ -46,6 +53,17 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
         Some(extra) => Err(format!("unexpected argument `{extra}`")),
         None => Ok(task),
     }
+}
+
+fn parse_new_tool(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
+    let name = args
+        .next()
+        .ok_or_else(|| "`new-tool` needs a NAME".to_owned())?;
+    let language = match (args.next().as_deref(), args.next()) {
+        (Some("--lang"), Some(language)) => language,
+        _ => return Err("`new-tool` needs `--lang python|bash|manifest`".to_owned()),
+    };
+    Ok(Task::NewTool { name, language })
 }
 
 fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings, String> {

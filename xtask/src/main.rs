@@ -11,7 +11,9 @@ mod bench;
 mod ci;
 mod discovery_bench;
 mod flags;
+mod generate_bench;
 mod mcp_bench;
+mod new_tool;
 mod tidy;
 
 use std::fmt;
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Task::Ci => ci::run(&project_root()),
         Task::Tidy => tidy::run(&project_root()),
         Task::Bench(settings) => bench::run(&settings, &project_root()),
+        Task::NewTool { name, language } => new_tool::run(&project_root(), &name, &language),
     };
     exit_status(result).into()
 }
