@@ -252,10 +252,25 @@ fn print_schema_prints_the_request_schema() {
 #[test]
 fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
     let context = TestContext::new();
-    for (name, lang) in [("py_tool", "python"), ("sh_tool", "bash"), ("md_tool", "manifest")] {
+    for (name, lang) in [
+        ("py_tool", "python"),
+        ("sh_tool", "bash"),
+        ("md_tool", "manifest"),
+    ] {
         let output = context
             .command()
-            .args(["new", name, "--lang", lang, "--description", "A new tool.", "--param", "path:string:required:The file", "--param", "count:integer"])
+            .args([
+                "new",
+                name,
+                "--lang",
+                lang,
+                "--description",
+                "A new tool.",
+                "--param",
+                "path:string:required:The file",
+                "--param",
+                "count:integer",
+            ])
             .output()
             .unwrap();
         assert!(output.status.success(), "{lang}: {output:?}");
@@ -492,7 +507,10 @@ async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
     let context = TestContext::new();
     context.project_file(
         ".toolsmith/config.toml",
-        &format!("[generator]\ntools_dir = {:?}\n", context.tools.display().to_string()),
+        &format!(
+            "[generator]\ntools_dir = {:?}\n",
+            context.tools.display().to_string()
+        ),
     );
     let mut command = context.with_tools();
     command.arg("serve");
@@ -504,7 +522,10 @@ async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
         .unwrap();
 
     let tools = session.list_all_tools().await.unwrap();
-    let custom = tools.iter().find(|tool| tool.name == "custom_tool").unwrap();
+    let custom = tools
+        .iter()
+        .find(|tool| tool.name == "custom_tool")
+        .unwrap();
     assert_eq!(
         custom.input_schema.get("required"),
         Some(&json!(["name", "description"]))
@@ -530,7 +551,11 @@ async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
         .expect("list_changed within the patience")
         .unwrap();
     let tools = session.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|tool| tool.name == "custom_tool_tell_answer"));
+    assert!(
+        tools
+            .iter()
+            .any(|tool| tool.name == "custom_tool_tell_answer")
+    );
     let answer = session
         .call_tool(call("custom_tool_tell_answer", json!({"question": "why"})))
         .await

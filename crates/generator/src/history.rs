@@ -85,11 +85,13 @@ pub(crate) fn prepare(
         Some(parent) => chain_length(&repository, parent.id()).map_err(&error)? + 1,
         None => 1,
     };
-    let blob = repository
-        .blob(tool.contents.as_bytes())
-        .map_err(&error)?;
+    let blob = repository.blob(tool.contents.as_bytes()).map_err(&error)?;
     let mut tree = repository.treebuilder(None).map_err(&error)?;
-    let mode = if tool.executable { 0o100_755 } else { 0o100_644 };
+    let mode = if tool.executable {
+        0o100_755
+    } else {
+        0o100_644
+    };
     tree.insert(&tool.file_name, blob, mode).map_err(&error)?;
     let tree = repository
         .find_tree(tree.write().map_err(&error)?)
@@ -192,10 +194,7 @@ pub fn history(tools_dir: &Path, name: &ToolName) -> Result<Vec<Version>, Error>
 }
 
 /// The tool file of one recorded version.
-pub(crate) fn contents(
-    tools_dir: &Path,
-    version: &Version,
-) -> Result<RenderedTool, Error> {
+pub(crate) fn contents(tools_dir: &Path, version: &Version) -> Result<RenderedTool, Error> {
     let path = tools_dir.join(HISTORY_DIR);
     let error = git_error(&path);
     let repository = Repository::open_bare(&path).map_err(&error)?;

@@ -280,7 +280,11 @@ async fn check_in_sandbox(
         envelopes.push(outcome.envelope);
     }
 
-    if let Some(missing) = request.parameters.iter().find(|parameter| parameter.required) {
+    if let Some(missing) = request
+        .parameters
+        .iter()
+        .find(|parameter| parameter.required)
+    {
         let mut arguments = request
             .tests
             .first()
@@ -298,7 +302,10 @@ async fn check_in_sandbox(
         checks.push(match envelope.error_code() {
             Some(ErrorCode::InvalidParams) => CheckReport::passed(
                 "missing_required",
-                Some(format!("a call without `{}` is INVALID_PARAMS", missing.name)),
+                Some(format!(
+                    "a call without `{}` is INVALID_PARAMS",
+                    missing.name
+                )),
             ),
             _ => CheckReport::failed(
                 "missing_required",

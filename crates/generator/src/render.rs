@@ -146,7 +146,9 @@ fn frontmatter(request: &Request) -> Result<String, Error> {
                 "maximum" => "max",
                 other => other,
             };
-            if key == "items" && *value == serde_json::json!({"type": ["string", "number", "boolean"]}) {
+            if key == "items"
+                && *value == serde_json::json!({"type": ["string", "number", "boolean"]})
+            {
                 continue;
             }
             spec.insert(key.to_owned(), value.clone());

@@ -11,8 +11,7 @@ use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
 use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, ToolName, discover, invoke_named, run_tests,
-    validate_paths,
+    Body, Catalog, Policy, RunConfig, ToolName, discover, invoke_named, run_tests, validate_paths,
 };
 
 struct World {
@@ -126,8 +125,7 @@ fn word_count(language: &str, implementation: &str) -> Value {
     request
 }
 
-const PYTHON_COUNT: &str =
-    "progress(0, 1, 'counting')\nreturn len([w for w in args['text'].split() if len(w) >= args['minimum']])";
+const PYTHON_COUNT: &str = "progress(0, 1, 'counting')\nreturn len([w for w in args['text'].split() if len(w) >= args['minimum']])";
 const BASH_COUNT: &str = "n=0\nfor word in $ARG_TEXT; do\n  if [ \"${#word}\" -ge \"$ARG_MINIMUM\" ]; then n=$((n + 1)); fi\ndone\necho \"$n\"";
 const MANIFEST_COUNT: &str = "n=0\nmin={{ minimum }}\ntext={{ text }}\nfor word in $text; do\n  if [ \"${#word}\" -ge \"$min\" ]; then n=$((n + 1)); fi\ndone\necho \"$n\"";
 
@@ -187,7 +185,10 @@ async fn each_language_registers_a_callable_tool() {
         .await
         .unwrap();
         assert_eq!(outcomes.len(), 3);
-        assert!(outcomes.iter().all(|outcome| outcome.passed()), "{outcomes:?}");
+        assert!(
+            outcomes.iter().all(|outcome| outcome.passed()),
+            "{outcomes:?}"
+        );
         // Nothing but the tool and its history is in the tools directory.
         let mut entries: Vec<String> = fs::read_dir(&world.config.tools_dir)
             .unwrap()
@@ -293,12 +294,21 @@ async fn the_registry_check_explains_a_broken_manifest() {
 async fn existing_names_need_replace_and_reserved_names_are_refused() {
     let world = World::new();
     let request = word_count("python", PYTHON_COUNT);
-    assert_eq!(world.generate(request.clone()).await.status, Status::Registered);
+    assert_eq!(
+        world.generate(request.clone()).await.status,
+        Status::Registered
+    );
     let again = world.generate(request).await;
     assert_eq!(again.status, Status::Rejected);
-    assert!(failing_checks(&again)[0].1.contains("send \"replace\": true"));
+    assert!(
+        failing_checks(&again)[0]
+            .1
+            .contains("send \"replace\": true")
+    );
     let reserved = world
-        .generate(json!({"name": "custom_tool_x", "description": "d", "implementation": "return 1"}))
+        .generate(
+            json!({"name": "custom_tool_x", "description": "d", "implementation": "return 1"}),
+        )
         .await;
     assert_eq!(failing_checks(&reserved)[0].0, "request");
     assert!(failing_checks(&reserved)[0].1.contains("reserved"));
@@ -393,7 +403,11 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
     );
     assert!(matches!(
         rollback(&world.config.tools_dir, &name, Some(9), None).await,
-        Err(toolsmith_generator::Error::NoSuchVersion { version: 9, latest: 3, .. })
+        Err(toolsmith_generator::Error::NoSuchVersion {
+            version: 9,
+            latest: 3,
+            ..
+        })
     ));
 
     assert_eq!(git(root), before);
@@ -427,10 +441,7 @@ fn hostile() -> impl Strategy<Value = String> {
         "null".to_owned(),
         "%s%n".to_owned(),
     ]);
-    (
-        prop::collection::vec(fragments, 0..6),
-        "[a-zA-Z0-9 ]{0,8}",
-    )
+    (prop::collection::vec(fragments, 0..6), "[a-zA-Z0-9 ]{0,8}")
         .prop_map(|(fragments, plain)| format!("{plain}{}", fragments.concat()))
 }
 
@@ -471,7 +482,7 @@ fn hostile_strings_are_declared_exactly_and_run_nothing() {
                 use std::os::unix::fs::PermissionsExt;
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
             }
-            let catalog = runtime.block_on(discover(&world.executor, &[dir.clone()], &world.run_config));
+            let catalog = runtime.block_on(discover(&world.executor, std::slice::from_ref(&dir), &world.run_config));
             prop_assert!(catalog.problems().is_empty(), "{language}: {:?}\n{}", catalog.problems().iter().map(|p| p.message()).collect::<Vec<_>>(), rendered.contents);
             let tool = catalog.get(&request.name).unwrap();
             let full_description = request.full_description();
