@@ -372,10 +372,10 @@ pub enum ManifestError {
         source: SchemaError,
     },
     /// The declared `tests` are not a valid list of cases.
-    #[error("tests: {source}")]
+    #[error("tests: {error}")]
     Tests {
         /// Why.
-        source: TestsError,
+        error: TestsError,
     },
     /// The declared `output_schema` is not a valid JSON Schema object.
     #[error("output_schema: not a valid JSON Schema")]
@@ -583,7 +583,7 @@ fn parse_collecting(
     let tests = match fields.get("tests") {
         None | Some(Yaml::Null) => Vec::new(),
         Some(tests) => parse_tests(&yaml_to_json(tests))
-            .map_err(|source| errors.push(ManifestError::Tests { source }))
+            .map_err(|error| errors.push(ManifestError::Tests { error }))
             .unwrap_or_default(),
     };
 
@@ -1475,11 +1475,33 @@ mod tests {
     }
 
     #[test]
+    fn declared_tests() {
+        let text = format!(
+            "---\n{HEAD}tests:\n- name: greets\n  input: {{who: Ada}}\n  expect: {{result_contains: Ada}}\n---\necho hi\n"
+        );
+        let manifest = parse(&text, &ToolName::new("demo").unwrap()).unwrap();
+        assert_eq!(
+            manifest
+                .tests
+                .iter()
+                .map(|case| case.to_json())
+                .collect::<Vec<_>>(),
+            [
+                json!({"name": "greets", "input": {"who": "Ada"}, "expect": {"result_contains": "Ada"}})
+            ]
+        );
+        check(
+            &format!("{HEAD}tests: [{{input: 3}}]\n"),
+            Err("tests: tests[0].input must be an object of arguments, not a number"),
+        );
+    }
+
+    #[test]
     fn unknown_keys() {
         check(
             &format!("{HEAD}timeout: 5000\n"),
             Err(
-                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema",
+                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, tests",
             ),
         );
         check(
