@@ -273,7 +273,7 @@ fn custom_tool() -> rmcp::model::Tool {
     rmcp::model::Tool::new(
         RESERVED_NAME.to_owned(),
         format!(
-            "Request a new tool when none of the tools fits: {description} The new tool is listed at once (tools/list_changed) as {EXPOSED_PREFIX}<name> (or under this server's prefix)."
+            "{description} Use it when no listed tool fits. The new tool is listed at once (tools/list_changed) as {EXPOSED_PREFIX}<name> (or under this server's prefix)."
         ),
         Arc::new(schema),
     )
