@@ -620,7 +620,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`, `discovery`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `tools`, `audit`, `discovery`, `generator`",
             ),
         );
     }

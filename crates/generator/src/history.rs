@@ -33,6 +33,9 @@ pub(crate) struct Pending {
     repository: PathBuf,
     reference: String,
     commit: Oid,
+    /// The ref's target when the commit was written: publishing fails if another writer
+    /// moved it since, rather than silently dropping that writer's version.
+    parent: Option<Oid>,
     pub(crate) version: u32,
 }
 
@@ -112,22 +115,28 @@ pub(crate) fn prepare(
         repository: path.clone(),
         reference,
         commit,
+        parent: parent.as_ref().map(git2::Commit::id),
         version,
     })
 }
 
-/// Moves the tool's ref to the pending commit.
+/// Moves the tool's ref to the pending commit, only if it still points where it did when
+/// the commit was written (a compare-and-swap: two writers of one tool cannot both win).
 pub(crate) fn publish(pending: &Pending) -> Result<(), Error> {
     let error = git_error(&pending.repository);
     let repository = Repository::open_bare(&pending.repository).map_err(&error)?;
-    repository
-        .reference(
+    let message = format!("toolsmith: version {}", pending.version);
+    match pending.parent {
+        Some(parent) => repository.reference_matching(
             &pending.reference,
             pending.commit,
             true,
-            &format!("toolsmith: version {}", pending.version),
-        )
-        .map_err(&error)?;
+            parent,
+            &message,
+        ),
+        None => repository.reference(&pending.reference, pending.commit, false, &message),
+    }
+    .map_err(&error)?;
     Ok(())
 }
 

@@ -112,6 +112,12 @@ impl Report {
     }
 }
 
+/// Held for the whole of a generation or rollback in this process, so that concurrent
+/// requests (an MCP client may send several) see each other's tools: the name check, the
+/// `rename` and the history commit of one never interleave with another's. Across processes,
+/// the history's compare-and-swap on the tool's ref refuses the loser.
+static PIPELINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Runs the whole pipeline for `request` (JSON). `existing` is the catalog the name is
 /// checked against; `live`, when given, is refreshed after registration so that its
 /// subscribers (and MCP clients) hear of the new tool.
@@ -123,6 +129,7 @@ pub async fn generate(
     config: &GeneratorConfig,
     run_config: &RunConfig,
 ) -> Result<Report, Error> {
+    let _serialized = PIPELINE.lock().await;
     let requested_name = request
         .get("name")
         .and_then(Value::as_str)
@@ -342,6 +349,7 @@ pub async fn rollback(
     to: Option<u32>,
     live: Option<&LiveRegistry>,
 ) -> Result<Version, Error> {
+    let _serialized = PIPELINE.lock().await;
     let versions = history::history(tools_dir, name)?;
     let latest = u32::try_from(versions.len()).unwrap_or(u32::MAX);
     let target = to.unwrap_or(latest.saturating_sub(1));

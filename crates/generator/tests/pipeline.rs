@@ -35,7 +35,19 @@ impl World {
         limits.timeout = std::time::Duration::from_secs(10);
         let run_config = RunConfig {
             cwd: temp.path().to_path_buf(),
-            env: filtered_env(&["PATH".to_owned(), "HOME".to_owned()], &[]),
+            // The system directories first: a version manager's `python3` shim (pyenv) costs
+            // hundreds of milliseconds per start, which a loaded machine can stretch past the
+            // registry's 1 s probe timeout.
+            env: filtered_env(
+                &["HOME".to_owned()],
+                &[(
+                    "PATH".to_owned(),
+                    format!(
+                        "/usr/bin:/bin:{}",
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )],
+            ),
             limits,
             max_timeout: std::time::Duration::from_secs(30),
             overrides: Default::default(),
