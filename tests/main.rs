@@ -9,6 +9,7 @@ mod docs;
 mod doctor;
 mod export;
 mod faults;
+mod generate;
 mod hostile;
 mod install;
 mod list;

@@ -229,7 +229,7 @@ fn frontmatter_errors_are_problems_and_good_tools_still_load() {
         },
         {
           "path": "[TEMP]/tools/unknown-key.md",
-          "error": "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox"
+          "error": "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests"
         }
       ],
       "shadowed": []

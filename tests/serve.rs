@@ -161,6 +161,7 @@ async fn legacy_session_lists_and_calls() {
     assert_eq!(
         names,
         [
+            "custom_tool",
             "custom_tool_fail",
             "custom_tool_hello",
             "custom_tool_peek",
@@ -169,22 +170,22 @@ async fn legacy_session_lists_and_calls() {
         ]
     );
     assert_eq!(
-        listed[1]["inputSchema"]["required"],
+        listed[2]["inputSchema"]["required"],
         json!(["name"]),
         "{listed:#}"
     );
     assert_eq!(
-        listed[3]["outputSchema"]["required"],
+        listed[4]["outputSchema"]["required"],
         json!(["count"]),
         "{listed:#}"
     );
-    assert_eq!(listed[2]["annotations"]["readOnlyHint"], true, "{listed:#}");
+    assert_eq!(listed[3]["annotations"]["readOnlyHint"], true, "{listed:#}");
     assert_eq!(
-        listed[4]["annotations"]["destructiveHint"], true,
+        listed[5]["annotations"]["destructiveHint"], true,
         "{listed:#}"
     );
     // An executable declares nothing, so MCP's cautious defaults stand.
-    assert!(listed[0].get("annotations").is_none(), "{listed:#}");
+    assert!(listed[1].get("annotations").is_none(), "{listed:#}");
 
     let hello = session
         .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
@@ -254,7 +255,8 @@ async fn legacy_session_hears_of_a_new_tool() {
     let context = TestContext::new();
     fixtures(&context);
     let (session, mut changes) = connect(&context, &[], legacy()).await;
-    assert_eq!(session.list_all_tools().await.unwrap().len(), 5);
+    // The five fixtures and the `custom_tool` meta-tool.
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 6);
     install(
         &context,
         "fresh",
@@ -283,7 +285,7 @@ async fn modern_session_lists_calls_and_listens() {
         session.peer_info().unwrap().protocol_version,
         ProtocolVersion::V_2026_07_28
     );
-    assert_eq!(session.list_all_tools().await.unwrap().len(), 5);
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 6);
     let stats = session
         .call_tool(call("custom_tool_stats", json!({})))
         .await
@@ -419,8 +421,8 @@ async fn cancelled_call_leaves_no_process() {
         assert!(Instant::now() < deadline, "still alive: {pids:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The session goes on.
-    assert_eq!(session.list_all_tools().await.unwrap().len(), 1);
+    // The session goes on (the tool and the `custom_tool` meta-tool).
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 2);
     session.cancel().await.unwrap();
 }
 
@@ -680,7 +682,7 @@ fn raw_json_lines_modern() {
     );
     assert_eq!(
         listed["result"]["tools"].as_array().unwrap().len(),
-        5,
+        6,
         "{listed}"
     );
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
@@ -770,12 +772,16 @@ async fn long_listings_are_paginated() {
     }
     let (session, _changes) = connect(&context, &[], legacy()).await;
     let first = session.list_tools(None).await.unwrap();
-    assert_eq!(first.tools.len(), 100);
-    assert_eq!(first.tools[0].name, "custom_tool_m000");
+    // The `custom_tool` meta-tool comes first, on top of the page of 100 tools.
+    assert_eq!(first.tools.len(), 101);
+    assert_eq!(first.tools[0].name, "custom_tool");
+    assert_eq!(first.tools[1].name, "custom_tool_m000");
     assert!(first.next_cursor.is_some());
     let all = session.list_all_tools().await.unwrap();
     let names: Vec<String> = all.iter().map(|tool| tool.name.to_string()).collect();
-    let expected: Vec<String> = (0..120).map(|n| format!("custom_tool_m{n:03}")).collect();
+    let expected: Vec<String> = std::iter::once("custom_tool".to_owned())
+        .chain((0..120).map(|n| format!("custom_tool_m{n:03}")))
+        .collect();
     assert_eq!(names, expected);
     session.cancel().await.unwrap();
 }

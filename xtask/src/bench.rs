@@ -465,6 +465,11 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         &server_binary,
         settings,
     )?;
+    let generator = crate::generate_bench::measure(
+        &harness.multi_thread,
+        &harness.executor_handle(),
+        settings.discovery_repetitions,
+    )?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -479,6 +484,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&discovery.render());
     report.push('\n');
     report.push_str(&mcp.render());
+    report.push('\n');
+    report.push_str(&generator.render());
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(report.as_bytes())

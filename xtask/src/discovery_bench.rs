@@ -239,7 +239,7 @@ fn timed_discovery(
     Ok(elapsed)
 }
 
-fn median(samples: &mut [f64]) -> f64 {
+pub(crate) fn median(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
     match samples.len() {
         0 => f64::NAN,

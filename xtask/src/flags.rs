@@ -21,7 +21,9 @@ tasks:
                            N/4 with a 1 GiB parent (default 500);
                            then cold and warm discovery of 500 tiny tools against
                            the floor of 500 plain spawns / cores (median of 5);
-                           --quick: a few calls and one discovery, for a smoke run
+                           --quick: a few calls and one discovery, for a smoke run;
+                           then request-to-registered of a generated bash tool
+                           against running its one test case alone
   man [--out DIR]          write the man pages (toolsmith.1 and one per subcommand),
                            generated from the CLI's clap definition, into DIR
                            (default: <target dir>/man)
@@ -30,6 +32,9 @@ tasks:
                            install DIR/bin/toolsmith, the system tools in
                            DIR/libexec/toolsmith, man pages in DIR/share/man/man1
                            and bash, zsh and fish completions under DIR/share
+  new-tool NAME --lang python|bash|manifest
+                           scaffold an example tool into examples/tools through
+                           the generator's templates (refuses to overwrite)
   help                     print this message";
 
 /// One parsed invocation.
@@ -41,6 +46,7 @@ pub(crate) enum Task {
     Bench(BenchSettings),
     Man { out: Option<PathBuf> },
     Install { prefix: PathBuf, debug: bool },
+    NewTool { name: String, language: String },
     Help,
 }
 
@@ -57,6 +63,7 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
         "bench" => Task::Bench(parse_bench(&mut args)?),
         "man" => parse_man(&mut args)?,
         "install" => parse_install(&mut args)?,
+        "new-tool" => parse_new_tool(&mut args)?,
         "help" | "-h" | "--help" => Task::Help,
         unknown => return Err(format!("unknown task `{unknown}`")),
     };
@@ -109,6 +116,17 @@ fn parse_install(args: &mut impl Iterator<Item = String>) -> Result<Task, String
     }
     let prefix = prefix.ok_or("`install` needs `--prefix DIR` (e.g. --prefix ~/.local)")?;
     Ok(Task::Install { prefix, debug })
+}
+
+fn parse_new_tool(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
+    let name = args
+        .next()
+        .ok_or_else(|| "`new-tool` needs a NAME".to_owned())?;
+    let language = match (args.next().as_deref(), args.next()) {
+        (Some("--lang"), Some(language)) => language,
+        _ => return Err("`new-tool` needs `--lang python|bash|manifest`".to_owned()),
+    };
+    Ok(Task::NewTool { name, language })
 }
 
 fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings, String> {

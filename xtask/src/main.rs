@@ -12,7 +12,9 @@ mod ci;
 mod discovery_bench;
 mod dist;
 mod flags;
+mod generate_bench;
 mod mcp_bench;
+mod new_tool;
 mod soak;
 mod tidy;
 
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
             })
         }
         Task::Install { prefix, debug } => dist::install(&project_root(), &prefix, debug),
+        Task::NewTool { name, language } => new_tool::run(&project_root(), &name, &language),
     };
     exit_status(result).into()
 }

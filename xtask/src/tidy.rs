@@ -31,6 +31,9 @@ enum Rule {
     InternalDependency,
     /// Every member inherits `[workspace.lints]`.
     WorkspaceLints,
+    /// Every template in `templates/` is embedded by the generator, and every embedded
+    /// template exists.
+    TemplateReference,
 }
 
 impl Rule {
@@ -44,12 +47,20 @@ impl Rule {
             Rule::PrintInLibrary => "print-in-library",
             Rule::InternalDependency => "internal-dependency",
             Rule::WorkspaceLints => "workspace-lints",
+            Rule::TemplateReference => "template-reference",
         }
     }
 }
 
 /// Source directories of library crates, where printing is banned.
-const LIBRARY_SOURCE_DIRS: &[&str] = &["crates/executor/src", "crates/registry/src"];
+const LIBRARY_SOURCE_DIRS: &[&str] = &[
+    "crates/executor/src",
+    "crates/registry/src",
+    "crates/generator/src",
+];
+
+/// The generator's file that embeds the templates.
+const TEMPLATE_USER: &str = "crates/generator/src/render.rs";
 
 /// Module names that become dumping grounds; give the code a concept name instead.
 const BANNED_MODULE_NAMES: &[&str] = &["utils", "helpers", "common", "misc"];
@@ -126,7 +137,54 @@ fn check_workspace(root: &Path) -> anyhow::Result<Vec<Violation>> {
             });
         }
     }
+    let templates_dir = root.join("templates");
+    if templates_dir.is_dir() {
+        let mut templates: Vec<String> = fs::read_dir(&templates_dir)
+            .with_context(|| format!("could not list `{}`", templates_dir.display()))?
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .collect();
+        templates.sort();
+        let user = fs::read_to_string(root.join(TEMPLATE_USER))
+            .with_context(|| format!("could not read `{TEMPLATE_USER}`"))?;
+        for finding in check_templates(&templates, &user) {
+            findings.push(Violation {
+                path: TEMPLATE_USER.to_owned(),
+                finding,
+            });
+        }
+    }
     Ok(findings)
+}
+
+/// Compares the files of `templates/` with the `templates/NAME` references of `user`.
+fn check_templates(templates: &[String], user: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for template in templates {
+        if !user.contains(&format!("templates/{template}\"")) {
+            findings.push(Finding {
+                line: 1,
+                rule: Rule::TemplateReference,
+                message: format!("`templates/{template}` is not embedded by the generator"),
+            });
+        }
+    }
+    for (index, line) in user.lines().enumerate() {
+        let Some((_, rest)) = line.split_once("templates/") else {
+            continue;
+        };
+        let Some((name, _)) = rest.split_once('"') else {
+            continue;
+        };
+        if !templates.iter().any(|template| template == name) {
+            findings.push(Finding {
+                line: index + 1,
+                rule: Rule::TemplateReference,
+                message: format!("`templates/{name}` does not exist"),
+            });
+        }
+    }
+    findings
 }
 
 /// Every file below `root`, sorted, skipping `.git` and cargo target directories.
@@ -530,7 +588,9 @@ fn dependency_subtable(section: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::tidy::{Finding, check_file, check_manifest, check_workspace, parse_members};
+    use crate::tidy::{
+        Finding, check_file, check_manifest, check_templates, check_workspace, parse_members,
+    };
 
     fn render(findings: &[Finding]) -> Vec<String> {
         findings
@@ -814,5 +874,22 @@ mod tests {
             ["a", "b"]
         );
         assert!(parse_members("[package]\nname = \"x\"\n").is_empty());
+    }
+
+    #[test]
+    fn templates_and_their_references_match() {
+        let templates = vec!["a.tera".to_owned(), "b.tera".to_owned()];
+        let user = "include_str!(\"../../../templates/a.tera\")\ninclude_str!(\"../../../templates/c.tera\")\n";
+        let messages: Vec<String> = check_templates(&templates, user)
+            .into_iter()
+            .map(|finding| format!("{}: {}", finding.line, finding.message))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "1: `templates/b.tera` is not embedded by the generator",
+                "2: `templates/c.tera` does not exist"
+            ]
+        );
     }
 }

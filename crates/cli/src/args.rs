@@ -83,7 +83,53 @@ pub(crate) enum Commands {
     /// Print a shell completion script on stdout.
     #[command(after_help = EXAMPLES_COMPLETIONS)]
     Completions(CompletionsArgs),
+    /// Generate a tool from a custom_tool request: render it, test it in the
+    /// sandbox, and register it only when every check passes.
+    #[command(after_help = EXAMPLES_GENERATE)]
+    Generate(GenerateArgs),
+    /// Write a working skeleton of a new tool, for a human to complete.
+    #[command(after_help = EXAMPLES_NEW)]
+    New(NewArgs),
+    /// Run the test cases tools declare (`tests`), one line per case.
+    #[command(after_help = EXAMPLES_TEST)]
+    Test(TestArgs),
+    /// List the recorded versions of a generated tool.
+    #[command(after_help = EXAMPLES_HISTORY)]
+    History(HistoryArgs),
+    /// Restore a recorded version of a generated tool, as a new version.
+    #[command(after_help = EXAMPLES_ROLLBACK)]
+    Rollback(RollbackArgs),
 }
+
+const EXAMPLES_GENERATE: &str = "\
+Examples:
+  toolsmith generate --print-schema                 the request's JSON Schema
+  toolsmith generate --request request.json         render, test, register; prints the report
+  cat request.json | toolsmith generate --request -
+
+Exit status: 0 when registered or scaffolded, 1 when rejected, 2 for bad usage.";
+
+const EXAMPLES_NEW: &str = "\
+Examples:
+  toolsmith new fetch_title --lang python --description 'Fetch a page title' --param url:string:required:'The page URL'
+  toolsmith new count_lines --lang bash --param path:string:required --dir ./tools";
+
+const EXAMPLES_TEST: &str = "\
+Examples:
+  toolsmith test                                    every tool that declares tests
+  toolsmith test word_count --json
+
+Exit status: 0 when every case passes, 1 when one fails, 2 for bad usage.";
+
+const EXAMPLES_HISTORY: &str = "\
+Examples:
+  toolsmith history fetch_title
+  toolsmith history fetch_title --json";
+
+const EXAMPLES_ROLLBACK: &str = "\
+Examples:
+  toolsmith rollback fetch_title                    restore the version before the latest
+  toolsmith rollback fetch_title --to 1";
 
 const EXAMPLES_MAIN: &str = "\
 Examples:
@@ -154,6 +200,90 @@ pub(crate) struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GenerateArgs {
+    /// The request: a JSON file, or `-` for stdin.
+    #[arg(long, value_name = "FILE|-", required_unless_present = "print_schema")]
+    pub(crate) request: Option<PathBuf>,
+
+    /// Print the request's JSON Schema instead.
+    #[arg(long, conflicts_with = "request")]
+    pub(crate) print_schema: bool,
+
+    /// Print the report as JSON (it is JSON already; this keeps the flag every data command has).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The language of a new tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LanguageArg {
+    /// A Python 3 executable (`description`/`run` protocol).
+    Python,
+    /// A bash executable (`description`/`run` protocol; needs jq).
+    Bash,
+    /// A Nanocoder-style markdown manifest with a shell body.
+    Manifest,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The tool's name (snake_case, verb_noun).
+    pub(crate) name: String,
+
+    /// The language.
+    #[arg(long, value_enum)]
+    pub(crate) lang: LanguageArg,
+
+    /// What the tool does.
+    #[arg(long)]
+    pub(crate) description: Option<String>,
+
+    /// A parameter, `NAME:TYPE[:required][:DESCRIPTION]` (TYPE: string, number, integer,
+    /// boolean, array, object); repeat for several.
+    #[arg(long = "param", value_name = "NAME:TYPE[:required][:DESCRIPTION]")]
+    pub(crate) params: Vec<String>,
+
+    /// The directory to write into [default: the generator's tools directory,
+    /// `<project>/.toolsmith/tools` or `[generator] tools_dir`].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TestArgs {
+    /// The tool to test [default: every tool that declares tests].
+    pub(crate) name: Option<String>,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistoryArgs {
+    /// The generated tool.
+    pub(crate) name: String,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RollbackArgs {
+    /// The generated tool.
+    pub(crate) name: String,
+
+    /// The version to restore [default: the one before the latest].
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) to: Option<u32>,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// A policy profile as a flag gives it.

@@ -42,6 +42,9 @@
 //! dirs = ["tools", "~/shared-tools"]  # extra tool dirs, highest precedence; relative to this file's directory
 //! peers = false          # also read Kodelet's, ikigai's and Nanocoder's tool directories
 //! cache = true           # reuse probe results of unchanged tools ($XDG_CACHE_HOME/toolsmith)
+//!
+//! [generator]
+//! tools_dir = ".toolsmith/tools"  # where generated tools go; relative to this file's directory
 //! ```
 //!
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
@@ -56,8 +59,8 @@ use toolsmith_executor::BackendChoice;
 use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, ToolName};
 
 use crate::settings::{
-    DiscoveryOptions, EnvOptions, ExecutorOptions, LimitsOptions, Options, PolicyOptions,
-    SandboxOptions, ToolOptions,
+    DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, LimitsOptions, Options,
+    PolicyOptions, SandboxOptions, ToolOptions,
 };
 use crate::units::{self, Cap, UnitError};
 
@@ -188,6 +191,14 @@ struct RawFile {
     audit: RawAudit,
     #[serde(default)]
     discovery: RawDiscovery,
+    #[serde(default)]
+    generator: RawGenerator,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGenerator {
+    tools_dir: Option<PathBuf>,
 }
 
 /// Which tools may be listed and called. A tool policy denies is never
@@ -533,6 +544,12 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         peers: raw.discovery.peers,
         cache: raw.discovery.cache,
     };
+    let generator = GeneratorOptions {
+        tools_dir: raw.generator.tools_dir.map(|dir| ConfigDir {
+            base: base.clone(),
+            dir,
+        }),
+    };
     Ok(Options {
         limits,
         executor,
@@ -542,6 +559,7 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
         tools,
         audit,
         discovery,
+        generator,
     })
 }
 
@@ -756,7 +774,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`",
             ),
         );
     }

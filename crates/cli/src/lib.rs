@@ -43,8 +43,8 @@ pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
 use crate::args::{
-    Cli, Commands, CompletionsArgs, DoctorArgs, ExportArgs, ListArgs, RunArgs, ServeArgs, ShowArgs,
-    ValidateArgs,
+    Cli, Commands, CompletionsArgs, DoctorArgs, ExportArgs, GenerateArgs, HistoryArgs, ListArgs,
+    NewArgs, RollbackArgs, RunArgs, ServeArgs, ShowArgs, TestArgs, ValidateArgs,
 };
 use crate::config::ConfigError;
 use crate::settings::{GlobalSettings, Options, RunSettings};
@@ -170,10 +170,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Doctor(args) => Prepared::Doctor(args),
         Commands::Serve(args) => Prepared::Serve(args),
         Commands::Completions(args) => return completions(args),
+        Commands::Generate(args) if args.print_schema => {
+            return commands::generate::print_schema();
+        }
+        Commands::Generate(args) => {
+            let request = commands::generate::read_request(args, &global)?;
+            Prepared::Generate { args, request }
+        }
+        Commands::New(args) => Prepared::New(args),
+        Commands::Test(args) => Prepared::Test(args),
+        Commands::History(args) => Prepared::History(args),
+        Commands::Rollback(args) => Prepared::Rollback(args),
     };
     if cli.global.show_settings {
         output::write_json(&global.to_json(&global.limits))?;
         return Ok(ExitStatus::Success);
+    }
+    // These run no tool process: no executor is set up for them.
+    match prepared {
+        Prepared::New(args) => return commands::generate::new(args, &global),
+        Prepared::History(args) => return commands::generate::history(args, &global),
+        _ => {}
     }
 
     let executor = Arc::new(
@@ -205,6 +222,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             Prepared::Export(args) => commands::export::export(args, &global, &executor).await,
             Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor).await,
             Prepared::Serve(args) => commands::serve::serve(args, &global, &executor).await,
+            Prepared::Generate { args, request } => {
+                commands::generate::generate(args, &request, &global, &executor).await
+            }
+            Prepared::Test(args) => commands::test::test(args, &global, &executor).await,
+            Prepared::Rollback(args) => commands::generate::rollback(args, &global).await,
+            Prepared::New(args) => commands::generate::new(args, &global),
+            Prepared::History(args) => commands::generate::history(args, &global),
         }
     })
 }
@@ -227,6 +251,14 @@ enum Prepared<'a> {
     Export(&'a ExportArgs),
     Doctor(&'a DoctorArgs),
     Serve(&'a ServeArgs),
+    Generate {
+        args: &'a GenerateArgs,
+        request: serde_json::Value,
+    },
+    New(&'a NewArgs),
+    Test(&'a TestArgs),
+    History(&'a HistoryArgs),
+    Rollback(&'a RollbackArgs),
 }
 
 /// `toolsmith completions SHELL`: the script on stdout, generated from the clap definition.

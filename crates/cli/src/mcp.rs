@@ -13,6 +13,11 @@
 //!   (the executor is cancel-safe); rmcp sends no response for a cancelled request.
 //! - A change of the live registry is announced as `notifications/tools/list_changed`: to a
 //!   legacy session through its peer, to modern clients on each `subscriptions/listen` stream.
+//! - `custom_tool` (a reserved name, listed first, unprefixed) takes a generator request as its
+//!   arguments; the report is the result (an error result when rejected). A registered tool
+//!   is in the live registry before the call answers, so the client that asked can call it at
+//!   once; the refresh also announces the change. It is not offered under a policy profile
+//!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,9 +34,10 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
+use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
-    Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, Envelope, LiveRegistry, Policy,
-    Progress, RunConfig, Tool, ToolKind, ToolName,
+    Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope,
+    LiveRegistry, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolKind, ToolName,
 };
 
 /// How many tools one `tools/list` page holds.
@@ -55,6 +61,8 @@ pub(crate) struct ServeContext {
     pub(crate) policy: Policy,
     pub(crate) prefix: String,
     pub(crate) audit: Option<AuditLog>,
+    /// Where `custom_tool` writes; `None` when it is not offered.
+    pub(crate) generator: Option<GeneratorConfig>,
 }
 
 /// Serves MCP on stdin/stdout until stdin closes.
@@ -211,6 +219,66 @@ impl Handler {
     }
 }
 
+impl Handler {
+    /// Runs the generator on a `custom_tool` call; the report is the result.
+    async fn generate(
+        &self,
+        generator: &GeneratorConfig,
+        request: &Value,
+    ) -> Result<CallToolResult, McpError> {
+        let shared = &self.shared;
+        let existing = shared.registry.snapshot();
+        let report = toolsmith_generator::generate(
+            &shared.executor,
+            request,
+            &existing,
+            Some(&shared.registry),
+            generator,
+            &shared.config,
+        )
+        .await
+        .map_err(|error| McpError::internal_error(error_chain(&error), None))?;
+        let value = serde_json::to_value(&report).unwrap_or(Value::Null);
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        let mut result = match report.status {
+            Status::Registered | Status::Scaffolded => {
+                let mut result = CallToolResult::structured(value);
+                result.content = vec![ContentBlock::text(text)];
+                result
+            }
+            Status::Rejected => CallToolResult::error(vec![ContentBlock::text(text)]),
+        };
+        result.meta = None;
+        Ok(result)
+    }
+}
+
+/// The `custom_tool` meta-tool: its input schema is the generator's request schema.
+fn custom_tool() -> rmcp::model::Tool {
+    let schema = match request_schema() {
+        Value::Object(schema) => {
+            let mut schema = schema.clone();
+            // MCP clients read the schema as a tool's input schema; the meta-schema URI
+            // and title belong to the published document, not to a tool's arguments.
+            schema.remove("$schema");
+            schema.remove("title");
+            schema
+        }
+        _ => JsonObject::from_iter([("type".to_owned(), Value::from("object"))]),
+    };
+    let description = request_schema()
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    rmcp::model::Tool::new(
+        RESERVED_NAME.to_owned(),
+        format!(
+            "{description} Use it when no listed tool fits. The new tool is listed at once (tools/list_changed) as {EXPOSED_PREFIX}<name> (or under this server's prefix)."
+        ),
+        Arc::new(schema),
+    )
+}
+
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -233,10 +301,15 @@ impl ServerHandler for Handler {
         let cursor = request.and_then(|request| request.cursor);
         let page = page(&names, cursor.as_deref(), PAGE_SIZE)
             .ok_or_else(|| McpError::invalid_params("invalid cursor", None))?;
-        let tools = listed[page.start..page.end]
-            .iter()
-            .map(|(name, tool)| mcp_tool(name, tool))
-            .collect();
+        let mut tools: Vec<rmcp::model::Tool> = Vec::new();
+        if page.start == 0 && self.shared.generator.is_some() {
+            tools.push(custom_tool());
+        }
+        tools.extend(
+            listed[page.start..page.end]
+                .iter()
+                .map(|(name, tool)| mcp_tool(name, tool)),
+        );
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = page.next_cursor;
         Ok(result)
@@ -247,6 +320,12 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if request.name == RESERVED_NAME
+            && let Some(generator) = &self.shared.generator
+        {
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            return Ok(self.generate(generator, &arguments).await?.into());
+        }
         let catalog = self.shared.registry.snapshot();
         let tool = request
             .name

@@ -196,6 +196,21 @@ impl Combine for SandboxOptions {
     }
 }
 
+/// Where the generator writes, as one layer sets it (only the config file does).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct GeneratorOptions {
+    /// `[generator] tools_dir`: where generated tools go.
+    pub(crate) tools_dir: Option<ConfigDir>,
+}
+
+impl Combine for GeneratorOptions {
+    fn combine(self, lower: GeneratorOptions) -> GeneratorOptions {
+        GeneratorOptions {
+            tools_dir: self.tools_dir.combine(lower.tools_dir),
+        }
+    }
+}
+
 /// One tool's `[tools.NAME]` section.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct ToolOptions {
@@ -245,6 +260,7 @@ pub(crate) struct Options {
     /// The audit log file; no log when unset.
     pub(crate) audit: Option<PathBuf>,
     pub(crate) discovery: DiscoveryOptions,
+    pub(crate) generator: GeneratorOptions,
 }
 
 impl Combine for Options {
@@ -258,6 +274,7 @@ impl Combine for Options {
             tools: self.tools.combine(lower.tools),
             audit: self.audit.combine(lower.audit),
             discovery: self.discovery.combine(lower.discovery),
+            generator: self.generator.combine(lower.generator),
         }
     }
 }
@@ -322,6 +339,7 @@ impl Options {
             tools: BTreeMap::new(),
             audit: None,
             discovery: DiscoveryOptions::default(),
+            generator: GeneratorOptions::default(),
         })
     }
 }
@@ -367,6 +385,13 @@ pub(crate) struct GlobalSettings {
     file_layer: Options,
     /// Whether `--no-cache` was given.
     no_cache_flag: bool,
+    /// Where generated tools go: `[generator] tools_dir`, default `<project>/.toolsmith/tools`.
+    pub(crate) generator_tools_dir: PathBuf,
+    /// Where scaffolded drafts go: `<project>/.toolsmith/drafts`.
+    pub(crate) drafts_dir: PathBuf,
+    /// `$TOOLSMITH_HOME/templates`, whose templates replace the embedded ones, when
+    /// `TOOLSMITH_HOME` is set.
+    pub(crate) templates_dir: Option<PathBuf>,
 }
 
 /// Where the effective value of a setting came from.
@@ -448,6 +473,14 @@ impl GlobalSettings {
                 peers: combined.discovery.peers.unwrap_or(false),
             })
         };
+        let project = project_dir(cwd);
+        let generator_tools_dir = match &combined.generator.tools_dir {
+            Some(dir) => dir.resolve(cwd, home.as_deref()),
+            None => project.join(".toolsmith").join("tools"),
+        };
+        let drafts_dir = project.join(".toolsmith").join("drafts");
+        let templates_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+            .map(|dir| cwd.join(dir).join("templates"));
         let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
         let cache_dir = if cache_disabled {
             None
@@ -487,8 +520,12 @@ impl GlobalSettings {
                     .sandbox
                     .filesystem
                     .unwrap_or(FilesystemSetting::Full),
+                private_pids: true,
             },
             project_dir: project,
+            generator_tools_dir,
+            drafts_dir,
+            templates_dir,
         }
     }
 

@@ -1089,6 +1089,7 @@ fn load_kodelet(probed: &Probed, candidate: &Candidate) -> Result<ToolParts, Pro
         source: candidate.source.clone(),
         layer: candidate.layer,
         runner: Runner::Kodelet,
+        tests: description.tests,
     })
 }
 
@@ -1107,6 +1108,7 @@ fn load_ikigai(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, Proble
         source: candidate.source.clone(),
         layer: candidate.layer,
         runner: Runner::Ikigai,
+        tests: Vec::new(),
     })
 }
 
@@ -1134,6 +1136,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         layer: candidate.layer,
+        tests: manifest.tests.clone(),
         runner: Runner::Manifest(Box::new(manifest)),
     })
 }

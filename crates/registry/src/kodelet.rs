@@ -11,7 +11,7 @@ use crate::go_duration::{DurationError, parse_go_duration};
 use crate::schema::json_type;
 use crate::{
     InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError, SchemaError,
-    ToolName,
+    TestCase, TestsError, ToolName, parse_tests,
 };
 
 /// The protocol's name in the discovery cache: a cached probe output is only reused by the
@@ -35,6 +35,7 @@ pub(crate) struct Description {
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) sandbox: SandboxDeclaration,
+    pub(crate) tests: Vec<TestCase>,
 }
 
 /// Why the output of `description` is not a usable description.
@@ -99,6 +100,13 @@ pub enum DescriptionError {
         #[source]
         source: SandboxDeclarationError,
     },
+    /// The declared `tests` were refused.
+    #[error("field `tests` is invalid")]
+    InvalidTests {
+        /// Why.
+        #[source]
+        source: TestsError,
+    },
 }
 
 impl DescriptionError {
@@ -114,7 +122,8 @@ impl DescriptionError {
             | DescriptionError::InvalidName { .. }
             | DescriptionError::InvalidSchema { .. }
             | DescriptionError::InvalidOutputSchema { .. }
-            | DescriptionError::InvalidSandbox { .. } => true,
+            | DescriptionError::InvalidSandbox { .. }
+            | DescriptionError::InvalidTests { .. } => true,
         }
     }
 }
@@ -234,12 +243,19 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
         .transpose()
         .map_err(|source| DescriptionError::InvalidSandbox { source })?
         .unwrap_or_default();
+    let tests = match object.remove("tests") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(tests) => {
+            parse_tests(&tests).map_err(|source| DescriptionError::InvalidTests { source })?
+        }
+    };
     Ok(Description {
         name,
         description,
         input_schema,
         output_schema,
         sandbox,
+        tests,
     })
 }
 

@@ -58,6 +58,7 @@ mod audit;
 #[cfg(test)]
 mod bad_input;
 mod cache;
+mod declared_tests;
 mod discovery;
 mod envelope;
 mod error;
@@ -81,6 +82,9 @@ mod validate;
 
 pub use crate::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
 pub use crate::cache::{CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN};
+pub use crate::declared_tests::{
+    CaseOutcome, Expectation, TestCase, TestsError, parse_tests, run_cases, run_tests,
+};
 pub use crate::discovery::{
     Catalog, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed,
     discover, discover_layers, discover_one,

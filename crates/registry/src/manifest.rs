@@ -21,7 +21,7 @@ use crate::expand::{ExpandError, Expansion};
 use crate::render::{RenderError, Template, TemplateError, is_identifier};
 use crate::{
     Approval, InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError,
-    SchemaError, ToolName,
+    SchemaError, TestCase, TestsError, ToolName, parse_tests,
 };
 
 /// The default `timeout_ms`.
@@ -30,7 +30,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The largest `timeout_ms` a manifest may declare.
 pub const MAX_TIMEOUT_MS: u64 = 300_000;
 
-const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox";
+const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests";
 const PARAMETER_KEYS: &str =
     "type, description, required, default, enum, pattern, minLength, maxLength, min, max, items";
 const ITEMS_KEYS: &str = "type, description, enum, pattern, minLength, maxLength, min, max";
@@ -54,6 +54,8 @@ pub(crate) struct Manifest {
     pub(crate) output_schema: Option<OutputSchema>,
     /// What the manifest declares about its own sandbox.
     pub(crate) sandbox: SandboxDeclaration,
+    /// toolsmith's addition: the declared test cases `toolsmith test` runs.
+    pub(crate) tests: Vec<TestCase>,
     pub(crate) body: Template,
 }
 
@@ -371,6 +373,12 @@ pub enum ManifestError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `tests` are not a valid list of cases.
+    #[error("tests: {error}")]
+    Tests {
+        /// Why.
+        error: TestsError,
+    },
     /// The declared `output_schema` is not a valid JSON Schema object.
     #[error("output_schema: not a valid JSON Schema")]
     OutputSchema {
@@ -580,6 +588,12 @@ fn parse_collecting(
             .map_err(|source| errors.push(ManifestError::OutputSchema { source }))
             .ok()
     });
+    let tests = match fields.get("tests") {
+        None | Some(Yaml::Null) => Vec::new(),
+        Some(tests) => parse_tests(&yaml_to_json(tests))
+            .map_err(|error| errors.push(ManifestError::Tests { error }))
+            .unwrap_or_default(),
+    };
 
     let sandbox = fields
         .get("sandbox")
@@ -627,6 +641,7 @@ fn parse_collecting(
         fail_on_exit,
         output_schema,
         sandbox,
+        tests,
         body: template?,
     })
 }
@@ -1478,11 +1493,33 @@ mod tests {
     }
 
     #[test]
+    fn declared_tests() {
+        let text = format!(
+            "---\n{HEAD}tests:\n- name: greets\n  input: {{who: Ada}}\n  expect: {{result_contains: Ada}}\n---\necho hi\n"
+        );
+        let manifest = parse(&text, &ToolName::new("demo").unwrap()).unwrap();
+        assert_eq!(
+            manifest
+                .tests
+                .iter()
+                .map(|case| case.to_json())
+                .collect::<Vec<_>>(),
+            [
+                json!({"name": "greets", "input": {"who": "Ada"}, "expect": {"result_contains": "Ada"}})
+            ]
+        );
+        check(
+            &format!("{HEAD}tests: [{{input: 3}}]\n"),
+            Err("tests: tests[0].input must be an object of arguments, not a number"),
+        );
+    }
+
+    #[test]
     fn unknown_keys() {
         check(
             &format!("{HEAD}timeout: 5000\n"),
             Err(
-                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox",
+                "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests",
             ),
         );
         check(

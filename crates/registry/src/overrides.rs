@@ -104,6 +104,7 @@ impl RunConfig {
             filesystem: tool_override
                 .and_then(|tool_override| tool_override.filesystem)
                 .unwrap_or(self.sandbox.filesystem),
+            private_pids: self.sandbox.private_pids,
         };
         let sandbox = grant.tightened_by(tool.sandbox());
         let Some(tool_override) = tool_override else {
@@ -165,6 +166,7 @@ mod tests {
             path: PathBuf::from("/tools/demo"),
             source: PathBuf::from("/tools"),
             layer: Layer::Explicit,
+            tests: Vec::new(),
             runner: Runner::Kodelet,
         })
     }

@@ -168,6 +168,11 @@ pub struct SandboxSettings {
     pub network: NetworkSetting,
     /// Writable paths.
     pub filesystem: FilesystemSetting,
+    /// A private PID namespace and `/proc` for every call, where the kernel
+    /// allows (on by default). The kernel then kills what a tool leaves
+    /// behind the moment it exits, so the executor has nothing to count:
+    /// the generator turns it off for the run that checks for leftovers.
+    pub private_pids: bool,
 }
 
 impl SandboxSettings {
@@ -176,6 +181,7 @@ impl SandboxSettings {
         SandboxSettings {
             network: NetworkSetting::Allow,
             filesystem: FilesystemSetting::Full,
+            private_pids: true,
         }
     }
 
@@ -203,6 +209,7 @@ impl SandboxSettings {
         SandboxSettings {
             network,
             filesystem,
+            private_pids: self.private_pids,
         }
     }
 
@@ -220,12 +227,13 @@ impl SandboxSettings {
                 1 => FilesystemSetting::ProjectIfPossible,
                 _ => FilesystemSetting::ReadOnlyIfPossible,
             },
+            private_pids: self.private_pids,
         }
     }
 
     /// The executor's sandbox for a call whose project directory is
     /// `project_dir`. Every call also gets a private PID namespace and
-    /// `/proc` when the kernel allows it.
+    /// `/proc` when the kernel allows it, unless `private_pids` is off.
     pub fn to_executor(self, project_dir: &Path) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
@@ -248,7 +256,7 @@ impl SandboxSettings {
                 },
                 _ => Filesystem::ReadOnly(enforcement(self.filesystem.if_possible())),
             },
-            private_pids: true,
+            private_pids: self.private_pids,
         }
     }
 }
@@ -389,6 +397,7 @@ mod tests {
         let grant = SandboxSettings {
             network: grant.0.parse().unwrap(),
             filesystem: grant.1.parse().unwrap(),
+            private_pids: true,
         };
         let declared = SandboxDeclaration::from_json(&declared).unwrap();
         let effective = grant.tightened_by(&declared);

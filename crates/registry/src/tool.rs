@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::manifest::Manifest;
-use crate::{InputSchema, Layer, OutputSchema, SandboxDeclaration, ToolName};
+use crate::{InputSchema, Layer, OutputSchema, SandboxDeclaration, TestCase, ToolName};
 
 /// The format a tool was written in, which fixes how it is described and run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,6 +115,7 @@ pub(crate) struct ToolParts {
     pub(crate) source: PathBuf,
     pub(crate) layer: Layer,
     pub(crate) runner: Runner,
+    pub(crate) tests: Vec<TestCase>,
 }
 
 /// A tool that passed discovery and validation and can be invoked.
@@ -131,6 +132,7 @@ pub struct Tool {
     source: PathBuf,
     layer: Layer,
     runner: Runner,
+    tests: Vec<TestCase>,
 }
 
 impl Tool {
@@ -147,6 +149,7 @@ impl Tool {
             source: parts.source,
             layer: parts.layer,
             runner: parts.runner,
+            tests: parts.tests,
         }
     }
 
@@ -207,6 +210,12 @@ impl Tool {
             Runner::Manifest(_) => ToolKind::Manifest,
             Runner::Ikigai => ToolKind::Ikigai,
         }
+    }
+
+    /// The test cases it declares (`tests` in its description or frontmatter), for
+    /// [`run_tests`](crate::run_tests) and `toolsmith test`.
+    pub fn tests(&self) -> &[TestCase] {
+        &self.tests
     }
 
     pub(crate) fn runner(&self) -> &Runner {

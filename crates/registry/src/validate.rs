@@ -321,7 +321,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             | DescriptionError::NotAnObject { .. }
             | DescriptionError::MissingField { .. }
             | DescriptionError::WrongType { .. }
-            | DescriptionError::InvalidSandbox { .. } => CheckKind::Parse,
+            | DescriptionError::InvalidSandbox { .. }
+            | DescriptionError::InvalidTests { .. } => CheckKind::Parse,
             DescriptionError::InvalidName { .. } => CheckKind::DeclaredName,
             DescriptionError::InvalidSchema { .. } => CheckKind::InputSchema,
             DescriptionError::InvalidOutputSchema { .. } => CheckKind::OutputSchema,

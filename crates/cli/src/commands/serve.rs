@@ -64,6 +64,11 @@ pub(crate) async fn serve(
             problem.message()
         );
     }
+    // Writing tools is neither read-only nor approval-free: no `custom_tool` under a profile.
+    let generator = policy
+        .profile
+        .is_none()
+        .then(|| crate::commands::generate::generator_config(global));
     mcp::serve(ServeContext {
         executor: Arc::clone(executor),
         registry,
@@ -71,6 +76,7 @@ pub(crate) async fn serve(
         policy,
         prefix: args.prefix.clone(),
         audit,
+        generator,
     })
     .await?;
     Ok(ExitStatus::Success)

@@ -1,0 +1,638 @@
+//! The pipeline of a request: check it, render it into a staging directory, check the staged tool as the registry would and run it in the sandbox, and only then move it into place atomically, record the version and tell the live registry; plus rollback and the `new` skeletons.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use serde_json::Value;
+use toolsmith_executor::Executor;
+use toolsmith_registry::{
+    Catalog, Envelope, ErrorCode, LiveRegistry, Policy, RunConfig, Tool, ToolName, discover,
+    invoke, run_cases,
+};
+
+use crate::history::{self, Version};
+use crate::render::{self, RenderedTool};
+use crate::{Error, Language, Request};
+
+/// Where the generator reads templates and writes tools.
+#[derive(Debug, Clone)]
+pub struct GeneratorConfig {
+    /// Where registered tools go (default `<project>/.toolsmith/tools`); the history
+    /// repository and the staging area live inside it, hidden from discovery.
+    pub tools_dir: PathBuf,
+    /// Where scaffolds (requests without an implementation) go, one directory per tool.
+    pub drafts_dir: PathBuf,
+    /// A directory whose `*.tera` files replace the embedded templates of the same name
+    /// (`$TOOLSMITH_HOME/templates`).
+    pub templates_dir: Option<PathBuf>,
+}
+
+/// The outcome of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Every check passed; the tool is in place, recorded and registered.
+    Registered,
+    /// A check failed; nothing was registered or left on disk.
+    Rejected,
+    /// No implementation was given; the rendered files are in the drafts area.
+    Scaffolded,
+}
+
+/// One check of the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// The check's name, e.g. `schema` or `test: counts words`.
+    pub name: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// What explains a failure (the diff, the stderr), or a note on a pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl CheckReport {
+    fn passed(name: &str, detail: Option<String>) -> CheckReport {
+        CheckReport {
+            name: name.to_owned(),
+            ok: true,
+            detail,
+        }
+    }
+
+    fn failed(name: &str, detail: String) -> CheckReport {
+        CheckReport {
+            name: name.to_owned(),
+            ok: false,
+            detail: Some(detail),
+        }
+    }
+}
+
+/// The report of a request, for people and agents: a rejected request's failing check
+/// explains what to repair before resubmitting with `replace: true`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// What happened.
+    pub status: Status,
+    /// The tool's name (as requested, when the request was refused before it was checked).
+    pub name: String,
+    /// The name the LLM sees, `custom_tool_<name>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposed_name: Option<String>,
+    /// The tool's file (registered) or draft directory (scaffolded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// The recorded version, when registered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
+    /// The history commit of that version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Every check, in order.
+    pub checks: Vec<CheckReport>,
+}
+
+impl Report {
+    fn rejected(name: String, exposed_name: Option<String>, checks: Vec<CheckReport>) -> Report {
+        Report {
+            status: Status::Rejected,
+            name,
+            exposed_name,
+            path: None,
+            version: None,
+            commit: None,
+            checks,
+        }
+    }
+}
+
+/// Held for the whole of a generation or rollback in this process, so that concurrent
+/// requests (an MCP client may send several) see each other's tools: the name check, the
+/// `rename` and the history commit of one never interleave with another's. Across processes,
+/// the history's compare-and-swap on the tool's ref refuses the loser.
+static PIPELINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs the whole pipeline for `request` (JSON). `existing` is the catalog the name is
+/// checked against; `live`, when given, is refreshed after registration so that its
+/// subscribers (and MCP clients) hear of the new tool.
+pub async fn generate(
+    executor: &Arc<Executor>,
+    request: &Value,
+    existing: &Catalog,
+    live: Option<&LiveRegistry>,
+    config: &GeneratorConfig,
+    run_config: &RunConfig,
+) -> Result<Report, Error> {
+    let _serialized = PIPELINE.lock().await;
+    let requested_name = request
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let request = match Request::from_json(request) {
+        Ok(request) => request,
+        Err(error) => {
+            return Ok(Report::rejected(
+                requested_name,
+                None,
+                vec![CheckReport::failed("request", error_chain(&error))],
+            ));
+        }
+    };
+    let name = request.name.clone();
+    let mut checks = vec![CheckReport::passed("request", None)];
+    let exposed = Some(name.exposed());
+
+    let existing_file = tool_files(&config.tools_dir, &name)
+        .into_iter()
+        .find(|path| path.exists());
+    let existing_tool = existing.get(&name).map(|tool| tool.path().to_path_buf());
+    match (existing_tool.or(existing_file), request.replace) {
+        (Some(path), false) => {
+            checks.push(CheckReport::failed(
+                "name",
+                format!(
+                    "tool `{name}` exists already ({}); send \"replace\": true to replace it",
+                    path.display()
+                ),
+            ));
+            return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+        }
+        (Some(path), true) => checks.push(CheckReport::passed(
+            "name",
+            Some(format!("replaces {}", path.display())),
+        )),
+        (None, _) => checks.push(CheckReport::passed("name", None)),
+    }
+
+    let tera = render::templates(config.templates_dir.as_deref())?;
+    let Some(implementation) = request.implementation.clone() else {
+        let rendered = render::render(&tera, &request, &skeleton(&request))?;
+        let draft_dir = config.drafts_dir.join(name.as_str());
+        write_new_dir(&draft_dir)?;
+        let path = draft_dir.join(&rendered.file_name);
+        write_file(&path, &rendered)?;
+        fs::write(
+            draft_dir.join("request.json"),
+            serde_json::to_string_pretty(&request_json(&request))
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+        .map_err(|source| Error::Io {
+            path: draft_dir.join("request.json"),
+            source,
+        })?;
+        return Ok(Report {
+            status: Status::Scaffolded,
+            name: name.as_str().to_owned(),
+            exposed_name: exposed,
+            path: Some(draft_dir),
+            version: None,
+            commit: None,
+            checks,
+        });
+    };
+    let rendered = render::render(&tera, &request, &implementation)?;
+    checks.push(CheckReport::passed("render", None));
+
+    let staging = Staging::create(&config.tools_dir, &name)?;
+    let staged = staging.dir.join(&rendered.file_name);
+    write_file(&staged, &rendered)?;
+    let catalog = discover(executor, std::slice::from_ref(&staging.dir), run_config).await;
+    let tool = match (catalog.get(&name), catalog.problems().first()) {
+        (Some(tool), None) => tool.clone(),
+        (_, Some(problem)) => {
+            checks.push(CheckReport::failed("registry", problem.message()));
+            return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+        }
+        (None, None) => {
+            checks.push(CheckReport::failed(
+                "registry",
+                format!("discovery found no tool `{name}` in the staged file"),
+            ));
+            return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+        }
+    };
+    checks.push(CheckReport::passed("registry", None));
+    let sandbox_checks = check_in_sandbox(executor, &tool, &request, run_config).await?;
+    checks.extend(sandbox_checks);
+    if checks.iter().any(|check| !check.ok) {
+        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+    }
+
+    let message = if request.replace {
+        "replaced from a custom_tool request"
+    } else {
+        "registered from a custom_tool request"
+    };
+    let pending = history::prepare(&config.tools_dir, &name, &rendered, message)?;
+    let path = install(&config.tools_dir, &name, &staged, &rendered)?;
+    history::publish(&pending)?;
+    drop(staging);
+    if let Some(live) = live {
+        live.refresh().await;
+    }
+    Ok(Report {
+        status: Status::Registered,
+        name: name.as_str().to_owned(),
+        exposed_name: exposed,
+        path: Some(path),
+        version: Some(pending.version),
+        commit: Some(pending.commit()),
+        checks,
+    })
+}
+
+/// The checks that run the staged tool: its schema is the request's, every test case
+/// passes, a call without a required argument is `INVALID_PARAMS`, no run leaves a
+/// process behind, and the network was denied to it unless the request says
+/// `requires_network`.
+///
+/// The runs share toolsmith's PID namespace: in a private one the kernel kills what a
+/// tool leaves behind the moment it exits, and the executor would have nothing to
+/// count. The network and filesystem profiles the tool declares apply as in every
+/// later call.
+///
+/// Each check is one block pushing one [`CheckReport`]; a new check is one more block
+/// here, using `tool`, `request` and `envelopes` (every envelope of the runs so far).
+async fn check_in_sandbox(
+    executor: &Executor,
+    tool: &Tool,
+    request: &Request,
+    run_config: &RunConfig,
+) -> Result<Vec<CheckReport>, Error> {
+    let policy = Policy::allow_all();
+    let mut checks = Vec::new();
+    let mut envelopes: Vec<Envelope> = Vec::new();
+    let mut run_config = run_config.clone();
+    run_config.sandbox.private_pids = false;
+    let run_config = &run_config;
+
+    let expected = request.input_schema();
+    let declared = tool.input_schema().as_json();
+    if *declared == expected {
+        checks.push(CheckReport::passed("schema", None));
+    } else {
+        checks.push(CheckReport::failed(
+            "schema",
+            format!("expected the input schema {expected}, the tool declares {declared}"),
+        ));
+    }
+
+    let outcomes = run_cases(executor, tool, &request.tests, run_config, &policy).await?;
+    for outcome in outcomes {
+        let name = format!("test: {}", outcome.name);
+        checks.push(match &outcome.mismatch {
+            None => CheckReport::passed(&name, None),
+            Some(mismatch) => CheckReport::failed(&name, mismatch.clone()),
+        });
+        envelopes.push(outcome.envelope);
+    }
+
+    if let Some(missing) = request
+        .parameters
+        .iter()
+        .find(|parameter| parameter.required)
+    {
+        let mut arguments = request
+            .tests
+            .first()
+            .map(|case| case.input.clone())
+            .unwrap_or_default();
+        arguments.remove(&missing.name);
+        let envelope = invoke(
+            executor,
+            tool,
+            &Value::Object(arguments),
+            run_config,
+            &policy,
+        )
+        .await?;
+        checks.push(match envelope.error_code() {
+            Some(ErrorCode::InvalidParams) => CheckReport::passed(
+                "missing_required",
+                Some(format!(
+                    "a call without `{}` is INVALID_PARAMS",
+                    missing.name
+                )),
+            ),
+            _ => CheckReport::failed(
+                "missing_required",
+                format!(
+                    "a call without `{}` should be INVALID_PARAMS, got {}",
+                    missing.name,
+                    serde_json::to_string(&envelope).unwrap_or_default()
+                ),
+            ),
+        });
+        envelopes.push(envelope);
+    }
+
+    let leftovers: u64 = envelopes
+        .iter()
+        .filter_map(|envelope| envelope.metadata.leftovers_killed)
+        .sum();
+    checks.push(if leftovers == 0 {
+        CheckReport::passed("no_leftovers", None)
+    } else {
+        CheckReport::failed(
+            "no_leftovers",
+            format!("the tool left {leftovers} process(es) running after it ended (killed)"),
+        )
+    });
+
+    let wanted = if request.requires_network {
+        "allow"
+    } else {
+        "deny"
+    };
+    let applied: Vec<&str> = envelopes
+        .iter()
+        .filter_map(|envelope| envelope.metadata.sandbox.as_ref())
+        .map(|sandbox| sandbox.network)
+        .collect();
+    checks.push(
+        if !applied.is_empty() && applied.iter().all(|network| *network == wanted) {
+            CheckReport::passed("network", Some(format!("network {wanted} in every run")))
+        } else {
+            CheckReport::failed(
+                "network",
+                format!(
+                    "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}",
+                    request.requires_network
+                ),
+            )
+        },
+    );
+    Ok(checks)
+}
+
+/// Restores version `to` (default: the one before the latest) of `name` as a new version,
+/// and refreshes `live` when given. Returns the new version.
+pub async fn rollback(
+    tools_dir: &Path,
+    name: &ToolName,
+    to: Option<u32>,
+    live: Option<&LiveRegistry>,
+) -> Result<Version, Error> {
+    let _serialized = PIPELINE.lock().await;
+    let versions = history::history(tools_dir, name)?;
+    let latest = u32::try_from(versions.len()).unwrap_or(u32::MAX);
+    let target = to.unwrap_or(latest.saturating_sub(1));
+    let Some(version) = versions
+        .iter()
+        .find(|version| version.version == target && target >= 1)
+    else {
+        return Err(Error::NoSuchVersion {
+            name: name.as_str().to_owned(),
+            version: target,
+            latest,
+        });
+    };
+    let rendered = history::contents(tools_dir, version)?;
+    let staging = Staging::create(tools_dir, name)?;
+    let staged = staging.dir.join(&rendered.file_name);
+    write_file(&staged, &rendered)?;
+    let pending = history::prepare(
+        tools_dir,
+        name,
+        &rendered,
+        &format!("rollback to v{target}"),
+    )?;
+    install(tools_dir, name, &staged, &rendered)?;
+    history::publish(&pending)?;
+    drop(staging);
+    if let Some(live) = live {
+        live.refresh().await;
+    }
+    history::history(tools_dir, name)?
+        .pop()
+        .ok_or_else(|| Error::NoHistory {
+            name: name.as_str().to_owned(),
+        })
+}
+
+/// Writes a working skeleton of a tool into `dir` (for `toolsmith new` and
+/// `cargo xtask new-tool`): the request's template with a body that returns its arguments.
+/// Refuses to overwrite. Returns the file written.
+pub fn new_tool(
+    dir: &Path,
+    request: &Value,
+    templates_dir: Option<&Path>,
+) -> Result<PathBuf, NewToolError> {
+    let request = Request::from_json(request).map_err(NewToolError::Request)?;
+    let tera = render::templates(templates_dir).map_err(NewToolError::Generator)?;
+    let rendered =
+        render::render(&tera, &request, &skeleton(&request)).map_err(NewToolError::Generator)?;
+    for path in tool_files(dir, &request.name) {
+        if path.exists() {
+            return Err(NewToolError::Generator(Error::Exists { path }));
+        }
+    }
+    fs::create_dir_all(dir).map_err(|source| {
+        NewToolError::Generator(Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+    })?;
+    let path = dir.join(&rendered.file_name);
+    write_file(&path, &rendered).map_err(NewToolError::Generator)?;
+    Ok(path)
+}
+
+/// Why `new_tool` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum NewToolError {
+    /// The name, description or parameters were refused.
+    #[error(transparent)]
+    Request(crate::RequestError),
+    /// Writing failed, or the file exists.
+    #[error(transparent)]
+    Generator(Error),
+}
+
+/// The body of a skeleton: it returns (prints) the arguments it was given.
+fn skeleton(request: &Request) -> String {
+    match request.language {
+        Language::Python => {
+            "# Replace this body: return any JSON-serializable value.\nreturn {\"arguments\": args}"
+                .to_owned()
+        }
+        Language::Bash => {
+            "# Replace this fragment: print the result on stdout.\nprintf '%s\\n' \"$TOOLSMITH_ARGS\""
+                .to_owned()
+        }
+        Language::Manifest => {
+            let mut body =
+                String::from("# Replace this body: print the result on stdout.\n");
+            if request.parameters.is_empty() {
+                body.push_str(&format!("echo '{} ran'\n", request.name.as_str()));
+            }
+            for parameter in &request.parameters {
+                body.push_str(&format!(
+                    "printf '%s=%s\\n' {} {{{{ {} }}}}\n",
+                    parameter.name, parameter.name
+                ));
+            }
+            body
+        }
+    }
+}
+
+/// The request as JSON again, saved next to a draft so it can be completed and sent.
+fn request_json(request: &Request) -> Value {
+    let mut parameters = serde_json::Map::new();
+    for parameter in &request.parameters {
+        let mut spec = parameter.schema.clone();
+        if parameter.required {
+            spec.insert("required".to_owned(), Value::Bool(true));
+        }
+        parameters.insert(parameter.name.clone(), Value::Object(spec));
+    }
+    serde_json::json!({
+        "name": request.name.as_str(),
+        "description": request.description,
+        "language": request.language.as_str(),
+        "parameters": parameters,
+        "tests": request.tests.iter().map(|case| case.to_json()).collect::<Vec<_>>(),
+    })
+}
+
+/// The files in `dir` that would provide the tool `name`, in any format.
+fn tool_files(dir: &Path, name: &ToolName) -> Vec<PathBuf> {
+    let name = name.as_str();
+    let dashed = name.replace('_', "-");
+    let mut files = vec![
+        dir.join(name),
+        dir.join(format!("{name}.md")),
+        dir.join(format!("{name}-tool")),
+    ];
+    if dashed != name {
+        files.push(dir.join(&dashed));
+        files.push(dir.join(format!("{dashed}.md")));
+        files.push(dir.join(format!("{dashed}-tool")));
+    }
+    files
+}
+
+/// Moves the staged file into `tools_dir` with one `rename` (atomic: a reader sees the old
+/// file or the new one), then removes the tool's files of other formats.
+fn install(
+    tools_dir: &Path,
+    name: &ToolName,
+    staged: &Path,
+    rendered: &RenderedTool,
+) -> Result<PathBuf, Error> {
+    let target = tools_dir.join(&rendered.file_name);
+    fs::rename(staged, &target).map_err(|source| Error::Io {
+        path: target.clone(),
+        source,
+    })?;
+    for other in tool_files(tools_dir, name) {
+        if other != target && other.exists() {
+            fs::remove_file(&other).map_err(|source| Error::Io {
+                path: other.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(target)
+}
+
+fn write_new_dir(dir: &Path) -> Result<(), Error> {
+    fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
+    let io_error = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io_error)?;
+    file.write_all(rendered.contents.as_bytes())
+        .map_err(io_error)?;
+    let mode = if rendered.executable { 0o755 } else { 0o644 };
+    file.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(io_error)?;
+    file.sync_all().map_err(io_error)?;
+    Ok(())
+}
+
+/// A staging directory inside the tools directory (so the final `rename` stays on one
+/// filesystem), hidden from discovery, removed on drop with everything in it, along with
+/// the directories it created.
+struct Staging {
+    dir: PathBuf,
+    created: Vec<PathBuf>,
+}
+
+/// The staging area's name inside the tools directory.
+const STAGING_DIR: &str = ".staging";
+
+impl Staging {
+    fn create(tools_dir: &Path, name: &ToolName) -> Result<Staging, Error> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let area = tools_dir.join(STAGING_DIR);
+        // The directories this creates, innermost first, to remove again when left empty.
+        let created: Vec<PathBuf> = area
+            .ancestors()
+            .take_while(|dir| !dir.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        fs::create_dir_all(&area).map_err(|source| Error::Io {
+            path: area.clone(),
+            source,
+        })?;
+        let dir = area.join(format!(
+            "{}-{}-{}",
+            name.as_str(),
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Staging { dir, created })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Err(error) = fs::remove_dir_all(&self.dir) {
+            tracing::warn!(dir = %self.dir.display(), %error, "cannot remove a staging directory");
+        }
+        // The staging area itself goes when empty; so do the tools directory and its parents
+        // when this run created them and left nothing in them (a rejected first request).
+        if let Some(area) = self.dir.parent() {
+            let _empty_or_busy = fs::remove_dir(area);
+        }
+        for dir in &self.created {
+            let _not_empty = fs::remove_dir(dir);
+        }
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

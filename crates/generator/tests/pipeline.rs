@@ -1,0 +1,519 @@
+//! The generator's pipeline through a real executor: requests in each language are registered and callable, wrong ones are rejected with nothing left on disk, hostile strings cannot inject code, and versions are recorded without touching the user's git state.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
+use toolsmith_generator::{
+    GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
+};
+use toolsmith_registry::{
+    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke_named, run_tests,
+    validate_paths,
+};
+
+struct World {
+    temp: tempfile::TempDir,
+    executor: Arc<Executor>,
+    run_config: RunConfig,
+    config: GeneratorConfig,
+}
+
+impl World {
+    fn new() -> World {
+        let temp = tempfile::tempdir().unwrap();
+        let executor = Arc::new(
+            Executor::new(ExecutorConfig {
+                backend: BackendChoice::Auto,
+                max_concurrent: None,
+            })
+            .unwrap(),
+        );
+        let mut limits = Limits::recommended();
+        limits.timeout = std::time::Duration::from_secs(10);
+        let run_config = RunConfig {
+            cwd: temp.path().to_path_buf(),
+            // The system directories first: a version manager's `python3` shim (pyenv) costs
+            // hundreds of milliseconds per start, which a loaded machine can stretch past the
+            // registry's 1 s probe timeout.
+            env: filtered_env(
+                &["HOME".to_owned()],
+                &[(
+                    "PATH".to_owned(),
+                    format!(
+                        "/usr/bin:/bin:{}",
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )],
+            ),
+            limits,
+            max_timeout: std::time::Duration::from_secs(30),
+            overrides: Default::default(),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: temp.path().to_path_buf(),
+        };
+        let config = GeneratorConfig {
+            tools_dir: temp.path().join(".toolsmith/tools"),
+            drafts_dir: temp.path().join(".toolsmith/drafts"),
+            templates_dir: None,
+        };
+        World {
+            temp,
+            executor,
+            run_config,
+            config,
+        }
+    }
+
+    async fn catalog(&self) -> Catalog {
+        discover(
+            &self.executor,
+            std::slice::from_ref(&self.config.tools_dir),
+            &self.run_config,
+        )
+        .await
+    }
+
+    async fn generate(&self, request: Value) -> Report {
+        let existing = self.catalog().await;
+        generate(
+            &self.executor,
+            &request,
+            &existing,
+            None,
+            &self.config,
+            &self.run_config,
+        )
+        .await
+        .unwrap()
+    }
+
+    async fn call(&self, name: &str, arguments: Value) -> Value {
+        let catalog = self.catalog().await;
+        let envelope = invoke_named(
+            &self.executor,
+            &catalog,
+            name,
+            &arguments,
+            &self.run_config,
+            &Policy::allow_all(),
+        )
+        .await
+        .unwrap();
+        serde_json::to_value(&envelope).unwrap()
+    }
+}
+
+fn failing_checks(report: &Report) -> Vec<(String, String)> {
+    report
+        .checks
+        .iter()
+        .filter(|check| !check.ok)
+        .map(|check| (check.name.clone(), check.detail.clone().unwrap_or_default()))
+        .collect()
+}
+
+fn word_count(language: &str, implementation: &str) -> Value {
+    let mut request = json!({
+        "name": "count_words",
+        "description": "Counts the words of a text.",
+        "parameters": {
+            "text": "The text",
+            "minimum": {"type": "integer", "description": "Only words this long", "default": 1, "minimum": 1},
+        },
+        "category": "analysis",
+        "language": language,
+        "implementation": implementation,
+        "tests": [
+            {"name": "two words", "input": {"text": "hello world"}, "expect": {"result": 2}},
+            {"input": {"text": "a bb ccc", "minimum": 2}, "expect": {"result": 2}},
+            {"name": "wrong type", "input": {"text": 3}, "expect": {"error_code": "INVALID_PARAMS"}},
+        ],
+    });
+    if language == "manifest" {
+        // A manifest's stdout is text unless it declares an output schema.
+        request["output_schema"] = json!({"type": "integer"});
+    }
+    request
+}
+
+const PYTHON_COUNT: &str = "progress(0, 1, 'counting')\nreturn len([w for w in args['text'].split() if len(w) >= args['minimum']])";
+const BASH_COUNT: &str = "n=0\nfor word in $ARG_TEXT; do\n  if [ \"${#word}\" -ge \"$ARG_MINIMUM\" ]; then n=$((n + 1)); fi\ndone\necho \"$n\"";
+const MANIFEST_COUNT: &str = "n=0\nmin={{ minimum }}\ntext={{ text }}\nfor word in $text; do\n  if [ \"${#word}\" -ge \"$min\" ]; then n=$((n + 1)); fi\ndone\necho \"$n\"";
+
+/// Acceptance 1: for each language, a request with an implementation and tests is
+/// registered, callable, passes validation, and keeps its tests for `toolsmith test`.
+#[tokio::test]
+async fn each_language_registers_a_callable_tool() {
+    for (language, implementation) in [
+        ("python", PYTHON_COUNT),
+        ("bash", BASH_COUNT),
+        ("manifest", MANIFEST_COUNT),
+    ] {
+        let world = World::new();
+        let report = world.generate(word_count(language, implementation)).await;
+        assert_eq!(
+            report.status,
+            Status::Registered,
+            "{language}: {:?}",
+            failing_checks(&report)
+        );
+        assert_eq!(report.version, Some(1));
+        let path = report.path.clone().unwrap();
+        assert!(path.starts_with(&world.config.tools_dir));
+        let check_names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            check_names,
+            [
+                "request",
+                "name",
+                "render",
+                "registry",
+                "schema",
+                "test: two words",
+                "test: case 2",
+                "test: wrong type",
+                "missing_required",
+                "no_leftovers"
+            ]
+        );
+
+        let envelope = world
+            .call("custom_tool_count_words", json!({"text": "one two three"}))
+            .await;
+        assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
+
+        let reports = validate_paths(&world.executor, &[path], &world.run_config).await;
+        assert!(reports[0].passed(), "{language}: {reports:?}");
+
+        let catalog = world.catalog().await;
+        let tool = catalog.get(&ToolName::new("count_words").unwrap()).unwrap();
+        let outcomes = run_tests(
+            &world.executor,
+            tool,
+            &world.run_config,
+            &Policy::allow_all(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(outcomes.len(), 3);
+        assert!(
+            outcomes.iter().all(|outcome| outcome.passed()),
+            "{outcomes:?}"
+        );
+        // Nothing but the tool and its history is in the tools directory.
+        let mut entries: Vec<String> = fs::read_dir(&world.config.tools_dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        entries.sort();
+        let file = if language == "manifest" {
+            "count_words.md"
+        } else {
+            "count_words"
+        };
+        assert_eq!(entries, [".history.git", file]);
+    }
+}
+
+/// Acceptance 2: wrong implementations are rejected, the failing check explains why, and
+/// nothing is registered or left on disk.
+#[tokio::test]
+async fn wrong_implementations_are_rejected_and_leave_nothing() {
+    let cases = [
+        (
+            "a failing test",
+            word_count("python", "return 42"),
+            "test: two words",
+            "expected result 2, got result 42",
+        ),
+        (
+            "a crash",
+            word_count("python", "raise ValueError('no words here')"),
+            "test: two words",
+            "ValueError: no words here",
+        ),
+        (
+            "a bash crash",
+            word_count("bash", "echo broken >&2\nexit 3"),
+            "test: two words",
+            "broken",
+        ),
+        (
+            "non-JSON where JSON is declared",
+            json!({
+                "name": "list_things", "description": "Lists things.", "language": "bash",
+                "output_schema": {"type": "object"},
+                "implementation": "echo 'not json'",
+                "tests": [{"input": {}}],
+            }),
+            "test: case 1",
+            "INVALID_OUTPUT",
+        ),
+        (
+            "a daemon left behind",
+            json!({
+                "name": "start_daemon", "description": "Leaves a process behind.", "language": "bash",
+                "implementation": "setsid sleep 30 </dev/null >/dev/null 2>&1 &\necho started",
+                "tests": [{"input": {}, "expect": {"result": "started"}}],
+            }),
+            "no_leftovers",
+            "left 1 process",
+        ),
+        (
+            "a schema mismatch from a request that is not a request",
+            json!({"name": "x", "description": "d", "language": "cobol", "implementation": "x"}),
+            "request",
+            "/language",
+        ),
+    ];
+    for (what, request, check, detail) in cases {
+        let world = World::new();
+        let report = world.generate(request).await;
+        assert_eq!(report.status, Status::Rejected, "{what}: {report:?}");
+        let failing = failing_checks(&report);
+        assert!(
+            failing
+                .iter()
+                .any(|(name, text)| name == check && text.contains(detail)),
+            "{what}: {failing:?}"
+        );
+        assert!(
+            !world.temp.path().join(".toolsmith").exists(),
+            "{what}: something was left on disk"
+        );
+    }
+}
+
+/// The registry's own check runs first: a manifest body that uses an undeclared
+/// placeholder is refused by the registry check, with its message.
+#[tokio::test]
+async fn the_registry_check_explains_a_broken_manifest() {
+    let world = World::new();
+    let report = world
+        .generate(json!({
+            "name": "greet", "description": "Greets.", "language": "manifest",
+            "implementation": "echo {{ who }}",
+        }))
+        .await;
+    assert_eq!(report.status, Status::Rejected);
+    let failing = failing_checks(&report);
+    assert_eq!(failing[0].0, "registry", "{failing:?}");
+    assert!(failing[0].1.contains("who"), "{failing:?}");
+}
+
+#[tokio::test]
+async fn existing_names_need_replace_and_reserved_names_are_refused() {
+    let world = World::new();
+    let request = word_count("python", PYTHON_COUNT);
+    assert_eq!(
+        world.generate(request.clone()).await.status,
+        Status::Registered
+    );
+    let again = world.generate(request).await;
+    assert_eq!(again.status, Status::Rejected);
+    assert!(
+        failing_checks(&again)[0]
+            .1
+            .contains("send \"replace\": true")
+    );
+    let reserved = world
+        .generate(
+            json!({"name": "custom_tool_x", "description": "d", "implementation": "return 1"}),
+        )
+        .await;
+    assert_eq!(failing_checks(&reserved)[0].0, "request");
+    assert!(failing_checks(&reserved)[0].1.contains("reserved"));
+}
+
+#[tokio::test]
+async fn a_request_without_implementation_is_scaffolded_as_a_draft() {
+    let world = World::new();
+    let report = world
+        .generate(json!({"name": "plan_trip", "description": "Plans a trip.", "language": "bash"}))
+        .await;
+    assert_eq!(report.status, Status::Scaffolded);
+    let draft = world.config.drafts_dir.join("plan_trip");
+    assert_eq!(report.path.as_deref(), Some(draft.as_path()));
+    assert!(draft.join("plan_trip").is_file());
+    assert!(draft.join("request.json").is_file());
+    assert!(!world.config.tools_dir.exists());
+}
+
+fn git(repo: &Path) -> (String, Vec<u8>, Vec<String>) {
+    let repository = git2::Repository::open(repo).unwrap();
+    let head = repository.head().unwrap().target().unwrap().to_string();
+    let index = fs::read(repo.join(".git/index")).unwrap();
+    let mut options = git2::StatusOptions::new();
+    options.include_untracked(true).recurse_untracked_dirs(true);
+    let status = repository
+        .statuses(Some(&mut options))
+        .unwrap()
+        .iter()
+        .map(|entry| format!("{:?} {}", entry.status(), entry.path().unwrap()))
+        .filter(|line| !line.contains(".toolsmith/tools/"))
+        .collect();
+    (head, index, status)
+}
+
+/// Acceptance 4: `replace` bumps the version, history lists both, rollback restores the
+/// first and the registry serves it; the user's branch, index and working tree outside
+/// the tools directory are unchanged.
+#[tokio::test]
+async fn replace_history_and_rollback_leave_the_users_git_alone() {
+    let world = World::new();
+    let root = world.temp.path();
+    let repository = git2::Repository::init(root).unwrap();
+    fs::write(root.join("committed.txt"), "one\n").unwrap();
+    fs::write(root.join("staged.txt"), "two\n").unwrap();
+    fs::write(root.join("untracked.txt"), "three\n").unwrap();
+    let mut index = repository.index().unwrap();
+    index.add_path(Path::new("committed.txt")).unwrap();
+    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+    let signature = git2::Signature::now("user", "user@example.invalid").unwrap();
+    repository
+        .commit(Some("HEAD"), &signature, &signature, "first", &tree, &[])
+        .unwrap();
+    index.add_path(Path::new("staged.txt")).unwrap();
+    index.write().unwrap();
+    let before = git(root);
+
+    let version = |answer: &str, replace: bool| {
+        json!({
+            "name": "tell_version", "description": "Tells its version.", "language": "bash",
+            "implementation": format!("echo {answer}"),
+            "tests": [{"input": {}, "expect": {"result": answer}}],
+            "replace": replace,
+        })
+    };
+    let first = world.generate(version("first", false)).await;
+    assert_eq!(first.version, Some(1), "{:?}", failing_checks(&first));
+    let second = world.generate(version("second", true)).await;
+    assert_eq!(second.version, Some(2), "{:?}", failing_checks(&second));
+    assert_eq!(
+        world.call("tell_version", json!({})).await["result"],
+        json!("second")
+    );
+
+    let name = ToolName::new("tell_version").unwrap();
+    let versions = history(&world.config.tools_dir, &name).unwrap();
+    assert_eq!(
+        versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(versions[0].commit, first.commit.clone().unwrap());
+    assert_eq!(versions[1].commit, second.commit.clone().unwrap());
+
+    let restored = rollback(&world.config.tools_dir, &name, None, None)
+        .await
+        .unwrap();
+    assert_eq!(restored.version, 3);
+    assert_eq!(restored.message, "tell_version v3: rollback to v1");
+    assert_eq!(
+        world.call("tell_version", json!({})).await["result"],
+        json!("first")
+    );
+    assert!(matches!(
+        rollback(&world.config.tools_dir, &name, Some(9), None).await,
+        Err(toolsmith_generator::Error::NoSuchVersion {
+            version: 9,
+            latest: 3,
+            ..
+        })
+    ));
+
+    assert_eq!(git(root), before);
+}
+
+const MARKER: &str = "/tmp/toolsmith-generator-injection-marker";
+
+fn hostile() -> impl Strategy<Value = String> {
+    let fragments = prop::sample::select(vec![
+        "\"".to_owned(),
+        "'".to_owned(),
+        "\\".to_owned(),
+        "\\n".to_owned(),
+        "{{ text }}".to_owned(),
+        "{% if true %}x{% endif %}".to_owned(),
+        "{{# text }}y{{/ text }}".to_owned(),
+        "\"\"\"".to_owned(),
+        "'''".to_owned(),
+        format!("$(touch {MARKER})"),
+        format!("`touch {MARKER}`"),
+        format!("'; touch {MARKER}; '"),
+        format!("\"\"\"\nimport os; os.system('touch {MARKER}')\n\"\"\""),
+        format!("\n---\nname: x\n---\ntouch {MARKER}\n"),
+        "\n".to_owned(),
+        "\r\n".to_owned(),
+        "\t".to_owned(),
+        "# not a comment".to_owned(),
+        ": colon".to_owned(),
+        "- dash".to_owned(),
+        "é中🦀\u{2028}".to_owned(),
+        "null".to_owned(),
+        "%s%n".to_owned(),
+    ]);
+    (prop::collection::vec(fragments, 0..6), "[a-zA-Z0-9 ]{0,8}")
+        .prop_map(|(fragments, plain)| format!("{plain}{}", fragments.concat()))
+}
+
+/// Acceptance 3: for arbitrary description, parameter description and example strings,
+/// every language's generated tool declares them exactly and no injected code runs.
+#[test]
+fn hostile_strings_are_declared_exactly_and_run_nothing() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let world = World::new();
+    let tera = templates(None).unwrap();
+    let _absent = fs::remove_file(MARKER);
+    let mut config = ProptestConfig::with_cases(24);
+    config.failure_persistence = None;
+    proptest!(config, |(description in hostile(), parameter in hostile(), example in hostile(), usage in hostile())| {
+        let description = format!("d{description}");
+        for (index, language) in ["python", "bash", "manifest"].into_iter().enumerate() {
+            let implementation = match language {
+                "python" => "return args.get('text')",
+                "bash" => "echo \"$ARG_TEXT\"",
+                _ => "echo {{ text }}",
+            };
+            let request = Request::from_json(&json!({
+                "name": "echo_text",
+                "description": description,
+                "usage": usage,
+                "examples": [example],
+                "parameters": {"text": {"type": "string", "description": parameter}},
+                "language": language,
+                "implementation": implementation,
+            })).unwrap();
+            let rendered = render(&tera, &request, implementation).unwrap();
+            let dir = world.temp.path().join(format!("probe-{index}"));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(&rendered.file_name);
+            fs::write(&path, &rendered.contents).unwrap();
+            if rendered.executable {
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let catalog = runtime.block_on(discover(&world.executor, std::slice::from_ref(&dir), &world.run_config));
+            prop_assert!(catalog.problems().is_empty(), "{language}: {:?}\n{}", catalog.problems().iter().map(|p| p.message()).collect::<Vec<_>>(), rendered.contents);
+            let tool = catalog.get(&request.name).unwrap();
+            let full_description = request.full_description();
+            prop_assert_eq!(tool.description(), full_description.as_str());
+            // Verbatim, but for the trailing whitespace of the whole text.
+            prop_assert!(tool.description().contains(description.trim_end()));
+            prop_assert!(tool.description().contains(example.trim_end()));
+            prop_assert_eq!(
+                &tool.input_schema().as_json()["properties"]["text"]["description"],
+                &Value::from(parameter.clone())
+            );
+            let envelope = runtime.block_on(invoke_named(
+                &world.executor, &catalog, "echo_text", &json!({"text": "ok"}), &world.run_config, &Policy::allow_all(),
+            )).unwrap();
+            prop_assert!(matches!(envelope.body, Body::Success { .. }), "{language}: {:?}", envelope);
+            prop_assert!(!Path::new(MARKER).exists(), "{language}: injected code ran");
+        }
+    });
+}

@@ -1,0 +1,566 @@
+//! `toolsmith generate`, `new`, `test`, `history` and `rollback`, and `custom_tool` over MCP: requests become registered tools (or reports of what to repair), in one connection.
+
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::context::TestContext;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn bash_request(answer: &str, replace: bool) -> Value {
+    json!({
+        "name": "tell_answer",
+        "description": "Tells the answer to a question.",
+        "parameters": {"question": "What to answer"},
+        "language": "bash",
+        "implementation": format!("printf '%s: %s\\n' \"$ARG_QUESTION\" {answer}"),
+        "tests": [{"name": "answers", "input": {"question": "why"}, "expect": {"result_contains": answer}}],
+        "replace": replace,
+    })
+}
+
+fn write_request(context: &TestContext, request: &Value) {
+    context.project_file("request.json", &request.to_string());
+}
+
+/// Commits are random; their hex is replaced.
+fn settings(context: &TestContext) -> insta::Settings {
+    let mut settings = context.insta_settings();
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[COMMIT]");
+    settings.add_filter(r"\b[0-9a-f]{12}\b", "[SHORT]");
+    settings.add_filter(r#""time": \d+"#, r#""time": "[TIME]""#);
+    settings
+}
+
+macro_rules! generate_snapshot {
+    ($context:expr, $command:expr, @$snapshot:literal) => {{
+        let rendered = $context.render($command);
+        settings(&$context).bind(|| insta::assert_snapshot!(rendered, @$snapshot));
+    }};
+}
+
+#[test]
+fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
+    let context = TestContext::new();
+    write_request(&context, &bash_request("forty-two", false));
+    generate_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
+    exit_code: 0
+    ----- stdout -----
+    registered tell_answer version 1 at [TEMP]/project/.toolsmith/tools/tell_answer
+      ok   request
+      ok   name
+      ok   render
+      ok   registry
+      ok   schema
+      ok   test: answers
+      ok   missing_required (a call without `question` is INVALID_PARAMS)
+      ok   no_leftovers
+    history commit [COMMIT]
+    ----- stderr -----
+    ");
+    cli_snapshot!(context, context.command().args(["run", "tell_answer", "--input", r#"{"question": "why"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "why: forty-two",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 15,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+
+    write_request(&context, &bash_request("forty-three", true));
+    generate_snapshot!(context, context.command().args(["generate", "--request", "-"]).stdin(std::fs::File::open(context.project.join("request.json")).unwrap()), @"
+    exit_code: 0
+    ----- stdout -----
+    registered tell_answer version 2 at [TEMP]/project/.toolsmith/tools/tell_answer
+      ok   request
+      ok   name (replaces [TEMP]/project/.toolsmith/tools/tell_answer)
+      ok   render
+      ok   registry
+      ok   schema
+      ok   test: answers
+      ok   missing_required (a call without `question` is INVALID_PARAMS)
+      ok   no_leftovers
+    history commit [COMMIT]
+    ----- stderr -----
+    ");
+    generate_snapshot!(context, context.command().args(["history", "tell_answer"]), @"
+    exit_code: 0
+    ----- stdout -----
+    v1  [SHORT]  tell_answer v1: registered from a custom_tool request
+    v2  [SHORT]  tell_answer v2: replaced from a custom_tool request
+    ----- stderr -----
+    ");
+    generate_snapshot!(context, context.command().args(["rollback", "tell_answer", "--to", "1"]), @"
+    exit_code: 0
+    ----- stdout -----
+    tell_answer is now version 3 (tell_answer v3: rollback to v1)
+    ----- stderr -----
+    ");
+    cli_snapshot!(context, context.command().args(["test", "tell_answer"]), @"
+    exit_code: 0
+    ----- stdout -----
+    ok   tell_answer: answers
+    1 case, 0 failed
+    ----- stderr -----
+    ");
+    generate_snapshot!(context, context.command().args(["history", "custom_tool_tell_answer", "--json"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "name": "tell_answer",
+      "versions": [
+        {
+          "version": 1,
+          "commit": "[COMMIT]",
+          "time": "[TIME]",
+          "message": "tell_answer v1: registered from a custom_tool request",
+          "file_name": "tell_answer"
+        },
+        {
+          "version": 2,
+          "commit": "[COMMIT]",
+          "time": "[TIME]",
+          "message": "tell_answer v2: replaced from a custom_tool request",
+          "file_name": "tell_answer"
+        },
+        {
+          "version": 3,
+          "commit": "[COMMIT]",
+          "time": "[TIME]",
+          "message": "tell_answer v3: rollback to v1",
+          "file_name": "tell_answer"
+        }
+      ]
+    }
+    ----- stderr -----
+    "#);
+    generate_snapshot!(context, context.command().args(["rollback", "tell_answer", "--to", "7"]), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot roll back: tool `tell_answer` has no version 7 (versions 1 to 3)
+    ");
+}
+
+#[test]
+fn a_rejected_request_reports_the_failing_check_and_exits_1() {
+    let context = TestContext::new();
+    let mut request = bash_request("forty-two", false);
+    request["implementation"] = json!("echo oops >&2\nexit 4");
+    write_request(&context, &request);
+    generate_snapshot!(context, context.command().args(["generate", "--request", "request.json", "--json"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "status": "rejected",
+      "name": "tell_answer",
+      "exposed_name": "custom_tool_tell_answer",
+      "checks": [
+        {
+          "name": "request",
+          "ok": true
+        },
+        {
+          "name": "name",
+          "ok": true
+        },
+        {
+          "name": "render",
+          "ok": true
+        },
+        {
+          "name": "registry",
+          "ok": true
+        },
+        {
+          "name": "schema",
+          "ok": true
+        },
+        {
+          "name": "test: answers",
+          "ok": false,
+          "detail": "expected a result containing \"forty-two\", got TOOL_CRASHED (Tool tell_answer exited with status 4: oops.); stderr: oops"
+        },
+        {
+          "name": "missing_required",
+          "ok": true,
+          "detail": "a call without `question` is INVALID_PARAMS"
+        },
+        {
+          "name": "no_leftovers",
+          "ok": true
+        }
+      ]
+    }
+    ----- stderr -----
+    "#);
+    assert!(!context.project.join(".toolsmith").exists());
+    context.project_file("broken.json", "{not json");
+    cli_snapshot!(context, context.command().args(["generate", "--request", "broken.json"]), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: the request from broken.json is not JSON: key must be a string at line 1 column 2
+    ");
+    cli_snapshot!(context, context.command().args(["generate"]), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: the following required arguments were not provided:
+      --request <FILE|->
+
+    Usage: toolsmith generate --request <FILE|->
+
+    For more information, try '--help'.
+    ");
+}
+
+#[test]
+fn print_schema_prints_the_request_schema() {
+    let context = TestContext::new();
+    let output = context
+        .command()
+        .args(["generate", "--print-schema"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let schema: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(schema["title"], "custom_tool request");
+    assert_eq!(schema["required"], json!(["name", "description"]));
+}
+
+#[test]
+fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
+    let context = TestContext::new();
+    for (name, lang) in [
+        ("py_tool", "python"),
+        ("sh_tool", "bash"),
+        ("md_tool", "manifest"),
+    ] {
+        let output = context
+            .command()
+            .args([
+                "new",
+                name,
+                "--lang",
+                lang,
+                "--description",
+                "A new tool.",
+                "--param",
+                "path:string:required:The file",
+                "--param",
+                "count:integer",
+            ])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{lang}: {output:?}");
+    }
+    cli_snapshot!(context, context.command().args(["validate"]), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/project/.toolsmith/tools/md_tool.md (md_tool)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok the manifest file can be read
+      ok the frontmatter fields and the body's template tags are valid
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok no output schema is declared (optional)
+      ok the declared name matches the file name
+      ok the description is not empty
+      ok the timeout the tool asks for (`config`), if any, is valid
+    [TEMP]/project/.toolsmith/tools/py_tool (py_tool)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok no output schema is declared (optional)
+      ok the declared name matches the file name
+      ok the description is not empty
+      ok the timeout the tool asks for (`config`), if any, is valid
+    [TEMP]/project/.toolsmith/tools/sh_tool (sh_tool)
+      ok is an executable file
+      ok the file name is a valid tool name
+      ok no other file in its directory provides the same tool
+      ok `description` answered in time
+      ok the `description` output is a JSON object with the required fields
+      ok the declared name is a valid tool name
+      ok the input schema is a valid JSON Schema for an object
+      ok no output schema is declared (optional)
+      ok the declared name matches the file name
+      ok the description is not empty
+      ok the timeout the tool asks for (`config`), if any, is valid
+    3 files checked, 0 failed
+    ----- stderr -----
+    ");
+    cli_snapshot!(context, context.command().args(["run", "sh_tool", "--input", r#"{"path": "a b"}"#]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": {
+        "path": "a b"
+      },
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 15,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.command().args(["new", "sh_tool", "--lang", "manifest"]), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot write the new tool: [TEMP]/project/.toolsmith/tools/sh_tool exists already; not overwriting it
+    ");
+    cli_snapshot!(context, context.command().args(["new", "custom_tool", "--lang", "bash"]), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: cannot write the new tool: invalid name: tool name `custom_tool` is reserved: `custom_tool` and names starting with `custom_tool_` belong to the meta-tool
+    ");
+    cli_snapshot!(context, context.command().args(["new", "x_tool", "--lang", "bash", "--param", "nocolon"]), @r#"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: --param "nocolon" must be NAME:TYPE[:required][:DESCRIPTION]
+    "#);
+}
+
+#[test]
+fn test_runs_declared_tests_one_line_per_case() {
+    let context = TestContext::new();
+    std::fs::write(
+        context.tools.join("shout.md"),
+        "---\nname: shout\ndescription: Shouts.\nparameters:\n  word:\n    type: string\n    required: true\ntests:\n- name: shouts\n  input: {word: hi}\n  expect: {result: \"HI\"}\n- name: wrong on purpose\n  input: {word: hi}\n  expect: {result: \"hi\"}\n- input: {}\n  expect: {error_code: INVALID_PARAMS}\n---\nprintf '%s' {{ word }} | tr a-z A-Z\n",
+    )
+    .unwrap();
+    cli_snapshot!(context, context.with_tools().args(["test"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    ok   shout: shouts
+    FAIL shout: wrong on purpose: expected result "hi", got result "HI"
+    ok   shout: case 3
+    3 cases, 1 failed
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().args(["test", "shout", "--json"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "shout",
+          "path": "[TEMP]/tools/shout.md",
+          "cases": [
+            {
+              "name": "shouts",
+              "passed": true,
+              "input": {
+                "word": "hi"
+              },
+              "expect": {
+                "result": "HI"
+              },
+              "mismatch": null,
+              "envelope": {
+                "tool_success": true,
+                "result": "HI",
+                "metadata": {
+                  "execution_time_ms": "[EXECUTION_TIME_MS]",
+                  "exit_code": 0,
+                  "stdout_truncated": false,
+                  "stderr": "",
+                  "stderr_truncated": false,
+                  "stdout_bytes": 2,
+                  "stderr_bytes": 0,
+                  "cpu_time_ms": "[CPU_TIME_MS]",
+                  "peak_rss_kb": "[PEAK_RSS_KB]",
+                  "escalated": false,
+                  "backend": "[BACKEND]"
+                }
+              }
+            },
+            {
+              "name": "wrong on purpose",
+              "passed": false,
+              "input": {
+                "word": "hi"
+              },
+              "expect": {
+                "result": "hi"
+              },
+              "mismatch": "expected result \"hi\", got result \"HI\"",
+              "envelope": {
+                "tool_success": true,
+                "result": "HI",
+                "metadata": {
+                  "execution_time_ms": "[EXECUTION_TIME_MS]",
+                  "exit_code": 0,
+                  "stdout_truncated": false,
+                  "stderr": "",
+                  "stderr_truncated": false,
+                  "stdout_bytes": 2,
+                  "stderr_bytes": 0,
+                  "cpu_time_ms": "[CPU_TIME_MS]",
+                  "peak_rss_kb": "[PEAK_RSS_KB]",
+                  "escalated": false,
+                  "backend": "[BACKEND]"
+                }
+              }
+            },
+            {
+              "name": "case 3",
+              "passed": true,
+              "input": {},
+              "expect": {
+                "error_code": "INVALID_PARAMS"
+              },
+              "mismatch": null,
+              "envelope": {
+                "tool_success": false,
+                "error": "Invalid arguments for tool shout: /: missing required property \"word\".",
+                "error_code": "INVALID_PARAMS",
+                "metadata": {
+                  "execution_time_ms": "[EXECUTION_TIME_MS]",
+                  "stdout_truncated": false,
+                  "stderr": "",
+                  "stderr_truncated": false,
+                  "stdout_bytes": 0,
+                  "stderr_bytes": 0,
+                  "escalated": false
+                }
+              }
+            }
+          ]
+        }
+      ],
+      "cases": 3,
+      "failed": 1
+    }
+    ----- stderr -----
+    "#);
+    cli_snapshot!(context, context.with_tools().args(["test", "nothing_here"]), @"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: no tool named nothing_here
+    ");
+}
+
+#[derive(Debug, Clone)]
+struct Client {
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ignored = self.changed.send(());
+    }
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object");
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+/// Acceptance 5: one connection lists `custom_tool`, calls it, hears `list_changed`, and
+/// calls the new tool.
+#[tokio::test]
+async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
+    let context = TestContext::new();
+    context.project_file(
+        ".toolsmith/config.toml",
+        &format!(
+            "[generator]\ntools_dir = {:?}\n",
+            context.tools.display().to_string()
+        ),
+    );
+    let mut command = context.with_tools();
+    command.arg("serve");
+    let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
+    let (changed, mut changes) = mpsc::unbounded_channel();
+    let session = Client { changed }
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await
+        .unwrap();
+
+    let tools = session.list_all_tools().await.unwrap();
+    let custom = tools
+        .iter()
+        .find(|tool| tool.name == "custom_tool")
+        .unwrap();
+    assert_eq!(
+        custom.input_schema.get("required"),
+        Some(&json!(["name", "description"]))
+    );
+
+    let rejected = session
+        .call_tool(call("custom_tool", json!({"name": "tell_answer", "description": "d", "language": "bash", "implementation": "exit 3", "tests": [{"input": {}}]})))
+        .await
+        .unwrap();
+    assert_eq!(rejected.is_error, Some(true));
+
+    let result = session
+        .call_tool(call("custom_tool", bash_request("forty-two", false)))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let report = result.structured_content.clone().unwrap();
+    assert_eq!(report["status"], "registered");
+    assert_eq!(report["exposed_name"], "custom_tool_tell_answer");
+
+    tokio::time::timeout(PATIENCE, changes.recv())
+        .await
+        .expect("list_changed within the patience")
+        .unwrap();
+    let tools = session.list_all_tools().await.unwrap();
+    assert!(
+        tools
+            .iter()
+            .any(|tool| tool.name == "custom_tool_tell_answer")
+    );
+    let answer = session
+        .call_tool(call("custom_tool_tell_answer", json!({"question": "why"})))
+        .await
+        .unwrap();
+    let content = serde_json::to_value(&answer.content).unwrap();
+    assert_eq!(content[0]["text"], "why: forty-two");
+    session.cancel().await.unwrap();
+}
