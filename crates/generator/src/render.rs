@@ -260,7 +260,7 @@ mod tests {
             json!({"name": "greet", "description": "Says hi.", "language": "manifest",
                    "parameters": {"who": "Whom to greet"}, "tests": [{"input": {"who": "Ada"}, "expect": {"result": "hi Ada"}}]}),
             "echo hi {{ who }}\n",
-            "---\nname: greet\ndescription: Says hi.\nparameters:\n  who:\n    type: string\n    description: Whom to greet\n    required: true\ntimeout_ms: 30000\nshell: bash\nfail_on_exit: true\ntests:\n- input:\n    who: Ada\n  expect:\n    result: hi Ada\n---\necho hi {{ who }}\n",
+            "---\nname: greet\ndescription: Says hi.\nparameters:\n  who:\n    type: string\n    description: Whom to greet\n    required: true\ntimeout_ms: 30000\nshell: bash\nfail_on_exit: true\ntests:\n- input:\n    who: Ada\n  expect:\n    result: hi Ada\nsandbox:\n  network: deny\n  filesystem: read-only\n---\necho hi {{ who }}\n",
         );
     }
 

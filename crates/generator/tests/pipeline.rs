@@ -177,7 +177,8 @@ async fn each_language_registers_a_callable_tool() {
                 "test: case 2",
                 "test: wrong type",
                 "missing_required",
-                "no_leftovers"
+                "no_leftovers",
+                "network",
             ]
         );
 
@@ -341,6 +342,70 @@ async fn a_request_without_implementation_is_scaffolded_as_a_draft() {
     assert!(draft.join("plan_trip").is_file());
     assert!(draft.join("request.json").is_file());
     assert!(!world.config.tools_dir.exists());
+}
+
+/// A Python tool that tries the host's loopback: `refused` or `connected`.
+fn reach_port(port: u16, requires_network: bool, expect: &str) -> Value {
+    json!({
+        "name": "reach_port",
+        "description": "Tries a TCP connection to the host's loopback.",
+        "language": "python",
+        "requires_network": requires_network,
+        "implementation": format!(
+            "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2).close()\n    return 'connected'\nexcept OSError:\n    return 'refused'\n"
+        ),
+        "tests": [{"input": {}, "expect": {"result": expect}}],
+    })
+}
+
+#[tokio::test]
+async fn generated_tools_get_no_network_unless_they_require_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+
+    let world = World::new();
+    let report = world.generate(reach_port(port, false, "refused")).await;
+    assert_eq!(
+        report.status,
+        Status::Registered,
+        "{:?}",
+        failing_checks(&report)
+    );
+    let network = report
+        .checks
+        .iter()
+        .find(|check| check.name == "network")
+        .unwrap();
+    assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+    // The same tool expecting a connection is rejected: the test case explains why.
+    let world = World::new();
+    let report = world.generate(reach_port(port, false, "connected")).await;
+    assert_eq!(report.status, Status::Rejected);
+    assert_eq!(
+        failing_checks(&report),
+        [(
+            "test: case 1".to_owned(),
+            "expected result \"connected\", got result \"refused\"".to_owned()
+        )]
+    );
+
+    let world = World::new();
+    let report = world.generate(reach_port(port, true, "connected")).await;
+    assert_eq!(
+        report.status,
+        Status::Registered,
+        "{:?}",
+        failing_checks(&report)
+    );
+    let network = report
+        .checks
+        .iter()
+        .find(|check| check.name == "network")
+        .unwrap();
+    assert_eq!(
+        network.detail.as_deref(),
+        Some("network allow in every run")
+    );
 }
 
 fn git(repo: &Path) -> (String, Vec<u8>, Vec<String>) {

@@ -136,6 +136,10 @@ pub enum ProblemError {
         #[source]
         source: toolsmith_executor::Error,
     },
+    /// The probe's task was cancelled before it finished: the runtime is
+    /// shutting down (a `serve` whose client left mid-discovery).
+    #[error("the probe was cancelled: toolsmith is shutting down")]
+    Cancelled,
     /// The probe did not finish in time.
     #[error("`{probe}` did not finish within {timeout:?} and was killed")]
     Timeout {
@@ -813,11 +817,11 @@ pub(crate) async fn probe_all(
             Err(_cancelled) => {}
         }
     }
+    // Panics are resumed above and no task is aborted here, but a runtime that shuts
+    // down cancels the tasks it owns while this future may still be polled.
     results
         .into_iter()
-        .map(|result| {
-            result.expect("every probe task is joined: none is aborted and panics are resumed")
-        })
+        .map(|result| result.unwrap_or_else(|| (Err(ProblemError::Cancelled), SystemTime::now())))
         .collect()
 }
 

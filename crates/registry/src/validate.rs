@@ -311,6 +311,7 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
         ProblemError::NonUtf8FileName | ProblemError::FileName { .. } => CheckKind::FileName,
         ProblemError::Duplicate { .. } => CheckKind::Unique,
         ProblemError::Spawn { .. }
+        | ProblemError::Cancelled
         | ProblemError::Timeout { .. }
         | ProblemError::Limit { .. }
         | ProblemError::Exited { .. }
