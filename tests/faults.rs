@@ -266,10 +266,20 @@ struct SmallDisk {
 
 impl SmallDisk {
     fn mount(dir: PathBuf) -> Option<SmallDisk> {
+        SmallDisk::mount_sized(dir, "64k")
+    }
+
+    fn mount_sized(dir: PathBuf, size: &str) -> Option<SmallDisk> {
         fs::create_dir_all(&dir).unwrap();
         #[expect(clippy::disallowed_methods, reason = "the test mounts its full disk")]
         let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k", "toolsmith-test"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "toolsmith-test",
+            ])
             .arg(&dir)
             .status()
             .ok()?;
@@ -362,4 +372,81 @@ fn audit_log_on_a_full_disk() {
     disk.free();
     assert_eq!(run().status.code(), Some(0));
     assert_eq!(audit_lines(&log).len(), acknowledged + 1);
+}
+
+/// The generator on a disk that fills up: the request is answered with a clear error, nothing
+/// is registered and nothing is left in the tools directory; once there is room again, the
+/// same request registers.
+#[test]
+fn generator_on_a_full_disk() {
+    let context = TestContext::new();
+    // Room for a tool and its history repository once the filler is gone.
+    let Some(disk) = SmallDisk::mount_sized(context.root.join("disk"), "4m") else {
+        eprintln!("WARNING: cannot mount a tmpfs here, the generator's full-disk fault is SKIPPED");
+        assert!(std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none());
+        return;
+    };
+    let tools_dir = disk.dir.join("tools");
+    let config = context.root.join("config.toml");
+    fs::write(
+        &config,
+        format!("[generator]\ntools_dir = \"{}\"\n", tools_dir.display()),
+    )
+    .unwrap();
+    let request = context.root.join("request.json");
+    fs::write(
+        &request,
+        json!({
+            "name": "shout_text",
+            "description": "Upper-cases a text.",
+            "parameters": {"text": "The text"},
+            "language": "python",
+            "implementation": "return args['text'].upper()",
+            "tests": [{"input": {"text": "hi"}, "expect": {"result": "HI"}}],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let generate = || {
+        context
+            .command()
+            .arg("--config")
+            .arg(&config)
+            .args(["generate", "--json", "--request"])
+            .arg(&request)
+            .output()
+            .unwrap()
+    };
+    disk.fill();
+    let failed = generate();
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_ne!(failed.status.code(), Some(0), "{failed:?}");
+    let said = format!("{stderr}{}", String::from_utf8_lossy(&failed.stdout));
+    assert!(
+        said.contains("No space left on device"),
+        "the error should say the disk is full: {said}"
+    );
+    let left: Vec<String> = fs::read_dir(&tools_dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        left.iter().all(|name| name.starts_with(".history")),
+        "a rejected generation left {left:?}"
+    );
+
+    disk.free();
+    let registered = generate();
+    assert_eq!(
+        registered.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&registered.stdout),
+        String::from_utf8_lossy(&registered.stderr)
+    );
+    let report: Value = serde_json::from_slice(&registered.stdout).unwrap();
+    assert_eq!(report["status"], "registered");
 }

@@ -8,9 +8,9 @@
 //! the test. The corpus runs on the default backend; `crates/executor/tests/hostile.rs` covers
 //! every backend through the library.
 //!
-//! Not here: §7.27 (`kill -9 -1` would, outside a PID namespace, kill the machine's processes)
-//! and §7.33 (SIGKILL of toolsmith mid-call) belong to the sandbox work, as does the `/proc`
-//! half of §7.25; §7.35 (64 concurrent floods) is `load.rs`.
+//! Not here: §7.33 (SIGKILL of toolsmith mid-call) and the `/proc` half of §7.25 are in
+//! `sandbox.rs`; §7.35 (64 concurrent floods) is `load.rs`. §7.27 (`kill -9 -1`) runs only
+//! where the tool gets its own PID namespace: the fixture refuses to try anywhere else.
 
 #![expect(
     clippy::print_stderr,
@@ -711,6 +711,29 @@ fn s26_ignored_signals_are_reset() {
 }
 
 #[test]
+fn s27_kill_minus_one_reaches_only_the_tools_namespace() {
+    let scenario = Scenario::new("s27-kill-everything", SHORT);
+    let call = scenario.call(&[]);
+    if call.envelope["metadata"]["sandbox"]["pid_namespace"] != json!(true) {
+        let message = format!(
+            "WARNING: no private PID namespace here, s27 SKIPPED (the fixture refused): {}",
+            call.envelope
+        );
+        assert!(
+            std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+            "{message}"
+        );
+        eprintln!("{message}");
+        return;
+    }
+    call.assert_envelope(&json!({
+        "tool_success": true,
+        "result": "alive, ppid 0, 1 process(es) in /proc",
+    }));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
 fn s28_s29_stopped_or_signal_blocking_trees_are_still_killed() {
     for (file, tool) in [
         ("s28-stops-itself", "s28_stops_itself"),
@@ -851,6 +874,11 @@ fn the_corpus_loads() {
         problems,
         [corpus().join("s31-no-shebang").display().to_string()]
     );
-    let n_files = fs::read_dir(corpus()).unwrap().count();
+    // Files only: `sandbox/` holds the sandbox cases (`sandbox.rs`), which discovery does not
+    // descend into.
+    let n_files = fs::read_dir(corpus())
+        .unwrap()
+        .filter(|entry| entry.as_ref().unwrap().file_type().unwrap().is_file())
+        .count();
     assert_eq!(listing["tools"].as_array().unwrap().len(), n_files - 1);
 }

@@ -101,7 +101,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit] and [discovery]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -195,9 +195,15 @@ struct RawFile {
     generator: RawGenerator,
 }
 
+/// Where `generate`, `new` and the MCP `custom_tool` write. Scaffolded
+/// drafts go to `<project>/.toolsmith/drafts`; templates in
+/// `$TOOLSMITH_HOME/templates` replace the embedded ones (see
+/// docs/generator.md).
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGenerator {
+    /// The directory generated tools go to, relative to the config file's
+    /// directory. Default: `<project>/.toolsmith/tools`, the project layer.
     tools_dir: Option<PathBuf>,
 }
 
