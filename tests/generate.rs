@@ -61,6 +61,7 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
       ok   test: answers
       ok   missing_required (a call without `question` is INVALID_PARAMS)
       ok   no_leftovers
+      ok   network (network deny in every run)
     history commit [COMMIT]
     ----- stderr -----
     ");
@@ -100,6 +101,7 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
       ok   test: answers
       ok   missing_required (a call without `question` is INVALID_PARAMS)
       ok   no_leftovers
+      ok   network (network deny in every run)
     history commit [COMMIT]
     ----- stderr -----
     ");
@@ -209,6 +211,11 @@ fn a_rejected_request_reports_the_failing_check_and_exits_1() {
         {
           "name": "no_leftovers",
           "ok": true
+        },
+        {
+          "name": "network",
+          "ok": true,
+          "detail": "network deny in every run"
         }
       ]
     }

@@ -41,6 +41,11 @@ fn help_without_color() {
       doctor       Check this machine and set-up: what the kernel allows, the tool directories and their problems, and the effective config, each with a fix
       serve        Serve the tools over MCP on stdin/stdout until stdin closes
       completions  Print a shell completion script on stdout
+      generate     Generate a tool from a custom_tool request: render it, test it in the sandbox, and register it only when every check passes
+      new          Write a working skeleton of a new tool, for a human to complete
+      test         Run the test cases tools declare (`tests`), one line per case
+      history      List the recorded versions of a generated tool
+      rollback     Restore a recorded version of a generated tool, as a new version
       help         Print this message or the help of the given subcommand(s)
 
     Options:
@@ -217,6 +222,7 @@ fn show_without_color() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only true
     policy:        allowed
+    sandbox:       network allow, filesystem full
     limits:
       timeout         10s (requested 10s by the tool, ceiling 5m)
       grace           2s
@@ -264,6 +270,7 @@ fn show_with_color() {
     [ESC][1msource:[ESC][0m        [EXAMPLES]
     [ESC][1mannotations:[ESC][0m   approval never, read_only true
     [ESC][1mpolicy:[ESC][0m        [ESC][32mallowed[ESC][0m
+    [ESC][1msandbox:[ESC][0m       network allow, filesystem full
     [ESC][1mlimits:[ESC][0m
       timeout         10s (requested 10s by the tool, ceiling 5m)
       grace           2s
@@ -357,6 +364,12 @@ fn doctor_with_a_problem_without_color() {
 
         [KERNEL SECTION]
 
+        sandbox: network = allow, filesystem = full (project: [TEMP]/project)
+          network namespace  ok  network = deny: new network namespaces (as root)
+          landlock           ok  filesystem = project | read-only: Landlock ABI 7
+          private /proc      ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
+          secrets: private-proc (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
+
         tool directories (--tools-dir, lowest precedence first):
           explicit  ok  [TEMP]/tools (0 tools)
 
@@ -384,6 +397,8 @@ fn doctor_with_a_problem_without_color() {
           policy.disabled          none                           default
           policy.allowed           none                           default
           policy.profile           none                           default
+          sandbox.network          allow                          default
+          sandbox.filesystem       full                           default
           audit.path               none                           default
           discovery.peers          false                          default
           discovery.cache          false                          config file
@@ -414,6 +429,12 @@ fn doctor_with_color() {
 
         [KERNEL SECTION]
 
+        [ESC][1msandbox:[ESC][0m network = allow, filesystem = full (project: [TEMP]/project)
+          network namespace  [ESC][32mok[ESC][0m  network = deny: new network namespaces (as root)
+          landlock           [ESC][32mok[ESC][0m  filesystem = project | read-only: Landlock ABI 7
+          private /proc      [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
+          secrets: [ESC][36mprivate-proc[ESC][0m (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
+
         [ESC][1mtool directories (--tools-dir, lowest precedence first):[ESC][0m
           explicit  [ESC][32mok[ESC][0m  [EXAMPLES] (5 tools)
 
@@ -437,6 +458,8 @@ fn doctor_with_color() {
           policy.disabled          none                           [ESC][2mdefault[ESC][0m
           policy.allowed           none                           [ESC][2mdefault[ESC][0m
           policy.profile           none                           [ESC][2mdefault[ESC][0m
+          sandbox.network          allow                          [ESC][2mdefault[ESC][0m
+          sandbox.filesystem       full                           [ESC][2mdefault[ESC][0m
           audit.path               none                           [ESC][2mdefault[ESC][0m
           discovery.peers          false                          [ESC][2mdefault[ESC][0m
           discovery.cache          true                           [ESC][2mdefault[ESC][0m
@@ -511,7 +534,7 @@ fn errors_without_color() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 2: unknown field `timeuot`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env], [executor], [policy], [tools.NAME], [audit] and [discovery]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message
     ");
     cli_snapshot!(context, context.command().args(["--color", "never", "run", "hello", "--timeout", "soon"]), @"
     exit_code: 2

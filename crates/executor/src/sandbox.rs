@@ -257,7 +257,13 @@ fn unavailable(
 
 fn create_temp_dir(run_name: &str) -> Result<TempDir, Error> {
     use std::os::unix::fs::DirBuilderExt;
-    let path = std::env::temp_dir().join(format!("toolsmith-run-{run_name}"));
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Unique in the process, not only in one executor: two executors of one process (a
+    // library user's, the tests') number their runs alike, and the second would take the
+    // first one's directory out from under its Landlock rule.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("toolsmith-run-{run_name}-{n}"));
     let create = || std::fs::DirBuilder::new().mode(0o700).create(&path);
     // A directory of the same name is left over from a killed executor whose pid was reused.
     create()
