@@ -439,8 +439,13 @@ fn s11_fork_bomb_is_capped_and_the_host_stays_usable() {
     let bystander = Scenario::new("s20-closes-stdin", "timeout = \"10s\"");
     let call = std::thread::scope(|scope| {
         let bomb = scope.spawn(|| scenario.call(&[]));
-        // A second call while the bomb runs: it starts, runs and answers.
-        std::thread::sleep(Duration::from_millis(300));
+        // A second call while the bomb runs (its processes are seen in /proc): it starts,
+        // runs and answers.
+        let guard = Instant::now() + Duration::from_secs(10);
+        while marked(&format!("{MARKER_VAR}={}", scenario.marker)).is_empty() {
+            assert!(Instant::now() < guard, "the fork bomb never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let other = bystander.call(&[]);
         other.assert_envelope(&json!({"tool_success": true, "result": "ok"}));
         bomb.join().unwrap()
