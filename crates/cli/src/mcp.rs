@@ -38,6 +38,7 @@ use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
     Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope,
     LiveRegistry, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolKind, ToolName,
+    error_chain,
 };
 
 /// How many tools one `tools/list` page holds.
@@ -508,18 +509,6 @@ fn call_result(tool: &Tool, envelope: &Envelope) -> CallToolResult {
     };
     result.meta = Some(MetaObject(meta));
     result
-}
-
-/// An error and its causes as one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
     Catalog, Envelope, ErrorCode, LiveRegistry, Policy, RunConfig, Tool, ToolName, discover,
-    invoke, run_cases,
+    error_chain, invoke, run_cases,
 };
 
 use crate::history::{self, Version};
@@ -624,15 +624,4 @@ impl Drop for Staging {
             let _not_empty = fs::remove_dir(dir);
         }
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -52,7 +52,7 @@ pub fn templates(override_dir: Option<&Path>) -> Result<Tera, Error> {
             .map_err(|source| Error::Template {
                 name: name.to_owned(),
                 path: overriding.clone(),
-                message: tera_chain(&source),
+                message: toolsmith_registry::error_chain(&source),
             })?;
     }
     tera.register_filter("python_str", python_str);
@@ -96,7 +96,7 @@ pub fn render(tera: &Tera, request: &Request, implementation: &str) -> Result<Re
         .map_err(|source| Error::Template {
             name: language.template().to_owned(),
             path: None,
-            message: tera_chain(&source),
+            message: toolsmith_registry::error_chain(&source),
         })?;
     Ok(RenderedTool {
         file_name: language.file_name(&request.name),
@@ -223,17 +223,6 @@ fn shell_quote(value: &Value, _: &HashMap<String, Value>) -> tera::Result<Value>
         .as_str()
         .ok_or_else(|| tera::Error::msg("shell_quote takes a string"))?;
     Ok(Value::from(format!("'{}'", text.replace('\'', "'\\''"))))
-}
-
-fn tera_chain(error: &tera::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Where a user's templates override the embedded ones: `<home>/templates`.

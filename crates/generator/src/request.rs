@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
-use toolsmith_registry::{InputSchema, NameError, TestCase, TestsError, ToolName, parse_tests};
+use toolsmith_registry::{
+    InputSchema, NameError, TestCase, TestsError, ToolName, error_chain, parse_tests,
+};
 
 /// The published JSON Schema of a request, as text (`toolsmith generate --print-schema`).
 pub const REQUEST_SCHEMA: &str = include_str!("request.schema.json");
@@ -249,7 +251,7 @@ impl Request {
         };
         InputSchema::new(request.input_schema()).map_err(|source| {
             RequestError::ParameterSchema {
-                message: toolsmith_registry_error_chain(&source),
+                message: error_chain(&source),
             }
         })?;
         Ok(request)
@@ -306,17 +308,6 @@ impl Request {
             "filesystem": if self.requires_filesystem { "project" } else { "read-only" },
         })
     }
-}
-
-fn toolsmith_registry_error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Builds one parameter from its plain description or its full specification. The
@@ -391,7 +382,7 @@ mod tests {
         match (Request::from_json(&request), expect) {
             (Ok(request), Ok(schema)) => assert_eq!(request.input_schema(), schema),
             (Err(error), Err(message)) => {
-                assert_eq!(toolsmith_registry_error_chain(&error), message)
+                assert_eq!(error_chain(&error), message)
             }
             (got, want) => panic!("got {got:?}, want {want:?}"),
         }

@@ -70,8 +70,9 @@ impl Problem {
     }
 }
 
-/// An error and its causes as one line, joined by `: `.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error and its causes as one line, joined by `: `: the form of every message
+/// toolsmith shows (problems, reports, MCP errors).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -87,7 +87,7 @@ pub use crate::declared_tests::{
 };
 pub use crate::discovery::{
     Catalog, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed,
-    discover, discover_layers, discover_one,
+    discover, discover_layers, discover_one, error_chain,
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
