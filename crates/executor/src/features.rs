@@ -91,7 +91,7 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
         memory_controller: cgroup_probes.memory,
         pids_controller: cgroup_probes.pids,
         cpu_accounting: cgroup_probes.cpu,
-        pid_namespace: probe_pid_namespace(),
+        pid_namespace: probe_namespaces(libc::CLONE_NEWPID, false, "new PID namespaces"),
         subreaper: probe_subreaper(),
         pidfd: probe_pidfd(),
         network_namespace: disabled("netns").unwrap_or_else(|| {
@@ -170,62 +170,6 @@ fn probe_subreaper() -> Probe {
 struct NamespaceProbe {
     id_maps: Option<IdMaps>,
     mount_proc: bool,
-}
-
-/// Clones a child into a new PID namespace (and user namespace when not
-/// root) that exits at once.
-fn probe_pid_namespace() -> Probe {
-    // SAFETY: geteuid cannot fail.
-    let is_root = unsafe { libc::geteuid() } == 0;
-    let (flags, probe) = if is_root {
-        (
-            libc::CLONE_NEWPID,
-            NamespaceProbe {
-                id_maps: None,
-                mount_proc: false,
-            },
-        )
-    } else {
-        (
-            libc::CLONE_NEWPID | libc::CLONE_NEWUSER,
-            NamespaceProbe {
-                id_maps: Some(IdMaps::identity()),
-                mount_proc: false,
-            },
-        )
-    };
-    let mut stack = vec![0_u8; 64 * 1024];
-    // SAFETY: a vfork-style clone whose child only makes system calls on the
-    // given stack, then exits.
-    let pid = unsafe {
-        libc::clone(
-            namespace_probe_child,
-            stack.as_mut_ptr().add(stack.len()).cast::<c_void>(),
-            libc::CLONE_VM | libc::CLONE_VFORK | flags | libc::SIGCHLD,
-            std::ptr::from_ref(&probe).cast_mut().cast::<c_void>(),
-        )
-    };
-    if pid < 0 {
-        return Probe {
-            available: false,
-            detail: format!(
-                "clone(CLONE_NEWPID) failed: {}",
-                std::io::Error::last_os_error()
-            ),
-        };
-    }
-    let mut status = 0;
-    // SAFETY: pid is our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    let exited_cleanly = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Probe {
-        available: exited_cleanly,
-        detail: match (exited_cleanly, is_root) {
-            (true, true) => "new PID namespaces (as root)".to_owned(),
-            (true, false) => "new PID namespaces through an unprivileged user namespace".to_owned(),
-            (false, _) => "the probe child could not set up its user namespace".to_owned(),
-        },
-    }
 }
 
 /// Clones a child into new namespaces of `flags` (and a user namespace when
