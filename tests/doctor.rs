@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::context::TestContext;
+use crate::context::{TestContext, shell_tool};
 
 const BACKENDS: &[&str] = &["cgroup", "pidns", "subreaper", "pgroup"];
 
@@ -85,4 +85,87 @@ fn doctor_pinned_backend() {
     assert_eq!(output.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["backend"], "pgroup");
+}
+
+/// A directory holding only a link to bash: a `PATH` without python3.
+fn bash_only_path(context: &TestContext) -> std::path::PathBuf {
+    let bin = context.root.join("bash-only-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let bash = ["/usr/bin/bash", "/bin/bash"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists())
+        .unwrap();
+    std::os::unix::fs::symlink(bash, bin.join("bash")).unwrap();
+    bin
+}
+
+/// Issue 15: doctor lists the interpreters the discovered tools need (a `#!` line, an
+/// `env` one, a manifest's shell), tools that failed to load because of one included, and
+/// reports the one missing from the `PATH` tools get as a problem with the fix.
+#[test]
+fn doctor_reports_a_missing_interpreter() {
+    let context = TestContext::new();
+    context.tool(
+        "greet",
+        &shell_tool("greet", "{\"type\": \"object\"}", "echo hi").replace("#!/bin/sh", "#!/usr/bin/env bash"),
+    );
+    context.tool(
+        "shout",
+        "#!/usr/bin/env python3\nimport sys\nif sys.argv[1] == 'description':\n    print('{\"name\": \"shout\", \"description\": \"d\"}')\nelse:\n    print('{}')\n",
+    );
+    std::fs::write(
+        context.tools.join("hello.md"),
+        "---\nname: hello\ndescription: Says hello.\nshell: bash\n---\necho hello\n",
+    )
+    .unwrap();
+    let bin = bash_only_path(&context);
+
+    let output = context
+        .with_tools()
+        .env("PATH", &bin)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let interpreters = report["interpreters"].as_array().unwrap();
+    let find = |name: &str| {
+        interpreters
+            .iter()
+            .find(|check| check["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {interpreters:?}"))
+    };
+    let bash = find("bash");
+    assert_eq!(bash["status"], "ok", "{bash}");
+    assert!(bash["detail"].as_str().unwrap().contains("2 tools: greet, hello"), "{bash}");
+    let python = find("python3");
+    assert_eq!(python["status"], "problem", "{python}");
+    assert!(python["detail"].as_str().unwrap().starts_with("missing from PATH (1 tool: "), "{python}");
+    assert!(python["detail"].as_str().unwrap().contains("shout"), "{python}");
+    assert!(python["fix"].as_str().unwrap().contains("apt-get install python3"), "{python}");
+
+    let output = context
+        .with_tools()
+        .env("PATH", &bin)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("interpreters (what the tools run with):"), "{stdout}");
+    let line = stdout.lines().find(|line| line.trim_start().starts_with("python3")).unwrap();
+    assert!(line.contains("problem") && line.contains("missing from PATH"), "{stdout}");
+    assert!(stdout.contains("fix: install it (e.g. `apt-get install python3`)"), "{stdout}");
+
+    // With the usual PATH, python3 is found: the same tools need no fix.
+    let output = context.with_tools().args(["doctor", "--json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let python = report["interpreters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "python3")
+        .unwrap()
+        .clone();
+    assert_eq!(python["status"], "ok", "{python}");
 }

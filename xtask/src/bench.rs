@@ -42,6 +42,8 @@ pub(crate) struct BenchSettings {
     rounds: usize,
     /// Cold and warm discoveries measured (the median is reported).
     discovery_repetitions: usize,
+    /// Calls of each tool in the generated vs hand-written section.
+    generated_calls: usize,
 }
 
 impl BenchSettings {
@@ -58,6 +60,7 @@ impl BenchSettings {
             warmups,
             rounds: calls_large_parent.min(10),
             discovery_repetitions: if quick { 1 } else { 5 },
+            generated_calls: if quick { 10 } else { 100 },
         }
     }
 
@@ -470,6 +473,11 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         &harness.executor_handle(),
         settings.discovery_repetitions,
     )?;
+    let generated = crate::generated_bench::measure(
+        &harness.multi_thread,
+        &harness.executor_handle(),
+        settings.generated_calls,
+    )?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -486,6 +494,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&mcp.render());
     report.push('\n');
     report.push_str(&generator.render());
+    report.push('\n');
+    report.push_str(&generated.render());
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(report.as_bytes())

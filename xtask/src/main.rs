@@ -13,6 +13,7 @@ mod discovery_bench;
 mod dist;
 mod flags;
 mod generate_bench;
+mod generated_bench;
 mod mcp_bench;
 mod new_tool;
 mod soak;

@@ -222,7 +222,7 @@ pub(crate) struct GenerateArgs {
 pub(crate) enum LanguageArg {
     /// A Python 3 executable (`description`/`run` protocol).
     Python,
-    /// A bash executable (`description`/`run` protocol; needs jq).
+    /// A bash executable (`description`/`run` protocol; bash and coreutils only).
     Bash,
     /// A Nanocoder-style markdown manifest with a shell body.
     Manifest,

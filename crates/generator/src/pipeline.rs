@@ -465,7 +465,7 @@ fn skeleton(request: &Request) -> String {
                 .to_owned()
         }
         Language::Bash => {
-            "# Replace this fragment: print the result on stdout.\nprintf '%s\\n' \"$TOOLSMITH_ARGS\""
+            "# Replace this fragment: print the result on stdout. Each argument is in ARG_<NAME>;\n# the JSON object of the call is on stdin.\ncat\necho"
                 .to_owned()
         }
         Language::Manifest => {

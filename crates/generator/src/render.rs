@@ -73,16 +73,7 @@ pub fn render(tera: &Tera, request: &Request, implementation: &str) -> Result<Re
         }
         Language::Bash => {
             context.insert("description_json", &description_json(request));
-            let parameters: Vec<HashMap<&str, String>> = request
-                .parameters
-                .iter()
-                .map(|parameter| {
-                    HashMap::from([
-                        ("name", parameter.name.clone()),
-                        ("variable", parameter.name.to_ascii_uppercase()),
-                    ])
-                })
-                .collect();
+            let parameters: Vec<Value> = request.parameters.iter().map(bash_parameter).collect();
             context.insert("parameters", &parameters);
             context.insert("implementation", implementation.trim_end());
         }
@@ -126,7 +117,35 @@ fn description_json(request: &Request) -> String {
     }
     description.insert("sandbox".to_owned(), request.sandbox());
     description.insert("category".to_owned(), Value::from(request.category.clone()));
+    // The templates read their arguments from TOOLSMITH_ARG_<name> when toolsmith passes
+    // them so (TOOLSMITH_ARGS=env), instead of parsing stdin.
+    description.insert("env_arguments".to_owned(), Value::Bool(true));
     Value::Object(description).to_string()
+}
+
+/// What the bash template needs of a parameter: its names, whether it is required, its
+/// default as the text the registry would pass (a string as is, any other value as compact
+/// JSON), and the check of its type when the tool is run by hand.
+fn bash_parameter(parameter: &crate::Parameter) -> Value {
+    let default = parameter.schema.get("default").map(|value| match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    });
+    let (check, check_text) = match parameter.kind.as_str() {
+        "integer" => ("integer", "an integer"),
+        "number" => ("number", "a number"),
+        "boolean" => ("boolean", "true or false"),
+        _ => ("", ""),
+    };
+    serde_json::json!({
+        "name": parameter.name,
+        "variable": parameter.name.to_ascii_uppercase(),
+        "required": parameter.required,
+        "has_default": default.is_some(),
+        "default": default.unwrap_or_default(),
+        "check": check,
+        "check_text": check_text,
+    })
 }
 
 /// The YAML frontmatter of a manifest, serialized (so quoted) by the YAML library.

@@ -582,3 +582,249 @@ fn hostile_strings_are_declared_exactly_and_run_nothing() {
         }
     });
 }
+
+/// A directory of links to bash and the coreutils programs, and nothing else (no jq).
+fn bash_and_coreutils(dir: &Path) -> String {
+    const PROGRAMS: &[&str] = &[
+        "bash", "cat", "tr", "head", "tail", "wc", "sort", "cut", "printf", "echo", "env",
+        "sha256sum", "mktemp", "rm", "ls", "basename", "dirname", "date", "sleep", "tee", "uniq",
+        "od", "true", "false", "test", "mkdir", "cp", "mv", "seq",
+    ];
+    fs::create_dir_all(dir).unwrap();
+    for program in PROGRAMS {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|prefix| Path::new(prefix).join(program))
+            .find(|path| path.exists());
+        if let Some(found) = found {
+            std::os::unix::fs::symlink(found, dir.join(program)).unwrap();
+        }
+    }
+    assert!(dir.join("bash").exists() && dir.join("tr").exists());
+    assert!(!dir.join("jq").exists());
+    dir.display().to_string()
+}
+
+/// A message no naive JSON writer survives.
+const NASTY_MESSAGE: &str =
+    "say \"hi\" \\ back\\slash\nline two\r\n\ttabbed \u{1}\u{1f}\u{7f} é中🦀\u{2028}$(x) `y` 'z'";
+
+fn shout_request() -> Value {
+    json!({
+        "name": "shout_text",
+        "description": "Upper-cases a text.",
+        "parameters": {
+            "text": "The text",
+            "mode": {"type": "string", "description": "shout or fail", "default": "shout"},
+            "times": {"type": "integer", "description": "How many times", "default": 1, "minimum": 1},
+        },
+        "language": "bash",
+        "implementation": "progress 1 2 \"$ARG_TEXT\"\nif [ \"$ARG_MODE\" = fail ]; then fail \"$ARG_TEXT\"; fi\nfor _ in $(seq \"$ARG_TIMES\"); do printf '%s\\n' \"$ARG_TEXT\" | tr a-z A-Z; done",
+        "tests": [
+            {"input": {"text": "hello"}, "expect": {"result": "HELLO"}},
+            {"input": {"text": "x", "mode": "fail"}, "expect": {"error_code": "TOOL_CRASHED"}},
+        ],
+    })
+}
+
+/// Issue 15: a generated bash tool needs bash and coreutils only. With a `PATH` that has
+/// no jq, it registers, answers, writes a structured error that holds any text exactly,
+/// and reports progress.
+#[tokio::test]
+async fn a_generated_bash_tool_needs_no_jq() {
+    let mut world = World::new();
+    let path = bash_and_coreutils(&world.temp.path().join("bin"));
+    world.run_config.env.retain(|(name, _)| name != "PATH");
+    world.run_config.env.push(("PATH".into(), path.into()));
+    let report = world.generate(shout_request()).await;
+    assert_eq!(
+        report.status,
+        Status::Registered,
+        "{:?}",
+        failing_checks(&report)
+    );
+    assert_eq!(
+        world
+            .call("shout_text", json!({"text": "a \"b\" é", "times": 2}))
+            .await["result"],
+        json!("A \"B\" é\nA \"B\" é")
+    );
+
+    let catalog = world.catalog().await;
+    let tool = catalog.get(&ToolName::new("shout_text").unwrap()).unwrap();
+    let reports = std::sync::Mutex::new(Vec::new());
+    let record = |progress: toolsmith_registry::Progress| reports.lock().unwrap().push(progress);
+    let envelope = toolsmith_registry::invoke_with_progress(
+        &world.executor,
+        tool,
+        &json!({"text": NASTY_MESSAGE, "mode": "fail"}),
+        &world.run_config,
+        &Policy::allow_all(),
+        Some(&record),
+    )
+    .await
+    .unwrap();
+    let envelope = serde_json::to_value(&envelope).unwrap();
+    assert_eq!(envelope["tool_success"], json!(false), "{envelope}");
+    assert_eq!(envelope["error_code"], json!("TOOL_CRASHED"), "{envelope}");
+    assert_eq!(envelope["error"], json!(NASTY_MESSAGE), "{envelope}");
+    let reports = reports.into_inner().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].progress, 1.0);
+    assert_eq!(reports[0].total, Some(2.0));
+    assert_eq!(reports[0].message.as_deref(), Some(NASTY_MESSAGE));
+}
+
+/// Issue 15: run by hand (no `TOOLSMITH_ARGS`), a generated bash tool reads its arguments
+/// from `TOOLSMITH_ARG_<name>` variables, applies the defaults, and refuses a missing or
+/// mistyped argument with a structured error; it still needs no jq.
+#[tokio::test]
+async fn a_generated_bash_tool_run_by_hand_checks_its_arguments() {
+    let world = World::new();
+    let path = bash_and_coreutils(&world.temp.path().join("bin"));
+    let tera = templates(None).unwrap();
+    let request = Request::from_json(&shout_request()).unwrap();
+    let implementation = request.implementation.clone().unwrap();
+    let rendered = render(&tera, &request, &implementation).unwrap();
+    let tool = world.temp.path().join("shout_text");
+    fs::write(&tool, &rendered.contents).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&tool, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |variables: &[(&str, &str)]| {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test runs a generated tool by hand, as a user would"
+        )]
+        let mut command = std::process::Command::new(&tool);
+        command
+            .arg("run")
+            .env_clear()
+            .env("PATH", &path)
+            .stdin(std::process::Stdio::null());
+        for (name, value) in variables {
+            command.env(name, value);
+        }
+        let output = command.output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+        )
+    };
+    let (code, stdout) = run(&[]);
+    assert_eq!(code, Some(1));
+    let error: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("missing required argument(s): text (run by hand, this tool reads each argument from a variable TOOLSMITH_ARG_<name>"),
+        "{stdout}"
+    );
+    assert_eq!(
+        run(&[("TOOLSMITH_ARG_text", "it's \"ok\"")]),
+        (Some(0), "IT'S \"OK\"\n".to_owned())
+    );
+    let (code, stdout) = run(&[("TOOLSMITH_ARG_text", "x"), ("TOOLSMITH_ARG_times", "two")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        json!({"error": "argument times must be an integer, not: two"})
+    );
+    let (code, stdout) = run(&[("TOOLSMITH_ARG_text", NASTY_MESSAGE), ("TOOLSMITH_ARG_mode", "fail")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        json!({"error": NASTY_MESSAGE})
+    );
+}
+
+/// The tool's answer for a value: its SHA-256, computed by the tool from what it received.
+fn digest(text: &str) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha:{hex}")
+}
+
+/// Renders and discovers the tool `request` in a directory of its own.
+fn install(world: &World, runtime: &tokio::runtime::Runtime, request: &Request, index: usize) -> Catalog {
+    let tera = templates(None).unwrap();
+    let implementation = request.implementation.clone().unwrap();
+    let rendered = render(&tera, request, &implementation).unwrap();
+    let dir = world.temp.path().join(format!("echo-{index}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(&rendered.file_name);
+    fs::write(&path, &rendered.contents).unwrap();
+    if rendered.executable {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    runtime.block_on(discover(&world.executor, std::slice::from_ref(&dir), &world.run_config))
+}
+
+/// A tool in each language that answers the digest of its `text` argument.
+fn digest_tools() -> Vec<Request> {
+    [
+        ("python", "import hashlib\nreturn 'sha:' + hashlib.sha256(args['text'].encode()).hexdigest()"),
+        ("bash", "printf 'sha:%s\\n' \"$(printf '%s' \"$ARG_TEXT\" | sha256sum | cut -d' ' -f1)\""),
+        ("manifest", "printf 'sha:%s\\n' \"$(printf '%s' {{ text }} | sha256sum | cut -d' ' -f1)\""),
+    ]
+    .into_iter()
+    .map(|(language, implementation)| {
+        Request::from_json(&json!({
+            "name": "digest_text",
+            "description": "Digests a text.",
+            "parameters": {"text": "The text"},
+            "language": language,
+            "implementation": implementation,
+        }))
+        .unwrap()
+    })
+    .collect()
+}
+
+/// Issue 15: argument values reach the tool exactly in every language, hostile ones and
+/// ones too large for the environment (passed in a file) alike.
+#[test]
+fn argument_values_reach_the_tool_exactly() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let world = World::new();
+    let _absent = fs::remove_file(MARKER);
+    let catalogs: Vec<Catalog> = digest_tools()
+        .iter()
+        .enumerate()
+        .map(|(index, request)| install(&world, &runtime, request, index))
+        .collect();
+    let call = |catalog: &Catalog, text: &str| {
+        let envelope = runtime
+            .block_on(invoke_named(
+                &world.executor,
+                catalog,
+                "digest_text",
+                &json!({"text": text}),
+                &world.run_config,
+                &Policy::allow_all(),
+            ))
+            .unwrap();
+        serde_json::to_value(&envelope).unwrap()
+    };
+    // Over 1 MiB: beyond what the environment takes, so it travels in a file.
+    let large = format!("{NASTY_MESSAGE}\n").repeat((1 << 20) / NASTY_MESSAGE.len() + 1);
+    assert!(large.len() >= 1 << 20);
+    for (catalog, language) in catalogs.iter().zip(["python", "bash", "manifest"]) {
+        let envelope = call(catalog, &large);
+        assert_eq!(envelope["result"], json!(digest(&large)), "{language}: {envelope}");
+    }
+    let mut config = ProptestConfig::with_cases(24);
+    config.failure_persistence = None;
+    proptest!(config, |(text in hostile())| {
+        for (catalog, language) in catalogs.iter().zip(["python", "bash", "manifest"]) {
+            let envelope = call(catalog, &text);
+            prop_assert_eq!(&envelope["result"], &json!(digest(&text)), "{}: {}", language, envelope);
+        }
+        prop_assert!(!Path::new(MARKER).exists(), "injected code ran");
+    });
+}

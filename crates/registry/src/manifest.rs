@@ -67,7 +67,7 @@ pub(crate) enum Shell {
 }
 
 impl Shell {
-    fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Shell::Bash => "bash",
             Shell::Sh => "sh",

@@ -218,6 +218,15 @@ impl Tool {
         &self.tests
     }
 
+    /// The shell a manifest names in `shell` (`bash` or `sh`); `None` for other formats and
+    /// for manifests that name none (those run with bash, else sh).
+    pub fn manifest_shell(&self) -> Option<&'static str> {
+        match &self.runner {
+            Runner::Manifest(manifest) => manifest.shell.map(|shell| shell.program()),
+            Runner::Kodelet | Runner::Ikigai => None,
+        }
+    }
+
     pub(crate) fn runner(&self) -> &Runner {
         &self.runner
     }

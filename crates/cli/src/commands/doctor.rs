@@ -1,4 +1,4 @@
-//! `toolsmith doctor`: what the kernel allows, the tool directories and the problems found in them, and the effective config, each with a fix where one exists.
+//! `toolsmith doctor`: what the kernel allows, the tool directories and the problems found in them, the interpreters the tools need, and the effective config, each with a fix where one exists.
 //!
 //! The report is a list of sections, each a list of [`Check`]s; a section is
 //! added by writing one function that returns its checks (the sandbox
@@ -84,12 +84,19 @@ pub(crate) async fn doctor(
     let secrets = secrets_protection(executor.features());
     let directories = directory_checks(global, &catalog);
     let problems = problem_checks(&catalog);
+    let tools_path = config
+        .env
+        .iter()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.as_os_str());
+    let interpreters = interpreter_checks(&catalog, tools_path);
     let settings = global.effective();
     let problem_count = kernel
         .iter()
         .chain(&sandbox)
         .chain(&directories)
         .chain(&problems)
+        .chain(&interpreters)
         .filter(|check| check.status == Status::Problem)
         .count();
     let cache_file = global.cache_dir.as_ref().map(|dir| dir.join(CACHE_FILE));
@@ -145,6 +152,7 @@ pub(crate) async fn doctor(
             "tool_dirs": tool_dirs,
             "directories": checks_json(&directories),
             "problems": checks_json(&problems),
+            "interpreters": checks_json(&interpreters),
             "config_file": global.config_file,
             "settings": settings_json,
             "cache": {
@@ -230,6 +238,13 @@ pub(crate) async fn doctor(
                 title(&format!("problems ({}):", problems.len()))
             )?;
             text.push_str(&checks_table(&problems, color));
+        }
+        writeln!(text)?;
+        if interpreters.is_empty() {
+            writeln!(text, "{} none needed", title("interpreters:"))?;
+        } else {
+            writeln!(text, "{}", title("interpreters (what the tools run with):"))?;
+            text.push_str(&checks_table(&interpreters, color));
         }
         writeln!(text)?;
         match &global.config_file {
@@ -547,4 +562,179 @@ fn secrets_protection(features: &Features) -> Secrets {
             ),
         },
     }
+}
+
+/// What runs a tool: a program looked up in the tools' `PATH` (`#!/usr/bin/env NAME`, a
+/// manifest's shell), or an absolute path (`#!/usr/bin/python3`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Interpreter {
+    /// Found by name in `PATH`, as `env` finds it.
+    Name(String),
+    /// A manifest's shell: found in `PATH`, then /bin and /usr/bin, as a call finds it.
+    Shell(&'static str),
+    /// An absolute path from a `#!` line.
+    Path(std::path::PathBuf),
+}
+
+impl Interpreter {
+    fn label(&self) -> String {
+        match self {
+            Interpreter::Name(name) => name.clone(),
+            Interpreter::Shell(name) => (*name).to_owned(),
+            Interpreter::Path(path) => path.display().to_string(),
+        }
+    }
+}
+
+/// The interpreter a `#!` line names: `#!/usr/bin/env [-S] [VAR=value]... NAME ...` names
+/// NAME, any other `#!PATH ...` names PATH. A file without one (a binary) needs none.
+fn shebang_interpreter(path: &Path) -> Option<Interpreter> {
+    use std::io::Read as _;
+    let mut head = [0_u8; 256];
+    let mut file = std::fs::File::open(path).ok()?;
+    let n_read = file.read(&mut head).ok()?;
+    let line = head[..n_read].strip_prefix(b"#!")?;
+    let line = line.split(|byte| *byte == b'\n').next()?;
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    if Path::new(program).file_name() == Some(std::ffi::OsStr::new("env")) {
+        let name = words.find(|word| !word.starts_with('-') && !word.contains('='))?;
+        return Some(Interpreter::Name(name.to_owned()));
+    }
+    Some(Interpreter::Path(std::path::PathBuf::from(program)))
+}
+
+/// The interpreters the discovered tools need, tools that failed to load included (a
+/// missing interpreter is a common reason), with the tool names that need each.
+fn needed_interpreters(catalog: &Catalog) -> std::collections::BTreeMap<Interpreter, Vec<String>> {
+    let mut needed: std::collections::BTreeMap<Interpreter, Vec<String>> = Default::default();
+    let tools = catalog
+        .tools()
+        .iter()
+        .chain(catalog.shadowed().iter().map(|shadowed| &shadowed.tool));
+    for tool in tools {
+        let interpreter = match tool.kind() {
+            // A manifest that names no shell runs with bash, else sh: sh is what it needs.
+            toolsmith_registry::ToolKind::Manifest => {
+                Some(Interpreter::Shell(tool.manifest_shell().unwrap_or("sh")))
+            }
+            _ => shebang_interpreter(tool.path()),
+        };
+        if let Some(interpreter) = interpreter {
+            needed
+                .entry(interpreter)
+                .or_default()
+                .push(tool.name().as_str().to_owned());
+        }
+    }
+    for problem in catalog.problems() {
+        let is_manifest = problem.path.extension().is_some_and(|ext| ext == "md");
+        if is_manifest || !problem.path.is_file() {
+            continue;
+        }
+        if let Some(interpreter) = shebang_interpreter(&problem.path) {
+            needed
+                .entry(interpreter)
+                .or_default()
+                .push(problem.path.display().to_string());
+        }
+    }
+    needed
+}
+
+/// Where `interpreter` is found with the tools' `PATH` (`env` searches /bin:/usr/bin when
+/// there is none; a manifest's shell is also looked for there).
+fn find_interpreter(interpreter: &Interpreter, tools_path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        std::fs::metadata(path)
+            .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+    };
+    match interpreter {
+        Interpreter::Path(path) => executable(path).then(|| path.clone()),
+        Interpreter::Name(name) => {
+            let search = tools_path.unwrap_or(std::ffi::OsStr::new("/bin:/usr/bin"));
+            std::env::split_paths(search)
+                .filter(|dir| dir.is_absolute())
+                .map(|dir| dir.join(name))
+                .find(|candidate| executable(candidate))
+        }
+        Interpreter::Shell(name) => std::env::split_paths(tools_path.unwrap_or_default())
+            .filter(|dir| dir.is_absolute())
+            .chain([std::path::PathBuf::from("/bin"), std::path::PathBuf::from("/usr/bin")])
+            .map(|dir| dir.join(name))
+            .find(|candidate| executable(candidate)),
+    }
+}
+
+/// How to install an interpreter, by its name.
+fn interpreter_fix(interpreter: &Interpreter) -> String {
+    let name = match interpreter {
+        Interpreter::Name(name) => name.as_str(),
+        Interpreter::Shell(name) => name,
+        Interpreter::Path(path) => path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or_default(),
+    };
+    let package = match name {
+        "python3" | "python" => Some("python3"),
+        "bash" => Some("bash"),
+        "sh" | "dash" => Some("dash"),
+        "node" | "nodejs" => Some("nodejs"),
+        "perl" => Some("perl"),
+        "ruby" => Some("ruby"),
+        "zsh" => Some("zsh"),
+        "jq" => Some("jq"),
+        _ => None,
+    };
+    let install = match package {
+        Some(package) => format!("install it (e.g. `apt-get install {package}`)"),
+        None => format!("install `{name}`"),
+    };
+    match interpreter {
+        Interpreter::Name(_) | Interpreter::Shell(_) => {
+            format!("{install} into a directory of the PATH tools get")
+        }
+        Interpreter::Path(path) => format!(
+            "{install} so that {} exists, or change the tools' `#!` line to `#!/usr/bin/env {name}`",
+            path.display()
+        ),
+    }
+}
+
+/// One line per interpreter the discovered tools need: where it is, or that it is missing
+/// (a problem: those tools cannot run), with the fix.
+pub(crate) fn interpreter_checks(catalog: &Catalog, tools_path: Option<&std::ffi::OsStr>) -> Vec<Check> {
+    needed_interpreters(catalog)
+        .into_iter()
+        .map(|(interpreter, tools)| {
+            let needed_by = format!(
+                "{} {}: {}",
+                tools.len(),
+                if tools.len() == 1 { "tool" } else { "tools" },
+                tools.join(", ")
+            );
+            match find_interpreter(&interpreter, tools_path) {
+                Some(found) => Check {
+                    name: interpreter.label(),
+                    status: Status::Ok,
+                    detail: format!("{} ({needed_by})", found.display()),
+                    fix: None,
+                },
+                None => Check {
+                    name: interpreter.label(),
+                    status: Status::Problem,
+                    detail: match interpreter {
+                        Interpreter::Name(_) | Interpreter::Shell(_) => {
+                            format!("missing from PATH ({needed_by})")
+                        }
+                        Interpreter::Path(_) => format!("missing ({needed_by})"),
+                    },
+                    fix: Some(interpreter_fix(&interpreter)),
+                },
+            }
+        })
+        .collect()
 }
