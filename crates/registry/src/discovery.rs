@@ -1095,6 +1095,7 @@ fn load_kodelet(probed: &Probed, candidate: &Candidate) -> Result<ToolParts, Pro
         layer: candidate.layer,
         runner: Runner::Kodelet,
         tests: description.tests,
+        env_arguments: description.env_arguments,
     })
 }
 
@@ -1114,6 +1115,7 @@ fn load_ikigai(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, Proble
         layer: candidate.layer,
         runner: Runner::Ikigai,
         tests: Vec::new(),
+        env_arguments: schema.env_arguments,
     })
 }
 
@@ -1142,6 +1144,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
         source: candidate.source.clone(),
         layer: candidate.layer,
         tests: manifest.tests.clone(),
+        env_arguments: true,
         runner: Runner::Manifest(Box::new(manifest)),
     })
 }

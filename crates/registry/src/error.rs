@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use crate::{
-    AuditError, CacheError, ConfigError, DescriptionError, NameError, ProblemError, SchemaError,
-    ToolSchemaError,
+    ArgumentFileError, AuditError, CacheError, ConfigError, DescriptionError, NameError,
+    ProblemError, SchemaError, ToolSchemaError,
 };
 
 /// Everything that can go wrong in the registry.
@@ -39,6 +39,9 @@ pub enum Error {
     /// The discovery cache could not be written.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// A large argument could not be written to its file.
+    #[error(transparent)]
+    ArgumentFile(#[from] ArgumentFileError),
     /// The tool directories could not be watched.
     #[error("cannot watch the tool directories")]
     Watch {

@@ -68,6 +68,8 @@ pub(crate) struct ToolSchema {
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) sandbox: SandboxDeclaration,
+    /// `"env_arguments": true`: the tool reads its arguments from `TOOLSMITH_ARG_*` variables.
+    pub(crate) env_arguments: bool,
 }
 
 /// Why the output of `--schema` is not a usable tool schema.
@@ -148,6 +150,14 @@ pub enum ToolSchemaError {
         #[source]
         source: SandboxDeclarationError,
     },
+    /// `env_arguments` is declared for a schema with a property no variable can carry.
+    #[error(
+        "field `env_arguments`: property `{property}` cannot be passed in a variable; names passed out of band must match ^[A-Za-z_][A-Za-z0-9_]*$ and not end in _FILE"
+    )]
+    UnpassableProperty {
+        /// The property.
+        property: String,
+    },
 }
 
 /// The command that asks the tool at `program` for its schema.
@@ -222,12 +232,30 @@ pub(crate) fn parse_schema(stdout: &[u8]) -> Result<ToolSchema, ToolSchemaError>
         .transpose()
         .map_err(|source| ToolSchemaError::InvalidSandbox { source })?
         .unwrap_or_default();
+    let env_arguments = match object.remove("env_arguments") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => flag,
+        Some(other) => {
+            return Err(ToolSchemaError::WrongType {
+                field: "env_arguments",
+                expected: "true or false",
+                found: json_type(&other),
+            });
+        }
+    };
+    if env_arguments && let Some(property) = crate::oob::unpassable_property(input_schema.as_json())
+    {
+        return Err(ToolSchemaError::UnpassableProperty {
+            property: property.to_owned(),
+        });
+    }
     Ok(ToolSchema {
         name,
         description,
         input_schema,
         output_schema,
         sandbox,
+        env_arguments,
     })
 }
 
@@ -374,6 +402,27 @@ mod tests {
         check(
             json!({"name": "db-query", "description": "d", "parameters": schema.clone()}),
             Ok(("db_query", schema, None)),
+        );
+    }
+
+    #[test]
+    fn env_arguments() {
+        let declared = |value: Value| {
+            parse_schema(value.to_string().as_bytes()).map(|schema| schema.env_arguments)
+        };
+        assert!(!declared(json!({"name": "a", "description": "d"})).unwrap());
+        assert!(declared(json!({"name": "a", "description": "d", "env_arguments": true})).unwrap());
+        assert_eq!(
+            declared(json!({"name": "a", "description": "d", "env_arguments": 1}))
+                .unwrap_err()
+                .to_string(),
+            "field `env_arguments` must be true or false, not a number"
+        );
+        assert_eq!(
+            declared(json!({"name": "a", "description": "d", "env_arguments": true, "parameters": {"a.b": {"type": "string"}}}))
+                .unwrap_err()
+                .to_string(),
+            "field `env_arguments`: property `a.b` cannot be passed in a variable; names passed out of band must match ^[A-Za-z_][A-Za-z0-9_]*$ and not end in _FILE"
         );
     }
 

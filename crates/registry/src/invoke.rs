@@ -10,6 +10,7 @@ use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
 use crate::discovery::{file_tool_name, first_line};
 use crate::manifest::CommandError;
+use crate::oob::{self, Items, OutOfBand, PrepareError};
 use crate::progress::{PROGRESS_FD_VAR, Progress};
 use crate::tool::Runner;
 use crate::{
@@ -135,7 +136,28 @@ pub async fn invoke_with_progress(
             Metadata::not_started(),
         ));
     }
-    let call = config.call_config(tool);
+    let mut call = config.call_config(tool);
+    // A variable of the operator's that looks like an argument must never pass for one.
+    call.env.retain(|(name, _)| !oob::is_reserved_var(name));
+    let out_of_band = if tool.env_arguments() {
+        let items = match tool.runner() {
+            Runner::Manifest(_) => Items::PerElement,
+            Runner::Kodelet | Runner::Ikigai => Items::JsonOnly,
+        };
+        match OutOfBand::new(arguments, items) {
+            Ok(out_of_band) => Some(out_of_band),
+            Err(PrepareError::Invalid(error)) => {
+                return Ok(Envelope::failure(
+                    ErrorCode::InvalidParams,
+                    format!("Invalid arguments for tool {}: {error}.", tool.name()),
+                    Metadata::not_started(),
+                ));
+            }
+            Err(PrepareError::File(error)) => return Err(error.into()),
+        }
+    } else {
+        None
+    };
     let executor_error = |source| Error::Executor {
         program: tool.path().to_path_buf(),
         source,
@@ -166,6 +188,10 @@ pub async fn invoke_with_progress(
     };
     let limits = call.limits;
     let mut command = command;
+    // After the manifest's own `env`, so that a manifest cannot shadow an argument.
+    for (name, value) in out_of_band.iter().flat_map(OutOfBand::vars) {
+        command.env(name, value);
+    }
     command.sandbox(call.sandbox.to_executor(&config.project_dir));
     let mut reports = None;
     if progress.is_some() {
@@ -193,6 +219,8 @@ pub async fn invoke_with_progress(
         }
     };
     let ((result, limits), ()) = tokio::join!(run, forward);
+    // The files of large values are removed only now that the tool has ended.
+    drop(out_of_band);
     match result {
         Ok(outcome) => {
             let envelope = match tool.runner() {

@@ -36,6 +36,8 @@ pub(crate) struct Description {
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) sandbox: SandboxDeclaration,
     pub(crate) tests: Vec<TestCase>,
+    /// `"env_arguments": true`: the tool reads its arguments from `TOOLSMITH_ARG_*` variables.
+    pub(crate) env_arguments: bool,
 }
 
 /// Why the output of `description` is not a usable description.
@@ -100,6 +102,14 @@ pub enum DescriptionError {
         #[source]
         source: SandboxDeclarationError,
     },
+    /// `env_arguments` is declared for a schema with a property no variable can carry.
+    #[error(
+        "field `env_arguments`: property `{property}` cannot be passed in a variable; names passed out of band must match ^[A-Za-z_][A-Za-z0-9_]*$ and not end in _FILE"
+    )]
+    UnpassableProperty {
+        /// The property.
+        property: String,
+    },
     /// The declared `tests` were refused.
     #[error("field `tests` is invalid")]
     InvalidTests {
@@ -123,6 +133,7 @@ impl DescriptionError {
             | DescriptionError::InvalidSchema { .. }
             | DescriptionError::InvalidOutputSchema { .. }
             | DescriptionError::InvalidSandbox { .. }
+            | DescriptionError::UnpassableProperty { .. }
             | DescriptionError::InvalidTests { .. } => true,
         }
     }
@@ -249,6 +260,23 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
             parse_tests(&tests).map_err(|source| DescriptionError::InvalidTests { source })?
         }
     };
+    let env_arguments = match object.remove("env_arguments") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => flag,
+        Some(other) => {
+            return Err(DescriptionError::WrongType {
+                field: "env_arguments",
+                expected: "true or false",
+                found: json_type(&other),
+            });
+        }
+    };
+    if env_arguments && let Some(property) = crate::oob::unpassable_property(input_schema.as_json())
+    {
+        return Err(DescriptionError::UnpassableProperty {
+            property: property.to_owned(),
+        });
+    }
     Ok(Description {
         name,
         description,
@@ -256,6 +284,7 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
         output_schema,
         sandbox,
         tests,
+        env_arguments,
     })
 }
 
@@ -363,6 +392,29 @@ mod tests {
         check(
             r#"{"description": "d", "input_schema": {"type": "object"}}"#,
             Err("field `name` is missing"),
+        );
+    }
+
+    #[test]
+    fn env_arguments() {
+        let declared = |text: &str| parse_description(text.as_bytes()).map(|d| d.env_arguments);
+        assert!(!declared(r#"{"name": "a", "description": "d"}"#).unwrap());
+        assert!(declared(r#"{"name": "a", "description": "d", "env_arguments": true}"#).unwrap());
+        check(
+            r#"{"name": "a", "description": "d", "env_arguments": "yes"}"#,
+            Err("field `env_arguments` must be true or false, not a string"),
+        );
+        check(
+            r#"{"name": "a", "description": "d", "env_arguments": true, "input_schema": {"type": "object", "properties": {"ok": {}, "my-path": {}}}}"#,
+            Err(
+                "field `env_arguments`: property `my-path` cannot be passed in a variable; names passed out of band must match ^[A-Za-z_][A-Za-z0-9_]*$ and not end in _FILE",
+            ),
+        );
+        check(
+            r#"{"name": "a", "description": "d", "env_arguments": true, "input_schema": {"type": "object", "properties": {"x_FILE": {}}}}"#,
+            Err(
+                "field `env_arguments`: property `x_FILE` cannot be passed in a variable; names passed out of band must match ^[A-Za-z_][A-Za-z0-9_]*$ and not end in _FILE",
+            ),
         );
     }
 

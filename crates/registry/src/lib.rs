@@ -71,6 +71,7 @@ mod layers;
 mod live;
 mod manifest;
 mod name;
+mod oob;
 mod overrides;
 mod policy;
 mod progress;
@@ -102,6 +103,10 @@ pub use crate::manifest::{
     DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
 };
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
+pub use crate::oob::{
+    ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX,
+    MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
+};
 pub use crate::overrides::{CallConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::progress::{PROGRESS_FD_VAR, Progress};

@@ -168,6 +168,7 @@ mod tests {
             layer: Layer::Explicit,
             tests: Vec::new(),
             runner: Runner::Kodelet,
+            env_arguments: false,
         })
     }
 

@@ -116,6 +116,8 @@ pub(crate) struct ToolParts {
     pub(crate) layer: Layer,
     pub(crate) runner: Runner,
     pub(crate) tests: Vec<TestCase>,
+    /// The executable declared `"env_arguments": true` (manifests always get them).
+    pub(crate) env_arguments: bool,
 }
 
 /// A tool that passed discovery and validation and can be invoked.
@@ -133,6 +135,7 @@ pub struct Tool {
     layer: Layer,
     runner: Runner,
     tests: Vec<TestCase>,
+    env_arguments: bool,
 }
 
 impl Tool {
@@ -150,6 +153,7 @@ impl Tool {
             layer: parts.layer,
             runner: parts.runner,
             tests: parts.tests,
+            env_arguments: parts.env_arguments,
         }
     }
 
@@ -225,6 +229,13 @@ impl Tool {
             Runner::Manifest(manifest) => manifest.shell.map(|shell| shell.program()),
             Runner::Kodelet | Runner::Ikigai => None,
         }
+    }
+
+    /// Whether the tool receives each argument out of band, in a `TOOLSMITH_ARG_<name>`
+    /// variable (see docs/protocol.md): always for manifests, for executables that declare
+    /// `"env_arguments": true`.
+    pub fn env_arguments(&self) -> bool {
+        self.env_arguments || matches!(self.runner, Runner::Manifest(_))
     }
 
     pub(crate) fn runner(&self) -> &Runner {

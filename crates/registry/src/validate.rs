@@ -325,7 +325,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             | DescriptionError::InvalidSandbox { .. }
             | DescriptionError::InvalidTests { .. } => CheckKind::Parse,
             DescriptionError::InvalidName { .. } => CheckKind::DeclaredName,
-            DescriptionError::InvalidSchema { .. } => CheckKind::InputSchema,
+            DescriptionError::InvalidSchema { .. }
+            | DescriptionError::UnpassableProperty { .. } => CheckKind::InputSchema,
             DescriptionError::InvalidOutputSchema { .. } => CheckKind::OutputSchema,
         },
         ProblemError::SchemaOutput { source } => match source {
@@ -337,7 +338,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             | ToolSchemaError::RequiredNotABoolean { .. }
             | ToolSchemaError::InvalidSandbox { .. } => CheckKind::Parse,
             ToolSchemaError::InvalidName { .. } => CheckKind::DeclaredName,
-            ToolSchemaError::InvalidParameters { .. } => CheckKind::InputSchema,
+            ToolSchemaError::InvalidParameters { .. }
+            | ToolSchemaError::UnpassableProperty { .. } => CheckKind::InputSchema,
             ToolSchemaError::InvalidReturns { .. } => CheckKind::OutputSchema,
         },
         ProblemError::Config { .. } => CheckKind::RequestedTimeout,
