@@ -107,7 +107,8 @@ fn doctor_reports_a_missing_interpreter() {
     let context = TestContext::new();
     context.tool(
         "greet",
-        &shell_tool("greet", "{\"type\": \"object\"}", "echo hi").replace("#!/bin/sh", "#!/usr/bin/env bash"),
+        &shell_tool("greet", "{\"type\": \"object\"}", "echo hi")
+            .replace("#!/bin/sh", "#!/usr/bin/env bash"),
     );
     context.tool(
         "shout",
@@ -137,12 +138,33 @@ fn doctor_reports_a_missing_interpreter() {
     };
     let bash = find("bash");
     assert_eq!(bash["status"], "ok", "{bash}");
-    assert!(bash["detail"].as_str().unwrap().contains("2 tools: greet, hello"), "{bash}");
+    assert!(
+        bash["detail"]
+            .as_str()
+            .unwrap()
+            .contains("2 tools: greet, hello"),
+        "{bash}"
+    );
     let python = find("python3");
     assert_eq!(python["status"], "problem", "{python}");
-    assert!(python["detail"].as_str().unwrap().starts_with("missing from PATH (1 tool: "), "{python}");
-    assert!(python["detail"].as_str().unwrap().contains("shout"), "{python}");
-    assert!(python["fix"].as_str().unwrap().contains("apt-get install python3"), "{python}");
+    assert!(
+        python["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("missing from PATH (1 tool: "),
+        "{python}"
+    );
+    assert!(
+        python["detail"].as_str().unwrap().contains("shout"),
+        "{python}"
+    );
+    assert!(
+        python["fix"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install python3"),
+        "{python}"
+    );
 
     let output = context
         .with_tools()
@@ -152,13 +174,29 @@ fn doctor_reports_a_missing_interpreter() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(stdout.contains("interpreters (what the tools run with):"), "{stdout}");
-    let line = stdout.lines().find(|line| line.trim_start().starts_with("python3")).unwrap();
-    assert!(line.contains("problem") && line.contains("missing from PATH"), "{stdout}");
-    assert!(stdout.contains("fix: install it (e.g. `apt-get install python3`)"), "{stdout}");
+    assert!(
+        stdout.contains("interpreters (what the tools run with):"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("python3"))
+        .unwrap();
+    assert!(
+        line.contains("problem") && line.contains("missing from PATH"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("fix: install it (e.g. `apt-get install python3`)"),
+        "{stdout}"
+    );
 
     // With the usual PATH, python3 is found: the same tools need no fix.
-    let output = context.with_tools().args(["doctor", "--json"]).output().unwrap();
+    let output = context
+        .with_tools()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let python = report["interpreters"]
         .as_array()

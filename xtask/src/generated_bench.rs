@@ -74,7 +74,12 @@ fn write_executable(path: &Path, contents: &str) -> anyhow::Result<()> {
 }
 
 /// Writes the generated tool `name` in `language` into `dir`.
-fn write_generated(dir: &Path, name: &str, language: &str, implementation: &str) -> anyhow::Result<()> {
+fn write_generated(
+    dir: &Path,
+    name: &str,
+    language: &str,
+    implementation: &str,
+) -> anyhow::Result<()> {
     let request = Request::from_json(&json!({
         "name": name,
         "description": "Upper-cases a text.",
@@ -99,8 +104,18 @@ pub(crate) fn measure(
     );
     let tools_dir = scratch.0.join("tools");
     fs::create_dir_all(&tools_dir).context("could not create the bench's directory")?;
-    write_generated(&tools_dir, "gen_bash", "bash", "printf '%s\\n' \"$ARG_TEXT\" | tr a-z A-Z")?;
-    write_generated(&tools_dir, "gen_python", "python", "return args['text'].upper()")?;
+    write_generated(
+        &tools_dir,
+        "gen_bash",
+        "bash",
+        "printf '%s\\n' \"$ARG_TEXT\" | tr a-z A-Z",
+    )?;
+    write_generated(
+        &tools_dir,
+        "gen_python",
+        "python",
+        "return args['text'].upper()",
+    )?;
     write_executable(&tools_dir.join("hand_bash"), HAND_WRITTEN_BASH)?;
     write_executable(&tools_dir.join("hand_python"), HAND_WRITTEN_PYTHON)?;
     let run_config = RunConfig {

@@ -645,7 +645,10 @@ fn needed_interpreters(catalog: &Catalog) -> std::collections::BTreeMap<Interpre
 
 /// Where `interpreter` is found with the tools' `PATH` (`env` searches /bin:/usr/bin when
 /// there is none; a manifest's shell is also looked for there).
-fn find_interpreter(interpreter: &Interpreter, tools_path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+fn find_interpreter(
+    interpreter: &Interpreter,
+    tools_path: Option<&std::ffi::OsStr>,
+) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |path: &Path| {
         std::fs::metadata(path)
@@ -662,7 +665,10 @@ fn find_interpreter(interpreter: &Interpreter, tools_path: Option<&std::ffi::OsS
         }
         Interpreter::Shell(name) => std::env::split_paths(tools_path.unwrap_or_default())
             .filter(|dir| dir.is_absolute())
-            .chain([std::path::PathBuf::from("/bin"), std::path::PathBuf::from("/usr/bin")])
+            .chain([
+                std::path::PathBuf::from("/bin"),
+                std::path::PathBuf::from("/usr/bin"),
+            ])
             .map(|dir| dir.join(name))
             .find(|candidate| executable(candidate)),
     }
@@ -706,7 +712,10 @@ fn interpreter_fix(interpreter: &Interpreter) -> String {
 
 /// One line per interpreter the discovered tools need: where it is, or that it is missing
 /// (a problem: those tools cannot run), with the fix.
-pub(crate) fn interpreter_checks(catalog: &Catalog, tools_path: Option<&std::ffi::OsStr>) -> Vec<Check> {
+pub(crate) fn interpreter_checks(
+    catalog: &Catalog,
+    tools_path: Option<&std::ffi::OsStr>,
+) -> Vec<Check> {
     needed_interpreters(catalog)
         .into_iter()
         .map(|(interpreter, tools)| {
