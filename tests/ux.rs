@@ -379,6 +379,9 @@ fn doctor_with_a_problem_without_color() {
           [TEMP]/tools/script    problem  it starts with `#!` but is not executable (chmod +x it)
             fix: chmod +x [TEMP]/tools/script
 
+        interpreters (what the tools run with):
+          /bin/sh  ok  found (2 tools: [TEMP]/tools/Bad-Name, [TEMP]/tools/script)
+
         config file: ./.toolsmith/config.toml
           KEY                      VALUE                          FROM
           limits.timeout           10s                            config file
@@ -439,6 +442,11 @@ fn doctor_with_color() {
           explicit  [ESC][32mok[ESC][0m  [EXAMPLES] (5 tools)
 
         [ESC][1mproblems:[ESC][0m none
+
+        [ESC][1minterpreters (what the tools run with):[ESC][0m
+          bash     [ESC][32mok[ESC][0m  found (1 tool: git_info)
+          python3  [ESC][32mok[ESC][0m  found (3 tools: error_tool, hello, word_stats)
+          sh       [ESC][32mok[ESC][0m  found (1 tool: word_count)
 
         [ESC][1mconfig file:[ESC][0m none (create .toolsmith/config.toml, or pass --config FILE; docs/config.md lists every key)
           [ESC][1mKEY[ESC][0m                      [ESC][1mVALUE[ESC][0m                          [ESC][1mFROM[ESC][0m

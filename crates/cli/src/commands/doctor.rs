@@ -607,8 +607,20 @@ fn shebang_interpreter(path: &Path) -> Option<Interpreter> {
 
 /// The interpreters the discovered tools need, tools that failed to load included (a
 /// missing interpreter is a common reason), with the tool names that need each.
-fn needed_interpreters(catalog: &Catalog) -> std::collections::BTreeMap<Interpreter, Vec<String>> {
-    let mut needed: std::collections::BTreeMap<Interpreter, Vec<String>> = Default::default();
+fn needed_interpreters(catalog: &Catalog) -> Vec<(Interpreter, Vec<String>)> {
+    // By label: `bash` named by a `#!` line and by a manifest is one line, looked up as
+    // `env` looks it up (the stricter of the two).
+    let mut needed: std::collections::BTreeMap<String, (Interpreter, Vec<String>)> =
+        Default::default();
+    let mut add = |interpreter: Interpreter, user: String| {
+        let entry = needed
+            .entry(interpreter.label())
+            .or_insert_with(|| (interpreter.clone(), Vec::new()));
+        if matches!(entry.0, Interpreter::Shell(_)) && matches!(interpreter, Interpreter::Name(_)) {
+            entry.0 = interpreter;
+        }
+        entry.1.push(user);
+    };
     let tools = catalog
         .tools()
         .iter()
@@ -622,10 +634,7 @@ fn needed_interpreters(catalog: &Catalog) -> std::collections::BTreeMap<Interpre
             _ => shebang_interpreter(tool.path()),
         };
         if let Some(interpreter) = interpreter {
-            needed
-                .entry(interpreter)
-                .or_default()
-                .push(tool.name().as_str().to_owned());
+            add(interpreter, tool.name().as_str().to_owned());
         }
     }
     for problem in catalog.problems() {
@@ -634,13 +643,10 @@ fn needed_interpreters(catalog: &Catalog) -> std::collections::BTreeMap<Interpre
             continue;
         }
         if let Some(interpreter) = shebang_interpreter(&problem.path) {
-            needed
-                .entry(interpreter)
-                .or_default()
-                .push(problem.path.display().to_string());
+            add(interpreter, problem.path.display().to_string());
         }
     }
-    needed
+    needed.into_values().collect()
 }
 
 /// Where `interpreter` is found with the tools' `PATH` (`env` searches /bin:/usr/bin when
@@ -726,10 +732,12 @@ pub(crate) fn interpreter_checks(
                 tools.join(", ")
             );
             match find_interpreter(&interpreter, tools_path) {
-                Some(found) => Check {
+                // Where it was found is left out: it differs between machines, and
+                // `command -v` tells it.
+                Some(_) => Check {
                     name: interpreter.label(),
                     status: Status::Ok,
-                    detail: format!("{} ({needed_by})", found.display()),
+                    detail: format!("found ({needed_by})"),
                     fix: None,
                 },
                 None => Check {
