@@ -4,8 +4,9 @@
 //! (as `toolsmith generate` writes them); the hand-written ones are what a person would
 //! write in a few lines: the bash one reads its argument from `TOOLSMITH_ARG_text` (it
 //! declares `env_arguments`, so it needs no jq either), the python one parses stdin with
-//! `json`. The four tools are called in interleaved rounds in the same run, so the ratios
-//! compare like with like.
+//! `json`. Both declare the sandbox the generated ones declare (no network, a read-only
+//! filesystem), since a network namespace costs as much as the tool. The four tools are
+//! called in interleaved rounds in the same run, so the ratios compare like with like.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -29,7 +30,7 @@ const ANSWER: &str = "HELLO BENCH";
 const HAND_WRITTEN_BASH: &str = r#"#!/usr/bin/env bash
 case "$1" in
 description)
-    echo '{"name": "hand_bash", "description": "Upper-cases a text.", "env_arguments": true, "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}'
+    echo '{"name": "hand_bash", "description": "Upper-cases a text.", "env_arguments": true, "sandbox": {"network": "deny", "filesystem": "read-only"}, "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}'
     ;;
 config) echo '{}' ;;
 run) printf '%s\n' "$TOOLSMITH_ARG_text" | tr a-z A-Z ;;
@@ -41,7 +42,7 @@ import json
 import sys
 
 if sys.argv[1] == "description":
-    print(json.dumps({"name": "hand_python", "description": "Upper-cases a text.", "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}))
+    print(json.dumps({"name": "hand_python", "description": "Upper-cases a text.", "sandbox": {"network": "deny", "filesystem": "read-only"}, "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}))
 elif sys.argv[1] == "config":
     print("{}")
 else:
@@ -120,7 +121,18 @@ pub(crate) fn measure(
     write_executable(&tools_dir.join("hand_python"), HAND_WRITTEN_PYTHON)?;
     let run_config = RunConfig {
         cwd: scratch.0.clone(),
-        env: filtered_env(&["PATH".to_owned()], &[]),
+        // The system directories first: a version manager's shim (pyenv) costs hundreds of
+        // milliseconds per start, which would swamp what is measured.
+        env: filtered_env(
+            &[],
+            &[(
+                "PATH".to_owned(),
+                format!(
+                    "/usr/bin:/bin:{}",
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )],
+        ),
         limits: Limits::recommended(),
         max_timeout: Duration::from_secs(300),
         overrides: Default::default(),
