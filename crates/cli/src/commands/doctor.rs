@@ -19,6 +19,7 @@ use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::progress::DiscoveryBar;
 use crate::settings::{GlobalSettings, Origin};
+use crate::trust::Verdict;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,12 +85,14 @@ pub(crate) async fn doctor(
     let secrets = secrets_protection(executor.features());
     let directories = directory_checks(global, &catalog);
     let problems = problem_checks(&catalog);
+    let trust = trust_checks(global);
     let settings = global.effective();
     let problem_count = kernel
         .iter()
         .chain(&sandbox)
         .chain(&directories)
         .chain(&problems)
+        .chain(&trust)
         .filter(|check| check.status == Status::Problem)
         .count();
     let cache_file = global.cache_dir.as_ref().map(|dir| dir.join(CACHE_FILE));
@@ -146,6 +149,16 @@ pub(crate) async fn doctor(
             "directories": checks_json(&directories),
             "problems": checks_json(&problems),
             "config_file": global.config_file,
+            "user_config_file": global.user_config_file,
+            "trust": {
+                "project_may_loosen": global.trust.project_may_loosen,
+                "dirs": global.trust.units.iter().map(|unit| json!({
+                    "path": unit.dir,
+                    "status": unit.verdict.as_str(),
+                    "skipped": unit.skipped,
+                })).collect::<Vec<_>>(),
+                "checks": checks_json(&trust),
+            },
             "settings": settings_json,
             "cache": {
                 "enabled": cache_file.is_some(),
@@ -232,11 +245,22 @@ pub(crate) async fn doctor(
             text.push_str(&checks_table(&problems, color));
         }
         writeln!(text)?;
+        writeln!(text, "{}", title("project trust:"))?;
+        text.push_str(&checks_table(&trust, color));
+        writeln!(text)?;
+        match &global.user_config_file {
+            Some(path) => writeln!(text, "{} {}", title("user config:"), path.display())?,
+            None => writeln!(
+                text,
+                "{} none ($TOOLSMITH_HOME/config.toml, default ~/.config/toolsmith/config.toml; docs/config.md lists every key)",
+                title("user config:")
+            )?,
+        }
         match &global.config_file {
             Some(path) => writeln!(text, "{} {}", title("config file:"), path.display())?,
             None => writeln!(
                 text,
-                "{} none (create .toolsmith/config.toml, or pass --config FILE; docs/config.md lists every key)",
+                "{} none (a trusted project's .toolsmith/config.toml, or --config FILE)",
                 title("config file:")
             )?,
         }
@@ -287,6 +311,79 @@ pub(crate) async fn doctor(
     Ok(status(problem_count))
 }
 
+/// The project's trust: each directory considered (trusted, or skipped with the command that
+/// trusts it), then each value of the project config that would have loosened the user's
+/// settings (a problem: the project asked for something it did not get).
+fn trust_checks(global: &GlobalSettings) -> Vec<Check> {
+    let report = &global.trust;
+    let mut checks = Vec::new();
+    for unit in &report.units {
+        let (status, detail, fix) = match &unit.verdict {
+            Verdict::Recorded => (Status::Ok, "trusted".to_owned(), None),
+            Verdict::PreTrusted(root) => (
+                Status::Ok,
+                format!("trusted by [trust] paths ({})", root.display()),
+                None,
+            ),
+            verdict if unit.skipped.is_empty() => (
+                Status::Info,
+                match verdict {
+                    Verdict::ConfigChanged => "its config changed since it was trusted; nothing to read".to_owned(),
+                    _ => "not trusted; it has no tools or config to read".to_owned(),
+                },
+                None,
+            ),
+            verdict => (
+                Status::Warn,
+                format!(
+                    "{}: skipped {}",
+                    match verdict {
+                        Verdict::ConfigChanged => "its config changed since it was trusted",
+                        _ => "not trusted",
+                    },
+                    unit.skipped
+                        .iter()
+                        .map(|path| path.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some(format!("toolsmith trust {}", unit.dir.display())),
+            ),
+        };
+        checks.push(Check {
+            name: unit.dir.display().to_string(),
+            status,
+            detail,
+            fix,
+        });
+    }
+    if global.explicit_dirs {
+        checks.push(Check {
+            name: "--tools-dir".to_owned(),
+            status: Status::Info,
+            detail: "the named directories replace the layers: they are trusted by naming them".to_owned(),
+            fix: None,
+        });
+    }
+    for loosening in &report.loosenings {
+        checks.push(Check {
+            name: loosening.key.clone(),
+            status: Status::Problem,
+            detail: format!("the project config's {} would loosen the user's {}; {} applies", loosening.project, loosening.applied, loosening.applied),
+            fix: Some("remove it from .toolsmith/config.toml, or set `[trust] project_may_loosen = true` in the user config".to_owned()),
+        });
+    }
+    if report.ignored_trust_section {
+        checks.push(Check {
+            name: "trust".to_owned(),
+            status: Status::Problem,
+            detail: "a project config cannot set [trust]; it was ignored".to_owned(),
+            fix: Some("remove [trust] from .toolsmith/config.toml; set it in the user config".to_owned()),
+        });
+    }
+    checks
+}
+
 fn status(problem_count: usize) -> ExitStatus {
     if problem_count == 0 {
         ExitStatus::Success
@@ -300,6 +397,7 @@ fn origin_json(origin: Origin) -> serde_json::Value {
         Origin::Flag(flag) => json!({"kind": "flag", "name": flag}),
         Origin::Env(name) => json!({"kind": "env", "name": name}),
         Origin::File => json!({"kind": "file"}),
+        Origin::UserFile => json!({"kind": "user_file"}),
         Origin::Default => json!({"kind": "default"}),
     }
 }
