@@ -46,11 +46,13 @@ fn help_without_color() {
       test         Run the test cases tools declare (`tests`), one line per case
       history      List the recorded versions of a generated tool
       rollback     Restore a recorded version of a generated tool, as a new version
+      trust        Trust a project: toolsmith then reads its tools and its config (until the config changes), or list the trusted directories
+      untrust      Stop trusting a project: its tools and config are skipped again
       help         Print this message or the help of the given subcommand(s)
 
     Options:
           --tools-dir <DIR>  A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
-          --config <FILE>    The TOML config file [default: ./.toolsmith/config.toml if it exists]
+          --config <FILE>    The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
           --no-cache         Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
           --color <WHEN>     When to colour the output: `auto` colours a terminal only, and not when NO_COLOR is set (CLICOLOR_FORCE=1 forces it) [default: auto] [possible values: auto, always, never]
       -h, --help             Print help
@@ -118,7 +120,7 @@ fn help_with_color() {
               A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
 
           [ESC][1m--config[ESC][0m <FILE>
-              The TOML config file [default: ./.toolsmith/config.toml if it exists]
+              The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
 
           [ESC][1m--no-cache[ESC][0m
               Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
@@ -154,6 +156,8 @@ fn every_subcommand_help_has_examples() {
         "doctor",
         "serve",
         "completions",
+        "trust",
+        "untrust",
     ] {
         let output = context
             .command()

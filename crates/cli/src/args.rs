@@ -35,7 +35,8 @@ pub(crate) struct GlobalArgs {
     #[arg(long = "tools-dir", value_name = "DIR", global = true)]
     pub(crate) tools_dir: Vec<PathBuf>,
 
-    /// The TOML config file [default: ./.toolsmith/config.toml if it exists].
+    /// The TOML config file, above the user's [default: ./.toolsmith/config.toml
+    /// if it exists and the project is trusted].
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<PathBuf>,
 

@@ -471,6 +471,20 @@ pub(crate) fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
     })
 }
 
+/// Checks the file at `path` whose bytes the caller already read.
+pub(crate) fn load_bytes(path: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError> {
+    let text = std::str::from_utf8(bytes).map_err(|error| ConfigError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
+    })?;
+    let (options, trust) = parse_with_trust(text, path)?;
+    Ok(ConfigFile {
+        path: path.to_path_buf(),
+        options,
+        trust,
+    })
+}
+
 #[cfg(test)]
 fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
     parse_with_trust(text, path).map(|(options, _)| options)

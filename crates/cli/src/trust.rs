@@ -167,13 +167,21 @@ pub(crate) fn state_dir(lookup: &dyn Fn(&str) -> Option<String>) -> Option<PathB
 pub(crate) fn config_digest(dir: &Path) -> Result<String, TrustError> {
     let path = dir.join(PROJECT_CONFIG);
     match std::fs::read(&path) {
-        Ok(bytes) => {
-            let digest = Sha256::digest(&bytes);
-            let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-            Ok(format!("sha256:{hex}"))
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok("absent".to_owned()),
+        Ok(bytes) => Ok(digest_of(Some(&bytes))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(digest_of(None)),
         Err(source) => Err(TrustError::Config { path, source }),
+    }
+}
+
+/// The recorded form of a config's bytes, or of its absence.
+fn digest_of(bytes: Option<&[u8]>) -> String {
+    match bytes {
+        Some(bytes) => {
+            let digest = Sha256::digest(bytes);
+            let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+            format!("sha256:{hex}")
+        }
+        None => "absent".to_owned(),
     }
 }
 
@@ -245,6 +253,19 @@ impl TrustStore {
         match config_digest(dir) {
             Ok(digest) if digest == record.config => Verdict::Recorded,
             _ => Verdict::ConfigChanged,
+        }
+    }
+
+    /// Like [`TrustStore::verdict`], for a config whose bytes the caller already read, so that
+    /// the bytes checked are the bytes parsed.
+    fn verdict_of_bytes(&self, dir: &Path, bytes: &[u8], options: &TrustOptions) -> Verdict {
+        if let Some(root) = options.paths.iter().find(|root| dir.starts_with(root)) {
+            return Verdict::PreTrusted(root.clone());
+        }
+        match self.records.iter().find(|record| record.path == dir) {
+            None => Verdict::Untrusted,
+            Some(record) if record.config == digest_of(Some(bytes)) => Verdict::Recorded,
+            Some(_) => Verdict::ConfigChanged,
         }
     }
 
@@ -463,12 +484,20 @@ pub(crate) fn project_config(
     if !config_path.is_file() {
         return Ok(None);
     }
+    let shown = PathBuf::from(".").join(PROJECT_CONFIG);
+    let bytes = std::fs::read(&config_path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
     let cwd_canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let verdict = store.verdict_of_bytes(&cwd_canonical, &bytes, options);
     let unit_index = if cwd_canonical == project_canonical {
+        // The project's tools follow the same verdict as its config: one digest, read once.
+        report.units[0].verdict = verdict;
         0
     } else {
         report.units.push(TrustUnit {
-            verdict: store.verdict(&cwd_canonical, options),
+            verdict,
             dir: cwd_canonical.clone(),
             skipped: Vec::new(),
         });
@@ -480,8 +509,7 @@ pub(crate) fn project_config(
             .push(cwd_canonical.join(PROJECT_CONFIG));
         return Ok(None);
     }
-    let shown = PathBuf::from(".").join(PROJECT_CONFIG);
-    let mut file = config::load(&shown)?;
+    let mut file = config::load_bytes(&shown, &bytes)?;
     report.ignored_trust_section = file.trust.take().is_some();
     if !options.project_may_loosen {
         let (tightened, loosenings) =
