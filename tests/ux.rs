@@ -383,6 +383,10 @@ fn doctor_with_a_problem_without_color() {
           [TEMP]/tools/script    problem  it starts with `#!` but is not executable (chmod +x it)
             fix: chmod +x [TEMP]/tools/script
 
+        project trust:
+          [TEMP]/project  ok  trusted by [trust] paths ([TEMP]/project)
+
+        user config: [TEMP]/home/.config/toolsmith/config.toml
         config file: ./.toolsmith/config.toml
           KEY                      VALUE                          FROM
           limits.timeout           10s                            config file
@@ -444,7 +448,8 @@ fn doctor_with_color() {
 
         [ESC][1mproblems:[ESC][0m none
 
-        [ESC][1mconfig file:[ESC][0m none (create .toolsmith/config.toml, or pass --config FILE; docs/config.md lists every key)
+        [ESC][1muser config:[ESC][0m none ($TOOLSMITH_HOME/config.toml, default ~/.config/toolsmith/config.toml; docs/config.md lists every key)
+        [ESC][1mconfig file:[ESC][0m none (a trusted project's .toolsmith/config.toml, or --config FILE)
           [ESC][1mKEY[ESC][0m                      [ESC][1mVALUE[ESC][0m                          [ESC][1mFROM[ESC][0m
           limits.timeout           30s                            [ESC][2mdefault[ESC][0m
           limits.grace             2s                             [ESC][2mdefault[ESC][0m
@@ -538,7 +543,7 @@ fn errors_without_color() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 2: unknown field `timeuot`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
     ");
     cli_snapshot!(context, context.command().args(["--color", "never", "run", "hello", "--timeout", "soon"]), @"
     exit_code: 2

@@ -365,6 +365,8 @@ pub(crate) struct GlobalSettings {
     pub(crate) user_config_file: Option<PathBuf>,
     /// What project trust decided: what was skipped, what was not applied.
     pub(crate) trust: TrustReport,
+    /// Where trust is recorded (`$XDG_STATE_HOME/toolsmith`), if known.
+    pub(crate) state_dir: Option<PathBuf>,
     pub(crate) backend: BackendChoice,
     pub(crate) max_concurrent: Option<usize>,
     pub(crate) env_allow: Vec<String>,
@@ -546,6 +548,7 @@ impl GlobalSettings {
             user_config_file,
             user_layer,
             trust,
+            state_dir: crate::trust::state_dir(lookup),
             explicit_dirs,
             cache_dir,
             cache_disabled,

@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::config::{self, ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions};
 use crate::env_vars::EnvVars;
-use crate::settings::Options;
+use crate::settings::{GlobalSettings, Options};
 use crate::tighten::{Loosening, tighten};
 
 /// The file of the store, in the state directory.
@@ -519,6 +519,31 @@ pub(crate) fn project_config(
     }
     report.project_config = Some(shown);
     Ok(Some(file))
+}
+
+/// The project, when toolsmith's generator is about to create its layer: the project is not
+/// trusted, has no layer yet (no `.toolsmith/`, no peer directory), and the generator writes
+/// into its `.toolsmith/`. Everything the layer will then hold is toolsmith's own output.
+pub(crate) fn fresh_project(global: &GlobalSettings) -> Option<PathBuf> {
+    let unit = global.trust.units.first()?;
+    let own_layer = unit.dir.join(".toolsmith");
+    let writes_there = global
+        .generator_tools_dir
+        .canonicalize()
+        .unwrap_or_else(|_| global.generator_tools_dir.clone())
+        .starts_with(&own_layer);
+    (!unit.verdict.is_trusted() && unit.skipped.is_empty() && !own_layer.exists() && writes_there)
+        .then(|| unit.dir.clone())
+}
+
+/// Records `project`, whose layer the generator just created, as trusted, so that what was
+/// generated there is listed; a failure costs only a `hint:` line later, so it is a warning.
+pub(crate) fn adopt(global: &GlobalSettings, project: &Path) {
+    let recorded = TrustStore::load(global.state_dir.as_deref())
+        .and_then(|mut store| store.trust(project));
+    if let Err(error) = recorded {
+        tracing::warn!("{error}; run `toolsmith trust` to list the tools generated in {}", project.display());
+    }
 }
 
 #[cfg(test)]

@@ -245,9 +245,11 @@ pub(crate) async fn doctor(
             text.push_str(&checks_table(&problems, color));
         }
         writeln!(text)?;
-        writeln!(text, "{}", title("project trust:"))?;
-        text.push_str(&checks_table(&trust, color));
-        writeln!(text)?;
+        if !trust.is_empty() {
+            writeln!(text, "{}", title("project trust:"))?;
+            text.push_str(&checks_table(&trust, color));
+            writeln!(text)?;
+        }
         match &global.user_config_file {
             Some(path) => writeln!(text, "{} {}", title("user config:"), path.display())?,
             None => writeln!(
@@ -325,14 +327,8 @@ fn trust_checks(global: &GlobalSettings) -> Vec<Check> {
                 format!("trusted by [trust] paths ({})", root.display()),
                 None,
             ),
-            verdict if unit.skipped.is_empty() => (
-                Status::Info,
-                match verdict {
-                    Verdict::ConfigChanged => "its config changed since it was trusted; nothing to read".to_owned(),
-                    _ => "not trusted; it has no tools or config to read".to_owned(),
-                },
-                None,
-            ),
+            // Not trusted, but there is nothing to read: nothing to say.
+            _ if unit.skipped.is_empty() => continue,
             verdict => (
                 Status::Warn,
                 format!(
@@ -355,14 +351,6 @@ fn trust_checks(global: &GlobalSettings) -> Vec<Check> {
             status,
             detail,
             fix,
-        });
-    }
-    if global.explicit_dirs {
-        checks.push(Check {
-            name: "--tools-dir".to_owned(),
-            status: Status::Info,
-            detail: "the named directories replace the layers: they are trusted by naming them".to_owned(),
-            fix: None,
         });
     }
     for loosening in &report.loosenings {
