@@ -211,10 +211,17 @@ fn a_trusted_project_config_cannot_loosen_the_users_sandbox() {
         "warning: ./.toolsmith/config.toml: env.allow = \"SECRET_TOKEN\" would loosen the user's allow list [\"PATH\"]",
         "warning: ./.toolsmith/config.toml: limits.memory = unlimited would loosen the user's 256MiB; 256MiB applies",
     ] {
-        assert!(stderr_text.contains(expected), "{expected}\nnot in:\n{stderr_text}");
+        assert!(
+            stderr_text.contains(expected),
+            "{expected}\nnot in:\n{stderr_text}"
+        );
     }
 
-    let doctor = context.command().args(["doctor", "--json"]).output().unwrap();
+    let doctor = context
+        .command()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
     assert_eq!(doctor.status.code(), Some(1));
     let report = stdout_json(&doctor);
     let keys: Vec<&str> = report["trust"]["checks"]
@@ -396,7 +403,12 @@ fn named_directories_and_config_files_are_trusted_by_naming_them() {
     let settings = stdout_json(
         &context
             .command()
-            .args(["--config", ".toolsmith/config.toml", "--show-settings", "list"])
+            .args([
+                "--config",
+                ".toolsmith/config.toml",
+                "--show-settings",
+                "list",
+            ])
             .output()
             .unwrap(),
     );

@@ -155,10 +155,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         .filter(|path| path.is_file())
         .map(|path| config::load(&path))
         .transpose()?;
-    let explicit_file = explicit_config
-        .as_deref()
-        .map(config::load)
-        .transpose()?;
+    let explicit_file = explicit_config.as_deref().map(config::load).transpose()?;
     let trust_options = trust::trust_options(
         &[
             user_file.as_ref().and_then(|file| file.trust.as_ref()),

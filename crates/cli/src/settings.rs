@@ -25,8 +25,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits};
 use toolsmith_registry::{
-    Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, LayerDir, LayerInputs,
-    Layer, NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, ToolName, ToolOverride,
+    Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, Layer, LayerDir, LayerInputs,
+    NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, ToolName, ToolOverride,
     layer_dirs, project_dir,
 };
 
@@ -594,22 +594,26 @@ impl GlobalSettings {
     pub(crate) fn effective(&self) -> Vec<Effective> {
         let json = self.to_json(&self.limits);
         let (env, file, user) = (&self.env_layer, &self.file_layer, &self.user_layer);
-        let origin = |env_name: Option<&'static str>, in_env: bool, in_file: bool, in_user: bool| {
-            match env_name {
-                Some(name) if in_env => Origin::Env(name),
-                _ if in_file => Origin::File,
-                _ if in_user => Origin::UserFile,
-                _ => Origin::Default,
-            }
-        };
-        let limit =
-            |key: &'static str, env_name: Option<&'static str>, in_env: bool, in_file: bool, in_user: bool| {
-                Effective {
-                    key,
-                    value: json["limits"][key.trim_start_matches("limits.")].clone(),
-                    origin: origin(env_name, in_env, in_file, in_user),
+        let origin =
+            |env_name: Option<&'static str>, in_env: bool, in_file: bool, in_user: bool| {
+                match env_name {
+                    Some(name) if in_env => Origin::Env(name),
+                    _ if in_file => Origin::File,
+                    _ if in_user => Origin::UserFile,
+                    _ => Origin::Default,
                 }
             };
+        let limit = |key: &'static str,
+                     env_name: Option<&'static str>,
+                     in_env: bool,
+                     in_file: bool,
+                     in_user: bool| {
+            Effective {
+                key,
+                value: json["limits"][key.trim_start_matches("limits.")].clone(),
+                origin: origin(env_name, in_env, in_file, in_user),
+            }
+        };
         let (el, fl, ul) = (&env.limits, &file.limits, &user.limits);
         let mut settings = vec![
             limit(
@@ -619,8 +623,13 @@ impl GlobalSettings {
                 fl.timeout.is_some(),
                 ul.timeout.is_some(),
             ),
-            limit("limits.grace", None, false, fl.grace.is_some(),
-                ul.grace.is_some()),
+            limit(
+                "limits.grace",
+                None,
+                false,
+                fl.grace.is_some(),
+                ul.grace.is_some(),
+            ),
             limit(
                 "limits.cpu",
                 Some(EnvVars::TOOLSMITH_CPU),
@@ -645,8 +654,12 @@ impl GlobalSettings {
             Effective {
                 key: "limits.max_timeout",
                 value: json["max_timeout"].clone(),
-                origin: origin(None, false, fl.max_timeout.is_some(),
-                ul.max_timeout.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    fl.max_timeout.is_some(),
+                    ul.max_timeout.is_some(),
+                ),
             },
             limit(
                 "limits.max_processes",
@@ -672,14 +685,17 @@ impl GlobalSettings {
             Effective {
                 key: "env.allow",
                 value: json["env"]["allow"].clone(),
-                origin: origin(None, false, file.env.allow.is_some(),
-                    user.env.allow.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.env.allow.is_some(),
+                    user.env.allow.is_some(),
+                ),
             },
             Effective {
                 key: "env.set",
                 value: json["env"]["set"].clone(),
-                origin: origin(None, false, file.env.set.is_some(),
-                    user.env.set.is_some()),
+                origin: origin(None, false, file.env.set.is_some(), user.env.set.is_some()),
             },
             Effective {
                 key: "executor.backend",
@@ -704,14 +720,22 @@ impl GlobalSettings {
             Effective {
                 key: "policy.disabled",
                 value: json["policy"]["disabled"].clone(),
-                origin: origin(None, false, file.policy.disabled.is_some(),
-                    user.policy.disabled.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.policy.disabled.is_some(),
+                    user.policy.disabled.is_some(),
+                ),
             },
             Effective {
                 key: "policy.allowed",
                 value: json["policy"]["allowed"].clone(),
-                origin: origin(None, false, file.policy.allowed.is_some(),
-                    user.policy.allowed.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.policy.allowed.is_some(),
+                    user.policy.allowed.is_some(),
+                ),
             },
             Effective {
                 key: "policy.profile",
@@ -726,31 +750,42 @@ impl GlobalSettings {
             Effective {
                 key: "sandbox.network",
                 value: json!(self.sandbox.network.as_str()),
-                origin: origin(None, false, file.sandbox.network.is_some(),
-                    user.sandbox.network.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.sandbox.network.is_some(),
+                    user.sandbox.network.is_some(),
+                ),
             },
             Effective {
                 key: "sandbox.filesystem",
                 value: json!(self.sandbox.filesystem.as_str()),
-                origin: origin(None, false, file.sandbox.filesystem.is_some(),
-                    user.sandbox.filesystem.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.sandbox.filesystem.is_some(),
+                    user.sandbox.filesystem.is_some(),
+                ),
             },
             Effective {
                 key: "audit.path",
                 value: json["audit"].clone(),
-                origin: origin(None, false, file.audit.is_some(),
-                    user.audit.is_some()),
+                origin: origin(None, false, file.audit.is_some(), user.audit.is_some()),
             },
             Effective {
                 key: "discovery.peers",
                 value: json!(
-                file.discovery
-                    .peers
-                    .or(user.discovery.peers)
-                    .unwrap_or(false)
-            ),
-                origin: origin(None, false, file.discovery.peers.is_some(),
-                    user.discovery.peers.is_some()),
+                    file.discovery
+                        .peers
+                        .or(user.discovery.peers)
+                        .unwrap_or(false)
+                ),
+                origin: origin(
+                    None,
+                    false,
+                    file.discovery.peers.is_some(),
+                    user.discovery.peers.is_some(),
+                ),
             },
             Effective {
                 key: "discovery.cache",
@@ -758,8 +793,12 @@ impl GlobalSettings {
                 origin: if self.no_cache_flag {
                     Origin::Flag("--no-cache")
                 } else {
-                    origin(None, false, file.discovery.cache.is_some(),
-                    user.discovery.cache.is_some())
+                    origin(
+                        None,
+                        false,
+                        file.discovery.cache.is_some(),
+                        user.discovery.cache.is_some(),
+                    )
                 },
             },
         ];
@@ -775,8 +814,12 @@ impl GlobalSettings {
             origin: if self.explicit_dirs {
                 Origin::Flag("--tools-dir")
             } else {
-                origin(None, false, file.discovery.dirs.is_some(),
-                    user.discovery.dirs.is_some())
+                origin(
+                    None,
+                    false,
+                    file.discovery.dirs.is_some(),
+                    user.discovery.dirs.is_some(),
+                )
             },
         });
         settings

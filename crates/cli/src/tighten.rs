@@ -139,7 +139,11 @@ pub(crate) fn tighten(
             &defaults,
         );
         limits(&prefix, &mut tool.limits, &tool_limits, &mut found);
-        let tool_allow = user_tool.env.allow.clone().unwrap_or_else(|| user_allow.clone());
+        let tool_allow = user_tool
+            .env
+            .allow
+            .clone()
+            .unwrap_or_else(|| user_allow.clone());
         let mut tool_set = user_set.clone();
         tool_set.extend(user_tool.env.set.clone().unwrap_or_default());
         env(&prefix, &mut tool.env, &tool_allow, &tool_set, &mut found);
@@ -247,26 +251,58 @@ fn limits(prefix: &str, project: &mut LimitsOptions, user: &Baseline, found: &mu
     if let Some(timeout) = project.timeout
         && timeout > user.timeout
     {
-        found.push(loosening(key("timeout"), format_duration(timeout), format_duration(user.timeout)));
+        found.push(loosening(
+            key("timeout"),
+            format_duration(timeout),
+            format_duration(user.timeout),
+        ));
         project.timeout = None;
     }
     if let Some(grace) = project.grace
         && grace > user.grace
     {
-        found.push(loosening(key("grace"), format_duration(grace), format_duration(user.grace)));
+        found.push(loosening(
+            key("grace"),
+            format_duration(grace),
+            format_duration(user.grace),
+        ));
         project.grace = None;
     }
     if let Some(cpu) = project.cpu
         && above(cpu.into_option(), user.cpu)
     {
-        found.push(loosening(key("cpu"), duration(cpu.into_option()), duration(user.cpu)));
+        found.push(loosening(
+            key("cpu"),
+            duration(cpu.into_option()),
+            duration(user.cpu),
+        ));
         project.cpu = None;
     }
     for (name, wanted, allowed, show) in [
-        ("memory", &mut project.memory, user.memory, &size as &dyn Fn(Option<u64>) -> String),
-        ("max_processes", &mut project.max_processes, user.max_processes, &count),
-        ("max_file_size", &mut project.max_file_size, user.max_file_size, &size),
-        ("max_open_files", &mut project.max_open_files, user.max_open_files, &count),
+        (
+            "memory",
+            &mut project.memory,
+            user.memory,
+            &size as &dyn Fn(Option<u64>) -> String,
+        ),
+        (
+            "max_processes",
+            &mut project.max_processes,
+            user.max_processes,
+            &count,
+        ),
+        (
+            "max_file_size",
+            &mut project.max_file_size,
+            user.max_file_size,
+            &size,
+        ),
+        (
+            "max_open_files",
+            &mut project.max_open_files,
+            user.max_open_files,
+            &count,
+        ),
     ] {
         if let Some(cap) = *wanted
             && above(cap.into_option(), allowed)
@@ -278,7 +314,11 @@ fn limits(prefix: &str, project: &mut LimitsOptions, user: &Baseline, found: &mu
     if let Some(max_output) = project.max_output
         && max_output > user.max_output
     {
-        found.push(loosening(key("max_output"), format_size(max_output), format_size(user.max_output)));
+        found.push(loosening(
+            key("max_output"),
+            format_size(max_output),
+            format_size(user.max_output),
+        ));
         project.max_output = None;
     }
 }
@@ -442,7 +482,10 @@ fn policy(project: &mut Options, user: &Options, found: &mut Vec<Loosening>) {
                 format!("{:?}", name.as_str()),
                 format!(
                     "allowed list {:?}",
-                    user_allowed.iter().map(ToolName::as_str).collect::<Vec<_>>()
+                    user_allowed
+                        .iter()
+                        .map(ToolName::as_str)
+                        .collect::<Vec<_>>()
                 ),
             ));
         }
@@ -472,7 +515,9 @@ fn policy(project: &mut Options, user: &Options, found: &mut Vec<Loosening>) {
 
 /// Whether `path` is `project` or below it, symbolic links of its existing part resolved.
 fn inside(path: &Path, project: &Path) -> bool {
-    let project = project.canonicalize().unwrap_or_else(|_| project.to_path_buf());
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
     resolve_existing(path).starts_with(project)
 }
 
@@ -526,7 +571,7 @@ mod tests {
     use std::path::Path;
 
     #[cfg(test)]
-use crate::config::ConfigDir;
+    use crate::config::ConfigDir;
     use crate::settings::Options;
     use crate::tighten::{config_dir, tighten};
 
@@ -616,8 +661,7 @@ use crate::config::ConfigDir;
         let mut project = Options::default();
         project.discovery.dirs = Some(vec![config_dir("tools"), config_dir("/etc")]);
         project.audit = Some(Path::new("/tmp/audit.jsonl").to_path_buf());
-        let (tightened, found) =
-            tighten(project, &user, Path::new("/p"), Path::new("/p"), None);
+        let (tightened, found) = tighten(project, &user, Path::new("/p"), Path::new("/p"), None);
         assert_eq!(
             tightened.discovery.dirs,
             Some(vec![ConfigDir {

@@ -281,7 +281,8 @@ impl TrustStore {
         };
         self.records.retain(|existing| existing.path != dir);
         self.records.push(record.clone());
-        self.records.sort_by(|left, right| left.path.cmp(&right.path));
+        self.records
+            .sort_by(|left, right| left.path.cmp(&right.path));
         self.save()?;
         Ok(record)
     }
@@ -359,7 +360,9 @@ pub(crate) struct TrustReport {
 impl TrustReport {
     /// Whether the project's tool directories may be read.
     pub(crate) fn project_trusted(&self) -> bool {
-        self.units.first().is_none_or(|unit| unit.verdict.is_trusted())
+        self.units
+            .first()
+            .is_none_or(|unit| unit.verdict.is_trusted())
     }
 
     /// The units that skipped something, for the `hint:` line.
@@ -512,8 +515,7 @@ pub(crate) fn project_config(
     let mut file = config::load_bytes(&shown, &bytes)?;
     report.ignored_trust_section = file.trust.take().is_some();
     if !options.project_may_loosen {
-        let (tightened, loosenings) =
-            tighten(file.options, user, &project_canonical, cwd, home);
+        let (tightened, loosenings) = tighten(file.options, user, &project_canonical, cwd, home);
         file.options = tightened;
         report.loosenings = loosenings;
     }
@@ -539,10 +541,13 @@ pub(crate) fn fresh_project(global: &GlobalSettings) -> Option<PathBuf> {
 /// Records `project`, whose layer the generator just created, as trusted, so that what was
 /// generated there is listed; a failure costs only a `hint:` line later, so it is a warning.
 pub(crate) fn adopt(global: &GlobalSettings, project: &Path) {
-    let recorded = TrustStore::load(global.state_dir.as_deref())
-        .and_then(|mut store| store.trust(project));
+    let recorded =
+        TrustStore::load(global.state_dir.as_deref()).and_then(|mut store| store.trust(project));
     if let Err(error) = recorded {
-        tracing::warn!("{error}; run `toolsmith trust` to list the tools generated in {}", project.display());
+        tracing::warn!(
+            "{error}; run `toolsmith trust` to list the tools generated in {}",
+            project.display()
+        );
     }
 }
 
@@ -587,7 +592,11 @@ mod tests {
             paths: vec![Path::new("/builds").to_path_buf()],
             project_may_loosen: false,
         };
-        assert!(store.verdict(Path::new("/builds/app"), &options).is_trusted());
+        assert!(
+            store
+                .verdict(Path::new("/builds/app"), &options)
+                .is_trusted()
+        );
         assert!(
             !store
                 .verdict(Path::new("/buildsx/app"), &options)

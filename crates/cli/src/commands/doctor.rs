@@ -366,7 +366,9 @@ fn trust_checks(global: &GlobalSettings) -> Vec<Check> {
             name: "trust".to_owned(),
             status: Status::Problem,
             detail: "a project config cannot set [trust]; it was ignored".to_owned(),
-            fix: Some("remove [trust] from .toolsmith/config.toml; set it in the user config".to_owned()),
+            fix: Some(
+                "remove [trust] from .toolsmith/config.toml; set it in the user config".to_owned(),
+            ),
         });
     }
     checks
