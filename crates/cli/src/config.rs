@@ -208,7 +208,8 @@ struct RawFile {
     discovery: RawDiscovery,
     #[serde(default)]
     generator: RawGenerator,
-    trust: Option<RawTrust>,
+    #[serde(default)]
+    trust: RawTrust,
 }
 
 /// Which project directories toolsmith may read without `toolsmith trust`,
@@ -626,17 +627,20 @@ fn parse_with_trust(
             dir,
         }),
     };
-    let trust = raw.trust.map(|trust| RawTrustOptions {
-        paths: trust
-            .paths
-            .unwrap_or_default()
-            .into_iter()
-            .map(|dir| ConfigDir {
-                base: base.clone(),
-                dir,
-            })
-            .collect(),
-        project_may_loosen: trust.project_may_loosen,
+    let trust = (raw.trust.paths.is_some() || raw.trust.project_may_loosen.is_some()).then(|| {
+        RawTrustOptions {
+            paths: raw
+                .trust
+                .paths
+                .unwrap_or_default()
+                .into_iter()
+                .map(|dir| ConfigDir {
+                    base: base.clone(),
+                    dir,
+                })
+                .collect(),
+            project_may_loosen: raw.trust.project_may_loosen,
+        }
     });
     Ok((
         Options {
