@@ -13,6 +13,7 @@ fn show_settings_defaults() {
     {
       "cwd": "[TEMP]/project",
       "config_file": null,
+      "user_config_file": null,
       "layers": [
         {
           "layer": "system",
@@ -86,6 +87,7 @@ fn show_settings_precedence_flags_over_env_over_file() {
     {
       "cwd": "[TEMP]/project",
       "config_file": "custom.toml",
+      "user_config_file": null,
       "layers": [
         {
           "layer": "system",
@@ -231,7 +233,7 @@ fn unknown_key_is_an_error() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
     ");
 }
 

@@ -97,14 +97,42 @@ impl TestContext {
         write_executable(&self.tools.join(name), script)
     }
 
-    /// Writes a file relative to the project directory.
+    /// Writes a file relative to the project directory. A file in `.toolsmith/` makes the
+    /// project the user's own ([`TestContext::own_project`]): tests that are not about trust
+    /// keep their meaning; the trust tests write the project's files with [`write_file`].
     pub(crate) fn project_file(&self, relative: &str, text: &str) -> PathBuf {
-        let path = self.project.join(relative);
+        if relative.starts_with(".toolsmith/") {
+            self.own_project();
+        }
+        write_file(&self.project.join(relative), text)
+    }
+
+    /// The user config (`$TOOLSMITH_HOME/config.toml`), replacing any.
+    pub(crate) fn user_config(&self, text: &str) -> PathBuf {
+        write_file(&self.root.join("home/.config/toolsmith/config.toml"), text)
+    }
+
+    /// Makes the project the user's own, as it was before project trust: the user config
+    /// pre-trusts it (`[trust] paths`) and lets its config loosen the defaults.
+    pub(crate) fn own_project(&self) {
+        self.user_config(&format!(
+            "[trust]\npaths = [{:?}]\nproject_may_loosen = true\n",
+            self.project.display().to_string()
+        ));
+    }
+}
+
+/// Writes `text` to `path`, creating its directory.
+pub(crate) fn write_file(path: &Path, text: &str) -> PathBuf {
+    {
+        let path = path.to_path_buf();
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, text).unwrap();
         path
     }
+}
 
+impl TestContext {
     /// Runs `command` and renders its exit code, stdout and stderr with the
     /// filters applied; JSON stdout has its volatile metadata normalized.
     pub(crate) fn render(&self, command: &mut Command) -> String {

@@ -339,6 +339,7 @@ fn default_directories_user_then_project() {
         &context.root.join("home/.config/toolsmith/tools/user_only"),
         &shell_tool("user_only", EMPTY_SCHEMA, "echo user"),
     );
+    context.own_project();
     write_executable(
         &context.project.join(".toolsmith/tools/greet"),
         &shell_tool("greet", EMPTY_SCHEMA, "echo project"),
@@ -697,6 +698,7 @@ fn project_layer_is_the_git_work_tree() {
     context.project_file(".git/HEAD", "ref: refs/heads/main\n");
     std::fs::create_dir_all(context.project.join(".git/objects")).unwrap();
     std::fs::create_dir_all(context.project.join(".git/refs")).unwrap();
+    context.own_project();
     write_executable(
         &context.project.join(".toolsmith/tools/greet"),
         &shell_tool("greet", EMPTY_SCHEMA, "echo hi"),

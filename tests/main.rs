@@ -21,5 +21,6 @@ mod sandbox;
 mod serve;
 mod show;
 mod system_tools;
+mod trust;
 mod ux;
 mod validate;

@@ -46,11 +46,13 @@ fn help_without_color() {
       test         Run the test cases tools declare (`tests`), one line per case
       history      List the recorded versions of a generated tool
       rollback     Restore a recorded version of a generated tool, as a new version
+      trust        Trust a project: toolsmith then reads its tools and its config (until the config changes), or list the trusted directories
+      untrust      Stop trusting a project: its tools and config are skipped again
       help         Print this message or the help of the given subcommand(s)
 
     Options:
           --tools-dir <DIR>  A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
-          --config <FILE>    The TOML config file [default: ./.toolsmith/config.toml if it exists]
+          --config <FILE>    The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
           --no-cache         Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
           --color <WHEN>     When to colour the output: `auto` colours a terminal only, and not when NO_COLOR is set (CLICOLOR_FORCE=1 forces it) [default: auto] [possible values: auto, always, never]
       -h, --help             Print help
@@ -118,7 +120,7 @@ fn help_with_color() {
               A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
 
           [ESC][1m--config[ESC][0m <FILE>
-              The TOML config file [default: ./.toolsmith/config.toml if it exists]
+              The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
 
           [ESC][1m--no-cache[ESC][0m
               Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
@@ -154,6 +156,8 @@ fn every_subcommand_help_has_examples() {
         "doctor",
         "serve",
         "completions",
+        "trust",
+        "untrust",
     ] {
         let output = context
             .command()
@@ -382,6 +386,10 @@ fn doctor_with_a_problem_without_color() {
         interpreters (what the tools run with):
           /bin/sh  ok  found (2 tools: [TEMP]/tools/Bad-Name, [TEMP]/tools/script)
 
+        project trust:
+          [TEMP]/project  ok  trusted by [trust] paths ([TEMP]/project)
+
+        user config: [TEMP]/home/.config/toolsmith/config.toml
         config file: ./.toolsmith/config.toml
           KEY                      VALUE                          FROM
           limits.timeout           10s                            config file
@@ -449,6 +457,8 @@ fn doctor_with_color() {
           sh       [ESC][32mok[ESC][0m  found (1 tool: word_count)
 
         [ESC][1mconfig file:[ESC][0m none (create .toolsmith/config.toml, or pass --config FILE; docs/config.md lists every key)
+        [ESC][1muser config:[ESC][0m none ($TOOLSMITH_HOME/config.toml, default ~/.config/toolsmith/config.toml; docs/config.md lists every key)
+        [ESC][1mconfig file:[ESC][0m none (a trusted project's .toolsmith/config.toml, or --config FILE)
           [ESC][1mKEY[ESC][0m                      [ESC][1mVALUE[ESC][0m                          [ESC][1mFROM[ESC][0m
           limits.timeout           30s                            [ESC][2mdefault[ESC][0m
           limits.grace             2s                             [ESC][2mdefault[ESC][0m
@@ -542,7 +552,7 @@ fn errors_without_color() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 2: unknown field `timeuot`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
-    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
     ");
     cli_snapshot!(context, context.command().args(["--color", "never", "run", "hello", "--timeout", "soon"]), @"
     exit_code: 2

@@ -35,7 +35,8 @@ pub(crate) struct GlobalArgs {
     #[arg(long = "tools-dir", value_name = "DIR", global = true)]
     pub(crate) tools_dir: Vec<PathBuf>,
 
-    /// The TOML config file [default: ./.toolsmith/config.toml if it exists].
+    /// The TOML config file, above the user's [default: ./.toolsmith/config.toml
+    /// if it exists and the project is trusted].
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) config: Option<PathBuf>,
 
@@ -99,7 +100,30 @@ pub(crate) enum Commands {
     /// Restore a recorded version of a generated tool, as a new version.
     #[command(after_help = EXAMPLES_ROLLBACK)]
     Rollback(RollbackArgs),
+    /// Trust a project: toolsmith then reads its tools and its config (until
+    /// the config changes), or list the trusted directories.
+    #[command(after_help = EXAMPLES_TRUST)]
+    Trust(TrustArgs),
+    /// Stop trusting a project: its tools and config are skipped again.
+    #[command(after_help = EXAMPLES_UNTRUST)]
+    Untrust(UntrustArgs),
 }
+
+const EXAMPLES_TRUST: &str = "\
+Examples:
+  toolsmith trust                                   the project of the current directory
+  toolsmith trust ~/src/app
+  toolsmith trust --list --json
+
+A project's tools (.toolsmith/tools, and the peers' directories) and its
+.toolsmith/config.toml are skipped until you trust it; a changed config must
+be trusted again. The user config's `[trust] paths` trusts directories ahead,
+for CI. See docs/security.md, \"Project trust\".";
+
+const EXAMPLES_UNTRUST: &str = "\
+Examples:
+  toolsmith untrust                                 the project of the current directory
+  toolsmith untrust ~/src/app";
 
 const EXAMPLES_GENERATE: &str = "\
 Examples:
@@ -406,6 +430,35 @@ pub(crate) struct RunArgs {
     pub(crate) profile: Option<ProfileArg>,
 
     /// Accepted for symmetry with other subcommands: the envelope is always JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The directory to trust [default: the project of the current directory:
+    /// the enclosing git work tree, else the current directory].
+    #[arg(value_name = "DIR", conflicts_with = "list")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// List the trusted directories instead: those recorded, with whether
+    /// their config changed since, and those of `[trust] paths`.
+    #[arg(long)]
+    pub(crate) list: bool,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UntrustArgs {
+    /// The directory to stop trusting [default: the project of the current
+    /// directory].
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
 }

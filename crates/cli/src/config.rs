@@ -45,6 +45,10 @@
 //!
 //! [generator]
 //! tools_dir = ".toolsmith/tools"  # where generated tools go; relative to this file's directory
+//!
+//! [trust]                    # only in the user config (or a --config file): see docs/security.md
+//! paths = ["~/work"]         # directories trusted with everything below them
+//! project_may_loosen = false # whether a trusted project config may loosen these settings
 //! ```
 //!
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
@@ -66,6 +70,10 @@ use crate::units::{self, Cap, UnitError};
 
 /// The project configuration file, relative to the current directory.
 pub(crate) const PROJECT_CONFIG: &str = ".toolsmith/config.toml";
+
+/// The user configuration file, relative to the user directory (`$TOOLSMITH_HOME`, default
+/// `~/.config/toolsmith`).
+pub(crate) const USER_CONFIG: &str = "config.toml";
 
 /// Why the configuration could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +109,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -161,12 +169,19 @@ impl<'de> serde::Deserialize<'de> for Scalar {
 // `config_reference` test), so write them for someone configuring toolsmith.
 // A new section is a field of `RawFile` and a documented `Raw*` struct.
 
-/// The config file is TOML: `--config FILE`, else `$TOOLSMITH_CONFIG`, else
-/// `./.toolsmith/config.toml` if it exists. Every key is optional. Unknown
-/// keys and bad values are errors that name the key, so a typo never falls
-/// back to a default silently. Flags beat `TOOLSMITH_*` environment
-/// variables, which beat this file, which beats the defaults; `toolsmith
-/// doctor` shows every effective value and where it came from.
+/// The config files are TOML. The user config,
+/// `$TOOLSMITH_HOME/config.toml` (default `~/.config/toolsmith/config.toml`),
+/// is read first; above it comes `--config FILE`, else `$TOOLSMITH_CONFIG`,
+/// else the project's `./.toolsmith/config.toml` if it exists and the user
+/// trusts the project (`toolsmith trust`). A trusted project config can only
+/// tighten what the user config and the defaults set, unless the user config
+/// says `[trust] project_may_loosen = true`; a file named with `--config` or
+/// `$TOOLSMITH_CONFIG` is the user's own and is not restricted. Every key is
+/// optional. Unknown keys and bad values are errors that name the key, so a
+/// typo never falls back to a default silently. Flags beat `TOOLSMITH_*`
+/// environment variables, which beat the project (or named) file, which
+/// beats the user file, which beats the defaults; `toolsmith doctor` shows
+/// every effective value and where it came from.
 ///
 /// Durations are written `500ms`, `30s`, `2m`, `1h` (a plain number is
 /// seconds); sizes `64KiB`, `512MiB`, `1GiB` (powers of 1024) or `10MB`
@@ -193,6 +208,28 @@ struct RawFile {
     discovery: RawDiscovery,
     #[serde(default)]
     generator: RawGenerator,
+    #[serde(default)]
+    trust: RawTrust,
+}
+
+/// Which project directories toolsmith may read without `toolsmith trust`,
+/// and how much a trusted project config may change. Read only from the user
+/// config and from a file named with `--config` or `$TOOLSMITH_CONFIG`; in a
+/// project config this section is a problem and is ignored. See
+/// docs/security.md, "Project trust".
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTrust {
+    /// Directories whose project layer is trusted, with every directory below
+    /// them, whatever their config says (for CI, e.g. `["/builds"]`).
+    /// Relative to this file's directory; `~/` is the home directory.
+    /// Default: none.
+    paths: Option<Vec<PathBuf>>,
+    /// Whether a trusted project config may loosen the sandbox, limits,
+    /// environment and policy this file and the defaults set. Default:
+    /// `false`: a loosening value is reported as a problem naming the key,
+    /// and the stricter value applies.
+    project_may_loosen: Option<bool>,
 }
 
 /// Where `generate`, `new` and the MCP `custom_tool` write. Scaffolded
@@ -396,18 +433,29 @@ pub(crate) struct ConfigFile {
     pub(crate) path: PathBuf,
     /// What it sets.
     pub(crate) options: Options,
+    /// Its `[trust]` section, if it has one; directories are as written (see [`ConfigDir`]).
+    pub(crate) trust: Option<RawTrustOptions>,
 }
 
-/// The file to read: `explicit` (from `--config` or `TOOLSMITH_CONFIG`) if
-/// given, else the project file if it exists in `cwd`.
-pub(crate) fn locate(explicit: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
-    if let Some(explicit) = explicit {
-        return Some(explicit.to_path_buf());
+/// A `[trust]` section as written: directories are resolved by the caller, who knows the
+/// home directory.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawTrustOptions {
+    pub(crate) paths: Vec<ConfigDir>,
+    pub(crate) project_may_loosen: Option<bool>,
+}
+
+/// The user config file: `$TOOLSMITH_HOME/config.toml`, else
+/// `~/.config/toolsmith/config.toml`; `None` without either variable.
+pub(crate) fn user_config_path(
+    toolsmith_home: Option<&Path>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
+    match (toolsmith_home, home) {
+        (Some(dir), _) => Some(dir.join(USER_CONFIG)),
+        (None, Some(home)) => Some(home.join(".config/toolsmith").join(USER_CONFIG)),
+        (None, None) => None,
     }
-    let project = cwd.join(PROJECT_CONFIG);
-    project
-        .is_file()
-        .then(|| PathBuf::from(".").join(PROJECT_CONFIG))
 }
 
 /// Reads and checks the file at `path`.
@@ -416,14 +464,37 @@ pub(crate) fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let options = parse(&text, path)?;
+    let (options, trust) = parse_with_trust(&text, path)?;
     Ok(ConfigFile {
         path: path.to_path_buf(),
         options,
+        trust,
     })
 }
 
+/// Checks the file at `path` whose bytes the caller already read.
+pub(crate) fn load_bytes(path: &Path, bytes: &[u8]) -> Result<ConfigFile, ConfigError> {
+    let text = std::str::from_utf8(bytes).map_err(|error| ConfigError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
+    })?;
+    let (options, trust) = parse_with_trust(text, path)?;
+    Ok(ConfigFile {
+        path: path.to_path_buf(),
+        options,
+        trust,
+    })
+}
+
+#[cfg(test)]
 fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
+    parse_with_trust(text, path).map(|(options, _)| options)
+}
+
+fn parse_with_trust(
+    text: &str,
+    path: &Path,
+) -> Result<(Options, Option<RawTrustOptions>), ConfigError> {
     let raw: RawFile = toml::from_str(text).map_err(|error| {
         let location = error
             .span()
@@ -556,17 +627,35 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
             dir,
         }),
     };
-    Ok(Options {
-        limits,
-        executor,
-        env,
-        policy,
-        sandbox,
-        tools,
-        audit,
-        discovery,
-        generator,
-    })
+    let trust = (raw.trust.paths.is_some() || raw.trust.project_may_loosen.is_some()).then(|| {
+        RawTrustOptions {
+            paths: raw
+                .trust
+                .paths
+                .unwrap_or_default()
+                .into_iter()
+                .map(|dir| ConfigDir {
+                    base: base.clone(),
+                    dir,
+                })
+                .collect(),
+            project_may_loosen: raw.trust.project_may_loosen,
+        }
+    });
+    Ok((
+        Options {
+            limits,
+            executor,
+            env,
+            policy,
+            sandbox,
+            tools,
+            audit,
+            discovery,
+            generator,
+        },
+        trust,
+    ))
 }
 
 fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, ConfigError> {
@@ -780,7 +869,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`",
             ),
         );
     }

@@ -11,7 +11,8 @@ impl EnvVars {
     pub const HOME: &'static str = "HOME";
 
     /// toolsmith's user directory, replacing `~/.config/toolsmith`: user tools
-    /// are found in `$TOOLSMITH_HOME/tools`.
+    /// are found in `$TOOLSMITH_HOME/tools`, and the user config is
+    /// `$TOOLSMITH_HOME/config.toml`.
     pub const TOOLSMITH_HOME: &'static str = "TOOLSMITH_HOME";
 
     /// The configuration file to read, like `--config` (which wins).
@@ -49,6 +50,11 @@ impl EnvVars {
     /// `$XDG_CACHE_HOME/toolsmith/discovery.json`, default `~/.cache/toolsmith/`.
     /// A relative value is ignored, as the XDG specification asks.
     pub const XDG_CACHE_HOME: &'static str = "XDG_CACHE_HOME";
+
+    /// The base directory of user state (XDG); the projects the user trusted are
+    /// recorded in `$XDG_STATE_HOME/toolsmith/trust.json`, default
+    /// `~/.local/state/toolsmith/`. A relative value is ignored.
+    pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
 
     /// When set and not empty, `--color auto` (the default) colours nothing.
     pub const NO_COLOR: &'static str = "NO_COLOR";

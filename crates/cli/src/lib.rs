@@ -30,8 +30,11 @@ mod mcp;
 mod output;
 mod progress;
 mod settings;
+mod tighten;
+mod trust;
 mod units;
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -47,7 +50,8 @@ use crate::args::{
     NewArgs, RollbackArgs, RunArgs, ServeArgs, ShowArgs, TestArgs, ValidateArgs,
 };
 use crate::config::ConfigError;
-use crate::settings::{GlobalSettings, Options, RunSettings};
+use crate::settings::{ConfigLayers, GlobalSettings, Options, RunSettings};
+use crate::trust::{TrustError, TrustReport, TrustStore};
 
 /// Whether toolsmith's initial environment was blanked at start (see
 /// `toolsmith_executor::seal_initial_environment`); `doctor` reports it.
@@ -138,13 +142,73 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             .filter(|path| !path.is_empty())
             .map(Into::into)
     });
-    let config_file = config::locate(explicit_config.as_deref(), &cwd)
+    let non_empty = |name: &str| {
+        lookup(name)
+            .filter(|value| !value.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let home = non_empty(EnvVars::HOME);
+    let toolsmith_home = non_empty(EnvVars::TOOLSMITH_HOME).map(|dir| cwd.join(dir));
+    // The user config is the user's own: always read. A file named with --config or
+    // TOOLSMITH_CONFIG is trusted by that act; the project's is read only when trusted.
+    let user_file = config::user_config_path(toolsmith_home.as_deref(), home.as_deref())
+        .filter(|path| path.is_file())
         .map(|path| config::load(&path))
         .transpose()?;
+    let explicit_file = explicit_config.as_deref().map(config::load).transpose()?;
+    let trust_options = trust::trust_options(
+        &[
+            user_file.as_ref().and_then(|file| file.trust.as_ref()),
+            explicit_file.as_ref().and_then(|file| file.trust.as_ref()),
+        ],
+        &cwd,
+        home.as_deref(),
+    );
+    let state_dir = trust::state_dir(&lookup);
+    match &cli.command {
+        Commands::Trust(args) => {
+            return commands::trust::trust(args, &cwd, state_dir.as_deref(), &trust_options);
+        }
+        Commands::Untrust(args) => {
+            return commands::trust::untrust(args, &cwd, state_dir.as_deref(), &trust_options);
+        }
+        _ => {}
+    }
+    let project = toolsmith_registry::project_dir(&cwd);
+    let store = load_trust_store(state_dir.as_deref())?;
+    let mut trust_report = trust::assess_project(&project, &store, &trust_options);
+    let upper = match explicit_file {
+        // The named file replaces the project's, which is then not read at all.
+        Some(file) => Some(file),
+        None => {
+            let user_options = user_file
+                .as_ref()
+                .map(|file| file.options.clone())
+                .unwrap_or_default();
+            trust::project_config(
+                &mut trust_report,
+                &cwd,
+                &store,
+                &trust_options,
+                &user_options,
+                home.as_deref(),
+            )?
+        }
+    };
     // Without the binary's path there is no system layer; the other layers still work.
     let binary = std::env::current_exe().ok();
-    let global =
-        GlobalSettings::resolve(&cli.global, config_file, env_options, &cwd, binary, &lookup);
+    let global = GlobalSettings::resolve(
+        &cli.global,
+        ConfigLayers {
+            user: user_file,
+            upper,
+            trust: trust_report,
+        },
+        env_options,
+        &cwd,
+        binary,
+        &lookup,
+    );
     tracing::debug!(?global, "resolved settings");
 
     // Everything a subcommand needs is resolved before any process runs, so
@@ -181,10 +245,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Test(args) => Prepared::Test(args),
         Commands::History(args) => Prepared::History(args),
         Commands::Rollback(args) => Prepared::Rollback(args),
+        // Handled before any config above the user's is read; repeated so the match is whole.
+        Commands::Trust(args) => {
+            return commands::trust::trust(args, &cwd, state_dir.as_deref(), &trust_options);
+        }
+        Commands::Untrust(args) => {
+            return commands::trust::untrust(args, &cwd, state_dir.as_deref(), &trust_options);
+        }
     };
     if cli.global.show_settings {
         output::write_json(&global.to_json(&global.limits))?;
         return Ok(ExitStatus::Success);
+    }
+    // Before any tool is probed: what of the project was skipped, and what was not applied.
+    if reads_tools(&prepared) {
+        print_trust_notices(&global.trust);
     }
     // These run no tool process: no executor is set up for them.
     match prepared {
@@ -261,6 +336,41 @@ enum Prepared<'a> {
     Rollback(&'a RollbackArgs),
 }
 
+/// Whether the subcommand reads the tool directories (and so may skip an untrusted project).
+fn reads_tools(prepared: &Prepared<'_>) -> bool {
+    !matches!(
+        prepared,
+        Prepared::New(_) | Prepared::History(_) | Prepared::Rollback(_)
+    )
+}
+
+/// The trust store, or an empty one (nothing trusted) when there is no state directory.
+fn load_trust_store(state_dir: Option<&Path>) -> Result<TrustStore, TrustError> {
+    match state_dir {
+        Some(dir) => TrustStore::load(Some(dir)),
+        None => Ok(TrustStore::empty()),
+    }
+}
+
+/// One line each on stderr: a skipped project layer with its `hint:`, a refused value.
+fn print_trust_notices(report: &TrustReport) {
+    let color = output::colors().stderr;
+    let mut text = String::new();
+    for line in report.notices() {
+        let painted = if let Some(rest) = line.strip_prefix("hint:") {
+            format!("{}{rest}", output::Paint::Warn.paint("hint:", color))
+        } else if let Some(rest) = line.strip_prefix("warning:") {
+            format!("{}{rest}", output::Paint::Warn.paint("warning:", color))
+        } else {
+            line
+        };
+        text.push_str(&painted);
+        text.push('\n');
+    }
+    use std::io::Write;
+    let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// `toolsmith completions SHELL`: the script on stdout, generated from the clap definition.
 fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitStatus> {
     let mut script = Vec::new();
@@ -300,6 +410,9 @@ fn hint(error: &anyhow::Error) -> Option<String> {
     error.chain().find_map(|cause| {
         if let Some(config_error) = cause.downcast_ref::<ConfigError>() {
             return config_error.hint();
+        }
+        if let Some(trust_error) = cause.downcast_ref::<TrustError>() {
+            return trust_error.hint();
         }
         if let Some(toolsmith_executor::Error::BackendUnavailable { .. }) =
             cause.downcast_ref::<toolsmith_executor::Error>()

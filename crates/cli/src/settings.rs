@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits};
 use toolsmith_registry::{
-    Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, LayerDir, LayerInputs,
+    Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, Layer, LayerDir, LayerInputs,
     NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, ToolName, ToolOverride,
     layer_dirs, project_dir,
 };
@@ -33,6 +33,7 @@ use toolsmith_registry::{
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
 use crate::config::{self, ConfigDir, ConfigFile, ValueError, describe_cap};
 use crate::env_vars::EnvVars;
+use crate::trust::TrustReport;
 use crate::units::{self, Cap, format_duration, format_size};
 
 /// Merges two layers of options; `self` is the higher layer and wins.
@@ -357,8 +358,15 @@ pub(crate) struct GlobalSettings {
     pub(crate) cache_dir: Option<PathBuf>,
     /// Whether the cache was switched off (`--no-cache`, `[discovery] cache = false`).
     pub(crate) cache_disabled: bool,
-    /// The config file that was read, if any.
+    /// The config file read above the user's (the trusted project's, or the one named with
+    /// `--config`/`TOOLSMITH_CONFIG`), if any.
     pub(crate) config_file: Option<PathBuf>,
+    /// The user config file that was read, if any.
+    pub(crate) user_config_file: Option<PathBuf>,
+    /// What project trust decided: what was skipped, what was not applied.
+    pub(crate) trust: TrustReport,
+    /// Where trust is recorded (`$XDG_STATE_HOME/toolsmith`), if known.
+    pub(crate) state_dir: Option<PathBuf>,
     pub(crate) backend: BackendChoice,
     pub(crate) max_concurrent: Option<usize>,
     pub(crate) env_allow: Vec<String>,
@@ -383,6 +391,8 @@ pub(crate) struct GlobalSettings {
     env_layer: Options,
     /// What the config file set.
     file_layer: Options,
+    /// What the user config file set.
+    user_layer: Options,
     /// Whether `--no-cache` was given.
     no_cache_flag: bool,
     /// Where generated tools go: `[generator] tools_dir`, default `<project>/.toolsmith/tools`.
@@ -394,6 +404,17 @@ pub(crate) struct GlobalSettings {
     pub(crate) templates_dir: Option<PathBuf>,
 }
 
+/// The config files of one command, lowest first, and the trust decision that chose them.
+#[derive(Debug)]
+pub(crate) struct ConfigLayers {
+    /// The user config (`$TOOLSMITH_HOME/config.toml`).
+    pub(crate) user: Option<ConfigFile>,
+    /// The file above it: named with `--config`/`TOOLSMITH_CONFIG`, else the trusted
+    /// project's, already tightened.
+    pub(crate) upper: Option<ConfigFile>,
+    pub(crate) trust: TrustReport,
+}
+
 /// Where the effective value of a setting came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin {
@@ -401,8 +422,11 @@ pub(crate) enum Origin {
     Flag(&'static str),
     /// A `TOOLSMITH_*` variable.
     Env(&'static str),
-    /// The config file.
+    /// The config file above the user's: the trusted project's, or the one named with
+    /// `--config` or `TOOLSMITH_CONFIG`.
     File,
+    /// The user config file (`$TOOLSMITH_HOME/config.toml`).
+    UserFile,
     /// Nothing set it.
     Default,
 }
@@ -413,6 +437,7 @@ impl std::fmt::Display for Origin {
             Origin::Flag(flag) => write!(f, "flag {flag}"),
             Origin::Env(name) => write!(f, "env {name}"),
             Origin::File => f.write_str("config file"),
+            Origin::UserFile => f.write_str("user config"),
             Origin::Default => f.write_str("default"),
         }
     }
@@ -427,23 +452,34 @@ pub(crate) struct Effective {
 }
 
 impl GlobalSettings {
-    /// Combines `--tools-dir`, the environment and the config file; `binary` is the running
-    /// executable, which the system layer is found relative to.
+    /// Combines `--tools-dir`, the environment and the config files; `binary` is the running
+    /// executable, which the system layer is found relative to. The project's tool
+    /// directories are left out unless `files.trust` trusts the project.
     pub(crate) fn resolve(
         args: &GlobalArgs,
-        file: Option<ConfigFile>,
+        files: ConfigLayers,
         env: Options,
         cwd: &Path,
         binary: Option<PathBuf>,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> GlobalSettings {
-        let (config_file, file_options) = match file {
+        let ConfigLayers {
+            user,
+            upper,
+            mut trust,
+        } = files;
+        let (user_config_file, user_options) = match user {
+            Some(file) => (Some(file.path), file.options),
+            None => (None, Options::default()),
+        };
+        let (config_file, file_options) = match upper {
             Some(file) => (Some(file.path), file.options),
             None => (None, Options::default()),
         };
         let env_layer = env.clone();
         let file_layer = file_options.clone();
-        let combined = env.combine(file_options);
+        let user_layer = user_options.clone();
+        let combined = env.combine(file_options.combine(user_options));
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
         let project = project_dir(cwd);
@@ -473,6 +509,25 @@ impl GlobalSettings {
                 peers: combined.discovery.peers.unwrap_or(false),
             })
         };
+        let mut layers = layers;
+        if !explicit_dirs && !trust.project_trusted() {
+            let in_project = |layer: Layer| matches!(layer, Layer::Project | Layer::PeerProject(_));
+            let skipped: Vec<PathBuf> = layers
+                .iter()
+                .filter(|layer_dir| in_project(layer_dir.layer) && layer_dir.dir.exists())
+                .map(|layer_dir| layer_dir.dir.clone())
+                .collect();
+            // A project with no layer at all keeps its (missing) directories, so that `serve`
+            // sees the tools its generator writes there; one with a layer loses them.
+            if !skipped.is_empty() || !trust.units[0].skipped.is_empty() {
+                layers.retain(|layer_dir| !in_project(layer_dir.layer));
+            }
+            let unit = &mut trust.units[0];
+            for dir in skipped {
+                let dir = dir.canonicalize().unwrap_or(dir);
+                unit.skipped.insert(0, dir);
+            }
+        }
         let project = project_dir(cwd);
         let generator_tools_dir = match &combined.generator.tools_dir {
             Some(dir) => dir.resolve(cwd, home.as_deref()),
@@ -490,6 +545,10 @@ impl GlobalSettings {
         GlobalSettings {
             cwd: cwd.to_path_buf(),
             layers,
+            user_config_file,
+            user_layer,
+            trust,
+            state_dir: crate::trust::state_dir(lookup),
             explicit_dirs,
             cache_dir,
             cache_disabled,
@@ -534,79 +593,109 @@ impl GlobalSettings {
     /// Per-tool `[tools.NAME]` sections are not included: `show NAME` gives a tool's limits.
     pub(crate) fn effective(&self) -> Vec<Effective> {
         let json = self.to_json(&self.limits);
-        let (env, file) = (&self.env_layer, &self.file_layer);
-        let origin = |env_name: Option<&'static str>, in_env: bool, in_file: bool| match env_name {
-            Some(name) if in_env => Origin::Env(name),
-            _ if in_file => Origin::File,
-            _ => Origin::Default,
-        };
-        let limit =
-            |key: &'static str, env_name: Option<&'static str>, in_env: bool, in_file: bool| {
-                Effective {
-                    key,
-                    value: json["limits"][key.trim_start_matches("limits.")].clone(),
-                    origin: origin(env_name, in_env, in_file),
+        let (env, file, user) = (&self.env_layer, &self.file_layer, &self.user_layer);
+        let origin =
+            |env_name: Option<&'static str>, in_env: bool, in_file: bool, in_user: bool| {
+                match env_name {
+                    Some(name) if in_env => Origin::Env(name),
+                    _ if in_file => Origin::File,
+                    _ if in_user => Origin::UserFile,
+                    _ => Origin::Default,
                 }
             };
-        let (el, fl) = (&env.limits, &file.limits);
+        let limit = |key: &'static str,
+                     env_name: Option<&'static str>,
+                     in_env: bool,
+                     in_file: bool,
+                     in_user: bool| {
+            Effective {
+                key,
+                value: json["limits"][key.trim_start_matches("limits.")].clone(),
+                origin: origin(env_name, in_env, in_file, in_user),
+            }
+        };
+        let (el, fl, ul) = (&env.limits, &file.limits, &user.limits);
         let mut settings = vec![
             limit(
                 "limits.timeout",
                 Some(EnvVars::TOOLSMITH_TIMEOUT),
                 el.timeout.is_some(),
                 fl.timeout.is_some(),
+                ul.timeout.is_some(),
             ),
-            limit("limits.grace", None, false, fl.grace.is_some()),
+            limit(
+                "limits.grace",
+                None,
+                false,
+                fl.grace.is_some(),
+                ul.grace.is_some(),
+            ),
             limit(
                 "limits.cpu",
                 Some(EnvVars::TOOLSMITH_CPU),
                 el.cpu.is_some(),
                 fl.cpu.is_some(),
+                ul.cpu.is_some(),
             ),
             limit(
                 "limits.memory",
                 Some(EnvVars::TOOLSMITH_MEMORY),
                 el.memory.is_some(),
                 fl.memory.is_some(),
+                ul.memory.is_some(),
             ),
             limit(
                 "limits.max_output",
                 Some(EnvVars::TOOLSMITH_MAX_OUTPUT),
                 el.max_output.is_some(),
                 fl.max_output.is_some(),
+                ul.max_output.is_some(),
             ),
             Effective {
                 key: "limits.max_timeout",
                 value: json["max_timeout"].clone(),
-                origin: origin(None, false, fl.max_timeout.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    fl.max_timeout.is_some(),
+                    ul.max_timeout.is_some(),
+                ),
             },
             limit(
                 "limits.max_processes",
                 None,
                 false,
                 fl.max_processes.is_some(),
+                ul.max_processes.is_some(),
             ),
             limit(
                 "limits.max_file_size",
                 None,
                 false,
                 fl.max_file_size.is_some(),
+                ul.max_file_size.is_some(),
             ),
             limit(
                 "limits.max_open_files",
                 None,
                 false,
                 fl.max_open_files.is_some(),
+                ul.max_open_files.is_some(),
             ),
             Effective {
                 key: "env.allow",
                 value: json["env"]["allow"].clone(),
-                origin: origin(None, false, file.env.allow.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.env.allow.is_some(),
+                    user.env.allow.is_some(),
+                ),
             },
             Effective {
                 key: "env.set",
                 value: json["env"]["set"].clone(),
-                origin: origin(None, false, file.env.set.is_some()),
+                origin: origin(None, false, file.env.set.is_some(), user.env.set.is_some()),
             },
             Effective {
                 key: "executor.backend",
@@ -615,6 +704,7 @@ impl GlobalSettings {
                     Some(EnvVars::TOOLSMITH_BACKEND),
                     env.executor.backend.is_some(),
                     file.executor.backend.is_some(),
+                    user.executor.backend.is_some(),
                 ),
             },
             Effective {
@@ -624,17 +714,28 @@ impl GlobalSettings {
                     Some(EnvVars::TOOLSMITH_MAX_CONCURRENT),
                     env.executor.max_concurrent.is_some(),
                     file.executor.max_concurrent.is_some(),
+                    user.executor.max_concurrent.is_some(),
                 ),
             },
             Effective {
                 key: "policy.disabled",
                 value: json["policy"]["disabled"].clone(),
-                origin: origin(None, false, file.policy.disabled.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.policy.disabled.is_some(),
+                    user.policy.disabled.is_some(),
+                ),
             },
             Effective {
                 key: "policy.allowed",
                 value: json["policy"]["allowed"].clone(),
-                origin: origin(None, false, file.policy.allowed.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.policy.allowed.is_some(),
+                    user.policy.allowed.is_some(),
+                ),
             },
             Effective {
                 key: "policy.profile",
@@ -643,27 +744,48 @@ impl GlobalSettings {
                     Some(EnvVars::TOOLSMITH_PROFILE),
                     env.policy.profile.is_some(),
                     file.policy.profile.is_some(),
+                    user.policy.profile.is_some(),
                 ),
             },
             Effective {
                 key: "sandbox.network",
                 value: json!(self.sandbox.network.as_str()),
-                origin: origin(None, false, file.sandbox.network.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.sandbox.network.is_some(),
+                    user.sandbox.network.is_some(),
+                ),
             },
             Effective {
                 key: "sandbox.filesystem",
                 value: json!(self.sandbox.filesystem.as_str()),
-                origin: origin(None, false, file.sandbox.filesystem.is_some()),
+                origin: origin(
+                    None,
+                    false,
+                    file.sandbox.filesystem.is_some(),
+                    user.sandbox.filesystem.is_some(),
+                ),
             },
             Effective {
                 key: "audit.path",
                 value: json["audit"].clone(),
-                origin: origin(None, false, file.audit.is_some()),
+                origin: origin(None, false, file.audit.is_some(), user.audit.is_some()),
             },
             Effective {
                 key: "discovery.peers",
-                value: json!(file.discovery.peers.unwrap_or(false)),
-                origin: origin(None, false, file.discovery.peers.is_some()),
+                value: json!(
+                    file.discovery
+                        .peers
+                        .or(user.discovery.peers)
+                        .unwrap_or(false)
+                ),
+                origin: origin(
+                    None,
+                    false,
+                    file.discovery.peers.is_some(),
+                    user.discovery.peers.is_some(),
+                ),
             },
             Effective {
                 key: "discovery.cache",
@@ -671,7 +793,12 @@ impl GlobalSettings {
                 origin: if self.no_cache_flag {
                     Origin::Flag("--no-cache")
                 } else {
-                    origin(None, false, file.discovery.cache.is_some())
+                    origin(
+                        None,
+                        false,
+                        file.discovery.cache.is_some(),
+                        user.discovery.cache.is_some(),
+                    )
                 },
             },
         ];
@@ -687,7 +814,12 @@ impl GlobalSettings {
             origin: if self.explicit_dirs {
                 Origin::Flag("--tools-dir")
             } else {
-                origin(None, false, file.discovery.dirs.is_some())
+                origin(
+                    None,
+                    false,
+                    file.discovery.dirs.is_some(),
+                    user.discovery.dirs.is_some(),
+                )
             },
         });
         settings
@@ -853,6 +985,7 @@ impl GlobalSettings {
         json!({
             "cwd": self.cwd,
             "config_file": self.config_file,
+            "user_config_file": self.user_config_file,
             "layers": self.layers.iter().map(|layer_dir| json!({
                 "layer": layer_dir.layer.as_str(),
                 "path": layer_dir.dir,

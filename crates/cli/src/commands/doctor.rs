@@ -19,6 +19,7 @@ use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::progress::DiscoveryBar;
 use crate::settings::{GlobalSettings, Origin};
+use crate::trust::Verdict;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +91,7 @@ pub(crate) async fn doctor(
         .find(|(name, _)| name == "PATH")
         .map(|(_, value)| value.as_os_str());
     let interpreters = interpreter_checks(&catalog, tools_path);
+    let trust = trust_checks(global);
     let settings = global.effective();
     let problem_count = kernel
         .iter()
@@ -97,6 +99,7 @@ pub(crate) async fn doctor(
         .chain(&directories)
         .chain(&problems)
         .chain(&interpreters)
+        .chain(&trust)
         .filter(|check| check.status == Status::Problem)
         .count();
     let cache_file = global.cache_dir.as_ref().map(|dir| dir.join(CACHE_FILE));
@@ -154,6 +157,16 @@ pub(crate) async fn doctor(
             "problems": checks_json(&problems),
             "interpreters": checks_json(&interpreters),
             "config_file": global.config_file,
+            "user_config_file": global.user_config_file,
+            "trust": {
+                "project_may_loosen": global.trust.project_may_loosen,
+                "dirs": global.trust.units.iter().map(|unit| json!({
+                    "path": unit.dir,
+                    "status": unit.verdict.as_str(),
+                    "skipped": unit.skipped,
+                })).collect::<Vec<_>>(),
+                "checks": checks_json(&trust),
+            },
             "settings": settings_json,
             "cache": {
                 "enabled": cache_file.is_some(),
@@ -247,11 +260,24 @@ pub(crate) async fn doctor(
             text.push_str(&checks_table(&interpreters, color));
         }
         writeln!(text)?;
+        if !trust.is_empty() {
+            writeln!(text, "{}", title("project trust:"))?;
+            text.push_str(&checks_table(&trust, color));
+            writeln!(text)?;
+        }
+        match &global.user_config_file {
+            Some(path) => writeln!(text, "{} {}", title("user config:"), path.display())?,
+            None => writeln!(
+                text,
+                "{} none ($TOOLSMITH_HOME/config.toml, default ~/.config/toolsmith/config.toml; docs/config.md lists every key)",
+                title("user config:")
+            )?,
+        }
         match &global.config_file {
             Some(path) => writeln!(text, "{} {}", title("config file:"), path.display())?,
             None => writeln!(
                 text,
-                "{} none (create .toolsmith/config.toml, or pass --config FILE; docs/config.md lists every key)",
+                "{} none (a trusted project's .toolsmith/config.toml, or --config FILE)",
                 title("config file:")
             )?,
         }
@@ -302,6 +328,67 @@ pub(crate) async fn doctor(
     Ok(status(problem_count))
 }
 
+/// The project's trust: each directory considered (trusted, or skipped with the command that
+/// trusts it), then each value of the project config that would have loosened the user's
+/// settings (a problem: the project asked for something it did not get).
+fn trust_checks(global: &GlobalSettings) -> Vec<Check> {
+    let report = &global.trust;
+    let mut checks = Vec::new();
+    for unit in &report.units {
+        let (status, detail, fix) = match &unit.verdict {
+            Verdict::Recorded => (Status::Ok, "trusted".to_owned(), None),
+            Verdict::PreTrusted(root) => (
+                Status::Ok,
+                format!("trusted by [trust] paths ({})", root.display()),
+                None,
+            ),
+            // Not trusted, but there is nothing to read: nothing to say.
+            _ if unit.skipped.is_empty() => continue,
+            verdict => (
+                Status::Warn,
+                format!(
+                    "{}: skipped {}",
+                    match verdict {
+                        Verdict::ConfigChanged => "its config changed since it was trusted",
+                        _ => "not trusted",
+                    },
+                    unit.skipped
+                        .iter()
+                        .map(|path| path.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some(format!("toolsmith trust {}", unit.dir.display())),
+            ),
+        };
+        checks.push(Check {
+            name: unit.dir.display().to_string(),
+            status,
+            detail,
+            fix,
+        });
+    }
+    for loosening in &report.loosenings {
+        checks.push(Check {
+            name: loosening.key.clone(),
+            status: Status::Problem,
+            detail: format!("the project config's {} would loosen the user's {}; {} applies", loosening.project, loosening.applied, loosening.applied),
+            fix: Some("remove it from .toolsmith/config.toml, or set `[trust] project_may_loosen = true` in the user config".to_owned()),
+        });
+    }
+    if report.ignored_trust_section {
+        checks.push(Check {
+            name: "trust".to_owned(),
+            status: Status::Problem,
+            detail: "a project config cannot set [trust]; it was ignored".to_owned(),
+            fix: Some(
+                "remove [trust] from .toolsmith/config.toml; set it in the user config".to_owned(),
+            ),
+        });
+    }
+    checks
+}
+
 fn status(problem_count: usize) -> ExitStatus {
     if problem_count == 0 {
         ExitStatus::Success
@@ -315,6 +402,7 @@ fn origin_json(origin: Origin) -> serde_json::Value {
         Origin::Flag(flag) => json!({"kind": "flag", "name": flag}),
         Origin::Env(name) => json!({"kind": "env", "name": name}),
         Origin::File => json!({"kind": "file"}),
+        Origin::UserFile => json!({"kind": "user_file"}),
         Origin::Default => json!({"kind": "default"}),
     }
 }

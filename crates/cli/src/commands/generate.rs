@@ -61,6 +61,7 @@ pub(crate) async fn generate(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let existing = global.discover(executor, &config, &|_| {}).await;
+    let fresh = crate::trust::fresh_project(global);
     let report = toolsmith_generator::generate(
         executor,
         request,
@@ -71,6 +72,9 @@ pub(crate) async fn generate(
     )
     .await
     .context("cannot generate the tool")?;
+    if let Some(project) = fresh {
+        crate::trust::adopt(global, &project);
+    }
     if args.json {
         output::write_json(&report)?;
     } else {
@@ -163,8 +167,16 @@ pub(crate) fn new(args: &NewArgs, global: &GlobalSettings) -> anyhow::Result<Exi
         Some(dir) => global.cwd.join(dir),
         None => global.generator_tools_dir.clone(),
     };
+    let fresh = if args.dir.is_none() {
+        crate::trust::fresh_project(global)
+    } else {
+        None
+    };
     let path = toolsmith_generator::new_tool(&dir, &request, global.templates_dir.as_deref())
         .context("cannot write the new tool")?;
+    if let Some(project) = fresh {
+        crate::trust::adopt(global, &project);
+    }
     output::write_text(&format!("{}\n", path.display()))?;
     Ok(ExitStatus::Success)
 }

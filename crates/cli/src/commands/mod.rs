@@ -8,6 +8,7 @@ pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod test;
+pub(crate) mod trust;
 pub(crate) mod validate;
 
 use std::sync::Arc;

@@ -1,0 +1,675 @@
+//! A trusted project config may only tighten the user's settings: each loosening value is dropped and reported by key.
+//!
+//! Trusting a project means reading its tools and config, not handing it the user's policy:
+//! unless the user config says `[trust] project_may_loosen = true`, every value of the project
+//! config is compared with what the user config (or, where it is silent, the default) sets,
+//! and a value that would give tools more than the user does is removed from the project
+//! layer, so the user's value applies, and becomes a [`Loosening`] naming the key. What counts
+//! as loosening, key by key (the table in docs/security.md, "Project trust", says the same):
+//!
+//! - every limit (`timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`,
+//!   `max_open_files`, `max_output`, `max_timeout`): a larger value, or `unlimited`;
+//! - `executor.backend`: a weaker containment backend than the user's (`auto` counts as the
+//!   strongest); `executor.max_concurrent`: more concurrent calls than the user allows;
+//! - `sandbox.network`: `allow` < `deny-if-possible` < `deny`; `sandbox.filesystem`: a
+//!   less confined profile (`full` < `project` < `read-only`), or an `-if-possible` variant
+//!   where the user requires the mechanism;
+//! - `env.allow`: a variable the user's list does not pass through (the others are kept);
+//!   `env.set`: a variable the user sets, or one the user's `allow` passes through (a project
+//!   must not replace `PATH` or a value the user chose; new variables are fine);
+//! - `policy.allowed`: a tool the user's list does not admit; `policy.profile`: another
+//!   profile than the user's, or `none` lifting it; `policy.disabled` is merged with the
+//!   user's list, never replacing it; `tools.NAME.disabled = false` for a tool the user
+//!   disabled;
+//! - `[tools.NAME]`: the same rules, against the user's section for that tool, else the user's
+//!   global value;
+//! - `discovery.dirs` and `generator.tools_dir`: a directory outside the project; `audit.path`:
+//!   any path when the user has an audit log (it would move the user's log), else a path outside
+//!   the project.
+//!
+//! `discovery.peers` and `discovery.cache` only change which of the user's and the project's
+//! own directories are read, and how often: they are never loosening.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits};
+use toolsmith_registry::{FilesystemSetting, NetworkSetting, ToolName};
+
+#[cfg(test)]
+use crate::config::ConfigDir;
+use crate::settings::{
+    Combine, DEFAULT_MAX_TIMEOUT, EnvOptions, LimitsOptions, Options, SandboxOptions,
+};
+use crate::units::{Cap, format_duration, format_size};
+
+/// A value of the project config that would loosen the user's settings; it was not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Loosening {
+    /// The config key, e.g. `sandbox.network` or `tools.hello.memory`.
+    pub(crate) key: String,
+    /// What the project config asked for.
+    pub(crate) project: String,
+    /// What applies instead: the user's value (or the default).
+    pub(crate) applied: String,
+}
+
+impl std::fmt::Display for Loosening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} = {} would loosen the user's {}; {} applies",
+            self.key, self.project, self.applied, self.applied
+        )
+    }
+}
+
+/// The project's options with every loosening value removed, and what was removed.
+/// `project_dir` is the trusted project; `cwd` and `home` resolve the directories named in it.
+pub(crate) fn tighten(
+    mut project: Options,
+    user: &Options,
+    project_dir: &Path,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> (Options, Vec<Loosening>) {
+    let mut found = Vec::new();
+    let defaults = Limits::recommended();
+    let user_limits = Baseline::of(&user.limits, &defaults);
+    limits("limits", &mut project.limits, &user_limits, &mut found);
+    if let Some(max_timeout) = project.limits.max_timeout
+        && max_timeout > user_limits.max_timeout
+    {
+        found.push(Loosening {
+            key: "limits.max_timeout".to_owned(),
+            project: format_duration(max_timeout),
+            applied: format_duration(user_limits.max_timeout),
+        });
+        project.limits.max_timeout = None;
+    }
+
+    let user_backend = user.executor.backend.unwrap_or(BackendChoice::Auto);
+    if let Some(backend) = project.executor.backend
+        && backend_rank(backend) > backend_rank(user_backend)
+    {
+        found.push(Loosening {
+            key: "executor.backend".to_owned(),
+            project: backend_name(backend),
+            applied: backend_name(user_backend),
+        });
+        project.executor.backend = None;
+    }
+    if let (Some(wanted), Some(allowed)) = (
+        project.executor.max_concurrent,
+        user.executor.max_concurrent,
+    ) && wanted > allowed
+    {
+        found.push(Loosening {
+            key: "executor.max_concurrent".to_owned(),
+            project: wanted.to_string(),
+            applied: allowed.to_string(),
+        });
+        project.executor.max_concurrent = None;
+    }
+
+    let user_allow: Vec<String> = user.env.allow.clone().unwrap_or_else(|| {
+        DEFAULT_ENV_ALLOW
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect()
+    });
+    let user_set = user.env.set.clone().unwrap_or_default();
+    env("env", &mut project.env, &user_allow, &user_set, &mut found);
+
+    let user_sandbox = UserSandbox {
+        network: user.sandbox.network.unwrap_or(NetworkSetting::Allow),
+        filesystem: user.sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
+    };
+    sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
+
+    policy(&mut project, user, &mut found);
+
+    let mut tools = BTreeMap::new();
+    for (name, mut tool) in std::mem::take(&mut project.tools) {
+        let user_tool = user.tools.get(&name).cloned().unwrap_or_default();
+        let prefix = format!("tools.{name}");
+        let tool_limits = Baseline::of(
+            &user_tool.limits.clone().combine(user.limits.clone()),
+            &defaults,
+        );
+        limits(&prefix, &mut tool.limits, &tool_limits, &mut found);
+        let tool_allow = user_tool
+            .env
+            .allow
+            .clone()
+            .unwrap_or_else(|| user_allow.clone());
+        let mut tool_set = user_set.clone();
+        tool_set.extend(user_tool.env.set.clone().unwrap_or_default());
+        env(&prefix, &mut tool.env, &tool_allow, &tool_set, &mut found);
+        let tool_sandbox = UserSandbox {
+            network: user_tool.sandbox.network.unwrap_or(user_sandbox.network),
+            filesystem: user_tool
+                .sandbox
+                .filesystem
+                .unwrap_or(user_sandbox.filesystem),
+        };
+        sandbox(&prefix, &mut tool.sandbox, &tool_sandbox, &mut found);
+        let user_disabled = user_tool.disabled == Some(true)
+            || user
+                .policy
+                .disabled
+                .as_deref()
+                .is_some_and(|disabled| disabled.contains(&name));
+        if tool.disabled == Some(false) && user_disabled {
+            found.push(Loosening {
+                key: format!("{prefix}.disabled"),
+                project: "false".to_owned(),
+                applied: "disabled".to_owned(),
+            });
+            tool.disabled = None;
+        }
+        tools.insert(name, tool);
+    }
+    project.tools = tools;
+
+    if let Some(dirs) = project.discovery.dirs.take() {
+        let mut kept = Vec::new();
+        for dir in dirs {
+            let resolved = dir.resolve(cwd, home);
+            if inside(&resolved, project_dir) {
+                kept.push(dir);
+            } else {
+                found.push(outside("discovery.dirs", &resolved, project_dir));
+            }
+        }
+        project.discovery.dirs = Some(kept);
+    }
+    if let Some(dir) = project.generator.tools_dir.take() {
+        let resolved = dir.resolve(cwd, home);
+        if inside(&resolved, project_dir) {
+            project.generator.tools_dir = Some(dir);
+        } else {
+            found.push(outside("generator.tools_dir", &resolved, project_dir));
+        }
+    }
+    if let Some(path) = project.audit.take() {
+        let resolved = std::path::absolute(cwd.join(&path)).unwrap_or_else(|_| cwd.join(&path));
+        match &user.audit {
+            Some(user_path) => found.push(Loosening {
+                key: "audit.path".to_owned(),
+                project: quoted(&resolved),
+                applied: quoted(user_path),
+            }),
+            None if !inside(&resolved, project_dir) => {
+                found.push(outside("audit.path", &resolved, project_dir));
+            }
+            None => project.audit = Some(path),
+        }
+    }
+    (project, found)
+}
+
+/// The user's effective value of every limit: the user config's, else the default.
+struct Baseline {
+    timeout: Duration,
+    grace: Duration,
+    cpu: Option<Duration>,
+    memory: Option<u64>,
+    max_processes: Option<u64>,
+    max_file_size: Option<u64>,
+    max_open_files: Option<u64>,
+    max_output: u64,
+    max_timeout: Duration,
+}
+
+impl Baseline {
+    fn of(user: &LimitsOptions, defaults: &Limits) -> Baseline {
+        let cap = |option: Option<Cap<u64>>, default: Option<u64>| {
+            option.map_or(default, Cap::into_option)
+        };
+        Baseline {
+            timeout: user.timeout.unwrap_or(defaults.timeout),
+            grace: user.grace.unwrap_or(defaults.grace),
+            cpu: user.cpu.map_or(defaults.cpu, Cap::into_option),
+            memory: cap(user.memory, defaults.memory),
+            max_processes: cap(user.max_processes, defaults.max_processes),
+            max_file_size: cap(user.max_file_size, defaults.max_file_size),
+            max_open_files: cap(user.max_open_files, defaults.max_open_files),
+            max_output: user.max_output.unwrap_or(defaults.max_output),
+            max_timeout: user.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
+        }
+    }
+}
+
+/// Removes every limit of `project` above `user`'s.
+fn limits(prefix: &str, project: &mut LimitsOptions, user: &Baseline, found: &mut Vec<Loosening>) {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let size = |value: Option<u64>| value.map_or("unlimited".to_owned(), format_size);
+    let count = |value: Option<u64>| value.map_or("unlimited".to_owned(), |n| n.to_string());
+    let duration = |value: Option<Duration>| value.map_or("unlimited".to_owned(), format_duration);
+    if let Some(timeout) = project.timeout
+        && timeout > user.timeout
+    {
+        found.push(loosening(
+            key("timeout"),
+            format_duration(timeout),
+            format_duration(user.timeout),
+        ));
+        project.timeout = None;
+    }
+    if let Some(grace) = project.grace
+        && grace > user.grace
+    {
+        found.push(loosening(
+            key("grace"),
+            format_duration(grace),
+            format_duration(user.grace),
+        ));
+        project.grace = None;
+    }
+    if let Some(cpu) = project.cpu
+        && above(cpu.into_option(), user.cpu)
+    {
+        found.push(loosening(
+            key("cpu"),
+            duration(cpu.into_option()),
+            duration(user.cpu),
+        ));
+        project.cpu = None;
+    }
+    for (name, wanted, allowed, show) in [
+        (
+            "memory",
+            &mut project.memory,
+            user.memory,
+            &size as &dyn Fn(Option<u64>) -> String,
+        ),
+        (
+            "max_processes",
+            &mut project.max_processes,
+            user.max_processes,
+            &count,
+        ),
+        (
+            "max_file_size",
+            &mut project.max_file_size,
+            user.max_file_size,
+            &size,
+        ),
+        (
+            "max_open_files",
+            &mut project.max_open_files,
+            user.max_open_files,
+            &count,
+        ),
+    ] {
+        if let Some(cap) = *wanted
+            && above(cap.into_option(), allowed)
+        {
+            found.push(loosening(key(name), show(cap.into_option()), show(allowed)));
+            *wanted = None;
+        }
+    }
+    if let Some(max_output) = project.max_output
+        && max_output > user.max_output
+    {
+        found.push(loosening(
+            key("max_output"),
+            format_size(max_output),
+            format_size(user.max_output),
+        ));
+        project.max_output = None;
+    }
+}
+
+/// Whether the limit `wanted` is above `allowed`, `None` being unlimited.
+fn above<T: PartialOrd>(wanted: Option<T>, allowed: Option<T>) -> bool {
+    match (wanted, allowed) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(wanted), Some(allowed)) => wanted > allowed,
+    }
+}
+
+fn loosening(key: String, project: String, applied: String) -> Loosening {
+    Loosening {
+        key,
+        project,
+        applied,
+    }
+}
+
+/// Drops the variables of `project` that the user's environment policy does not give tools.
+fn env(
+    prefix: &str,
+    project: &mut EnvOptions,
+    user_allow: &[String],
+    user_set: &[(String, String)],
+    found: &mut Vec<Loosening>,
+) {
+    if let Some(allow) = project.allow.take() {
+        let (kept, refused): (Vec<String>, Vec<String>) = allow
+            .into_iter()
+            .partition(|name| user_allow.contains(name));
+        for name in refused {
+            found.push(loosening(
+                format!("{prefix}.allow"),
+                format!("{name:?}"),
+                format!("allow list {user_allow:?}"),
+            ));
+        }
+        project.allow = Some(kept);
+    }
+    if let Some(set) = project.set.take() {
+        let mut kept = Vec::new();
+        for (name, value) in set {
+            let user_value = user_set
+                .iter()
+                .rev()
+                .find(|(user_name, _)| *user_name == name)
+                .map(|(_, user_value)| user_value);
+            match user_value {
+                Some(user_value) if *user_value == value => kept.push((name, value)),
+                Some(user_value) => found.push(loosening(
+                    format!("{prefix}.set.{name}"),
+                    format!("{value:?}"),
+                    format!("{user_value:?}"),
+                )),
+                None if user_allow.contains(&name) => found.push(loosening(
+                    format!("{prefix}.set.{name}"),
+                    format!("{value:?}"),
+                    "value passed through by the allow list".to_owned(),
+                )),
+                None => kept.push((name, value)),
+            }
+        }
+        project.set = Some(kept);
+    }
+}
+
+/// The user's effective sandbox for one scope.
+struct UserSandbox {
+    network: NetworkSetting,
+    filesystem: FilesystemSetting,
+}
+
+/// Drops the sandbox settings of `project` that confine less than the user's.
+fn sandbox(
+    prefix: &str,
+    project: &mut SandboxOptions,
+    user: &UserSandbox,
+    found: &mut Vec<Loosening>,
+) {
+    if let Some(network) = project.network
+        && network_rank(network) < network_rank(user.network)
+    {
+        found.push(loosening(
+            format!("{prefix}.network"),
+            format!("{:?}", network.as_str()),
+            format!("{:?}", user.network.as_str()),
+        ));
+        project.network = None;
+    }
+    if let Some(filesystem) = project.filesystem
+        && filesystem_looser(filesystem, user.filesystem)
+    {
+        found.push(loosening(
+            format!("{prefix}.filesystem"),
+            format!("{:?}", filesystem.as_str()),
+            format!("{:?}", user.filesystem.as_str()),
+        ));
+        project.filesystem = None;
+    }
+}
+
+fn network_rank(setting: NetworkSetting) -> u8 {
+    match setting {
+        NetworkSetting::Allow => 0,
+        NetworkSetting::DenyIfPossible => 1,
+        NetworkSetting::Deny => 2,
+    }
+}
+
+/// How confined a filesystem profile is, and whether it fails closed without Landlock.
+fn filesystem_rank(setting: FilesystemSetting) -> (u8, bool) {
+    match setting {
+        FilesystemSetting::Full => (0, true),
+        FilesystemSetting::ProjectIfPossible => (1, false),
+        FilesystemSetting::Project => (1, true),
+        FilesystemSetting::ReadOnlyIfPossible => (2, false),
+        FilesystemSetting::ReadOnly => (2, true),
+    }
+}
+
+/// Whether `project` confines less than `user` on some kernel: a lower profile, or one that
+/// runs unconfined without Landlock where the user's fails closed.
+fn filesystem_looser(project: FilesystemSetting, user: FilesystemSetting) -> bool {
+    let (project_level, project_required) = filesystem_rank(project);
+    let (user_level, user_required) = filesystem_rank(user);
+    project_level < user_level || (user_level > 0 && user_required && !project_required)
+}
+
+/// Strongest first; `auto` picks the strongest the kernel allows.
+fn backend_rank(choice: BackendChoice) -> usize {
+    match choice {
+        BackendChoice::Auto => 0,
+        BackendChoice::Only(backend) => Backend::ALL
+            .iter()
+            .position(|candidate| *candidate == backend)
+            .unwrap_or(Backend::ALL.len()),
+    }
+}
+
+fn backend_name(choice: BackendChoice) -> String {
+    match choice {
+        BackendChoice::Auto => "\"auto\"".to_owned(),
+        BackendChoice::Only(backend) => format!("\"{backend}\""),
+    }
+}
+
+/// `[policy]`: `allowed` within the user's, the same `profile`, and `disabled` added to the user's.
+fn policy(project: &mut Options, user: &Options, found: &mut Vec<Loosening>) {
+    if let (Some(allowed), Some(user_allowed)) =
+        (project.policy.allowed.take(), &user.policy.allowed)
+    {
+        let (kept, refused): (Vec<ToolName>, Vec<ToolName>) = allowed
+            .into_iter()
+            .partition(|name| user_allowed.contains(name));
+        for name in refused {
+            found.push(loosening(
+                "policy.allowed".to_owned(),
+                format!("{:?}", name.as_str()),
+                format!(
+                    "allowed list {:?}",
+                    user_allowed
+                        .iter()
+                        .map(ToolName::as_str)
+                        .collect::<Vec<_>>()
+                ),
+            ));
+        }
+        project.policy.allowed = Some(kept);
+    }
+    let user_profile = user.policy.profile.flatten();
+    if let (Some(profile), Some(user_profile)) = (project.policy.profile, user_profile)
+        && profile != Some(user_profile)
+    {
+        found.push(loosening(
+            "policy.profile".to_owned(),
+            format!("{:?}", profile.map_or("none", |profile| profile.as_str())),
+            format!("{:?}", user_profile.as_str()),
+        ));
+        project.policy.profile = None;
+    }
+    if let Some(user_disabled) = &user.policy.disabled {
+        let mut disabled = user_disabled.clone();
+        for name in project.policy.disabled.take().unwrap_or_default() {
+            if !disabled.contains(&name) {
+                disabled.push(name);
+            }
+        }
+        project.policy.disabled = Some(disabled);
+    }
+}
+
+/// Whether `path` is `project` or below it, symbolic links of its existing part resolved.
+fn inside(path: &Path, project: &Path) -> bool {
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    resolve_existing(path).starts_with(project)
+}
+
+/// `path` with its longest existing ancestor canonicalized, and `..` of the rest applied.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while existing.canonicalize().is_err() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = existing.canonicalize().unwrap_or(existing);
+    for component in rest.iter().rev() {
+        if component == ".." {
+            resolved.pop();
+        } else if component != "." {
+            resolved.push(component);
+        }
+    }
+    resolved
+}
+
+fn outside(key: &str, path: &Path, project: &Path) -> Loosening {
+    Loosening {
+        key: key.to_owned(),
+        project: quoted(path),
+        applied: format!("nothing outside the project {}", project.display()),
+    }
+}
+
+fn quoted(path: &Path) -> String {
+    format!("{:?}", path.display().to_string())
+}
+
+/// Only used by the tests: the directories a project config names, for `ConfigDir`.
+#[cfg(test)]
+fn config_dir(dir: &str) -> ConfigDir {
+    ConfigDir {
+        base: PathBuf::from(".toolsmith"),
+        dir: PathBuf::from(dir),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[cfg(test)]
+    use crate::config::ConfigDir;
+    use crate::settings::Options;
+    use crate::tighten::{config_dir, tighten};
+
+    fn parse(text: &str) -> Options {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        crate::config::load(&path).unwrap().options
+    }
+
+    /// The keys refused when `project` is laid over `user`.
+    fn check(user: &str, project: &str, expect: &[&str]) {
+        let (_, found) = tighten(
+            parse(project),
+            &parse(user),
+            Path::new("/nonexistent/project"),
+            Path::new("/nonexistent/project"),
+            None,
+        );
+        let actual: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(actual, expect);
+    }
+
+    #[test]
+    fn tighter_values_pass() {
+        check(
+            "",
+            "[limits]\ntimeout = \"5s\"\nmemory = \"64MiB\"\n[sandbox]\nnetwork = \"deny\"\nfilesystem = \"read-only\"\n[policy]\nprofile = \"plan\"\ndisabled = [\"x\"]\n[env]\nallow = [\"PATH\"]\nset = { LC_ALL = \"C\" }\n",
+            &[],
+        );
+    }
+
+    #[test]
+    fn looser_limits_are_refused() {
+        check(
+            "[limits]\nmemory = \"256MiB\"\n",
+            "[limits]\nmemory = \"unlimited\"\ntimeout = \"1h\"\nmax_processes = 100\n",
+            &[
+                "limits.timeout = 1h would loosen the user's 30s; 30s applies",
+                "limits.memory = unlimited would loosen the user's 256MiB; 256MiB applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn looser_sandbox_and_env_are_refused() {
+        check(
+            "[sandbox]\nnetwork = \"deny\"\nfilesystem = \"project\"\n",
+            "[sandbox]\nnetwork = \"allow\"\nfilesystem = \"read-only-if-possible\"\n[env]\nallow = [\"PATH\", \"SECRET_TOKEN\"]\nset = { PATH = \"/evil\", NEW = \"1\" }\n",
+            &[
+                "env.allow = \"SECRET_TOKEN\" would loosen the user's allow list [\"PATH\", \"HOME\", \"USER\", \"LANG\"]; allow list [\"PATH\", \"HOME\", \"USER\", \"LANG\"] applies",
+                "env.set.PATH = \"/evil\" would loosen the user's value passed through by the allow list; value passed through by the allow list applies",
+                "sandbox.network = \"allow\" would loosen the user's \"deny\"; \"deny\" applies",
+                "sandbox.filesystem = \"read-only-if-possible\" would loosen the user's \"project\"; \"project\" applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn policy_cannot_reenable_or_widen() {
+        check(
+            "[policy]\ndisabled = [\"deploy\"]\nallowed = [\"deploy\", \"hello\"]\nprofile = \"plan\"\n",
+            "[policy]\nallowed = [\"hello\", \"rm\"]\nprofile = \"none\"\n[tools.deploy]\ndisabled = false\ntimeout = \"1s\"\n",
+            &[
+                "policy.allowed = \"rm\" would loosen the user's allowed list [\"deploy\", \"hello\"]; allowed list [\"deploy\", \"hello\"] applies",
+                "policy.profile = \"none\" would loosen the user's \"plan\"; \"plan\" applies",
+                "tools.deploy.disabled = false would loosen the user's disabled; disabled applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn tool_sections_compare_with_the_users() {
+        check(
+            "[tools.hello]\nnetwork = \"deny\"\n[limits]\ncpu = \"10s\"\n",
+            "[tools.hello]\nnetwork = \"deny-if-possible\"\ncpu = \"5s\"\n[tools.other]\ncpu = \"unlimited\"\n",
+            &[
+                "tools.hello.network = \"deny-if-possible\" would loosen the user's \"deny\"; \"deny\" applies",
+                "tools.other.cpu = unlimited would loosen the user's 10s; 10s applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn directories_stay_in_the_project() {
+        let user = Options::default();
+        let mut project = Options::default();
+        project.discovery.dirs = Some(vec![config_dir("tools"), config_dir("/etc")]);
+        project.audit = Some(Path::new("/tmp/audit.jsonl").to_path_buf());
+        let (tightened, found) = tighten(project, &user, Path::new("/p"), Path::new("/p"), None);
+        assert_eq!(
+            tightened.discovery.dirs,
+            Some(vec![ConfigDir {
+                base: ".toolsmith".into(),
+                dir: "tools".into()
+            }])
+        );
+        let keys: Vec<&str> = found.iter().map(|found| found.key.as_str()).collect();
+        assert_eq!(keys, ["discovery.dirs", "audit.path"]);
+    }
+}

@@ -1,0 +1,432 @@
+//! Project trust (issue 12): a cloned project's tools and config are skipped until `toolsmith trust`, and a trusted config may only tighten the user's.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::context::{TestContext, shell_tool, write_executable, write_file};
+
+/// A Kodelet tool that leaves `marker` behind whenever anything executes it (probe or call).
+fn marking_tool(name: &str, marker: &Path) -> String {
+    format!(
+        "#!/bin/sh\ntouch '{}'\ncase \"$1\" in\n  description) printf '%s\\n' '{{\"name\": \"{name}\", \"description\": \"The {name} fixture\", \"input_schema\": {{\"type\": \"object\"}}}}' ;;\n  run) echo \"ran {name}: token=$SECRET_TOKEN\" ;;\nesac\n",
+        marker.display()
+    )
+}
+
+/// A project as `git clone` leaves it: a tool in `.toolsmith/tools` and, when given, a config.
+fn cloned_project(context: &TestContext, config: Option<&str>) -> std::path::PathBuf {
+    let marker = context.root.join("MARKER");
+    write_executable(
+        &context.project.join(".toolsmith/tools/cloned"),
+        &marking_tool("cloned", &marker),
+    );
+    if let Some(config) = config {
+        write_file(&context.project.join(".toolsmith/config.toml"), config);
+    }
+    marker
+}
+
+fn stdout_json(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The one-line hint that names the command to run.
+fn assert_skipped_hint(context: &TestContext, stderr: &str) {
+    let hint = format!(
+        "hint: skipped the untrusted project layer of {} (.toolsmith/tools",
+        context.project.display()
+    );
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with(&hint))
+        .unwrap_or_else(|| panic!("no skipped-layer hint in: {stderr}"));
+    assert!(
+        line.ends_with(&format!(
+            "`toolsmith trust {}` to use it",
+            context.project.display()
+        )),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_cloned_projects_tools_neither_run_nor_list_until_trusted() {
+    let context = TestContext::new();
+    let marker = cloned_project(&context, None);
+
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(names(&stdout_json(&output)), Vec::<String>::new());
+    assert_skipped_hint(&context, &stderr(&output));
+
+    let output = context
+        .command()
+        .args(["run", "cloned", "--input", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error_code"], "TOOL_NOT_FOUND");
+    assert_skipped_hint(&context, &stderr(&output));
+
+    for subcommand in [&["doctor"][..], &["show", "cloned"], &["validate"]] {
+        let _ = context.command().args(subcommand).output().unwrap();
+    }
+    assert!(
+        !marker.exists(),
+        "a tool of an untrusted project was executed"
+    );
+
+    let output = context.command().arg("trust").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .starts_with(&format!("trusted {} (", context.project.display())),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), ["cloned"]);
+    assert!(!stderr(&output).contains("hint:"), "{}", stderr(&output));
+    assert!(marker.exists(), "the trusted project's tool was not probed");
+}
+
+#[test]
+fn an_untrusted_project_config_is_not_read() {
+    let context = TestContext::new();
+    // A project config that would disable the user's own tool: ignored until trusted.
+    cloned_project(&context, Some("[policy]\ndisabled = [\"mine\"]\n"));
+    write_executable(
+        &context.root.join("home/.config/toolsmith/tools/mine"),
+        &shell_tool("mine", "{\"type\": \"object\"}", "echo mine"),
+    );
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), ["mine"]);
+    assert!(
+        stderr(&output).contains("(.toolsmith/tools, .toolsmith/config.toml)"),
+        "{}",
+        stderr(&output)
+    );
+    context.command().arg("trust").output().unwrap();
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), ["cloned"]);
+}
+
+#[test]
+fn editing_the_project_config_revokes_trust() {
+    let context = TestContext::new();
+    let config = "[limits]\ntimeout = \"10s\"\n";
+    cloned_project(&context, Some(config));
+    assert!(context.command().arg("trust").status().unwrap().success());
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), ["cloned"]);
+
+    // Someone (a `git pull`, a tool) changes the config after the user looked at it.
+    write_file(
+        &context.project.join(".toolsmith/config.toml"),
+        "[limits]\ntimeout = \"10s\"\n[sandbox]\nnetwork = \"allow\"\n",
+    );
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), Vec::<String>::new());
+    let stderr_text = stderr(&output);
+    assert_skipped_hint(&context, &stderr_text);
+    assert!(
+        stderr_text.contains("its .toolsmith/config.toml changed since it was trusted"),
+        "{stderr_text}"
+    );
+    let listed = context
+        .command()
+        .args(["trust", "--list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout_json(&listed)["trusted"][0]["status"],
+        "config-changed"
+    );
+
+    // Removing the config is a change too.
+    assert!(context.command().arg("trust").status().unwrap().success());
+    std::fs::remove_file(context.project.join(".toolsmith/config.toml")).unwrap();
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), Vec::<String>::new());
+}
+
+#[test]
+fn a_trusted_project_config_cannot_loosen_the_users_sandbox() {
+    let context = TestContext::new();
+    context.user_config(
+        "[sandbox]\nnetwork = \"deny-if-possible\"\n[env]\nallow = [\"PATH\"]\n[limits]\nmemory = \"256MiB\"\n",
+    );
+    cloned_project(
+        &context,
+        Some(
+            "[sandbox]\nnetwork = \"allow\"\n[env]\nallow = [\"PATH\", \"SECRET_TOKEN\"]\n[limits]\nmemory = \"unlimited\"\ntimeout = \"5s\"\n",
+        ),
+    );
+    assert!(context.command().arg("trust").status().unwrap().success());
+
+    let settings = context
+        .command()
+        .args(["--show-settings", "list"])
+        .output()
+        .unwrap();
+    let settings = stdout_json(&settings);
+    assert_eq!(settings["sandbox"]["network"], "deny-if-possible");
+    assert_eq!(settings["env"]["allow"], serde_json::json!(["PATH"]));
+    assert_eq!(settings["limits"]["memory"], "256MiB");
+    // Tightening is fine: the project's shorter timeout applies.
+    assert_eq!(settings["limits"]["timeout"], "5s");
+
+    let output = context
+        .command()
+        .env("SECRET_TOKEN", "hunter2")
+        .args(["run", "cloned", "--input", "{}"])
+        .output()
+        .unwrap();
+    let envelope = stdout_json(&output);
+    assert_eq!(envelope["result"], "ran cloned: token=", "{envelope}");
+    let stderr_text = stderr(&output);
+    for expected in [
+        "warning: ./.toolsmith/config.toml: sandbox.network = \"allow\" would loosen the user's \"deny-if-possible\"; \"deny-if-possible\" applies",
+        "warning: ./.toolsmith/config.toml: env.allow = \"SECRET_TOKEN\" would loosen the user's allow list [\"PATH\"]",
+        "warning: ./.toolsmith/config.toml: limits.memory = unlimited would loosen the user's 256MiB; 256MiB applies",
+    ] {
+        assert!(
+            stderr_text.contains(expected),
+            "{expected}\nnot in:\n{stderr_text}"
+        );
+    }
+
+    let doctor = context
+        .command()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(doctor.status.code(), Some(1));
+    let report = stdout_json(&doctor);
+    let keys: Vec<&str> = report["trust"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|check| check["status"] == "problem")
+        .map(|check| check["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["limits.memory", "env.allow", "sandbox.network"]);
+    let origin = report["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|setting| setting["key"] == "sandbox.network")
+        .unwrap()["origin"]
+        .clone();
+    assert_eq!(origin, serde_json::json!({"kind": "user_file"}));
+
+    // The user may allow it.
+    context.user_config(
+        "[sandbox]\nnetwork = \"deny-if-possible\"\n[env]\nallow = [\"PATH\"]\n[trust]\nproject_may_loosen = true\n",
+    );
+    let output = context
+        .command()
+        .env("SECRET_TOKEN", "hunter2")
+        .args(["run", "cloned", "--input", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout_json(&output)["result"], "ran cloned: token=hunter2");
+    assert!(!stderr(&output).contains("warning:"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_project_config_cannot_trust_itself() {
+    let context = TestContext::new();
+    context.user_config("[sandbox]\nnetwork = \"deny\"\n");
+    cloned_project(
+        &context,
+        Some("[trust]\nproject_may_loosen = true\n[sandbox]\nnetwork = \"allow\"\n"),
+    );
+    context.command().arg("trust").status().unwrap();
+    let settings = context
+        .command()
+        .args(["--show-settings", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout_json(&settings)["sandbox"]["network"], "deny");
+    let output = context.command().arg("list").output().unwrap();
+    assert!(
+        stderr(&output).contains("a project config cannot set [trust]"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn trust_list_json_and_untrust() {
+    let context = TestContext::new();
+    cloned_project(&context, Some("[limits]\ntimeout = \"10s\"\n"));
+    let output = context
+        .command()
+        .args(["trust", "--list", "--json"])
+        .output()
+        .unwrap();
+    let listed = stdout_json(&output);
+    assert_eq!(listed["trusted"], serde_json::json!([]));
+    assert_eq!(
+        listed["store"],
+        context
+            .root
+            .join("home/.local/state/toolsmith/trust.json")
+            .display()
+            .to_string()
+    );
+
+    assert!(context.command().arg("trust").status().unwrap().success());
+    let listed = stdout_json(
+        &context
+            .command()
+            .args(["trust", "--list", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let record = &listed["trusted"][0];
+    assert_eq!(record["path"], context.project.display().to_string());
+    assert_eq!(record["status"], "trusted");
+    assert!(
+        record["config"].as_str().unwrap().starts_with("sha256:"),
+        "{record}"
+    );
+
+    let output = context.command().arg("untrust").output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("untrusted {}\n", context.project.display())
+    );
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), Vec::<String>::new());
+    assert_skipped_hint(&context, &stderr(&output));
+    let output = context.command().arg("untrust").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("{} was not trusted\n", context.project.display())
+    );
+}
+
+#[test]
+fn trusting_a_missing_directory_is_an_error() {
+    let context = TestContext::new();
+    let output = context
+        .command()
+        .args(["trust", "no/such/dir"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "error: cannot resolve the directory {}/no/such/dir: ",
+            context.project.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn pre_trusted_paths_need_no_trust_command() {
+    let context = TestContext::new();
+    let marker = cloned_project(&context, Some("[limits]\ntimeout = \"10s\"\n"));
+    // CI: the checkouts live below one directory, named in the user config.
+    context.user_config(&format!(
+        "[trust]\npaths = [{:?}]\n",
+        context.root.display().to_string()
+    ));
+    let output = context.command().args(["list", "--json"]).output().unwrap();
+    assert_eq!(names(&stdout_json(&output)), ["cloned"]);
+    assert!(marker.exists());
+    let listed = stdout_json(
+        &context
+            .command()
+            .args(["trust", "--list", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        listed["pre_trusted"],
+        serde_json::json!([context.root.display().to_string()])
+    );
+    let doctor = stdout_json(
+        &context
+            .command()
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(doctor["trust"]["dirs"][0]["status"], "pre-trusted");
+}
+
+#[test]
+fn named_directories_and_config_files_are_trusted_by_naming_them() {
+    let context = TestContext::new();
+    let marker = cloned_project(&context, Some("[limits]\ntimeout = \"10s\"\n"));
+    let output = context
+        .command()
+        .args(["--tools-dir", ".toolsmith/tools", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(names(&stdout_json(&output)), ["cloned"]);
+    // The named directory is read; only the (unnamed) project config is still skipped.
+    assert!(
+        stderr(&output).contains("layer of")
+            && stderr(&output).contains("(.toolsmith/config.toml)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(marker.exists());
+    let settings = stdout_json(
+        &context
+            .command()
+            .args([
+                "--config",
+                ".toolsmith/config.toml",
+                "--show-settings",
+                "list",
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(settings["limits"]["timeout"], "10s");
+}
+
+#[test]
+fn serve_says_on_stderr_that_it_skipped_a_project() {
+    let context = TestContext::new();
+    let marker = cloned_project(&context, None);
+    let output = context
+        .command()
+        .arg("serve")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+    assert_skipped_hint(&context, &stderr(&output));
+    assert!(!marker.exists());
+}
