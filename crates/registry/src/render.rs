@@ -901,4 +901,260 @@ mod tests {
             }
         }
     }
+
+    /// The differential test of issue 12: generated hostile values in generated contexts,
+    /// each rendered manifest run under bash and under dash, and no marker file may ever
+    /// appear. Contexts are compositions of word templates inside command templates; each
+    /// composition is kept only if both shells accept its syntax (`-n`), so that a batch
+    /// never stops early. Pairs are batched, one marker file per pair, so a failure names
+    /// its value and context.
+    mod differential {
+        use std::path::Path;
+
+        use serde_json::{Map, Value};
+
+        use crate::oob::{Items, OutOfBand};
+        use crate::render::Template;
+
+        /// Word templates: `@` is where the tag (or an inner template) goes.
+        const WORDS: &[&str] = &[
+            "@",
+            "\"@\"",
+            "'@'",
+            "\"a@b\"",
+            "a'b'@\"c\"",
+            "\"$(echo @)\"",
+            "$(echo @)",
+            "\"`echo @`\"",
+            "`echo @`",
+            "\"${U:-@}\"",
+            "${U:-@}",
+            "\"${U:-\"@\"}\"",
+            "${S#@}",
+            "\"${S%@}\"",
+            "${S:+@}",
+            "\"$(printf '%s' \"@\")\"",
+            "$( (echo @) )",
+            "\"${U:-'@'}\"",
+        ];
+
+        /// Command templates: `W` is where a word goes.
+        const COMMANDS: &[&str] = &[
+            "echo W",
+            "printf '%s\\n' W",
+            "x=W; echo \"$x\"",
+            "case W in *) echo c;; esac",
+            "[ -n W ] && echo y",
+            "echo W | cat",
+            "f W",
+            "echo W # W don't",
+            "# W",
+            ": W",
+            "if [ W = x ]; then :; fi",
+            "export E=W",
+            "for i in W; do echo \"$i\"; done",
+            "{ echo W; }",
+            "(echo W)",
+            "echo \"a\nb\"#' W'",
+            "y=$(echo W)",
+        ];
+
+        /// Extra command templates for bash only.
+        const BASH_COMMANDS: &[&str] = &[
+            "[[ W == x ]] || :",
+            "cat <<< W",
+            "echo $'a\\'b' W",
+            "a=(W); echo \"${a[0]}\"",
+        ];
+
+        const PAIRS: usize = 10_240;
+        const BATCH: usize = 256;
+
+        /// A small deterministic generator (xorshift64*), so a failure reproduces.
+        struct Rng(u64);
+
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+            }
+
+            fn below(&mut self, bound: usize) -> usize {
+                (self.next() % bound as u64) as usize
+            }
+
+            fn pick<'a>(&mut self, choices: &[&'a str]) -> &'a str {
+                choices[self.below(choices.len())]
+            }
+        }
+
+        /// A hostile value whose every attempt to run code touches `marker`.
+        fn value(rng: &mut Rng, marker: &str) -> String {
+            const ATTACKS: &[&str] = &[
+                "$(touch M)",
+                "`touch M`",
+                "a[$(touch M)]",
+                "';touch M;'",
+                "\";touch M;\"",
+                "\ntouch M\n",
+                "\\';touch M;#",
+                "}\";touch M;#",
+                "$(touch${IFS}M)",
+                "x[$(touch M)]=1",
+            ];
+            const NOISE: &[&str] = &[
+                "'", "\"", "\\", "\n", ";", "&", "|", "}", "{", ")", "(", "#", "$", " ", "*", "?",
+                "~", "!", "`", "=", "-v", "\r", "é", "\u{2028}", "%s", "[", "]",
+            ];
+            let mut text = String::new();
+            for _ in 0..rng.below(4) {
+                text.push_str(rng.pick(NOISE));
+            }
+            text.push_str(&rng.pick(ATTACKS).replace('M', marker));
+            for _ in 0..rng.below(4) {
+                text.push_str(rng.pick(NOISE));
+            }
+            text
+        }
+
+        /// A context with `@` as its tag: a command around one or two nested words.
+        fn context(rng: &mut Rng, bash: bool) -> String {
+            let mut word = rng.pick(WORDS).to_owned();
+            if rng.below(2) == 0 {
+                word = word.replace('@', rng.pick(WORDS));
+            }
+            let command = if bash && rng.below(4) == 0 {
+                rng.pick(BASH_COMMANDS)
+            } else {
+                rng.pick(COMMANDS)
+            };
+            command.replace('W', &word)
+        }
+
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the differential test runs each shell directly, thousands of times, as the quoting property test does"
+        )]
+        fn shell(program: &str) -> std::process::Command {
+            let mut command = std::process::Command::new(program);
+            command
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("LC_ALL", "C")
+                .stdin(std::process::Stdio::null());
+            command
+        }
+
+        fn syntax_ok(program: &str, script: &str) -> bool {
+            shell(program)
+                .arg("-n")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .is_ok_and(|output| output.status.success())
+        }
+
+        fn run_batch(program: &str, dir: &Path, pairs: &[(String, String)]) -> Vec<String> {
+            let mut body = String::from("S=s\nf() { printf '%s' \"$@\"; }\n");
+            let mut arguments = Map::new();
+            let mut declared = Vec::new();
+            for (index, (context, value)) in pairs.iter().enumerate() {
+                let name = format!("v{index}");
+                body.push_str(&context.replace('@', &format!("{{{{ {name} }}}}")));
+                body.push('\n');
+                arguments.insert(name.clone(), Value::String(value.clone()));
+                declared.push(name);
+            }
+            body.push_str("echo END\n");
+            let declared: Vec<(&str, bool)> =
+                declared.iter().map(|name| (name.as_str(), false)).collect();
+            let template = match Template::parse(&body, 1, &declared) {
+                Ok(template) => template,
+                Err(error) => return vec![format!("{program}: batch refused: {error}")],
+            };
+            let arguments = Value::Object(arguments);
+            let out_of_band = OutOfBand::new(&arguments, Items::PerElement).unwrap();
+            let script = template.render(&arguments, &|variable| out_of_band.in_file(variable));
+            let output = shell(program)
+                .arg("-c")
+                .arg(&script)
+                .arg("differential")
+                .envs(out_of_band.vars().iter().map(|(name, value)| (name, value)))
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            let mut failures = Vec::new();
+            if !String::from_utf8_lossy(&output.stdout).ends_with("END\n") {
+                failures.push(format!(
+                    "{program}: the batch did not run to its end: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            for (index, (context, value)) in pairs.iter().enumerate() {
+                let marker = dir.join(format!("M{index}"));
+                if marker.exists() {
+                    failures.push(format!(
+                        "{program}: value {value:?} ran in context {context:?}"
+                    ));
+                }
+            }
+            failures
+        }
+
+        #[test]
+        fn no_value_ever_runs_under_bash_or_dash() {
+            let mut rng = Rng(0x5EED_0012_0BAD_CAFE);
+            let mut failures = Vec::new();
+            let mut pairs_run = 0;
+            for (program, bash) in [("/bin/bash", true), ("/bin/dash", false)] {
+                if !Path::new(program).exists() {
+                    eprintln!("WARNING: {program} is missing; the differential test skips it");
+                    continue;
+                }
+                // The compositions each shell accepts, found once.
+                let mut contexts: Vec<String> = Vec::new();
+                let mut tried = std::collections::BTreeSet::new();
+                while contexts.len() < 300 && tried.len() < 3000 {
+                    let candidate = context(&mut rng, bash);
+                    if !tried.insert(candidate.clone()) {
+                        continue;
+                    }
+                    let probe = candidate.replace('@', "x");
+                    if syntax_ok(program, &probe)
+                        && (bash || syntax_ok("/bin/bash", &probe))
+                        && Template::parse(&candidate.replace('@', "{{ v }}"), 1, &[("v", false)])
+                            .is_ok()
+                    {
+                        contexts.push(candidate);
+                    }
+                }
+                let dir = tempfile::tempdir().unwrap();
+                let mut done = 0;
+                while done < PAIRS {
+                    let pairs: Vec<(String, String)> = (0..BATCH)
+                        .map(|index| {
+                            let marker = dir.path().join(format!("M{index}"));
+                            let context = contexts[rng.below(contexts.len())].clone();
+                            (context, value(&mut rng, &marker.display().to_string()))
+                        })
+                        .collect();
+                    failures.extend(run_batch(program, dir.path(), &pairs));
+                    for entry in std::fs::read_dir(dir.path()).unwrap() {
+                        std::fs::remove_file(entry.unwrap().path()).unwrap();
+                    }
+                    done += BATCH;
+                }
+                pairs_run += done;
+            }
+            assert!(
+                failures.is_empty(),
+                "{} failures:\n{}",
+                failures.len(),
+                failures.join("\n")
+            );
+            assert!(pairs_run >= 2 * PAIRS, "only {pairs_run} pairs ran");
+        }
+    }
 }
