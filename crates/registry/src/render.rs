@@ -30,6 +30,8 @@ use crate::tag_context::{TagKind, contexts_of_tags};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Template {
     nodes: Vec<Node>,
+    /// Second interpreters in the body, for `toolsmith validate`.
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +212,7 @@ impl Template {
                 }
             }
         }
-        let contexts = contexts_of_tags(&items, &tags, &kinds, first_line)?;
+        let (contexts, warnings) = contexts_of_tags(&items, &tags, &kinds, first_line)?;
         let mut contexts = contexts.into_iter();
         let mut stack: Vec<Level<'_>> = vec![(Vec::new(), None)];
         for token in &tokens {
@@ -269,7 +271,14 @@ impl Template {
                 line: open.line,
             });
         }
-        Ok(Template { nodes })
+        Ok(Template { nodes, warnings })
+    }
+
+    /// Places where a value may still become code through a second interpreter (`eval`,
+    /// `sh -c`, `source`, awk or python programs, a variable later evaluated as arithmetic),
+    /// as `line N: …` sentences.
+    pub(crate) fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Renders the body for `arguments` (an object, defaults already applied): every tag
@@ -744,6 +753,60 @@ mod tests {
             "echo $(abc\n",
             json!({}),
             Err("the body ends inside a command substitution $( opened on line 1"),
+        );
+    }
+
+    #[test]
+    fn second_interpreters_are_warned_about() {
+        let warnings = |body: &str| {
+            Template::parse(body, 1, DECLARED)
+                .unwrap()
+                .warnings()
+                .to_vec()
+        };
+        assert_eq!(
+            warnings("echo {{ a }}\nx={{ a }}; echo \"$x\""),
+            Vec::<String>::new()
+        );
+        let cases = [
+            (
+                "x=1\neval \"$cmd\"",
+                "line 2: eval runs its arguments as code",
+            ),
+            (
+                "bash -c 'echo \"$1\"' bash {{ a }}",
+                "line 1: bash -c runs a second shell",
+            ),
+            (". ./lib.sh", "line 1: . runs a file as code"),
+            (
+                "awk -v x={{ a }} '{ print x }'",
+                "line 1: awk receives a value",
+            ),
+            (
+                "python3 -c 'import sys' {{ a }}",
+                "line 1: python3 receives a value",
+            ),
+            (
+                "x={{ a }}\necho $(( x + 1 ))",
+                "line 2: variable x holds a value and is evaluated as arithmetic here",
+            ),
+            (
+                "f() { local n={{ a }}; [[ $n -gt 0 ]]; }",
+                "line 1: variable n holds a value and is evaluated as arithmetic here",
+            ),
+            ("y={{ a }}\nlet z=y+1", "line 2: variable y holds a value"),
+        ];
+        for (body, expect) in cases {
+            let warnings = warnings(body);
+            assert!(
+                warnings.iter().any(|warning| warning.starts_with(expect)),
+                "{body}: {warnings:?}"
+            );
+        }
+        // A numeric parameter holds no code: no warning.
+        assert_eq!(
+            warnings("x={{ count }}\necho $(( x ))"),
+            Vec::<String>::new()
         );
     }
 

@@ -138,16 +138,32 @@ struct Scan<'a> {
     refusals: Vec<Option<Refusal>>,
     stack: Vec<(Frame, usize)>,
     line: usize,
+    first_line: usize,
+    kinds: &'a [TagKind],
+    /// Variables assigned a string value (`x={{ v }}`), for the arithmetic warning.
+    tainted: Vec<String>,
+    warnings: Vec<(usize, String)>,
+    /// Where each open arithmetic frame's text starts.
+    arithmetic_starts: Vec<usize>,
 }
 
 /// The quoting of every tag, in order, or the first tag that cannot stand where it is.
+///
+/// Also returns warnings about second interpreters (`eval`, `sh -c`, `source`, awk or python
+/// programs that receive a value, a variable holding a value later evaluated as arithmetic):
+/// places a value may become code that no scan of the body can rule out.
 pub(crate) fn contexts_of_tags(
     items: &[Item],
     tags: &[&Tag<'_>],
     kinds: &[TagKind],
     first_line: usize,
-) -> Result<Vec<Quoting>, TemplateError> {
+) -> Result<(Vec<Quoting>, Vec<String>), TemplateError> {
     let mut scan = Scan {
+        first_line,
+        kinds,
+        tainted: Vec::new(),
+        warnings: Vec::new(),
+        arithmetic_starts: Vec::new(),
         items,
         tags,
         contexts: vec![Quoting::Unquoted; tags.len()],
@@ -178,7 +194,16 @@ pub(crate) fn contexts_of_tags(
             reason: refusal.sentence(),
         });
     }
-    Ok(scan.contexts)
+    let mut warnings = scan.warnings;
+    warnings.sort();
+    warnings.dedup();
+    Ok((
+        scan.contexts,
+        warnings
+            .into_iter()
+            .map(|(line, warning)| format!("line {line}: {warning}"))
+            .collect(),
+    ))
 }
 
 fn is_name_char(character: char) -> bool {
@@ -270,6 +295,114 @@ impl Scan<'_> {
         for (tag_index, refusal) in analyze(self.items, &words) {
             self.refuse(tag_index, refusal);
         }
+        self.warn_about_command(&words);
+    }
+
+    fn line_of(&self, index: usize) -> usize {
+        self.first_line
+            + self.items[..index.min(self.items.len())]
+                .iter()
+                .filter(|item| **item == Item::Char('\n'))
+                .count()
+    }
+
+    /// Whether a word holds a tag of a parameter that is not numeric.
+    fn holds_string_value(&self, word: Word) -> bool {
+        word_tags(self.items, word)
+            .iter()
+            .any(|tag_index| self.kinds.get(*tag_index) == Some(&TagKind::Value))
+    }
+
+    /// Warns when `text` (arithmetic) names a variable that holds a value.
+    fn warn_about_arithmetic(&mut self, text: &str, index: usize) {
+        let names = text.split(|character: char| !is_name_char(character));
+        let mut tainted = None;
+        for name in names {
+            if self.tainted.iter().any(|variable| variable == name) {
+                tainted = Some(name.to_owned());
+                break;
+            }
+        }
+        if let Some(name) = tainted {
+            let line = self.line_of(index);
+            self.warnings.push((
+                line,
+                format!(
+                    "variable {name} holds a value and is evaluated as arithmetic here, where bash runs any $(…) in it; declare the parameter as integer or number"
+                ),
+            ));
+        }
+    }
+
+    fn warn_about_command(&mut self, words: &[Word]) {
+        let skipped = skipped_words(self.items, words);
+        for word in &words[..skipped] {
+            let text = word_text(self.items, *word);
+            if is_assignment(&text) && self.holds_string_value(*word) {
+                let name: String = text
+                    .chars()
+                    .take_while(|character| is_name_char(*character))
+                    .collect();
+                self.tainted.push(name);
+            }
+        }
+        let words: Vec<Word> = words[skipped..]
+            .iter()
+            .copied()
+            .filter(|word| !word.redirect)
+            .collect();
+        let Some(first) = words.first() else { return };
+        let line = self.line_of(first.start);
+        let name = word_text(self.items, *first);
+        let program = name.rsplit('/').next().unwrap_or(&name).to_owned();
+        let texts: Vec<String> = words[1..]
+            .iter()
+            .map(|word| word_text(self.items, *word))
+            .collect();
+        let warning = match program.as_str() {
+            "eval" => Some("eval runs its arguments as code: a value that reaches them, directly or through a variable, runs as code".to_owned()),
+            "source" | "." => Some(format!("{program} runs a file as code: make sure no value chooses or writes that file")),
+            "sh" | "bash" | "dash" | "ksh" | "zsh" if texts.iter().any(|text| text.starts_with('-') && !text.starts_with("--") && text.contains('c')) => Some(format!(
+                "{program} -c runs a second shell: pass values as its positional arguments ({program} -c '… \"$1\" …' {program} \"$x\"), never inside its script, not even through a variable"
+            )),
+            "awk" | "gawk" | "mawk" | "nawk" | "python" | "python3" | "perl" | "ruby" | "node" | "php"
+                if words[1..].iter().any(|word| self.holds_string_value(*word)) =>
+            {
+                Some(format!(
+                    "{program} receives a value: make sure it arrives as data (awk -v, sys.argv, @ARGV, an environment variable), never inside the program text"
+                ))
+            }
+            "let" => {
+                for (word, text) in words[1..].iter().zip(&texts) {
+                    self.warn_about_arithmetic(text, word.start);
+                }
+                None
+            }
+            "local" | "declare" | "typeset" | "export" | "readonly" => {
+                for (word, text) in words[1..].iter().zip(&texts) {
+                    if is_assignment(text) && self.holds_string_value(*word) {
+                        let name: String = text.chars().take_while(|character| is_name_char(*character)).collect();
+                        self.tainted.push(name);
+                    }
+                }
+                None
+            }
+            "[[" => {
+                for (position, word) in words[1..].iter().enumerate() {
+                    let before = position.checked_sub(1).and_then(|before| texts.get(before));
+                    let after = texts.get(position + 1);
+                    if [before, after].into_iter().flatten().any(|text| ARITHMETIC_OPERATORS.contains(&text.as_str())) {
+                        let text = texts[position].clone();
+                        self.warn_about_arithmetic(&text, word.start);
+                    }
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(warning) = warning {
+            self.warnings.push((line, warning));
+        }
     }
 
     fn in_double_bracket(&self) -> bool {
@@ -338,7 +471,7 @@ impl Scan<'_> {
                             index + 1
                         }
                         (ArithCloser::DoubleParen, ')') if depth == 0 => {
-                            self.stack.pop();
+                            self.close_arithmetic(index);
                             if next == Some(Item::Char(')')) {
                                 index + 2
                             } else {
@@ -346,7 +479,7 @@ impl Scan<'_> {
                             }
                         }
                         (ArithCloser::Bracket, ']') if depth == 0 => {
-                            self.stack.pop();
+                            self.close_arithmetic(index);
                             index + 1
                         }
                         (ArithCloser::DoubleParen, ')') | (ArithCloser::Bracket, ']') => {
@@ -363,7 +496,7 @@ impl Scan<'_> {
                             index + 1
                         }
                         ']' if depth == 0 => {
-                            self.stack.pop();
+                            self.close_arithmetic(index);
                             index + 1
                         }
                         ']' => {
@@ -384,7 +517,7 @@ impl Scan<'_> {
                             Some('(' | ' ' | '\t' | '\n')
                         ) =>
                         {
-                            self.stack.push((Frame::Subscript { depth: 0 }, self.line));
+                            self.push_arithmetic(Frame::Subscript { depth: 0 }, index);
                             index + 1
                         }
                         _ => self.shared_char(index, character, next, false),
@@ -486,6 +619,26 @@ impl Scan<'_> {
         self.touch_word(index);
     }
 
+    fn push_arithmetic(&mut self, frame: Frame, index: usize) {
+        self.stack.push((frame, self.line));
+        self.arithmetic_starts.push(index);
+    }
+
+    /// Pops an arithmetic frame (or subscript) that ends at `index`, warning when its text
+    /// names a variable that holds a value.
+    fn close_arithmetic(&mut self, index: usize) {
+        let opened = self.arithmetic_starts.pop().unwrap_or(index);
+        self.stack.pop();
+        let text: String = self.items[opened.min(index)..index]
+            .iter()
+            .filter_map(|item| match item {
+                Item::Char(character) => Some(*character),
+                Item::Tag(_) => None,
+            })
+            .collect();
+        self.warn_about_arithmetic(&text, index);
+    }
+
     fn set_depth(&mut self, new_depth: usize) {
         if let Some((frame, _)) = self.stack.last_mut() {
             match frame {
@@ -566,14 +719,14 @@ impl Scan<'_> {
                     index + 2
                 }
                 Some('(') if self.char_at(index + 2) == Some('(') => {
-                    self.stack.push((
+                    self.push_arithmetic(
                         Frame::Arith {
                             closer: ArithCloser::DoubleParen,
                             depth: 0,
                             what: "$(( … ))",
                         },
-                        self.line,
-                    ));
+                        index,
+                    );
                     index + 3
                 }
                 Some('(') => {
@@ -588,14 +741,14 @@ impl Scan<'_> {
                     index + 2
                 }
                 Some('[') => {
-                    self.stack.push((
+                    self.push_arithmetic(
                         Frame::Arith {
                             closer: ArithCloser::Bracket,
                             depth: 0,
                             what: "$[ … ]",
                         },
-                        self.line,
-                    ));
+                        index,
+                    );
                     index + 2
                 }
                 Some('{') => {
@@ -635,7 +788,7 @@ impl Scan<'_> {
                 index + 1
             }
             (BracePhase::Name, '[') => {
-                self.stack.push((Frame::Subscript { depth: 0 }, self.line));
+                self.push_arithmetic(Frame::Subscript { depth: 0 }, index);
                 index + 1
             }
             (BracePhase::Name, ':') => {
@@ -748,14 +901,14 @@ impl Scan<'_> {
                 after
             }
             '(' if self.at_command_start() && next == Some(Item::Char('(')) => {
-                self.stack.push((
+                self.push_arithmetic(
                     Frame::Arith {
                         closer: ArithCloser::DoubleParen,
                         depth: 0,
                         what: "(( … ))",
                     },
-                    self.line,
-                ));
+                    index,
+                );
                 index + 2
             }
             '(' if self.word_ends_with_equals(index) => {
@@ -782,7 +935,7 @@ impl Scan<'_> {
                 index + 1
             }
             '[' if self.word_is_identifier(index) => {
-                self.stack.push((Frame::Subscript { depth: 0 }, self.line));
+                self.push_arithmetic(Frame::Subscript { depth: 0 }, index);
                 index + 1
             }
             _ => {
