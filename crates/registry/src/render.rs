@@ -304,9 +304,11 @@ impl Template {
 
 /// The line that loads `variable` from the file named by `<variable>_FILE`: command
 /// substitution drops trailing newlines, so a sentinel `x` is appended and removed.
+/// The variable is not exported: a value too large for the environment would make every
+/// command the body starts fail with E2BIG.
 fn load_from_file(variable: &str) -> String {
     format!(
-        "{variable}=$(cat -- \"${{{variable}_FILE}}\" && printf x) || {{ printf 'toolsmith: cannot read %s\\n' \"${{{variable}_FILE}}\" >&2; exit 125; }}; {variable}=${{{variable}%x}}; export {variable}\n"
+        "{variable}=$(cat -- \"${{{variable}_FILE}}\" && printf x) || {{ printf 'toolsmith: cannot read %s\\n' \"${{{variable}_FILE}}\" >&2; exit 125; }}; {variable}=${{{variable}%x}}\n"
     )
 }
 
@@ -524,7 +526,7 @@ mod tests {
         );
     }
 
-    const LOAD_NAME: &str = r#"TOOLSMITH_ARG_name=$(cat -- "${TOOLSMITH_ARG_name_FILE}" && printf x) || { printf 'toolsmith: cannot read %s\n' "${TOOLSMITH_ARG_name_FILE}" >&2; exit 125; }; TOOLSMITH_ARG_name=${TOOLSMITH_ARG_name%x}; export TOOLSMITH_ARG_name
+    const LOAD_NAME: &str = r#"TOOLSMITH_ARG_name=$(cat -- "${TOOLSMITH_ARG_name_FILE}" && printf x) || { printf 'toolsmith: cannot read %s\n' "${TOOLSMITH_ARG_name_FILE}" >&2; exit 125; }; TOOLSMITH_ARG_name=${TOOLSMITH_ARG_name%x}
 "#;
 
     #[test]
