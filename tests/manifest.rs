@@ -409,3 +409,112 @@ fn output_schema_makes_the_result_json_and_is_enforced() {
         serde_json::json!(["n"])
     );
 }
+
+/// Issue 12: a tag where bash would evaluate the value is refused at load time, with its line,
+/// column and reason, in `list` and `validate`; the tools beside it still load.
+#[test]
+fn a_tag_in_arithmetic_is_refused_at_load_time() {
+    let context = TestContext::new();
+    let write = |file: &str, text: &str| fs::write(context.tools.join(file), text).unwrap();
+    write(
+        "count.md",
+        "---\nname: count\ndescription: Adds one\nparameters:\n  n:\n    type: string\n---\necho start\necho $(( {{ n }} + 1 ))\n",
+    );
+    write(
+        "sum.md",
+        "---\nname: sum\ndescription: Adds one\nparameters:\n  n:\n    type: integer\n---\necho $(( {{ n }} + 1 ))\n",
+    );
+    let expected = "body: line 9, column 10: {{ n }} stands in an arithmetic context ($(( … ))), where bash evaluates the value as an expression and runs any $(…) in it; only integer and number parameters may stand there";
+    let listed = context
+        .with_tools()
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["tools"][0]["name"], "sum", "{listed}");
+    assert!(listed.to_string().contains(expected), "{listed}");
+    let validated = context
+        .with_tools()
+        .args(["validate", "count"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&validated.stdout);
+    assert!(text.contains(expected), "{text}");
+    let ran = context
+        .with_tools()
+        .args(["run", "sum", "--input", r#"{"n": 41}"#])
+        .output()
+        .unwrap();
+    let ran: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(ran["result"], "42", "{ran}");
+}
+
+/// Issue 12: values reach the body out of band, exactly, a large one (over 1 MiB, trailing
+/// newlines included) through its file, under sh and bash alike.
+#[test]
+fn a_large_value_reaches_the_body_exactly() {
+    let context = TestContext::new();
+    for shell in ["sh", "bash"] {
+        fs::write(
+            context.tools.join(format!("size_{shell}.md")),
+            format!(
+                "---\nname: size_{shell}\ndescription: Measures\nshell: {shell}\nparameters:\n  text:\n    type: string\n---\nprintf '%s' {{{{ text }}}} | wc -c\nprintf '%s' \"{{{{ text }}}}\" | tail -c 3 | od -An -c\n"
+            ),
+        )
+        .unwrap();
+    }
+    let text = "a'b\"c$(touch x)\n".repeat(70_000) + "\n\n";
+    let input = serde_json::json!({ "text": text }).to_string();
+    let input_file = context.root.join("input.json");
+    fs::write(&input_file, &input).unwrap();
+    for shell in ["sh", "bash"] {
+        let output = context
+            .with_tools()
+            .args(["run", &format!("size_{shell}"), "--input"])
+            .arg(format!("@{}", input_file.display()))
+            .output()
+            .unwrap();
+        let envelope: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+        let result = envelope["result"].as_str().unwrap_or_default();
+        let mut lines = result.lines();
+        assert_eq!(
+            lines.next().map(str::trim),
+            Some(text.len().to_string().as_str()),
+            "{shell}: {envelope}"
+        );
+        assert_eq!(
+            lines
+                .next()
+                .map(|line| line.split_whitespace().collect::<Vec<_>>()),
+            Some(vec!["\\n", "\\n", "\\n"]),
+            "{shell}: {envelope}"
+        );
+    }
+    assert!(!context.project.join("x").exists());
+}
+
+/// `validate` warns about second interpreters a value may reach.
+#[test]
+fn validate_warns_about_second_interpreters() {
+    let context = TestContext::new();
+    fs::write(
+        context.tools.join("runner.md"),
+        "---\nname: runner\ndescription: Runs things\nparameters:\n  cmd:\n    type: string\n---\nx={{ cmd }}\neval \"$x\"\n",
+    )
+    .unwrap();
+    let output = context
+        .with_tools()
+        .args(["validate", "runner", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report
+            .to_string()
+            .contains("line 9: eval runs its arguments as code"),
+        true,
+        "{report}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{report}");
+}

@@ -861,7 +861,7 @@ fn argument_values_reach_the_tool_exactly() {
     // Over 1 MiB: beyond what the environment takes, so it travels in a file.
     let large = format!("{NASTY_MESSAGE}\n").repeat((1 << 20) / NASTY_MESSAGE.len() + 1);
     assert!(large.len() >= 1 << 20);
-    for (catalog, language) in catalogs.iter().zip(["python", "bash"]) {
+    for (catalog, language) in catalogs.iter().zip(["python", "bash", "manifest"]) {
         let envelope = call(catalog, &large);
         assert_eq!(
             envelope["result"],
@@ -869,16 +869,6 @@ fn argument_values_reach_the_tool_exactly() {
             "{language}: {envelope}"
         );
     }
-    // FIXME(issue 12): a manifest's tags still splice the value into the script, which goes
-    // to `bash -c` as one argument: past the kernel's 128 KiB per argument, the call cannot
-    // start. Once its tags render as references to TOOLSMITH_ARG_<name> (and read the file
-    // of a large value), this must give the digest like the other languages.
-    let envelope = call(&catalogs[2], &large);
-    assert_eq!(
-        envelope["error_code"],
-        json!("SPAWN_FAILED"),
-        "manifest: {envelope}"
-    );
     let mut config = ProptestConfig::with_cases(24);
     config.failure_persistence = None;
     proptest!(config, |(text in hostile())| {

@@ -167,24 +167,24 @@ pub async fn invoke_with_progress(
             .map_err(executor_error)?,
         Runner::Ikigai => ikigai::run_command(tool.path(), &config.cwd, &call.env, arguments)
             .map_err(executor_error)?,
-        Runner::Manifest(manifest) => match manifest.command(arguments, &config.cwd, &call.env) {
-            Ok(command) => command,
-            Err(CommandError::Render(error)) => {
-                return Ok(Envelope::failure(
-                    ErrorCode::InvalidParams,
-                    format!("Invalid arguments for tool {}: {error}.", tool.name()),
-                    Metadata::not_started(),
-                ));
+        Runner::Manifest(manifest) => {
+            let in_file = |variable: &str| {
+                out_of_band
+                    .as_ref()
+                    .is_some_and(|out_of_band| out_of_band.in_file(variable))
+            };
+            match manifest.command(arguments, &in_file, &config.cwd, &call.env) {
+                Ok(command) => command,
+                Err(error @ CommandError::NoShell { .. }) => {
+                    return Ok(Envelope::failure(
+                        ErrorCode::SpawnFailed,
+                        format!("Tool {} could not be started: {error}.", tool.name()),
+                        Metadata::not_started(),
+                    ));
+                }
+                Err(CommandError::Executor(source)) => return Err(executor_error(source)),
             }
-            Err(error @ CommandError::NoShell { .. }) => {
-                return Ok(Envelope::failure(
-                    ErrorCode::SpawnFailed,
-                    format!("Tool {} could not be started: {error}.", tool.name()),
-                    Metadata::not_started(),
-                ));
-            }
-            Err(CommandError::Executor(source)) => return Err(executor_error(source)),
-        },
+        }
     };
     let limits = call.limits;
     let mut command = command;

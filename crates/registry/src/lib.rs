@@ -78,6 +78,7 @@ mod progress;
 mod render;
 mod sandbox;
 mod schema;
+mod tag_context;
 mod tool;
 mod validate;
 
@@ -110,7 +111,7 @@ pub use crate::oob::{
 pub use crate::overrides::{CallConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::progress::{PROGRESS_FD_VAR, Progress};
-pub use crate::render::{RenderError, TemplateError};
+pub use crate::render::TemplateError;
 pub use crate::sandbox::{
     FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxDeclarationError, SandboxReport,
     SandboxSettings, UnknownSetting,

@@ -18,7 +18,8 @@ use toolsmith_executor::Command;
 
 use crate::discovery::error_chain;
 use crate::expand::{ExpandError, Expansion};
-use crate::render::{RenderError, Template, TemplateError, is_identifier};
+use crate::oob::FILE_SUFFIX;
+use crate::render::{Template, TemplateError, is_identifier};
 use crate::{
     Approval, InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError,
     SchemaError, TestCase, TestsError, ToolName, parse_tests,
@@ -80,6 +81,8 @@ impl Shell {
 pub(crate) struct Parameter {
     pub(crate) name: String,
     pub(crate) default: Option<Value>,
+    /// The type is integer or number: the parameter may stand in arithmetic.
+    pub(crate) numeric: bool,
 }
 
 /// The JSON type of a parameter (or of an array's items).
@@ -239,6 +242,14 @@ pub enum ManifestError {
     /// A parameter name that a body tag could not name.
     #[error("parameters.{name}: a parameter name must match ^[A-Za-z_][A-Za-z0-9_]*$")]
     ParameterName {
+        /// The name.
+        name: String,
+    },
+    /// A parameter name ending in `_FILE`, which would pass for the file of another's value.
+    #[error(
+        "parameters.{name}: a parameter name must not end in _FILE, which names the file of a large value (TOOLSMITH_ARG_<name>_FILE)"
+    )]
+    ReservedParameterName {
         /// The name.
         name: String,
     },
@@ -411,8 +422,6 @@ impl fmt::Display for ManifestErrors {
 /// Why a manifest's call could not be prepared.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CommandError {
-    #[error("{0}")]
-    Render(#[from] RenderError),
     #[error("no `{shell}` was found in PATH, /bin or /usr/bin")]
     NoShell { shell: &'static str },
     #[error(transparent)]
@@ -604,9 +613,9 @@ fn parse_collecting(
         })
         .unwrap_or_default();
 
-    let declared: Vec<&str> = parameters
+    let declared: Vec<(&str, bool)> = parameters
         .iter()
-        .map(|parameter| parameter.name.as_str())
+        .map(|parameter| (parameter.name.as_str(), parameter.numeric))
         .collect();
     let template = if body.trim().is_empty() {
         errors.push(ManifestError::EmptyBody);
@@ -792,6 +801,12 @@ fn parse_parameters(
             });
             continue;
         }
+        if name.ends_with(FILE_SUFFIX) {
+            errors.push(ManifestError::ReservedParameterName {
+                name: name.to_owned(),
+            });
+            continue;
+        }
         let field = format!("parameters.{name}");
         let Yaml::Mapping(mapping) = value else {
             errors.push(ManifestError::NotAMapping {
@@ -835,6 +850,7 @@ fn parse_parameters(
         parameters.push(Parameter {
             name: name.to_owned(),
             default,
+            numeric: matches!(kind, ParamType::Integer | ParamType::Number),
         });
     }
     (parameters, properties, required)
@@ -1273,13 +1289,18 @@ impl Manifest {
     /// The command of one call: `<shell> -c <rendered body> <name>`, in the
     /// manifest's `cwd` (relative to `project`), with `env` and the manifest's
     /// variables, expanded from toolsmith's own environment.
+    ///
+    /// The script holds no value: its tags refer to the `TOOLSMITH_ARG_*` variables (see
+    /// `oob.rs`), which the caller adds to the command's environment; `in_file` says which
+    /// of them come as a file.
     pub(crate) fn command(
         &self,
         arguments: &Value,
+        in_file: &dyn Fn(&str) -> bool,
         project: &Path,
         env: &[(OsString, OsString)],
     ) -> Result<Command, CommandError> {
-        let script = self.body.render(&self.with_defaults(arguments))?;
+        let script = self.body.render(&self.with_defaults(arguments), in_file);
         let lookup = |name: &str| std::env::var(name).ok();
         let cwd = match &self.cwd {
             Some(cwd) => project.join(cwd.expand(&lookup)),
@@ -1710,11 +1731,16 @@ mod tests {
         let render = |arguments: Value| {
             manifest
                 .body
-                .render(&manifest.with_defaults(&arguments))
-                .unwrap()
+                .render(&manifest.with_defaults(&arguments), &|_| false)
         };
-        assert_eq!(render(json!({})), "head -n '3'\n");
-        assert_eq!(render(json!({"n": 5, "s": "f"})), "head -n '5' 'f'\n");
-        assert_eq!(render(json!({"n": null, "extra": 1})), "head -n '3'\n");
+        assert_eq!(render(json!({})), "head -n \"${TOOLSMITH_ARG_n}\"\n");
+        assert_eq!(
+            render(json!({"n": 5, "s": "f"})),
+            "head -n \"${TOOLSMITH_ARG_n}\" \"${TOOLSMITH_ARG_s}\"\n"
+        );
+        assert_eq!(
+            render(json!({"n": null, "extra": 1})),
+            "head -n \"${TOOLSMITH_ARG_n}\"\n"
+        );
     }
 }

@@ -68,8 +68,8 @@ pub(crate) struct OutOfBand {
     /// The variables whose value went to a file, as `(variable, path)`:
     /// `TOOLSMITH_ARG_x` when `TOOLSMITH_ARG_x_FILE` was set.
     in_files: Vec<String>,
-    /// The directory of the files, removed on drop.
-    files: Option<ArgumentFiles>,
+    /// The directory of the files, held only to be removed on drop, after the call.
+    _files: Option<ArgumentFiles>,
 }
 
 /// Whether array elements get variables of their own.
@@ -271,7 +271,7 @@ impl OutOfBand {
         Ok(OutOfBand {
             vars,
             in_files,
-            files,
+            _files: files,
         })
     }
 
@@ -288,7 +288,7 @@ impl OutOfBand {
     /// The directory of the files, if any value needed one.
     #[cfg(test)]
     fn files_dir(&self) -> Option<&std::path::Path> {
-        self.files.as_ref().map(|files| files.dir.as_path())
+        self._files.as_ref().map(|files| files.dir.as_path())
     }
 }
 

@@ -23,10 +23,15 @@
 
 use serde_json::Value;
 
+use crate::oob::{arg_var, item_var};
+use crate::tag_context::{TagKind, contexts_of_tags};
+
 /// A parsed body: text, tags and sections, checked against the declared parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Template {
     nodes: Vec<Node>,
+    /// Second interpreters in the body, for `toolsmith validate`.
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,16 +50,25 @@ enum Node {
 
 /// Where in the shell's quoting a tag stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Quoting {
+pub(crate) enum Quoting {
     Unquoted,
     Double,
     Single,
     AnsiC,
+    /// In a comment: rendered as outside quotes, and never run.
+    Comment,
+}
+
+/// A character of the scanned body, or the place of the n-th tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Item {
+    Char(char),
+    Tag(usize),
 }
 
 /// A tag as written, for an error message: a line break inside the tag is shown as `\n`, so
 /// the message stays on one line.
-fn as_written(raw: &str) -> String {
+pub(crate) fn as_written(raw: &str) -> String {
     raw.replace('\r', "\\r").replace('\n', "\\n")
 }
 
@@ -117,13 +131,27 @@ pub enum TemplateError {
     },
     /// A tag inside a here-document.
     #[error(
-        "line {line}: {tag} is inside a here-document, where a value cannot be quoted safely; assign it to a variable before the here-document and use the variable"
+        "line {line}, column {column}: {tag} is inside a here-document, whose text the shell expands as a whole, and where a quoted delimiter would expand nothing; assign the value to a variable before the here-document (x={{{{ name }}}}) and use \"$x\" there"
     )]
     InHereDocument {
         /// The tag as written.
         tag: String,
         /// Its line.
         line: usize,
+        /// Its column.
+        column: usize,
+    },
+    /// A tag where no reference to its value is safe or exact.
+    #[error("line {line}, column {column}: {tag} {reason}")]
+    Refused {
+        /// The tag as written.
+        tag: String,
+        /// Its line.
+        line: usize,
+        /// Its column.
+        column: usize,
+        /// Why, as a sentence fragment.
+        reason: String,
     },
     /// The body ends inside a quote or command substitution.
     #[error("the body ends inside {what} opened on line {line}")]
@@ -135,23 +163,14 @@ pub enum TemplateError {
     },
 }
 
-/// Why arguments cannot be rendered into a body.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RenderError {
-    /// A string holds a NUL character, which no process argument can carry.
-    #[error("parameter `{name}` contains a NUL character, which cannot be passed to a shell")]
-    Nul {
-        /// The parameter.
-        name: String,
-    },
-}
-
 /// One tag as found in the text, before nesting.
-struct Tag<'a> {
+pub(crate) struct Tag<'a> {
     sigil: Option<char>,
     name: &'a str,
-    raw: &'a str,
-    line: usize,
+    pub(crate) raw: &'a str,
+    pub(crate) line: usize,
+    /// The column of `{{` in its line, counted in characters from 1.
+    pub(crate) column: usize,
 }
 
 /// A flat token of the body.
@@ -162,31 +181,45 @@ enum Token<'a> {
 
 impl Template {
     /// Parses `body`, whose first line is line `first_line` of the file; every
-    /// tag must name one of `declared`.
+    /// tag must name one of `declared`, given with whether its type is integer or number.
     pub(crate) fn parse(
         body: &str,
         first_line: usize,
-        declared: &[&str],
+        declared: &[(&str, bool)],
     ) -> Result<Template, TemplateError> {
         let tokens = tokenize(body, first_line)?;
+        let mut items = Vec::new();
+        let mut tags = Vec::new();
+        let mut kinds = Vec::new();
         for token in &tokens {
-            if let Token::Tag(tag) = token
-                && !declared.contains(&tag.name)
-            {
-                return Err(TemplateError::Undeclared {
-                    tag: as_written(tag.raw),
-                    line: tag.line,
-                });
+            match token {
+                Token::Text(text) => items.extend(text.chars().map(Item::Char)),
+                Token::Tag(tag) => {
+                    let Some((_, numeric)) = declared.iter().find(|(name, _)| *name == tag.name)
+                    else {
+                        return Err(TemplateError::Undeclared {
+                            tag: as_written(tag.raw),
+                            line: tag.line,
+                        });
+                    };
+                    items.push(Item::Tag(tags.len()));
+                    tags.push(tag);
+                    kinds.push(match (tag.sigil, numeric) {
+                        (Some(_), _) => TagKind::Section,
+                        (None, true) => TagKind::Numeric,
+                        (None, false) => TagKind::Value,
+                    });
+                }
             }
         }
-        let contexts = quoting_of_tags(&tokens, first_line)?;
+        let (contexts, warnings) = contexts_of_tags(&items, &tags, &kinds, first_line)?;
         let mut contexts = contexts.into_iter();
         let mut stack: Vec<Level<'_>> = vec![(Vec::new(), None)];
         for token in &tokens {
             match token {
                 Token::Text(text) => push_node(&mut stack, Node::Text((*text).to_owned())),
                 Token::Tag(tag) => {
-                    // `quoting_of_tags` yields one context per tag, in order.
+                    // `contexts_of_tags` yields one context per tag, in order.
                     let context = contexts.next().unwrap_or(Quoting::Unquoted);
                     match tag.sigil {
                         None => push_node(
@@ -238,15 +271,45 @@ impl Template {
                 line: open.line,
             });
         }
-        Ok(Template { nodes })
+        Ok(Template { nodes, warnings })
     }
 
-    /// Renders the body with `arguments` (an object, defaults already applied).
-    pub(crate) fn render(&self, arguments: &Value) -> Result<String, RenderError> {
-        let mut script = String::new();
-        render_nodes(&self.nodes, arguments, &mut script)?;
-        Ok(script)
+    /// Places where a value may still become code through a second interpreter (`eval`,
+    /// `sh -c`, `source`, awk or python programs, a variable later evaluated as arithmetic),
+    /// as `line N: …` sentences.
+    pub(crate) fn warnings(&self) -> &[String] {
+        &self.warnings
     }
+
+    /// Renders the body for `arguments` (an object, defaults already applied): every tag
+    /// becomes a quoted reference to the argument's variable (see `oob.rs`), never its value.
+    /// `in_file(variable)` says which variables come as a `_FILE` instead; a prelude loads
+    /// them into the variable first, exactly (trailing newlines included), in sh and bash alike.
+    pub(crate) fn render(&self, arguments: &Value, in_file: &dyn Fn(&str) -> bool) -> String {
+        let mut body = String::new();
+        let mut referenced = Vec::new();
+        render_nodes(&self.nodes, arguments, &mut body, &mut referenced);
+        let mut script = String::new();
+        let mut loaded: Vec<&str> = Vec::new();
+        for variable in &referenced {
+            if in_file(variable) && !loaded.contains(&variable.as_str()) {
+                loaded.push(variable);
+                script.push_str(&load_from_file(variable));
+            }
+        }
+        script.push_str(&body);
+        script
+    }
+}
+
+/// The line that loads `variable` from the file named by `<variable>_FILE`: command
+/// substitution drops trailing newlines, so a sentinel `x` is appended and removed.
+/// The variable is not exported: a value too large for the environment would make every
+/// command the body starts fail with E2BIG.
+fn load_from_file(variable: &str) -> String {
+    format!(
+        "{variable}=$(cat -- \"${{{variable}_FILE}}\" && printf x) || {{ printf 'toolsmith: cannot read %s\\n' \"${{{variable}_FILE}}\" >&2; exit 125; }}; {variable}=${{{variable}%x}}\n"
+    )
 }
 
 /// One level of section nesting: the nodes so far, and the section's opening tag and quoting (none at the top).
@@ -258,13 +321,18 @@ fn push_node(stack: &mut [Level<'_>], node: Node) {
     }
 }
 
-fn render_nodes(nodes: &[Node], arguments: &Value, script: &mut String) -> Result<(), RenderError> {
+fn render_nodes(
+    nodes: &[Node],
+    arguments: &Value,
+    script: &mut String,
+    referenced: &mut Vec<String>,
+) {
     for node in nodes {
         match node {
             Node::Text(text) => script.push_str(text),
             Node::Value { name, context } => match arguments.get(name) {
                 None | Some(Value::Null) => {}
-                Some(value) => quote_value(name, value, *context, script)?,
+                Some(value) => reference(name, value, *context, script, referenced),
             },
             Node::Section {
                 name,
@@ -272,12 +340,11 @@ fn render_nodes(nodes: &[Node], arguments: &Value, script: &mut String) -> Resul
                 children,
             } => {
                 if truthy(arguments.get(name)) != *inverted {
-                    render_nodes(children, arguments, script)?;
+                    render_nodes(children, arguments, script, referenced);
                 }
             }
         }
     }
-    Ok(())
 }
 
 /// Whether a section over this value is rendered: present and not false, 0, "" or empty.
@@ -292,76 +359,56 @@ fn truthy(value: Option<&Value>) -> bool {
     }
 }
 
-/// The text of one word: strings as they are, anything else as its JSON text.
-fn word_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Writes `value` so that the shell reads it back as one word per element
-/// (one word for a scalar) in `context`.
-fn quote_value(
+/// Writes references to `value`'s variables so that the shell reads back one word per
+/// element (one word for a scalar) in `context`; the value itself is never written.
+fn reference(
     name: &str,
     value: &Value,
     context: Quoting,
     script: &mut String,
-) -> Result<(), RenderError> {
-    let words: Vec<String> = match value {
-        Value::Array(items) => items.iter().map(word_text).collect(),
-        other => vec![word_text(other)],
+    referenced: &mut Vec<String>,
+) {
+    let variables: Vec<String> = match value {
+        Value::Array(items) => (0..items.len())
+            .map(|index| item_var(name, index))
+            .collect(),
+        _ => vec![arg_var(name)],
     };
-    if words.iter().any(|word| word.contains('\0')) {
-        return Err(RenderError::Nul {
-            name: name.to_owned(),
-        });
-    }
+    let unquoted = variables
+        .iter()
+        .map(|variable| format!("\"${{{variable}}}\""))
+        .collect::<Vec<_>>()
+        .join(" ");
     match context {
-        Quoting::Unquoted => script.push_str(&join_single_quoted(&words)),
+        Quoting::Unquoted | Quoting::Comment => script.push_str(&unquoted),
         Quoting::Double => {
-            let escaped: Vec<String> = words.iter().map(|word| escape_double(word)).collect();
+            let references: Vec<String> = variables
+                .iter()
+                .map(|variable| format!("${{{variable}}}"))
+                .collect();
             // Closing and reopening the double quotes between elements makes each its own word.
-            script.push_str(&escaped.join("\" \""));
+            script.push_str(&references.join("\" \""));
         }
         Quoting::Single => {
             script.push('\'');
-            script.push_str(&join_single_quoted(&words));
+            script.push_str(if variables.is_empty() {
+                "''"
+            } else {
+                &unquoted
+            });
             script.push('\'');
         }
         Quoting::AnsiC => {
             script.push('\'');
-            script.push_str(&join_single_quoted(&words));
+            script.push_str(if variables.is_empty() {
+                "''"
+            } else {
+                &unquoted
+            });
             script.push_str("$'");
         }
     }
-    Ok(())
-}
-
-fn join_single_quoted(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|word| single_quote(word))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `word` as one POSIX shell word: `'…'`, with `'` written as `'\''`.
-pub(crate) fn single_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
-/// `word` for the inside of double quotes: the four characters that stay
-/// special there (`\`, `$`, `` ` ``, `"`) get a backslash.
-fn escape_double(word: &str) -> String {
-    let mut escaped = String::with_capacity(word.len());
-    for character in word.chars() {
-        if matches!(character, '\\' | '$' | '`' | '"') {
-            escaped.push('\\');
-        }
-        escaped.push(character);
-    }
-    escaped
+    referenced.extend(variables);
 }
 
 /// Splits `body` into text and tags.
@@ -384,11 +431,14 @@ fn tokenize(body: &str, first_line: usize) -> Result<Vec<Token<'_>>, TemplateErr
                 if offset + open > text_start {
                     tokens.push(Token::Text(&body[text_start..offset + open]));
                 }
+                let before = &body[..offset + open];
+                let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
                 tokens.push(Token::Tag(Tag {
                     sigil,
                     name,
                     raw,
                     line: tag_line,
+                    column: before[line_start..].chars().count() + 1,
                 }));
                 let consumed = open + raw.len();
                 line += rest[..consumed].matches('\n').count();
@@ -446,333 +496,28 @@ pub(crate) fn is_identifier(name: &str) -> bool {
         && chars.all(|character| character.is_ascii_alphanumeric() || character == '_')
 }
 
-/// One level of shell quoting while scanning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Frame {
-    /// Top level, or inside `$(…)` (counting nested parentheses) or backticks.
-    Code {
-        closer: Closer,
-        depth: usize,
-    },
-    Double,
-    Single,
-    AnsiC,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Closer {
-    Top,
-    Paren,
-    Backtick,
-}
-
-/// A here-document announced by `<<` whose body starts after the current line.
-struct PendingHereDocument {
-    delimiter: String,
-    strip_tabs: bool,
-}
-
-/// A character of the scanned body, or the place of the n-th tag.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Item {
-    Char(char),
-    Tag(usize),
-}
-
-/// The quoting context of every tag, in order.
-fn quoting_of_tags(tokens: &[Token<'_>], first_line: usize) -> Result<Vec<Quoting>, TemplateError> {
-    let mut items = Vec::new();
-    let mut tags = Vec::new();
-    for token in tokens {
-        match token {
-            Token::Text(text) => items.extend(text.chars().map(Item::Char)),
-            Token::Tag(tag) => {
-                items.push(Item::Tag(tags.len()));
-                tags.push(tag);
-            }
-        }
-    }
-    let mut contexts = vec![Quoting::Unquoted; tags.len()];
-    let mut stack: Vec<(Frame, usize)> = vec![(
-        Frame::Code {
-            closer: Closer::Top,
-            depth: 0,
-        },
-        first_line,
-    )];
-    let mut pending: Vec<PendingHereDocument> = Vec::new();
-    let mut line = first_line;
-    let mut index = 0;
-    let mut word_start = true;
-    while index < items.len() {
-        let item = items[index];
-        let Some(&(frame, _)) = stack.last() else {
-            break;
-        };
-        let character = match item {
-            Item::Tag(tag_index) => {
-                contexts[tag_index] = match frame {
-                    Frame::Code { .. } => Quoting::Unquoted,
-                    Frame::Double => Quoting::Double,
-                    Frame::Single => Quoting::Single,
-                    Frame::AnsiC => Quoting::AnsiC,
-                };
-                word_start = false;
-                index += 1;
-                continue;
-            }
-            Item::Char(character) => character,
-        };
-        let next = items.get(index + 1).copied();
-        index += 1;
-        if character == '\n' {
-            line += 1;
-            if matches!(frame, Frame::Code { .. }) && !pending.is_empty() {
-                index = skip_here_documents(&items, index, &mut line, &mut pending, &tags)?;
-            }
-            word_start = true;
-            continue;
-        }
-        match frame {
-            Frame::Code { closer, depth } => {
-                let starts_word = word_start;
-                word_start = character.is_whitespace() || ";&|()<>".contains(character);
-                match character {
-                    '\\' => {
-                        if let Some(Item::Char('\n')) = next {
-                            line += 1;
-                        }
-                        index += 1;
-                        word_start = false;
-                    }
-                    '#' if starts_word => {
-                        while let Some(Item::Char(skipped)) = items.get(index) {
-                            if *skipped == '\n' {
-                                break;
-                            }
-                            index += 1;
-                        }
-                    }
-                    '\'' => stack.push((Frame::Single, line)),
-                    '"' => stack.push((Frame::Double, line)),
-                    '`' if closer == Closer::Backtick => {
-                        stack.pop();
-                    }
-                    '`' => stack.push((
-                        Frame::Code {
-                            closer: Closer::Backtick,
-                            depth: 0,
-                        },
-                        line,
-                    )),
-                    '$' if next == Some(Item::Char('\'')) => {
-                        index += 1;
-                        stack.push((Frame::AnsiC, line));
-                    }
-                    '$' if next == Some(Item::Char('(')) => {
-                        index += 1;
-                        stack.push((
-                            Frame::Code {
-                                closer: Closer::Paren,
-                                depth: 0,
-                            },
-                            line,
-                        ));
-                    }
-                    '(' if closer == Closer::Paren => set_depth(&mut stack, depth + 1),
-                    ')' if closer == Closer::Paren && depth == 0 => {
-                        stack.pop();
-                    }
-                    ')' if closer == Closer::Paren => set_depth(&mut stack, depth - 1),
-                    '<' if next == Some(Item::Char('<')) => {
-                        index += 1;
-                        if items.get(index) == Some(&Item::Char('<')) {
-                            // A here-string (`<<<`) is an ordinary word.
-                            index += 1;
-                        } else {
-                            let (heredoc, after) = here_document_word(&items, index);
-                            index = after;
-                            pending.push(heredoc);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Frame::Double => match character {
-                '\\' => {
-                    if let Some(Item::Char('\n')) = next {
-                        line += 1;
-                    }
-                    index += 1;
-                }
-                '"' => {
-                    stack.pop();
-                }
-                '`' => stack.push((
-                    Frame::Code {
-                        closer: Closer::Backtick,
-                        depth: 0,
-                    },
-                    line,
-                )),
-                '$' if next == Some(Item::Char('(')) => {
-                    index += 1;
-                    stack.push((
-                        Frame::Code {
-                            closer: Closer::Paren,
-                            depth: 0,
-                        },
-                        line,
-                    ));
-                }
-                _ => {}
-            },
-            Frame::Single => {
-                if character == '\'' {
-                    stack.pop();
-                }
-            }
-            Frame::AnsiC => match character {
-                '\\' => index += 1,
-                '\'' => {
-                    stack.pop();
-                }
-                _ => {}
-            },
-        }
-    }
-    if let Some(&(frame, opened)) = stack.last()
-        && stack.len() > 1
-    {
-        let what = match frame {
-            Frame::Code {
-                closer: Closer::Paren,
-                ..
-            } => "a command substitution $(",
-            Frame::Code { .. } => "a backtick command substitution",
-            Frame::Double => "a double quote",
-            Frame::Single => "a single quote",
-            Frame::AnsiC => "a $' quote",
-        };
-        return Err(TemplateError::Unterminated { what, line: opened });
-    }
-    Ok(contexts)
-}
-
-fn set_depth(stack: &mut [(Frame, usize)], new_depth: usize) {
-    if let Some((Frame::Code { depth, .. }, _)) = stack.last_mut() {
-        *depth = new_depth;
-    }
-}
-
-/// Reads the delimiter word after `<<` starting at `index`; returns the
-/// here-document and the index after the word.
-fn here_document_word(items: &[Item], mut index: usize) -> (PendingHereDocument, usize) {
-    let strip_tabs = items.get(index) == Some(&Item::Char('-'));
-    if strip_tabs {
-        index += 1;
-    }
-    while let Some(Item::Char(' ' | '\t')) = items.get(index) {
-        index += 1;
-    }
-    let mut delimiter = String::new();
-    let mut quote: Option<char> = None;
-    while let Some(item) = items.get(index) {
-        let Item::Char(character) = *item else {
-            // A tag in the delimiter makes it unmatchable; keep a marker so it never matches.
-            delimiter.push('\0');
-            index += 1;
-            continue;
-        };
-        match (quote, character) {
-            (Some(open), _) if character == open => quote = None,
-            (Some(_), _) => delimiter.push(character),
-            (None, '\'' | '"') => quote = Some(character),
-            (None, '\\') => {
-                if let Some(Item::Char(escaped)) = items.get(index + 1) {
-                    delimiter.push(*escaped);
-                    index += 1;
-                }
-            }
-            (None, _) if character.is_whitespace() || ";&|()<>".contains(character) => break,
-            (None, _) => delimiter.push(character),
-        }
-        index += 1;
-    }
-    (
-        PendingHereDocument {
-            delimiter,
-            strip_tabs,
-        },
-        index,
-    )
-}
-
-/// Skips the bodies of the pending here-documents, which start at `index`
-/// (just after a newline); a tag inside one is an error.
-fn skip_here_documents(
-    items: &[Item],
-    mut index: usize,
-    line: &mut usize,
-    pending: &mut Vec<PendingHereDocument>,
-    tags: &[&Tag<'_>],
-) -> Result<usize, TemplateError> {
-    for heredoc in pending.drain(..) {
-        loop {
-            if index >= items.len() {
-                return Ok(index);
-            }
-            let mut text = String::new();
-            let mut tag_in_line = None;
-            while let Some(item) = items.get(index) {
-                index += 1;
-                match *item {
-                    Item::Char('\n') => break,
-                    Item::Char(character) => text.push(character),
-                    Item::Tag(tag_index) => {
-                        tag_in_line.get_or_insert(tag_index);
-                    }
-                }
-            }
-            *line += 1;
-            if let Some(tag_index) = tag_in_line
-                && let Some(tag) = tags.get(tag_index)
-            {
-                return Err(TemplateError::InHereDocument {
-                    tag: as_written(tag.raw),
-                    line: tag.line,
-                });
-            }
-            let candidate = if heredoc.strip_tabs {
-                text.trim_start_matches('\t')
-            } else {
-                &text
-            };
-            if candidate == heredoc.delimiter {
-                break;
-            }
-        }
-    }
-    Ok(index)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
 
     use crate::render::Template;
 
-    const DECLARED: &[&str] = &["a", "b", "name", "list", "flag", "count"];
+    const DECLARED: &[(&str, bool)] = &[
+        ("a", false),
+        ("b", false),
+        ("name", false),
+        ("list", false),
+        ("flag", false),
+        ("count", true),
+    ];
 
-    /// Parses `body` (starting at line 1) and renders it with `arguments`;
-    /// errors of either step are compared as messages.
+    /// Parses `body` (starting at line 1) and renders it with `arguments`, the variable of
+    /// `name` coming as a file; load errors are compared as messages.
     fn check(body: &str, arguments: Value, expect: Result<&str, &str>) {
         let actual = Template::parse(body, 1, DECLARED)
             .map_err(|error| error.to_string())
-            .and_then(|template| {
-                template
-                    .render(&arguments)
-                    .map_err(|error| error.to_string())
+            .map(|template| {
+                template.render(&arguments, &|variable| variable == "TOOLSMITH_ARG_name")
             });
         assert_eq!(
             actual,
@@ -781,6 +526,9 @@ mod tests {
         );
     }
 
+    const LOAD_NAME: &str = r#"TOOLSMITH_ARG_name=$(cat -- "${TOOLSMITH_ARG_name_FILE}" && printf x) || { printf 'toolsmith: cannot read %s\n' "${TOOLSMITH_ARG_name_FILE}" >&2; exit 125; }; TOOLSMITH_ARG_name=${TOOLSMITH_ARG_name%x}
+"#;
+
     #[test]
     fn plain_text_is_kept() {
         check("echo hi\n", json!({}), Ok("echo hi\n"));
@@ -788,35 +536,41 @@ mod tests {
     }
 
     #[test]
-    fn values_are_single_quoted() {
-        check("echo {{ name }}", json!({"name": "Ada"}), Ok("echo 'Ada'"));
+    fn values_never_enter_the_script() {
         check(
-            "echo {{name}}",
-            json!({"name": "it's"}),
-            Ok(r"echo 'it'\''s'"),
+            r#"echo {{ a }} "{{ a }}" '{{ a }}' $'{{ a }}'"#,
+            json!({"a": "; rm -rf / `id` $(id) \n x"}),
+            Ok(
+                r#"echo "${TOOLSMITH_ARG_a}" "${TOOLSMITH_ARG_a}" ''"${TOOLSMITH_ARG_a}"'' $''"${TOOLSMITH_ARG_a}"$''"#,
+            ),
         );
-        check("echo {{  name  }}", json!({"name": ""}), Ok("echo ''"));
-        check("echo {{ count }}", json!({"count": 2.5}), Ok("echo '2.5'"));
         check(
-            "echo {{ flag }}",
-            json!({"flag": false}),
-            Ok("echo 'false'"),
+            "echo {{ count }}",
+            json!({"count": 2.5}),
+            Ok(r#"echo "${TOOLSMITH_ARG_count}""#),
         );
     }
 
     #[test]
-    fn injection_vectors_stay_one_word() {
+    fn a_value_in_a_file_is_loaded_first() {
         check(
-            "echo {{ name }}",
-            json!({"name": "; rm -rf / `id` $(id) \n x"}),
-            Ok("echo '; rm -rf / `id` $(id) \n x'"),
+            "echo {{ name }} {{ name }}",
+            json!({"name": "Ada"}),
+            Ok(&format!(
+                r#"{LOAD_NAME}echo "${{TOOLSMITH_ARG_name}}" "${{TOOLSMITH_ARG_name}}""#
+            )),
+        );
+        check(
+            "echo {{ a }}",
+            json!({"a": "x", "name": "y"}),
+            Ok(r#"echo "${TOOLSMITH_ARG_a}""#),
         );
     }
 
     #[test]
     fn absent_values_render_nothing() {
-        check("echo {{ name }}.", json!({}), Ok("echo ."));
-        check("echo {{ name }}.", json!({"name": null}), Ok("echo ."));
+        check("echo {{ a }}.", json!({}), Ok("echo ."));
+        check("echo {{ a }}.", json!({"a": null}), Ok("echo ."));
     }
 
     #[test]
@@ -824,82 +578,44 @@ mod tests {
         check(
             "ls {{ list }}",
             json!({"list": ["a b", "c", 3]}),
-            Ok("ls 'a b' 'c' '3'"),
+            Ok(
+                r#"ls "${TOOLSMITH_ITEM_list_0}" "${TOOLSMITH_ITEM_list_1}" "${TOOLSMITH_ITEM_list_2}""#,
+            ),
         );
         check("ls {{ list }}", json!({"list": []}), Ok("ls "));
         check(
-            "ls \"{{ list }}\"",
+            r#"ls "{{ list }}""#,
             json!({"list": ["a b", "c"]}),
-            Ok("ls \"a b\" \"c\""),
+            Ok(r#"ls "${TOOLSMITH_ITEM_list_0}" "${TOOLSMITH_ITEM_list_1}""#),
         );
+        check("ls '{{ list }}'", json!({"list": []}), Ok("ls ''''''"));
     }
 
     #[test]
-    fn double_quote_context() {
+    fn contexts_inside_expansions() {
         check(
-            r#"kubectl -l "{{ name }}""#,
-            json!({"name": r#"app=$(x) `y` "z" \w"#}),
-            Ok(r#"kubectl -l "app=\$(x) \`y\` \"z\" \\w""#),
+            r#"echo "${X:-"{{ a }}"}" ${Y:-{{ a }}} "$(echo {{ a }})" `echo {{ a }}`"#,
+            json!({"a": "v"}),
+            Ok(
+                r#"echo "${X:-"${TOOLSMITH_ARG_a}"}" ${Y:-"${TOOLSMITH_ARG_a}"} "$(echo "${TOOLSMITH_ARG_a}")" `echo "${TOOLSMITH_ARG_a}"`"#,
+            ),
         );
         check(
-            r#"echo "a\"{{ name }}""#,
-            json!({"name": "x"}),
-            Ok(r#"echo "a\"x""#),
-        );
-    }
-
-    #[test]
-    fn single_quote_context_closes_and_reopens() {
-        check(
-            "echo 'x{{ name }}y'",
-            json!({"name": "it's"}),
-            Ok(r"echo 'x''it'\''s''y'"),
-        );
-        check(
-            "echo $'x{{ name }}y'",
-            json!({"name": "q"}),
-            Ok("echo $'x''q'$'y'"),
-        );
-    }
-
-    #[test]
-    fn command_substitution_and_backticks_are_code() {
-        check(
-            r#"echo "$(printf %s {{ name }})""#,
-            json!({"name": "a b"}),
-            Ok(r#"echo "$(printf %s 'a b')""#),
-        );
-        check(
-            r#"echo "`printf %s {{ name }}`""#,
-            json!({"name": "a"}),
-            Ok(r#"echo "`printf %s 'a'`""#),
-        );
-        check(
-            "echo $( (echo) ; echo {{ name }} )",
-            json!({"name": "a"}),
-            Ok("echo $( (echo) ; echo 'a' )"),
-        );
-    }
-
-    #[test]
-    fn comments_do_not_open_quotes() {
-        check(
-            "# don't worry\necho {{ name }}",
-            json!({"name": "a"}),
-            Ok("# don't worry\necho 'a'"),
-        );
-        check(
-            "echo a#'{{ name }}'",
-            json!({"name": "b"}),
-            Ok("echo a#'''b'''"),
+            "# {{ a }} don't\necho '{{ a }}'",
+            json!({"a": "v"}),
+            Ok("# \"${TOOLSMITH_ARG_a}\" don't\necho ''\"${TOOLSMITH_ARG_a}\"''"),
         );
     }
 
     #[test]
     fn sections() {
-        let body = "get{{# name }} -l {{ name }}{{/ name }}";
-        check(body, json!({"name": "app"}), Ok("get -l 'app'"));
-        check(body, json!({"name": ""}), Ok("get"));
+        let body = "get{{# a }} -l {{ a }}{{/ a }}";
+        check(
+            body,
+            json!({"a": "app"}),
+            Ok(r#"get -l "${TOOLSMITH_ARG_a}""#),
+        );
+        check(body, json!({"a": ""}), Ok("get"));
         check(body, json!({}), Ok("get"));
         let inverted = "{{^ flag }}dry-run{{/ flag }}";
         check(inverted, json!({"flag": false}), Ok("dry-run"));
@@ -909,6 +625,12 @@ mod tests {
         check("{{# count }}n{{/ count }}", json!({"count": 0.5}), Ok("n"));
         check("{{# list }}l{{/ list }}", json!({"list": []}), Ok(""));
         check("{{# list }}l{{/ list }}", json!({"list": [""]}), Ok("l"));
+        // A section carries no value: it may stand anywhere, arithmetic included.
+        check(
+            "echo $(( 1{{# a }} + 1{{/ a }} ))",
+            json!({"a": "x"}),
+            Ok("echo $(( 1 + 1 ))"),
+        );
     }
 
     #[test]
@@ -922,39 +644,73 @@ mod tests {
     #[test]
     fn other_braces_are_literal() {
         check(
-            "docker inspect -f '{{.State}}' {{ name }} {{ not a tag }}",
-            json!({"name": "c"}),
-            Ok("docker inspect -f '{{.State}}' 'c' {{ not a tag }}"),
+            "docker inspect -f '{{.State}}' {{ a }} {{ not a tag }}",
+            json!({"a": "c"}),
+            Ok(r#"docker inspect -f '{{.State}}' "${TOOLSMITH_ARG_a}" {{ not a tag }}"#),
         );
-        check("echo {{ name", json!({"name": "c"}), Ok("echo {{ name"));
+        check("echo {{ a", json!({"a": "c"}), Ok("echo {{ a"));
     }
 
     #[test]
-    fn here_strings_are_words() {
+    fn here_strings_are_words_and_here_documents_are_refused() {
         check(
-            "cat <<< {{ name }}",
-            json!({"name": "x"}),
-            Ok("cat <<< 'x'"),
-        );
-    }
-
-    #[test]
-    fn here_documents() {
-        check(
-            "cat <<EOF\n$x\nEOF\necho {{ name }}",
-            json!({"name": "y"}),
-            Ok("cat <<EOF\n$x\nEOF\necho 'y'"),
+            "cat <<< {{ a }}",
+            json!({"a": "x"}),
+            Ok(r#"cat <<< "${TOOLSMITH_ARG_a}""#),
         );
         check(
-            "cat <<-'E F'\n\tdon't\n\tE F\necho {{ name }}",
-            json!({"name": "y"}),
-            Ok("cat <<-'E F'\n\tdon't\n\tE F\necho 'y'"),
+            "cat <<EOF\n$x\nEOF\necho {{ a }}",
+            json!({"a": "y"}),
+            Ok("cat <<EOF\n$x\nEOF\necho \"${TOOLSMITH_ARG_a}\""),
         );
         check(
-            "cat <<EOF\nhi {{ name }}\nEOF\n",
+            "cat <<-'E F'\n\tdon't\n\tE F\necho {{ a }}",
+            json!({"a": "y"}),
+            Ok("cat <<-'E F'\n\tdon't\n\tE F\necho \"${TOOLSMITH_ARG_a}\""),
+        );
+        check(
+            "cat <<EOF\nhi {{ a }}\nEOF\n",
             json!({}),
             Err(
-                "line 2: {{ name }} is inside a here-document, where a value cannot be quoted safely; assign it to a variable before the here-document and use the variable",
+                r#"line 2, column 4: {{ a }} is inside a here-document, whose text the shell expands as a whole, and where a quoted delimiter would expand nothing; assign the value to a variable before the here-document (x={{ name }}) and use "$x" there"#,
+            ),
+        );
+    }
+
+    /// Where bash would evaluate a value: refused for a string, admitted for a number.
+    #[test]
+    fn evaluated_contexts() {
+        let arithmetic = "stands in an arithmetic context";
+        for (body, reason) in [
+            ("echo $(( {{ a }} + 1 ))", arithmetic),
+            ("(( {{ a }} ))", arithmetic),
+            ("[[ {{ a }} -gt 0 ]]", arithmetic),
+            ("[[ -v {{ a }} ]]", arithmetic),
+            ("let x={{ a }}", arithmetic),
+            ("declare -i x={{ a }}", arithmetic),
+            (
+                "printf -v {{ a }} %s x",
+                "stands where bash expects a variable name (printf -v)",
+            ),
+            ("eval {{ a }}", "stands in text that is run as code (eval)"),
+            ("echo \\{{ a }}", "follows a backslash"),
+        ] {
+            let error = Template::parse(body, 3, DECLARED).unwrap_err().to_string();
+            assert!(error.starts_with("line 3, column "), "{body}: {error}");
+            assert!(error.contains(reason), "{body}: {error}");
+            let numeric = body.replace("{{ a }}", "{{ count }}");
+            let admitted = Template::parse(&numeric, 3, DECLARED);
+            assert_eq!(
+                admitted.is_ok(),
+                reason != "follows a backslash",
+                "{numeric}"
+            );
+        }
+        check(
+            "x=1\n  echo $(( {{ a }} ))",
+            json!({}),
+            Err(
+                "line 2, column 12: {{ a }} stands in an arithmetic context ($(( … ))), where bash evaluates the value as an expression and runs any $(…) in it; only integer and number parameters may stand there",
             ),
         );
     }
@@ -1003,11 +759,56 @@ mod tests {
     }
 
     #[test]
-    fn nul_is_refused_at_render_time() {
-        check(
-            "echo {{ name }}",
-            json!({"name": "a\u{0}b"}),
-            Err("parameter `name` contains a NUL character, which cannot be passed to a shell"),
+    fn second_interpreters_are_warned_about() {
+        let warnings = |body: &str| {
+            Template::parse(body, 1, DECLARED)
+                .unwrap()
+                .warnings()
+                .to_vec()
+        };
+        assert_eq!(
+            warnings("echo {{ a }}\nx={{ a }}; echo \"$x\""),
+            Vec::<String>::new()
+        );
+        let cases = [
+            (
+                "x=1\neval \"$cmd\"",
+                "line 2: eval runs its arguments as code",
+            ),
+            (
+                "bash -c 'echo \"$1\"' bash {{ a }}",
+                "line 1: bash -c runs a second shell",
+            ),
+            (". ./lib.sh", "line 1: . runs a file as code"),
+            (
+                "awk -v x={{ a }} '{ print x }'",
+                "line 1: awk receives a value",
+            ),
+            (
+                "python3 -c 'import sys' {{ a }}",
+                "line 1: python3 receives a value",
+            ),
+            (
+                "x={{ a }}\necho $(( x + 1 ))",
+                "line 2: variable x holds a value and is evaluated as arithmetic here",
+            ),
+            (
+                "f() { local n={{ a }}; [[ $n -gt 0 ]]; }",
+                "line 1: variable n holds a value and is evaluated as arithmetic here",
+            ),
+            ("y={{ a }}\nlet z=y+1", "line 2: variable y holds a value"),
+        ];
+        for (body, expect) in cases {
+            let warnings = warnings(body);
+            assert!(
+                warnings.iter().any(|warning| warning.starts_with(expect)),
+                "{body}: {warnings:?}"
+            );
+        }
+        // A numeric parameter holds no code: no warning.
+        assert_eq!(
+            warnings("x={{ count }}\necho $(( x ))"),
+            Vec::<String>::new()
         );
     }
 
@@ -1034,6 +835,7 @@ mod tests {
         use proptest::prelude::*;
         use serde_json::{Map, Value};
 
+        use crate::oob::{Items, OutOfBand};
         use crate::render::Template;
 
         const BATCH: usize = 100;
@@ -1114,7 +916,11 @@ mod tests {
             calls
         }
 
-        fn run_shell(shell: &Path, script: &str) -> Vec<Vec<String>> {
+        fn run_shell(
+            shell: &Path,
+            script: &str,
+            vars: &[(std::ffi::OsString, std::ffi::OsString)],
+        ) -> Vec<Vec<String>> {
             #[expect(
                 clippy::disallowed_methods,
                 reason = "the property test runs each shell directly: thousands of scripts through the executor would need an executor per test and add nothing to what is tested"
@@ -1126,6 +932,7 @@ mod tests {
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
                 .env("LC_ALL", "C")
+                .envs(vars.iter().map(|(name, value)| (name, value)))
                 .output()
                 .unwrap();
             assert!(
@@ -1146,14 +953,273 @@ mod tests {
                 list in proptest::collection::vec(word(), 0..4),
             ) {
                 let (body, expected, names, arguments) = script(&words, &list);
-                let declared: Vec<&str> = names.iter().map(String::as_str).collect();
+                let declared: Vec<(&str, bool)> =
+                    names.iter().map(|name| (name.as_str(), false)).collect();
                 let template = Template::parse(&body, 1, &declared).unwrap();
-                let rendered = template.render(&arguments).unwrap();
+                let out_of_band = OutOfBand::new(&arguments, Items::PerElement).unwrap();
+                let rendered =
+                    template.render(&arguments, &|variable| out_of_band.in_file(variable));
                 for shell in ["/bin/sh", "/bin/bash"] {
-                    let calls = run_shell(Path::new(shell), &rendered);
+                    let calls = run_shell(Path::new(shell), &rendered, out_of_band.vars());
                     prop_assert_eq!(&calls, &expected, "shell {}", shell);
                 }
             }
+        }
+    }
+
+    /// The differential test of issue 12: generated hostile values in generated contexts,
+    /// each rendered manifest run under bash and under dash, and no marker file may ever
+    /// appear. Contexts are compositions of word templates inside command templates; each
+    /// composition is kept only if both shells accept its syntax (`-n`), so that a batch
+    /// never stops early. Pairs are batched, one marker file per pair, so a failure names
+    /// its value and context.
+    mod differential {
+        use std::path::Path;
+
+        use serde_json::{Map, Value};
+
+        use crate::oob::{Items, OutOfBand};
+        use crate::render::Template;
+
+        /// Word templates: `@` is where the tag (or an inner template) goes.
+        const WORDS: &[&str] = &[
+            "@",
+            "\"@\"",
+            "'@'",
+            "\"a@b\"",
+            "a'b'@\"c\"",
+            "\"$(echo @)\"",
+            "$(echo @)",
+            "\"`echo @`\"",
+            "`echo @`",
+            "\"${U:-@}\"",
+            "${U:-@}",
+            "\"${U:-\"@\"}\"",
+            "${S#@}",
+            "\"${S%@}\"",
+            "${S:+@}",
+            "\"$(printf '%s' \"@\")\"",
+            "$( (echo @) )",
+            "\"${U:-'@'}\"",
+        ];
+
+        /// Command templates: `W` is where a word goes.
+        const COMMANDS: &[&str] = &[
+            "echo W",
+            "printf '%s\\n' W",
+            "x=W; echo \"$x\"",
+            "case W in *) echo c;; esac",
+            "[ -n W ] && echo y",
+            "echo W | cat",
+            "f W",
+            "echo W # W don't",
+            "# W",
+            ": W",
+            "if [ W = x ]; then :; fi",
+            "export E=W",
+            "for i in W; do echo \"$i\"; done",
+            "{ echo W; }",
+            "(echo W)",
+            "echo \"a\nb\"#' W'",
+            "y=$(echo W)",
+        ];
+
+        /// Extra command templates for bash only.
+        const BASH_COMMANDS: &[&str] = &[
+            "[[ W == x ]] || :",
+            "cat <<< W",
+            "echo $'a\\'b' W",
+            "a=(W); echo \"${a[0]}\"",
+        ];
+
+        const PAIRS: usize = 10_240;
+        const BATCH: usize = 256;
+
+        /// A small deterministic generator (xorshift64*), so a failure reproduces.
+        struct Rng(u64);
+
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+            }
+
+            fn below(&mut self, bound: usize) -> usize {
+                (self.next() % bound as u64) as usize
+            }
+
+            fn pick<'a>(&mut self, choices: &[&'a str]) -> &'a str {
+                choices[self.below(choices.len())]
+            }
+        }
+
+        /// A hostile value whose every attempt to run code touches `marker`.
+        fn value(rng: &mut Rng, marker: &str) -> String {
+            const ATTACKS: &[&str] = &[
+                "$(touch M)",
+                "`touch M`",
+                "a[$(touch M)]",
+                "';touch M;'",
+                "\";touch M;\"",
+                "\ntouch M\n",
+                "\\';touch M;#",
+                "}\";touch M;#",
+                "$(touch${IFS}M)",
+                "x[$(touch M)]=1",
+            ];
+            const NOISE: &[&str] = &[
+                "'", "\"", "\\", "\n", ";", "&", "|", "}", "{", ")", "(", "#", "$", " ", "*", "?",
+                "~", "!", "`", "=", "-v", "\r", "é", "\u{2028}", "%s", "[", "]",
+            ];
+            let mut text = String::new();
+            for _ in 0..rng.below(4) {
+                text.push_str(rng.pick(NOISE));
+            }
+            text.push_str(&rng.pick(ATTACKS).replace('M', marker));
+            for _ in 0..rng.below(4) {
+                text.push_str(rng.pick(NOISE));
+            }
+            text
+        }
+
+        /// A context with `@` as its tag: a command around one or two nested words.
+        fn context(rng: &mut Rng, bash: bool) -> String {
+            let mut word = rng.pick(WORDS).to_owned();
+            if rng.below(2) == 0 {
+                word = word.replace('@', rng.pick(WORDS));
+            }
+            let command = if bash && rng.below(4) == 0 {
+                rng.pick(BASH_COMMANDS)
+            } else {
+                rng.pick(COMMANDS)
+            };
+            command.replace('W', &word)
+        }
+
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the differential test runs each shell directly, thousands of times, as the quoting property test does"
+        )]
+        fn shell(program: &str) -> std::process::Command {
+            let mut command = std::process::Command::new(program);
+            command
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("LC_ALL", "C")
+                .stdin(std::process::Stdio::null());
+            command
+        }
+
+        fn syntax_ok(program: &str, script: &str) -> bool {
+            shell(program)
+                .arg("-n")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .is_ok_and(|output| output.status.success())
+        }
+
+        fn run_batch(program: &str, dir: &Path, pairs: &[(String, String)]) -> Vec<String> {
+            let mut body = String::from("S=s\nf() { printf '%s' \"$@\"; }\n");
+            let mut arguments = Map::new();
+            let mut declared = Vec::new();
+            for (index, (context, value)) in pairs.iter().enumerate() {
+                let name = format!("v{index}");
+                body.push_str(&context.replace('@', &format!("{{{{ {name} }}}}")));
+                body.push('\n');
+                arguments.insert(name.clone(), Value::String(value.clone()));
+                declared.push(name);
+            }
+            body.push_str("echo END\n");
+            let declared: Vec<(&str, bool)> =
+                declared.iter().map(|name| (name.as_str(), false)).collect();
+            let template = match Template::parse(&body, 1, &declared) {
+                Ok(template) => template,
+                Err(error) => return vec![format!("{program}: batch refused: {error}")],
+            };
+            let arguments = Value::Object(arguments);
+            let out_of_band = OutOfBand::new(&arguments, Items::PerElement).unwrap();
+            let script = template.render(&arguments, &|variable| out_of_band.in_file(variable));
+            let output = shell(program)
+                .arg("-c")
+                .arg(&script)
+                .arg("differential")
+                .envs(out_of_band.vars().iter().map(|(name, value)| (name, value)))
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            let mut failures = Vec::new();
+            if !String::from_utf8_lossy(&output.stdout).ends_with("END\n") {
+                failures.push(format!(
+                    "{program}: the batch did not run to its end: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            for (index, (context, value)) in pairs.iter().enumerate() {
+                let marker = dir.join(format!("M{index}"));
+                if marker.exists() {
+                    failures.push(format!(
+                        "{program}: value {value:?} ran in context {context:?}"
+                    ));
+                }
+            }
+            failures
+        }
+
+        #[test]
+        fn no_value_ever_runs_under_bash_or_dash() {
+            let mut rng = Rng(0x5EED_0012_0BAD_CAFE);
+            let mut failures = Vec::new();
+            let mut pairs_run = 0;
+            for (program, bash) in [("/bin/bash", true), ("/bin/dash", false)] {
+                if !Path::new(program).exists() {
+                    eprintln!("WARNING: {program} is missing; the differential test skips it");
+                    continue;
+                }
+                // The compositions each shell accepts, found once.
+                let mut contexts: Vec<String> = Vec::new();
+                let mut tried = std::collections::BTreeSet::new();
+                while contexts.len() < 300 && tried.len() < 3000 {
+                    let candidate = context(&mut rng, bash);
+                    if !tried.insert(candidate.clone()) {
+                        continue;
+                    }
+                    let probe = candidate.replace('@', "x");
+                    if syntax_ok(program, &probe)
+                        && (bash || syntax_ok("/bin/bash", &probe))
+                        && Template::parse(&candidate.replace('@', "{{ v }}"), 1, &[("v", false)])
+                            .is_ok()
+                    {
+                        contexts.push(candidate);
+                    }
+                }
+                let dir = tempfile::tempdir().unwrap();
+                let mut done = 0;
+                while done < PAIRS {
+                    let pairs: Vec<(String, String)> = (0..BATCH)
+                        .map(|index| {
+                            let marker = dir.path().join(format!("M{index}"));
+                            let context = contexts[rng.below(contexts.len())].clone();
+                            (context, value(&mut rng, &marker.display().to_string()))
+                        })
+                        .collect();
+                    failures.extend(run_batch(program, dir.path(), &pairs));
+                    for entry in std::fs::read_dir(dir.path()).unwrap() {
+                        std::fs::remove_file(entry.unwrap().path()).unwrap();
+                    }
+                    done += BATCH;
+                }
+                pairs_run += done;
+            }
+            assert!(
+                failures.is_empty(),
+                "{} failures:\n{}",
+                failures.len(),
+                failures.join("\n")
+            );
+            assert!(pairs_run >= 2 * PAIRS, "only {pairs_run} pairs ran");
         }
     }
 }

@@ -99,6 +99,9 @@ pub struct FileReport {
     pub name: Option<ToolName>,
     /// The checks, in the order discovery applies them.
     pub checks: Vec<Check>,
+    /// What passed but deserves a look: for a manifest, each second interpreter a value may
+    /// reach (`line N: …`), which no check can rule out.
+    pub warnings: Vec<String>,
 }
 
 impl FileReport {
@@ -229,6 +232,7 @@ fn report(
                 label: label(CheckKind::Directory, format),
                 status: CheckStatus::Failed(reason),
             }],
+            warnings: Vec::new(),
         };
     }
     let mut failure = failure;
@@ -252,11 +256,19 @@ fn report(
             }
         })
         .collect();
-    FileReport { path, name, checks }
+    FileReport {
+        path,
+        name,
+        checks,
+        warnings: Vec::new(),
+    }
 }
 
 /// Keeps the output schema check honest when the tool declares none.
 fn note_passed_tool(file_report: &mut FileReport, tool: &Tool) {
+    if let crate::tool::Runner::Manifest(manifest) = tool.runner() {
+        file_report.warnings = manifest.body.warnings().to_vec();
+    }
     if tool.output_schema().is_none() {
         for check in &mut file_report.checks {
             if check.kind == CheckKind::OutputSchema {

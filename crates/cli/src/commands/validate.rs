@@ -179,6 +179,9 @@ fn entry_text(text: &mut String, entry: &Entry, marks: &Marks) -> std::fmt::Resu
                     )?,
                 }
             }
+            for warning in &report.warnings {
+                writeln!(text, "  warning: {warning}")?;
+            }
         }
     }
     Ok(())
@@ -210,12 +213,17 @@ fn entry_json(entry: &Entry) -> serde_json::Value {
                     })
                 })
                 .collect();
-            json!({
+            let mut entry = json!({
                 "path": report.path,
                 "name": report.name.as_ref().map(ToolName::as_str),
                 "ok": report.passed(),
                 "checks": checks,
-            })
+            });
+            // Only manifests with second interpreters have warnings; other entries keep their shape.
+            if !report.warnings.is_empty() {
+                entry["warnings"] = json!(report.warnings);
+            }
+            entry
         }
     }
 }
