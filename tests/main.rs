@@ -16,6 +16,7 @@ mod list;
 mod load;
 mod manifest;
 mod policy;
+mod probes;
 mod run;
 mod sandbox;
 mod serve;

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_registry::{
-    DiscoveryCache, Layer, LayerDir, LiveRegistry, RunConfig, SandboxSettings, discover_layers,
+    DiscoveryCache, Layer, LayerDir, LiveRegistry, Policy, RunConfig, SandboxSettings,
+    discover_layers,
 };
 
 use crate::CheckFailed;
@@ -139,6 +140,7 @@ fn reload_latencies(
             }],
             DiscoveryCache::in_memory(),
             config.clone(),
+            Policy::allow_all(),
         )
         .await?;
         let mut events = registry.subscribe();
@@ -224,7 +226,15 @@ fn timed_discovery(
     let started = Instant::now();
     let catalog = runtime.block_on(async {
         let mut cache = DiscoveryCache::load(cache_dir);
-        let catalog = discover_layers(executor, layers, &mut cache, config, &|_| {}).await;
+        let catalog = discover_layers(
+            executor,
+            layers,
+            &mut cache,
+            config,
+            &Policy::allow_all(),
+            &|_| {},
+        )
+        .await;
         cache.save().map(|()| catalog)
     })?;
     let elapsed = started.elapsed().as_secs_f64() * 1e3;

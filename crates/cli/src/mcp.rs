@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use rmcp::model::{
@@ -37,8 +37,8 @@ use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
     Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope,
-    LiveRegistry, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolKind, ToolName,
-    error_chain,
+    ErrorCode, LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolKind,
+    ToolName, error_chain,
 };
 
 /// How many tools one `tools/list` page holds.
@@ -328,12 +328,51 @@ impl ServerHandler for Handler {
             return Ok(self.generate(generator, &arguments).await?.into());
         }
         let catalog = self.shared.registry.snapshot();
-        let tool = request
+        let name = request
             .name
             .strip_prefix(self.shared.prefix.as_str())
             .and_then(|plain| ToolName::new(plain).ok())
-            .filter(|name| listed_name(&self.shared.prefix, name) == request.name)
-            .and_then(|name| catalog.get(&name));
+            .filter(|name| listed_name(&self.shared.prefix, name) == request.name);
+        let tool = name.as_ref().and_then(|name| catalog.get(name));
+        // A file policy refused was never probed: the call is denied as any other would be.
+        if tool.is_none()
+            && let Some(denied) = name.as_ref().and_then(|name| catalog.get_denied(name))
+        {
+            let sentence = format!("Tool {} may not be called: {}.", denied.name, denied.denial);
+            let envelope = Envelope::failure(
+                ErrorCode::PolicyDenied,
+                sentence.clone(),
+                Metadata::not_started(),
+            );
+            if let Some(audit) = &self.shared.audit {
+                let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+                let record = AuditRecord::new(
+                    denied.name.as_str(),
+                    &arguments,
+                    &envelope,
+                    SystemTime::now(),
+                    Duration::ZERO,
+                );
+                if let Err(error) = audit.append(&record) {
+                    tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
+                }
+            }
+            let mut meta = JsonObject::new();
+            meta.insert(
+                META_METADATA.to_owned(),
+                serde_json::to_value(&envelope.metadata).unwrap_or(Value::Null),
+            );
+            meta.insert(
+                META_ERROR_CODE.to_owned(),
+                Value::from(ErrorCode::PolicyDenied.as_str()),
+            );
+            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+                "{sentence} (error_code: {})",
+                ErrorCode::PolicyDenied
+            ))]);
+            result.meta = Some(MetaObject(meta));
+            return Ok(result.into());
+        }
         let Some(tool) = tool else {
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {}", request.name),
@@ -341,7 +380,17 @@ impl ServerHandler for Handler {
             ));
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let result = self.call(tool, &arguments, &context).await?;
+        // A Kodelet tool's `config` is asked at its first call, through the registry's cache;
+        // a tool policy denies is not asked anything. Should the answer be invalid, the call
+        // goes on with the tool as listed, and `invoke` refuses it with the reason.
+        let ready = if self.shared.policy.check(tool).is_ok() {
+            self.shared.registry.ready_for_call(tool).await.ok()
+        } else {
+            None
+        };
+        let result = self
+            .call(ready.as_ref().unwrap_or(tool), &arguments, &context)
+            .await?;
         Ok(result.into())
     }
 

@@ -917,10 +917,12 @@ impl GlobalSettings {
     }
 
     /// Discovers every tool of the layers through the discovery cache, then saves the cache.
+    /// A file `policy` refuses is never run: it is in the catalog's `denied`.
     pub(crate) async fn discover(
         &self,
         executor: &Arc<Executor>,
         config: &RunConfig,
+        policy: &Policy,
         progress: &(dyn Fn(DiscoveryProgress) + Sync),
     ) -> Catalog {
         let mut cache = self.discovery_cache();
@@ -929,6 +931,7 @@ impl GlobalSettings {
             &self.layers,
             &mut cache,
             config,
+            policy,
             progress,
         )
         .await;
@@ -936,18 +939,25 @@ impl GlobalSettings {
         catalog
     }
 
-    /// Discovers only the files that would provide `name`, through the discovery cache, then
-    /// saves the cache.
+    /// Discovers only the files that would provide `name` (asking a Kodelet tool's `config`
+    /// if it never was), through the discovery cache, then saves the cache.
     pub(crate) async fn discover_tool(
         &self,
         executor: &Arc<Executor>,
         name: &ToolName,
         config: &RunConfig,
+        policy: &Policy,
     ) -> Catalog {
         let mut cache = self.discovery_cache();
-        let catalog =
-            toolsmith_registry::discover_one(executor, &self.layers, &mut cache, name, config)
-                .await;
+        let catalog = toolsmith_registry::discover_one(
+            executor,
+            &self.layers,
+            &mut cache,
+            name,
+            config,
+            policy,
+        )
+        .await;
         self.save_discovery_cache(&mut cache);
         catalog
     }

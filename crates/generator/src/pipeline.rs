@@ -152,7 +152,11 @@ pub async fn generate(
     let existing_file = tool_files(&config.tools_dir, &name)
         .into_iter()
         .find(|path| path.exists());
-    let existing_tool = existing.get(&name).map(|tool| tool.path().to_path_buf());
+    // A file policy refuses was not probed, but it is there all the same.
+    let existing_tool = existing
+        .get(&name)
+        .map(|tool| tool.path().to_path_buf())
+        .or_else(|| existing.get_denied(&name).map(|denied| denied.path.clone()));
     match (existing_tool.or(existing_file), request.replace) {
         (Some(path), false) => {
             checks.push(CheckReport::failed(

@@ -32,7 +32,11 @@ use std::time::{Duration, SystemTime};
 use toolsmith_executor::LimitKind;
 
 /// The version of the cache file's format; a file of another version is ignored.
-pub const CACHE_VERSION: u32 = 2;
+///
+/// 3: records carry the probes' sandbox (`sandbox`), and a Kodelet tool's `config` is asked
+/// at its first call (`config_asked`); records of version 2 were probed under the operator's
+/// sandbox, not the probes' own, and are not trusted.
+pub const CACHE_VERSION: u32 = 3;
 
 /// The cache file's name inside the cache directory.
 pub const CACHE_FILE: &str = "discovery.json";
@@ -93,6 +97,18 @@ pub(crate) enum ProbeRecord {
     OutputTooLarge(u64),
 }
 
+/// What a Kodelet tool's optional `config` subcommand answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ConfigAnswer {
+    /// Not asked yet: discovery asks at the tool's first call (or `show`), not when listing,
+    /// so that a cold discovery spawns one process per tool.
+    NotAsked,
+    /// Asked, and the tool does not implement it (a non-zero exit, a timeout, ...).
+    NotImplemented,
+    /// Asked, and it printed this (exit 0).
+    Printed(Vec<u8>),
+}
+
 /// Everything the probes of one file produced: the record of the protocol that answered
 /// (or of the first one tried, when none did), and what goes with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,8 +117,8 @@ pub(crate) struct Probed {
     /// `--schema` is filed under ikigai's protocol.
     pub(crate) protocol: &'static str,
     pub(crate) record: ProbeRecord,
-    /// What a Kodelet tool's optional `config` printed (exit 0), if it implements it.
-    pub(crate) config: Option<Vec<u8>>,
+    /// What a Kodelet tool's optional `config` answered, once asked.
+    pub(crate) config: ConfigAnswer,
     /// When `record` failed and the `--schema` fallback was tried too, how that ended; only
     /// for the message, never persisted (a failed probe is not persisted anyway).
     pub(crate) fallback: Option<Box<ProbeRecord>>,
@@ -114,7 +130,7 @@ impl Probed {
         Probed {
             protocol,
             record,
-            config: None,
+            config: ConfigAnswer::NotAsked,
             fallback: None,
         }
     }
@@ -124,6 +140,8 @@ impl Probed {
 struct Entry {
     fingerprint: Fingerprint,
     probed_at: SystemTime,
+    /// The probes' sandbox the record was obtained under (`probe_sandbox_key`).
+    sandbox: String,
     probed: Probed,
 }
 
@@ -159,9 +177,14 @@ struct StoredEntry {
     #[serde(flatten)]
     fingerprint: Fingerprint,
     protocol: String,
+    /// The probes' sandbox the output was printed under.
+    sandbox: String,
     probed_at_secs: u64,
     probed_at_nanos: u32,
     output: String,
+    /// Whether `config` was asked (Kodelet tools, at their first call).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    config_asked: bool,
     /// What `config` printed, for Kodelet tools that implement it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     config: Option<String>,
@@ -259,17 +282,19 @@ impl DiscoveryCache {
         self.entries.is_empty()
     }
 
-    /// The result of probing `path` with one of `protocols`, if the file has not changed since
-    /// and the result can be trusted.
+    /// The result of probing `path` with one of `protocols` in the sandbox `sandbox` (a
+    /// `probe_sandbox_key`), if the file has not changed since and the result can be trusted.
     pub(crate) fn get(
         &self,
         path: &Path,
         fingerprint: &Fingerprint,
         protocols: &[&str],
+        sandbox: &str,
     ) -> Option<&Probed> {
         let entry = self.entries.get(path)?;
         let matches = entry.fingerprint == *fingerprint
             && protocols.contains(&entry.probed.protocol)
+            && entry.sandbox == sandbox
             && !entry.is_racy();
         matches.then_some(&entry.probed)
     }
@@ -280,22 +305,56 @@ impl DiscoveryCache {
         self.entries.get(path).map(|entry| &entry.probed)
     }
 
-    /// Records the result of the probes of `path` that started at `probed_at`.
+    /// Records the result of the probes of `path` that started at `probed_at` in the sandbox
+    /// `sandbox` (a `probe_sandbox_key`).
     pub(crate) fn insert(
         &mut self,
         path: PathBuf,
         fingerprint: Fingerprint,
         probed_at: SystemTime,
+        sandbox: String,
         probed: Probed,
     ) {
         let entry = Entry {
             fingerprint,
             probed_at,
+            sandbox,
             probed,
         };
         let was_persistent = self.entries.get(&path).is_some_and(Entry::is_persistent);
         self.dirty |= was_persistent || entry.is_persistent();
         self.entries.insert(path, entry);
+    }
+
+    /// Records what `config` answered for `path`, if its entry is of the file `fingerprint`
+    /// identifies (the tool's first call asks it, after discovery made the entry).
+    pub(crate) fn set_config(
+        &mut self,
+        path: &Path,
+        fingerprint: &Fingerprint,
+        answer: ConfigAnswer,
+    ) {
+        if let Some(entry) = self.entries.get_mut(path)
+            && entry.fingerprint == *fingerprint
+        {
+            entry.probed.config = answer;
+            self.dirty |= entry.is_persistent();
+        }
+    }
+
+    /// What `config` answered for the file at `path` identified by `fingerprint`, if it was
+    /// asked and the entry was made in the probes' sandbox `sandbox`.
+    pub(crate) fn config_of(
+        &self,
+        path: &Path,
+        fingerprint: &Fingerprint,
+        sandbox: &str,
+    ) -> Option<&ConfigAnswer> {
+        let entry = self.entries.get(path)?;
+        (entry.fingerprint == *fingerprint
+            && entry.sandbox == sandbox
+            && entry.probed.config != ConfigAnswer::NotAsked)
+            .then_some(&entry.probed.config)
     }
 
     /// Writes the persistent entries of files that still exist, if anything changed since the
@@ -343,9 +402,10 @@ fn stored_entry(path: &Path, entry: &Entry) -> Option<StoredEntry> {
     };
     // Output that is not UTF-8 cannot be a JSON description; probing it again is cheap and rare.
     let output = String::from_utf8(output.clone()).ok()?;
-    let config = match &entry.probed.config {
-        Some(config) => Some(String::from_utf8(config.clone()).ok()?),
-        None => None,
+    let (config_asked, config) = match &entry.probed.config {
+        ConfigAnswer::NotAsked => (false, None),
+        ConfigAnswer::NotImplemented => (true, None),
+        ConfigAnswer::Printed(config) => (true, Some(String::from_utf8(config.clone()).ok()?)),
     };
     let fallback = match entry.probed.fallback.as_deref() {
         Some(ProbeRecord::Output(fallback)) => Some(String::from_utf8(fallback.clone()).ok()?),
@@ -360,9 +420,11 @@ fn stored_entry(path: &Path, entry: &Entry) -> Option<StoredEntry> {
         path: path.to_path_buf(),
         fingerprint: entry.fingerprint,
         protocol: entry.probed.protocol.to_owned(),
+        sandbox: entry.sandbox.clone(),
         probed_at_secs: probed_at.as_secs(),
         probed_at_nanos: probed_at.subsec_nanos(),
         output,
+        config_asked,
         config,
         fallback,
     })
@@ -394,15 +456,21 @@ fn read_entries(file: &Path) -> Result<HashMap<PathBuf, Entry>, String> {
         let Some(probed_at) = probed_at else {
             continue;
         };
+        let config = match (stored_entry.config_asked, stored_entry.config) {
+            (_, Some(config)) => ConfigAnswer::Printed(config.into_bytes()),
+            (true, None) => ConfigAnswer::NotImplemented,
+            (false, None) => ConfigAnswer::NotAsked,
+        };
         entries.insert(
             stored_entry.path,
             Entry {
                 fingerprint: stored_entry.fingerprint,
                 probed_at,
+                sandbox: stored_entry.sandbox,
                 probed: Probed {
                     protocol,
                     record: ProbeRecord::Output(stored_entry.output.into_bytes()),
-                    config: stored_entry.config.map(String::into_bytes),
+                    config,
                     fallback: stored_entry
                         .fallback
                         .map(|fallback| Box::new(ProbeRecord::Output(fallback.into_bytes()))),
@@ -457,10 +525,15 @@ mod tests {
     use std::path::Path;
     use std::time::{Duration, SystemTime};
 
-    use crate::cache::{CACHE_FILE, DiscoveryCache, Fingerprint, ProbeRecord, Probed};
+    use crate::cache::{
+        CACHE_FILE, ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed,
+    };
     use crate::kodelet::PROTOCOL;
 
     const HOUR: Duration = Duration::from_secs(3600);
+
+    /// A probes' sandbox key, as `probe_sandbox_key` writes them.
+    const SANDBOX: &str = "probe-sandbox/1 network=deny filesystem=read-only pids=private";
 
     /// Writes `tool` with a modification time an hour ago, so its entries are not racy.
     fn old_file(path: &Path, text: &str) -> Fingerprint {
@@ -487,13 +560,22 @@ mod tests {
         let fingerprint = old_file(&tool, "#!/bin/sh\n");
         let mut cache = DiscoveryCache::load(&cache_dir);
         assert!(cache.is_empty());
-        cache.insert(tool.clone(), fingerprint, SystemTime::now(), probed);
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            SystemTime::now(),
+            SANDBOX.to_owned(),
+            probed,
+        );
         cache.save().unwrap();
         change(&tool, &cache_dir);
         let reloaded = DiscoveryCache::load(&cache_dir);
         let fingerprint = fs::metadata(&tool).ok().map(|meta| Fingerprint::of(&meta));
-        let actual = fingerprint
-            .and_then(|fingerprint| reloaded.get(&tool, &fingerprint, &[PROTOCOL]).cloned());
+        let actual = fingerprint.and_then(|fingerprint| {
+            reloaded
+                .get(&tool, &fingerprint, &[PROTOCOL], SANDBOX)
+                .cloned()
+        });
         assert_eq!(actual, expect);
     }
 
@@ -505,10 +587,53 @@ mod tests {
     #[test]
     fn config_output_roundtrips() {
         let with_config = Probed {
-            config: Some(br#"{"timeout": "30m"}"#.to_vec()),
+            config: ConfigAnswer::Printed(br#"{"timeout": "30m"}"#.to_vec()),
             ..output("{}")
         };
         check(with_config.clone(), |_, _| {}, Some(with_config));
+    }
+
+    #[test]
+    fn config_not_asked_and_not_implemented_roundtrip() {
+        let not_implemented = Probed {
+            config: ConfigAnswer::NotImplemented,
+            ..output("{}")
+        };
+        check(not_implemented.clone(), |_, _| {}, Some(not_implemented));
+        check(output("{}"), |_, _| {}, Some(output("{}")));
+    }
+
+    /// Issue 12: a record obtained in one probes' sandbox is not reused in another, in memory
+    /// or across processes.
+    #[test]
+    fn a_record_from_another_probe_sandbox_is_not_reused() {
+        let temp = tempfile::tempdir().unwrap();
+        let tool = temp.path().join("tool");
+        let fingerprint = old_file(&tool, "#!/bin/sh\n");
+        let mut cache = DiscoveryCache::load(temp.path());
+        let unconfined = "probe-sandbox/1 network=allow filesystem=full pids=shared";
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            SystemTime::now(),
+            unconfined.to_owned(),
+            output("{}"),
+        );
+        assert_eq!(cache.get(&tool, &fingerprint, &[PROTOCOL], SANDBOX), None);
+        assert_eq!(
+            cache.get(&tool, &fingerprint, &[PROTOCOL], unconfined),
+            Some(&output("{}"))
+        );
+        cache.save().unwrap();
+        let reloaded = DiscoveryCache::load(temp.path());
+        assert_eq!(
+            reloaded.get(&tool, &fingerprint, &[PROTOCOL], SANDBOX),
+            None
+        );
+        assert_eq!(
+            reloaded.get(&tool, &fingerprint, &[PROTOCOL], unconfined),
+            Some(&output("{}"))
+        );
     }
 
     #[test]
@@ -563,7 +688,7 @@ mod tests {
             |_, cache_dir| {
                 let file = cache_dir.join(CACHE_FILE);
                 let text = fs::read_to_string(&file).unwrap();
-                fs::write(&file, text.replace("\"version\":2", "\"version\":999")).unwrap();
+                fs::write(&file, text.replace("\"version\":3", "\"version\":999")).unwrap();
             },
             None,
         );
@@ -592,7 +717,13 @@ mod tests {
         let tool = temp.path().join("tool");
         let fingerprint = old_file(&tool, "#!/bin/sh\n");
         let mut cache = DiscoveryCache::load(temp.path());
-        cache.insert(tool.clone(), fingerprint, SystemTime::now(), output("{}"));
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            SystemTime::now(),
+            SANDBOX.to_owned(),
+            output("{}"),
+        );
         cache.save().unwrap();
         fs::remove_file(&tool).unwrap();
         let mut cache = DiscoveryCache::load(temp.path());
@@ -610,16 +741,23 @@ mod tests {
         let mut cache = DiscoveryCache::in_memory();
         // Probed in the same instant as the write: a second write could keep the mtime.
         let modified = fingerprint.modified().unwrap();
-        cache.insert(tool.clone(), fingerprint, modified, output("{}"));
-        assert_eq!(cache.get(&tool, &fingerprint, &[PROTOCOL]), None);
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            modified,
+            SANDBOX.to_owned(),
+            output("{}"),
+        );
+        assert_eq!(cache.get(&tool, &fingerprint, &[PROTOCOL], SANDBOX), None);
         cache.insert(
             tool.clone(),
             fingerprint,
             modified + Duration::from_secs(2),
+            SANDBOX.to_owned(),
             output("{}"),
         );
         assert_eq!(
-            cache.get(&tool, &fingerprint, &[PROTOCOL]),
+            cache.get(&tool, &fingerprint, &[PROTOCOL], SANDBOX),
             Some(&output("{}"))
         );
     }

@@ -29,12 +29,16 @@ use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
-use crate::cache::{Fingerprint, ProbeRecord, Probed};
+use crate::cache::{ConfigAnswer, Fingerprint, ProbeRecord, Probed};
 use crate::ikigai::{self, ToolSchemaError};
 use crate::kodelet::{self, ConfigError, DescriptionError};
 use crate::manifest::{self, ManifestErrors};
+use crate::sandbox::{probe_sandbox, probe_sandbox_key};
 use crate::tool::{Runner, ToolParts};
-use crate::{Annotations, DiscoveryCache, Layer, LayerDir, NameError, RunConfig, Tool, ToolName};
+use crate::{
+    Annotations, Denial, DiscoveryCache, Layer, LayerDir, NameError, Policy, RunConfig, Tool,
+    ToolName,
+};
 
 /// The file-name suffix of a Nanocoder manifest; the stem is the tool name.
 const MANIFEST_SUFFIX: &str = ".md";
@@ -260,13 +264,31 @@ pub struct Shadowed {
     pub by: PathBuf,
 }
 
+/// A file that would provide a tool policy refuses to run, so discovery never ran it: only
+/// what its path tells is known, not its description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeniedTool {
+    /// The tool its file name gives.
+    pub name: ToolName,
+    /// The file.
+    pub path: PathBuf,
+    /// The tool directory it is in.
+    pub source: PathBuf,
+    /// The layer of that directory.
+    pub layer: Layer,
+    /// Why policy refuses it.
+    pub denial: Denial,
+}
+
 /// Everything discovery found: the usable tools (sorted by name), the
-/// problems (in directory and file order) and the shadowed tools.
+/// problems (in directory and file order), the shadowed tools, and the files
+/// policy kept discovery from running (sorted by name).
 #[derive(Debug)]
 pub struct Catalog {
     tools: Vec<Tool>,
     problems: Vec<Problem>,
     shadowed: Vec<Shadowed>,
+    denied: Vec<DeniedTool>,
 }
 
 impl Catalog {
@@ -276,6 +298,7 @@ impl Catalog {
             tools: Vec::new(),
             problems: Vec::new(),
             shadowed: Vec::new(),
+            denied: Vec::new(),
         }
     }
 
@@ -297,6 +320,20 @@ impl Catalog {
     /// The tool called `name`.
     pub fn get(&self, name: &ToolName) -> Option<&Tool> {
         self.tools.iter().find(|tool| tool.name() == name)
+    }
+
+    /// The files policy refuses to run, which discovery did not probe, sorted by name.
+    ///
+    /// Each is the one that would provide its name: a refused file in a later directory hides
+    /// the tools of that name below it (they are [`shadowed`](Catalog::shadowed)), as a tool
+    /// would, so that a profile never changes which file a name stands for.
+    pub fn denied(&self) -> &[DeniedTool] {
+        &self.denied
+    }
+
+    /// The refused file that would provide `name`, if policy refuses it.
+    pub fn get_denied(&self, name: &ToolName) -> Option<&DeniedTool> {
+        self.denied.iter().find(|denied| &denied.name == name)
     }
 }
 
@@ -354,6 +391,14 @@ pub(crate) struct Candidate {
     pub(crate) fingerprint: Fingerprint,
 }
 
+impl Candidate {
+    /// Whether policy lets discovery look at this file: run it (an executable), or read it
+    /// (a manifest, whose profile check waits for what it declares).
+    pub(crate) fn denial(&self, policy: &Policy) -> Result<(), Denial> {
+        policy.check_unprobed(&self.expected, self.format != Format::Manifest)
+    }
+}
+
 /// How far discovery has come: `probed` of `total` candidates answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DiscoveryProgress {
@@ -386,8 +431,9 @@ pub(crate) struct Discovery {
 /// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
 /// candidate, at most as many at once as the machine has cores.
 ///
-/// The directories are [`Layer::Explicit`] and nothing is cached; [`discover_layers`]
-/// takes layers and a [`DiscoveryCache`].
+/// The directories are [`Layer::Explicit`], nothing is cached and every file is probed
+/// ([`Policy::allow_all`]); [`discover_layers`] takes layers, a [`DiscoveryCache`] and the
+/// policy in force.
 /// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
 /// Cancel-safe: dropping the future kills the probes still running.
 pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
@@ -397,6 +443,7 @@ pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunCo
         &LayerDir::explicit(dirs),
         &mut cache,
         config,
+        &Policy::allow_all(),
         &|_| {},
     )
     .await
@@ -409,11 +456,15 @@ pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunCo
 /// ([`Layer::missing_is_problem`]). The cache is updated, not saved. `progress` is called
 /// once the files to probe are known and after each probe, so that a long discovery can show
 /// how far it is.
+///
+/// A file that `policy` would refuse to run is never run, not even to ask for its
+/// description: it is one of the catalog's [`denied`](Catalog::denied) files.
 pub async fn discover_layers(
     executor: &Arc<Executor>,
     layers: &[LayerDir],
     cache: &mut DiscoveryCache,
     config: &RunConfig,
+    policy: &Policy,
     progress: &(dyn Fn(DiscoveryProgress) + Sync),
 ) -> Catalog {
     discover_matching(
@@ -423,6 +474,7 @@ pub async fn discover_layers(
         cache,
         Freshness::UseCache,
         config,
+        policy,
         progress,
     )
     .await
@@ -439,6 +491,7 @@ pub async fn discover_one(
     cache: &mut DiscoveryCache,
     name: &ToolName,
     config: &RunConfig,
+    policy: &Policy,
 ) -> Catalog {
     discover_matching(
         executor,
@@ -447,6 +500,7 @@ pub async fn discover_one(
         cache,
         Freshness::UseCache,
         config,
+        policy,
         &|_| {},
     )
     .await
@@ -460,23 +514,35 @@ pub(crate) async fn discover_matching(
     cache: &mut DiscoveryCache,
     freshness: Freshness,
     config: &RunConfig,
+    policy: &Policy,
     progress: &(dyn Fn(DiscoveryProgress) + Sync),
 ) -> Discovery {
     let (candidates, mut problems) = scan_dirs(layers, only, config);
+    let sandbox_key = probe_sandbox_key(executor.features());
 
     // Each candidate gets a record from the cache, from a fresh probe, or (when it is left
     // for later) the last record known for its path, which may be none.
     let now = SystemTime::now();
     let mut retry_at: Option<SystemTime> = None;
     let mut records: Vec<Option<Result<Probed, ProblemError>>> = Vec::new();
+    let mut denials: Vec<Option<Denial>> = Vec::new();
     let mut to_probe = Vec::new();
     for (index, candidate) in candidates.iter().enumerate() {
+        // Policy is checked before anything else, the cache included: a refused file is
+        // neither run nor described, whatever an earlier discovery learnt of it.
+        let denial = candidate.denial(policy).err();
+        denials.push(denial);
+        if denial.is_some() {
+            records.push(None);
+            continue;
+        }
         let cached = match freshness {
             Freshness::ProbeAll => None,
             Freshness::UseCache | Freshness::Settle(_) => cache.get(
                 &candidate.path,
                 &candidate.fingerprint,
                 candidate.format.protocols(),
+                &sandbox_key,
             ),
         };
         if let Some(record) = cached {
@@ -525,42 +591,110 @@ pub(crate) async fn discover_matching(
                 candidate.path.clone(),
                 candidate.fingerprint,
                 probed_at,
+                sandbox_key.clone(),
                 probed.clone(),
             );
         }
         records[index] = Some(result);
     }
 
-    let mut by_name: HashMap<ToolName, Tool> = HashMap::new();
-    let mut shadowed = Vec::new();
-    for (candidate, record) in candidates.into_iter().zip(records) {
-        let Some(record) = record else {
-            continue;
-        };
-        match record.and_then(|probed| load(&probed, &candidate)) {
-            Ok(tool) => {
-                if let Some(previous) = by_name.insert(tool.name().clone(), tool) {
-                    shadowed.push(Shadowed {
-                        tool: previous,
-                        by: candidate.path,
-                    });
-                }
+    // A single tool is looked up to be called or shown: its `config` is asked now if it never
+    // was, and the answer kept with its description.
+    if only.is_some() {
+        let indices: Vec<usize> = records
+            .iter()
+            .enumerate()
+            .filter(|(_, record)| matches!(record, Some(Ok(_))))
+            .map(|(index, _)| index)
+            .collect();
+        let answerable: Vec<&Candidate> = indices.iter().map(|&index| &candidates[index]).collect();
+        let mut results: Vec<Result<Probed, ProblemError>> = indices
+            .iter()
+            .filter_map(|&index| match &records[index] {
+                Some(Ok(probed)) => Some(Ok(probed.clone())),
+                _ => None,
+            })
+            .collect();
+        for answered in ask_configs(executor, &answerable, &mut results, config).await {
+            let index = indices[answered];
+            if let Ok(probed) = &results[answered] {
+                cache.set_config(
+                    &candidates[index].path,
+                    &candidates[index].fingerprint,
+                    probed.config.clone(),
+                );
+                records[index] = Some(Ok(probed.clone()));
             }
-            Err(error) => problems.push(Problem {
-                path: candidate.path,
-                error,
-            }),
         }
     }
-    let mut tools: Vec<Tool> = by_name.into_values().collect();
+
+    let mut by_name: HashMap<ToolName, Resolved> = HashMap::new();
+    let mut shadowed = Vec::new();
+    for ((candidate, record), denial) in candidates.into_iter().zip(records).zip(denials) {
+        let resolved = if let Some(denial) = denial {
+            Resolved::Denied(DeniedTool {
+                name: candidate.expected,
+                path: candidate.path.clone(),
+                source: candidate.source,
+                layer: candidate.layer,
+                denial,
+            })
+        } else {
+            let Some(record) = record else {
+                continue;
+            };
+            match record.and_then(|probed| load(&probed, &candidate)) {
+                Ok(tool) => Resolved::Tool(tool),
+                Err(error) => {
+                    problems.push(Problem {
+                        path: candidate.path,
+                        error,
+                    });
+                    continue;
+                }
+            }
+        };
+        // A refused file hidden by a later one is dropped: it was never a tool to call.
+        if let Some(Resolved::Tool(previous)) = by_name.insert(resolved.name().clone(), resolved) {
+            shadowed.push(Shadowed {
+                tool: previous,
+                by: candidate.path,
+            });
+        }
+    }
+    let mut tools = Vec::new();
+    let mut denied = Vec::new();
+    for resolved in by_name.into_values() {
+        match resolved {
+            Resolved::Tool(tool) => tools.push(tool),
+            Resolved::Denied(refused) => denied.push(refused),
+        }
+    }
     tools.sort_by(|left, right| left.name().cmp(right.name()));
+    denied.sort_by(|left, right| left.name.cmp(&right.name));
     Discovery {
         catalog: Catalog {
             tools,
             problems,
             shadowed,
+            denied,
         },
         retry_at,
+    }
+}
+
+/// What a tool name stands for after discovery: a tool, or a file policy refused to run.
+enum Resolved {
+    Tool(Tool),
+    Denied(DeniedTool),
+}
+
+impl Resolved {
+    fn name(&self) -> &ToolName {
+        match self {
+            Resolved::Tool(tool) => tool.name(),
+            Resolved::Denied(denied) => &denied.name,
+        }
     }
 }
 
@@ -776,10 +910,7 @@ pub(crate) async fn probe_all(
         let limits = limits.clone();
         let cwd = config.cwd.clone();
         let env = config.env.clone();
-        let sandbox = config
-            .sandbox
-            .if_possible()
-            .to_executor(&config.project_dir);
+        let sandbox = probe_sandbox();
         let path = candidate.path.clone();
         let format = candidate.format;
         let handle = tasks.spawn(async move {
@@ -842,8 +973,8 @@ struct Probe<'a> {
     cwd: &'a Path,
     env: &'a [(OsString, OsString)],
     limits: &'a Limits,
-    /// The operator's default sandbox, each level `-if-possible`: a probe runs the tool's
-    /// program, but only to ask for its description.
+    /// [`probe_sandbox`]: the strictest the kernel allows, whatever the operator grants calls,
+    /// since a probe runs the tool's program only to ask for its description.
     sandbox: &'a toolsmith_executor::Sandbox,
 }
 
@@ -862,8 +993,8 @@ impl Probe<'_> {
         }
     }
 
-    /// `description`; when it fails the way an ikigai tool would, `--schema` as well; when it
-    /// answers, the optional `config`.
+    /// `description`; when it fails the way an ikigai tool would, `--schema` as well. The
+    /// optional `config` is not asked here but at the tool's first call ([`ask_configs`]).
     async fn kodelet(&self, path: &Path) -> Result<Probed, ProblemError> {
         let command = kodelet::description_command(path, self.cwd, self.env).map_err(|source| {
             ProblemError::Spawn {
@@ -878,12 +1009,7 @@ impl Probe<'_> {
                 .map_err(|source| ProblemError::Description { source })
         });
         match described {
-            Ok(()) => Ok(Probed {
-                protocol: kodelet::PROTOCOL,
-                record: description,
-                config: self.config(path).await,
-                fallback: None,
-            }),
+            Ok(()) => Ok(Probed::only(kodelet::PROTOCOL, description)),
             Err(error) if !worth_trying_schema(&error) => {
                 Ok(Probed::only(kodelet::PROTOCOL, description))
             }
@@ -895,10 +1021,8 @@ impl Probe<'_> {
                     Ok(Probed::only(ikigai::PROTOCOL, schema))
                 } else {
                     Ok(Probed {
-                        protocol: kodelet::PROTOCOL,
-                        record: description,
-                        config: None,
                         fallback: Some(Box::new(schema)),
+                        ..Probed::only(kodelet::PROTOCOL, description)
                     })
                 }
             }
@@ -916,25 +1040,25 @@ impl Probe<'_> {
         self.record(ikigai::SCHEMA_ARG, command).await
     }
 
-    /// What the optional `config` subcommand printed, or `None` when the tool does not
-    /// implement it (a non-zero exit, a timeout, ...), which is not a problem.
-    async fn config(&self, path: &Path) -> Option<Vec<u8>> {
+    /// What the optional `config` subcommand answered: what it printed, or that the tool does
+    /// not implement it (a non-zero exit, a timeout, ...), which is not a problem.
+    async fn config(&self, path: &Path) -> ConfigAnswer {
         let command = match kodelet::config_command(path, self.cwd, self.env) {
             Ok(command) => command,
             Err(error) => {
                 tracing::debug!(path = %path.display(), %error, "no `config` probe");
-                return None;
+                return ConfigAnswer::NotImplemented;
             }
         };
         match self.record(kodelet::CONFIG_ARG, command).await {
-            Ok(ProbeRecord::Output(stdout)) => Some(stdout),
+            Ok(ProbeRecord::Output(stdout)) => ConfigAnswer::Printed(stdout),
             Ok(record) => {
                 tracing::debug!(path = %path.display(), ?record, "`config` not implemented");
-                None
+                ConfigAnswer::NotImplemented
             }
             Err(error) => {
                 tracing::debug!(path = %path.display(), error = %error_chain(&error), "`config` not implemented");
-                None
+                ConfigAnswer::NotImplemented
             }
         }
     }
@@ -1045,12 +1169,139 @@ pub(crate) async fn load_fresh(
     candidates: &[&Candidate],
     config: &RunConfig,
 ) -> Vec<Result<Tool, ProblemError>> {
-    probe_all(executor, candidates, config, &|_| {})
-        .await
+    let mut results: Vec<Result<Probed, ProblemError>> =
+        probe_all(executor, candidates, config, &|_| {})
+            .await
+            .into_iter()
+            .map(|(result, _probed_at)| result)
+            .collect();
+    ask_configs(executor, candidates, &mut results, config).await;
+    results
         .into_iter()
         .zip(candidates)
-        .map(|((result, _probed_at), candidate)| result.and_then(|probed| load(&probed, candidate)))
+        .map(|(result, candidate)| result.and_then(|probed| load(&probed, candidate)))
         .collect()
+}
+
+/// Asks `config` of every candidate whose result is a Kodelet description that loads and
+/// whose `config` was never asked, in parallel (at most one probe per core), and records the
+/// answers in `results`; returns the indices answered.
+///
+/// Listing never asks: a cold discovery then spawns one process per tool, not two. A tool's
+/// first call asks ([`discover_one`], [`LiveRegistry::ready_for_call`](crate::LiveRegistry::ready_for_call)),
+/// and the cache keeps the answer with the description, so the timeout a tool requests
+/// applies from its first call on.
+pub(crate) async fn ask_configs(
+    executor: &Arc<Executor>,
+    candidates: &[&Candidate],
+    results: &mut [Result<Probed, ProblemError>],
+    config: &RunConfig,
+) -> Vec<usize> {
+    let pending: Vec<usize> = results
+        .iter()
+        .zip(candidates)
+        .enumerate()
+        .filter(|(_, (result, candidate))| {
+            result.as_ref().is_ok_and(|probed| {
+                probed.protocol == kodelet::PROTOCOL
+                    && probed.config == ConfigAnswer::NotAsked
+                    && load_kodelet(probed, candidate).is_ok()
+            })
+        })
+        .map(|(index, _)| index)
+        .collect();
+    if pending.is_empty() {
+        return pending;
+    }
+    let parallelism = std::thread::available_parallelism().map_or(1, usize::from);
+    let permits = Arc::new(tokio::sync::Semaphore::new(parallelism));
+    let limits = probe_limits(&config.limits);
+    let mut tasks = tokio::task::JoinSet::new();
+    for &index in &pending {
+        let executor = Arc::clone(executor);
+        let permits = Arc::clone(&permits);
+        let limits = limits.clone();
+        let cwd = config.cwd.clone();
+        let env = config.env.clone();
+        let path = candidates[index].path.clone();
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let probe = Probe {
+                executor: &executor,
+                cwd: &cwd,
+                env: &env,
+                limits: &limits,
+                sandbox: &probe_sandbox(),
+            };
+            (index, probe.config(&path).await)
+        });
+    }
+    let mut answered = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, answer)) => {
+                if let Some(Ok(probed)) = results.get_mut(index) {
+                    probed.config = answer;
+                    answered.push(index);
+                }
+            }
+            Err(join_error) if join_error.is_panic() => {
+                std::panic::resume_unwind(join_error.into_panic());
+            }
+            // Cancelled with the runtime: the tool keeps its `config` pending.
+            Err(_cancelled) => {}
+        }
+    }
+    answered
+}
+
+/// `tool` ready to be called: for a Kodelet tool whose `config` was never asked
+/// ([`Tool::config_pending`]), the answer `cache` holds for its file, else the answer of a
+/// `config` probe run now (in the probes' sandbox) and recorded in `cache` (not saved).
+///
+/// A `config` that asks for an invalid timeout makes the tool a problem, as it would have
+/// been had discovery asked: the error says why, and the caller runs nothing.
+pub async fn resolve_config(
+    executor: &Executor,
+    tool: &Tool,
+    cache: &mut DiscoveryCache,
+    config: &RunConfig,
+) -> Result<Tool, ProblemError> {
+    if !tool.config_pending() {
+        return Ok(tool.clone());
+    }
+    let fingerprint = fs::metadata(tool.path()).map(|metadata| Fingerprint::of(&metadata));
+    let sandbox_key = probe_sandbox_key(executor.features());
+    let cached = fingerprint
+        .as_ref()
+        .ok()
+        .and_then(|fingerprint| cache.config_of(tool.path(), fingerprint, &sandbox_key))
+        .cloned();
+    let answer = match cached {
+        Some(answer) => answer,
+        None => {
+            let limits = probe_limits(&config.limits);
+            let probe = Probe {
+                executor,
+                cwd: &config.cwd,
+                env: &config.env,
+                limits: &limits,
+                sandbox: &probe_sandbox(),
+            };
+            let answer = probe.config(tool.path()).await;
+            if let Ok(fingerprint) = &fingerprint {
+                cache.set_config(tool.path(), fingerprint, answer.clone());
+            }
+            answer
+        }
+    };
+    let requested = match answer {
+        ConfigAnswer::Printed(printed) => {
+            kodelet::parse_config(&printed).map_err(|source| ProblemError::Config { source })?
+        }
+        ConfigAnswer::NotImplemented | ConfigAnswer::NotAsked => None,
+    };
+    Ok(tool.with_requested_timeout(requested))
 }
 
 /// Whether a failure to load a file as a Kodelet tool leaves room for it to
@@ -1077,10 +1328,10 @@ fn load_kodelet(probed: &Probed, candidate: &Candidate) -> Result<ToolParts, Pro
     let description = kodelet::parse_description(stdout)
         .map_err(|source| ProblemError::Description { source })?;
     let requested_timeout = match &probed.config {
-        Some(config) => {
+        ConfigAnswer::Printed(config) => {
             kodelet::parse_config(config).map_err(|source| ProblemError::Config { source })?
         }
-        None => None,
+        ConfigAnswer::NotImplemented | ConfigAnswer::NotAsked => None,
     };
     Ok(ToolParts {
         name: description.name,
@@ -1089,6 +1340,7 @@ fn load_kodelet(probed: &Probed, candidate: &Candidate) -> Result<ToolParts, Pro
         output_schema: description.output_schema,
         annotations: Annotations::undeclared(),
         requested_timeout,
+        config_pending: probed.config == ConfigAnswer::NotAsked,
         sandbox: description.sandbox,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
@@ -1109,6 +1361,7 @@ fn load_ikigai(stdout: &[u8], candidate: &Candidate) -> Result<ToolParts, Proble
         output_schema: schema.output_schema,
         annotations: Annotations::undeclared(),
         requested_timeout: None,
+        config_pending: false,
         sandbox: schema.sandbox,
         path: candidate.path.clone(),
         source: candidate.source.clone(),
@@ -1139,6 +1392,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
             read_only: manifest.read_only,
         },
         requested_timeout: Some(manifest.timeout),
+        config_pending: false,
         sandbox: manifest.sandbox,
         path: candidate.path.clone(),
         source: candidate.source.clone(),

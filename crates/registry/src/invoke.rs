@@ -8,14 +8,14 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
-use crate::discovery::{file_tool_name, first_line};
+use crate::discovery::{error_chain, file_tool_name, first_line, resolve_config};
 use crate::manifest::CommandError;
 use crate::oob::{self, Items, OutOfBand, PrepareError};
 use crate::progress::{PROGRESS_FD_VAR, Progress};
 use crate::tool::Runner;
 use crate::{
-    Body, Catalog, Envelope, Error, ErrorCode, Metadata, Policy, SandboxSettings, Tool, ToolName,
-    ToolOverride, ikigai, kodelet,
+    Body, Catalog, DiscoveryCache, Envelope, Error, ErrorCode, Metadata, Policy, SandboxSettings,
+    Tool, ToolName, ToolOverride, ikigai, kodelet,
 };
 
 /// How tool processes are run, for probes and calls alike.
@@ -44,8 +44,8 @@ pub struct RunConfig {
     /// [`RunConfig::call_config`] applies.
     pub overrides: BTreeMap<ToolName, ToolOverride>,
     /// The operator's sandbox for every tool (`[sandbox]`), which a tool's
-    /// override replaces and a tool's declaration tightens. Discovery probes run
-    /// under it too, relaxed to `-if-possible` ([`SandboxSettings::if_possible`]).
+    /// override replaces and a tool's declaration tightens. Discovery probes never run
+    /// under it: they get the strictest sandbox the kernel allows, whatever this grants.
     pub sandbox: SandboxSettings,
     /// The directory a `filesystem = "project"` tool may write in: the
     /// project (see [`project_dir`](crate::project_dir)).
@@ -64,12 +64,22 @@ pub async fn invoke_named(
     config: &RunConfig,
     policy: &Policy,
 ) -> Result<Envelope, Error> {
-    let tool = ToolName::from_exposed_or_plain(name)
-        .ok()
-        .and_then(|tool_name| catalog.get(&tool_name));
-    match tool {
-        Some(tool) => invoke(executor, tool, arguments, config, policy).await,
-        None => Ok(Envelope::failure(
+    let tool_name = ToolName::from_exposed_or_plain(name).ok();
+    let tool = tool_name
+        .as_ref()
+        .and_then(|tool_name| catalog.get(tool_name));
+    let denied = tool_name
+        .as_ref()
+        .and_then(|tool_name| catalog.get_denied(tool_name));
+    match (tool, denied) {
+        (Some(tool), _) => invoke(executor, tool, arguments, config, policy).await,
+        // Discovery did not even ask the file for its description.
+        (None, Some(denied)) => Ok(Envelope::failure(
+            ErrorCode::PolicyDenied,
+            format!("Tool {} may not be called: {}.", denied.name, denied.denial),
+            Metadata::not_started(),
+        )),
+        (None, None) => Ok(Envelope::failure(
             ErrorCode::ToolNotFound,
             not_found_sentence(name, catalog),
             Metadata::not_started(),
@@ -122,6 +132,32 @@ pub async fn invoke_with_progress(
             Metadata::not_started(),
         ));
     }
+    // A Kodelet tool from a listing has not been asked for its `config` yet: ask now, so the
+    // timeout it requests applies. Callers that keep a cache ask through it first
+    // (`discover_one`, `LiveRegistry::ready_for_call`), and then this costs nothing.
+    let resolved;
+    let tool = if tool.config_pending() {
+        match resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), config).await {
+            Ok(ready) => {
+                resolved = ready;
+                &resolved
+            }
+            Err(error) => {
+                return Ok(Envelope::failure(
+                    ErrorCode::ToolNotFound,
+                    format!(
+                        "Tool {} could not be loaded from {}: {}.",
+                        tool.name(),
+                        tool.path().display(),
+                        error_chain(&error)
+                    ),
+                    Metadata::not_started(),
+                ));
+            }
+        }
+    } else {
+        tool
+    };
     let arguments = &tool.input_schema().with_defaults(arguments);
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {

@@ -88,8 +88,8 @@ pub use crate::declared_tests::{
     CaseOutcome, Expectation, TestCase, TestsError, parse_tests, run_cases, run_tests,
 };
 pub use crate::discovery::{
-    Catalog, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError, Shadowed,
-    discover, discover_layers, discover_one, error_chain,
+    Catalog, DeniedTool, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError,
+    Shadowed, discover, discover_layers, discover_one, error_chain, resolve_config,
 };
 pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
 pub use crate::error::Error;
@@ -113,8 +113,8 @@ pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::render::TemplateError;
 pub use crate::sandbox::{
-    FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxDeclarationError, SandboxReport,
-    SandboxSettings, UnknownSetting,
+    FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
+    SandboxDeclarationError, SandboxReport, SandboxSettings, UnknownSetting, probe_sandbox_report,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,

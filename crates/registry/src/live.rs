@@ -31,8 +31,10 @@ use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
 use tokio::sync::{broadcast, mpsc};
 use toolsmith_executor::Executor;
 
-use crate::discovery::{Freshness, discover_matching};
-use crate::{Catalog, DiscoveryCache, Error, LayerDir, RunConfig, Tool, ToolName};
+use crate::discovery::{Freshness, discover_matching, resolve_config};
+use crate::{
+    Catalog, DiscoveryCache, Error, LayerDir, Policy, ProblemError, RunConfig, Tool, ToolName,
+};
 
 /// How long a file must have been left alone before the watcher probes it, and the debounce of
 /// the file-system events.
@@ -110,6 +112,8 @@ struct Shared {
     executor: Arc<Executor>,
     layers: Vec<LayerDir>,
     config: RunConfig,
+    /// What discovery may run: a file policy refuses is never probed, in any rescan.
+    policy: Policy,
     current: ArcSwap<Catalog>,
     /// Held for the whole of a rescan, so rescans never interleave.
     cache: tokio::sync::Mutex<DiscoveryCache>,
@@ -120,11 +124,13 @@ impl LiveRegistry {
     /// Starts watching `layers`, then discovers them (with `cache`) before returning.
     ///
     /// The watch is set up first, so a change during the first discovery is not missed.
+    /// No discovery, first or later, runs a file `policy` refuses.
     pub async fn start(
         executor: Arc<Executor>,
         layers: Vec<LayerDir>,
         cache: DiscoveryCache,
         config: RunConfig,
+        policy: Policy,
     ) -> Result<LiveRegistry, Error> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let mut debouncer =
@@ -142,6 +148,7 @@ impl LiveRegistry {
             executor,
             layers,
             config,
+            policy,
             current: ArcSwap::from_pointee(Catalog::empty()),
             cache: tokio::sync::Mutex::new(cache),
             events,
@@ -176,6 +183,26 @@ impl LiveRegistry {
     pub fn layers(&self) -> &[LayerDir] {
         &self.shared.layers
     }
+
+    /// `tool` (from a [`snapshot`](LiveRegistry::snapshot)) ready to be called: a Kodelet tool
+    /// whose `config` was never asked is asked now, once per version of its file (the answer
+    /// is cached and saved with its description), so the timeout it requests applies from its
+    /// first call on. An invalid answer is the error, and the call should not run.
+    pub async fn ready_for_call(&self, tool: &Tool) -> Result<Tool, ProblemError> {
+        if !tool.config_pending() {
+            return Ok(tool.clone());
+        }
+        let mut cache = self.shared.cache.lock().await;
+        let ready =
+            resolve_config(&self.shared.executor, tool, &mut cache, &self.shared.config).await;
+        if let Err(error) = cache.save() {
+            tracing::warn!(
+                error = %crate::discovery::error_chain(&error),
+                "the discovery cache was not saved; a tool's `config` will be asked again next start"
+            );
+        }
+        ready
+    }
 }
 
 impl Drop for LiveRegistry {
@@ -198,6 +225,7 @@ impl Shared {
             &mut cache,
             freshness,
             &self.config,
+            &self.policy,
             &|_| {},
         )
         .await;

@@ -162,6 +162,7 @@ mod tests {
             output_schema: None,
             annotations: Annotations::undeclared(),
             requested_timeout: requested.map(Duration::from_secs),
+            config_pending: false,
             sandbox: SandboxDeclaration::default(),
             path: PathBuf::from("/tools/demo"),
             source: PathBuf::from("/tools"),

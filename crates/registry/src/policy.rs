@@ -138,6 +138,31 @@ impl Policy {
         self.check_declared(tool.name(), tool.annotations())
     }
 
+    /// Whether discovery may run the program of a file that would provide `name`, before
+    /// anything is known of the tool: the lists decide by name, and the profile by what an
+    /// executable declares, which is nothing ([`Annotations::undeclared`]: never read-only,
+    /// never needing approval), so `plan` refuses every executable and `unattended` none.
+    /// A manifest runs nothing to describe itself (it is read): only the lists apply before
+    /// it is read, and the profile after, on what its frontmatter declares.
+    pub(crate) fn check_unprobed(
+        &self,
+        name: &ToolName,
+        runs_a_program: bool,
+    ) -> Result<(), Denial> {
+        if runs_a_program {
+            self.check_declared(name, &Annotations::undeclared())
+        } else {
+            self.check_declared(
+                name,
+                &Annotations {
+                    title: None,
+                    approval: Approval::Never,
+                    read_only: true,
+                },
+            )
+        }
+    }
+
     fn check_declared(&self, name: &ToolName, annotations: &Annotations) -> Result<(), Denial> {
         if self.disabled.contains(name) {
             return Err(Denial::Disabled);

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use serde_json::Value;
-use toolsmith_executor::{AppliedSandbox, Enforcement, Filesystem, Network, Sandbox};
+use toolsmith_executor::{AppliedSandbox, Enforcement, Features, Filesystem, Network, Sandbox};
 
 /// Network access of a call, as the operator writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,24 +213,6 @@ impl SandboxSettings {
         }
     }
 
-    /// The same levels, each `-if-possible`: for discovery probes, which only
-    /// ask a tool to describe itself, so that a kernel without a mechanism
-    /// does not turn every tool into a problem (calls still fail closed).
-    pub fn if_possible(self) -> SandboxSettings {
-        SandboxSettings {
-            network: match self.network {
-                NetworkSetting::Allow => NetworkSetting::Allow,
-                _ => NetworkSetting::DenyIfPossible,
-            },
-            filesystem: match self.filesystem.strictness() {
-                0 => FilesystemSetting::Full,
-                1 => FilesystemSetting::ProjectIfPossible,
-                _ => FilesystemSetting::ReadOnlyIfPossible,
-            },
-            private_pids: self.private_pids,
-        }
-    }
-
     /// The executor's sandbox for a call whose project directory is
     /// `project_dir`. Every call also gets a private PID namespace and
     /// `/proc` when the kernel allows it, unless `private_pids` is off.
@@ -258,6 +240,139 @@ impl SandboxSettings {
             },
             private_pids: self.private_pids,
         }
+    }
+}
+
+/// The sandbox of every discovery probe (`description`, `config`, `--schema`): the strictest
+/// the kernel allows, whatever the tool declares and the operator grants its calls.
+///
+/// A probe only has to print a description: it gets no network, may write only in its
+/// private temporary directory (nothing in the project, nothing anywhere else), and sees no
+/// other process. Every mechanism is [`Enforcement::IfPossible`], so that a kernel without one
+/// does not turn every tool into a problem; what did not apply is in the probe's
+/// `AppliedSandbox::relaxed`, and `toolsmith doctor` reports it under "probes".
+///
+/// The one place the probes' sandbox is built: a new mechanism of the executor's [`Sandbox`]
+/// gets its strictest value here (a struct literal, so that the compiler asks for it).
+pub(crate) fn probe_sandbox() -> Sandbox {
+    Sandbox {
+        network: Network::Deny(Enforcement::IfPossible),
+        filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
+        private_pids: true,
+    }
+}
+
+/// What [`probe_sandbox`] amounts to on a kernel with `features`, as one line, e.g.
+/// `probe-sandbox/1 network=deny filesystem=read-only/landlock-abi-6 pids=private`.
+///
+/// The discovery cache keeps it with every record, and reuses a record only under the same
+/// line: a description printed by a probe that had the network (an older toolsmith, a kernel
+/// without network namespaces, `TOOLSMITH_DISABLE_FEATURES`) is not trusted by a process
+/// whose probes would run without it, and the other way round. Bump [`PROBE_SANDBOX_REVISION`]
+/// when [`probe_sandbox`] changes.
+pub(crate) fn probe_sandbox_key(features: &Features) -> String {
+    let applied = probe_sandbox_applied(features);
+    let filesystem = match (applied.filesystem, features.landlock_abi) {
+        (FilesystemAccessName::ReadOnly, Some(abi)) => {
+            format!("read-only/landlock-abi-{abi}")
+        }
+        (access, _) => access.as_str().to_owned(),
+    };
+    format!(
+        "probe-sandbox/{PROBE_SANDBOX_REVISION} network={} filesystem={filesystem} pids={}",
+        if applied.network_denied {
+            "deny"
+        } else {
+            "allow"
+        },
+        if applied.private_pids {
+            "private"
+        } else {
+            "shared"
+        },
+    )
+}
+
+/// The revision of [`probe_sandbox`], part of [`probe_sandbox_key`].
+pub(crate) const PROBE_SANDBOX_REVISION: u32 = 1;
+
+/// What a mechanism of [`probe_sandbox`] becomes on a kernel with `features`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FilesystemAccessName {
+    /// Landlock applied: writes only in the private temporary directory.
+    ReadOnly,
+    /// No Landlock: as the user may.
+    Full,
+}
+
+impl FilesystemAccessName {
+    fn as_str(self) -> &'static str {
+        match self {
+            FilesystemAccessName::ReadOnly => "read-only",
+            FilesystemAccessName::Full => "full",
+        }
+    }
+}
+
+/// What applies to a probe on a kernel with `features`, and what does not (in the words of
+/// `metadata.sandbox.not_enforced`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSandboxReport {
+    /// True when probes have no network.
+    pub network_denied: bool,
+    /// True when probes may write only in their private temporary directory.
+    pub read_only: bool,
+    /// True when probes have their own PID namespace and `/proc`.
+    pub private_pids: bool,
+    /// Each mechanism the kernel refused, and why.
+    pub not_enforced: Vec<String>,
+}
+
+struct ProbeApplied {
+    network_denied: bool,
+    filesystem: FilesystemAccessName,
+    private_pids: bool,
+}
+
+fn probe_sandbox_applied(features: &Features) -> ProbeApplied {
+    ProbeApplied {
+        network_denied: features.network_namespace.available,
+        filesystem: if features.landlock.available {
+            FilesystemAccessName::ReadOnly
+        } else {
+            FilesystemAccessName::Full
+        },
+        private_pids: features.private_proc.available,
+    }
+}
+
+/// What the probes' sandbox amounts to on a kernel with `features`, for `toolsmith doctor`.
+pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
+    let applied = probe_sandbox_applied(features);
+    let mut not_enforced = Vec::new();
+    if !applied.network_denied {
+        not_enforced.push(format!(
+            "network = deny not enforced: a network namespace is unavailable ({})",
+            features.network_namespace.detail
+        ));
+    }
+    if applied.filesystem != FilesystemAccessName::ReadOnly {
+        not_enforced.push(format!(
+            "filesystem = read-only not enforced: Landlock is unavailable ({})",
+            features.landlock.detail
+        ));
+    }
+    if !applied.private_pids {
+        not_enforced.push(format!(
+            "a private PID namespace and /proc not enforced ({})",
+            features.private_proc.detail
+        ));
+    }
+    ProbeSandboxReport {
+        network_denied: applied.network_denied,
+        read_only: applied.filesystem == FilesystemAccessName::ReadOnly,
+        private_pids: applied.private_pids,
+        not_enforced,
     }
 }
 

@@ -110,6 +110,8 @@ pub(crate) struct ToolParts {
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) annotations: Annotations,
     pub(crate) requested_timeout: Option<Duration>,
+    /// A Kodelet tool whose `config` was not asked yet: `requested_timeout` is not known.
+    pub(crate) config_pending: bool,
     pub(crate) sandbox: SandboxDeclaration,
     pub(crate) path: PathBuf,
     pub(crate) source: PathBuf,
@@ -129,6 +131,7 @@ pub struct Tool {
     output_schema: Option<OutputSchema>,
     annotations: Annotations,
     requested_timeout: Option<Duration>,
+    config_pending: bool,
     sandbox: SandboxDeclaration,
     path: PathBuf,
     source: PathBuf,
@@ -147,6 +150,7 @@ impl Tool {
             output_schema: parts.output_schema,
             annotations: parts.annotations,
             requested_timeout: parts.requested_timeout,
+            config_pending: parts.config_pending,
             sandbox: parts.sandbox,
             path: parts.path,
             source: parts.source,
@@ -183,8 +187,27 @@ impl Tool {
     }
 
     /// The timeout the tool asks for, which the operator's `max_timeout` caps.
+    ///
+    /// `None` also while [`config_pending`](Tool::config_pending): a Kodelet tool's `config` is
+    /// asked at its first call, not when it is listed.
     pub fn requested_timeout(&self) -> Option<Duration> {
         self.requested_timeout
+    }
+
+    /// True for a Kodelet tool whose optional `config` (the timeout it requests) has not been
+    /// asked yet: [`discover_one`](crate::discover_one) and
+    /// [`LiveRegistry::ready_for_call`](crate::LiveRegistry::ready_for_call) ask it.
+    pub fn config_pending(&self) -> bool {
+        self.config_pending
+    }
+
+    /// This tool with its `config` answered: `requested` is the timeout it asks for.
+    pub(crate) fn with_requested_timeout(&self, requested: Option<Duration>) -> Tool {
+        Tool {
+            requested_timeout: requested,
+            config_pending: false,
+            ..self.clone()
+        }
     }
 
     /// The sandbox the tool declares for itself, which can only tighten the operator's.

@@ -15,7 +15,7 @@ use toolsmith_executor::Executor;
 
 use crate::discovery::{Candidate, Format, classify, error_chain, load_fresh, scan_dirs};
 use crate::{
-    DescriptionError, Layer, LayerDir, Problem, ProblemError, RunConfig, Tool, ToolName,
+    DescriptionError, Layer, LayerDir, Policy, Problem, ProblemError, RunConfig, Tool, ToolName,
     ToolSchemaError,
 };
 
@@ -46,6 +46,9 @@ pub enum CheckKind {
     Description,
     /// The timeout the tool asks for (Kodelet `config`), if any, is valid.
     RequestedTimeout,
+    /// Policy lets discovery run the file. Reported only for a file policy refuses
+    /// ([`CheckStatus::Denied`]): validation then stops, having run nothing.
+    Policy,
 }
 
 impl CheckKind {
@@ -64,6 +67,7 @@ impl CheckKind {
             CheckKind::NameMatches => "name_matches",
             CheckKind::Description => "description",
             CheckKind::RequestedTimeout => "requested_timeout",
+            CheckKind::Policy => "policy",
         }
     }
 }
@@ -77,6 +81,9 @@ pub enum CheckStatus {
     Failed(String),
     /// It was not run because an earlier check failed.
     Skipped,
+    /// Policy refuses to run the file, and why: the checks that need it to run are not made.
+    /// Not a failure: the file may be a fine tool the operator turned off.
+    Denied(String),
 }
 
 /// One check of one file.
@@ -115,11 +122,12 @@ impl FileReport {
 }
 
 /// Checks the files at `paths` (relative ones taken from `config.cwd`),
-/// each as discovery would if it found it in a directory.
+/// each as discovery would if it found it in a directory; a file `policy` refuses is not run.
 pub async fn validate_paths(
     executor: &Arc<Executor>,
     paths: &[PathBuf],
     config: &RunConfig,
+    policy: &Policy,
 ) -> Vec<FileReport> {
     let mut reports = Vec::new();
     let mut candidates = Vec::new();
@@ -144,26 +152,27 @@ pub async fn validate_paths(
             Err(error) => reports.push(problem_report(&Problem { path, error }, false)),
         }
     }
-    reports.extend(probe_reports(executor, candidates, config, false).await);
+    reports.extend(probe_reports(executor, candidates, config, policy, false).await);
     reports
 }
 
 /// Checks every candidate of the `layers` directories (only those providing
 /// `only`, when given), including the files discovery reports as problems
 /// before probing. A missing directory is reported only where discovery would
-/// report it ([`Layer::missing_is_problem`]).
+/// report it ([`Layer::missing_is_problem`]). A file `policy` refuses is not run.
 pub async fn validate_dirs(
     executor: &Arc<Executor>,
     layers: &[LayerDir],
     only: Option<&ToolName>,
     config: &RunConfig,
+    policy: &Policy,
 ) -> Vec<FileReport> {
     let (candidates, problems) = scan_dirs(layers, only, config);
     let mut reports: Vec<FileReport> = problems
         .iter()
         .map(|problem| problem_report(problem, true))
         .collect();
-    reports.extend(probe_reports(executor, candidates, config, true).await);
+    reports.extend(probe_reports(executor, candidates, config, policy, true).await);
     reports.sort_by(|left, right| left.path.cmp(&right.path));
     reports
 }
@@ -172,11 +181,22 @@ async fn probe_reports(
     executor: &Arc<Executor>,
     candidates: Vec<Candidate>,
     config: &RunConfig,
+    policy: &Policy,
     in_directory: bool,
 ) -> Vec<FileReport> {
+    let (candidates, refused): (Vec<Candidate>, Vec<Candidate>) = candidates
+        .into_iter()
+        .partition(|candidate| candidate.denial(policy).is_ok());
+    let mut reports: Vec<FileReport> = refused
+        .into_iter()
+        .filter_map(|candidate| {
+            let denial = candidate.denial(policy).err()?;
+            Some(denied_report(candidate, &denial.to_string(), in_directory))
+        })
+        .collect();
     let references: Vec<&Candidate> = candidates.iter().collect();
     let results = load_fresh(executor, &references, config).await;
-    candidates
+    let probed = candidates
         .into_iter()
         .zip(results)
         .map(|(candidate, result)| {
@@ -195,8 +215,32 @@ async fn probe_reports(
                 note_passed_tool(&mut file_report, tool);
             }
             file_report
+        });
+    reports.extend(probed);
+    reports
+}
+
+/// The report of a file policy refuses: the checks made without running it, then the denial.
+fn denied_report(candidate: Candidate, reason: &str, in_directory: bool) -> FileReport {
+    let mut checks: Vec<Check> = pipeline(in_directory)
+        .iter()
+        .take_while(|&&kind| kind != CheckKind::Probe)
+        .map(|&kind| Check {
+            kind,
+            label: label(kind, Some(candidate.format)),
+            status: CheckStatus::Passed,
         })
-        .collect()
+        .collect();
+    checks.push(Check {
+        kind: CheckKind::Policy,
+        label: label(CheckKind::Policy, Some(candidate.format)),
+        status: CheckStatus::Denied(reason.to_owned()),
+    });
+    FileReport {
+        path: candidate.path,
+        name: Some(candidate.expected),
+        checks,
+    }
 }
 
 /// The report of a file discovery turned down before probing it.
@@ -394,6 +438,7 @@ fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
         (CheckKind::RequestedTimeout, _) => {
             "the timeout the tool asks for (`config`), if any, is valid"
         }
+        (CheckKind::Policy, _) => "the policy in force lets discovery run it",
     }
 }
 

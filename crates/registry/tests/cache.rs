@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
 use toolsmith_registry::{
-    Catalog, DiscoveryCache, Layer, LayerDir, RunConfig, SandboxSettings, discover_layers,
+    Catalog, DiscoveryCache, Layer, LayerDir, Policy, RunConfig, SandboxSettings, discover_layers,
     discover_one,
 };
 
@@ -90,6 +90,7 @@ impl World {
             &self.layers(),
             &mut cache,
             &self.config,
+            &Policy::allow_all(),
             &|_| {},
         )
         .await;
@@ -141,6 +142,7 @@ async fn warm_discovery_of_500_tools_spawns_no_process() {
         &mut cache,
         &name,
         &world.config,
+        &Policy::allow_all(),
     )
     .await;
     assert_eq!(one.tools().len(), 1);

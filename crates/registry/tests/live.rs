@@ -105,6 +105,7 @@ impl World {
             }],
             DiscoveryCache::in_memory(),
             self.config.clone(),
+            Policy::allow_all(),
         )
         .await
         .unwrap()

@@ -76,13 +76,16 @@ pub(crate) async fn doctor(
     let config = global.run_config(&global.cwd, None);
     let bar = DiscoveryBar::new();
     let catalog = global
-        .discover(executor, &config, &|progress| bar.update(progress))
+        .discover(executor, &config, &global.policy(None), &|progress| {
+            bar.update(progress);
+        })
         .await;
     bar.finish();
     let kernel = kernel_checks(executor);
     let support = sandbox_support(executor.features());
     let sandbox = sandbox_checks(&support);
     let secrets = secrets_protection(executor.features());
+    let probes = toolsmith_registry::probe_sandbox_report(executor.features());
     let directories = directory_checks(global, &catalog);
     let problems = problem_checks(&catalog);
     let tools_path = config
@@ -184,6 +187,12 @@ pub(crate) async fn doctor(
                     "fix": support.fix(),
                 })).collect::<Vec<_>>(),
                 "landlock_abi": executor.features().landlock_abi,
+                "probes": {
+                    "network": if probes.network_denied { "deny" } else { "allow" },
+                    "filesystem": if probes.read_only { "read-only" } else { "full" },
+                    "pid_namespace": probes.private_pids,
+                    "not_enforced": probes.not_enforced,
+                },
                 "secrets": {
                     "protection": secrets.protection,
                     "detail": secrets.detail,
@@ -225,6 +234,26 @@ pub(crate) async fn doctor(
             "  secrets: {} ({})",
             Paint::Name.paint(secrets.protection, color),
             secrets.detail
+        )?;
+        writeln!(
+            text,
+            "  probes: network {}, filesystem {}, {} PID namespace, whatever the settings above{}",
+            if probes.network_denied {
+                "deny"
+            } else {
+                "allow"
+            },
+            if probes.read_only {
+                "read-only"
+            } else {
+                "full"
+            },
+            if probes.private_pids { "own" } else { "shared" },
+            if probes.not_enforced.is_empty() {
+                String::new()
+            } else {
+                format!(" (not enforced: {})", probes.not_enforced.join("; "))
+            }
         )?;
         writeln!(text)?;
         if global.explicit_dirs {

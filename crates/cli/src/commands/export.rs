@@ -20,7 +20,7 @@ pub(crate) async fn export(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
-    let catalog = global.discover(executor, &config, &|_| {}).await;
+    let catalog = global.discover(executor, &config, &policy, &|_| {}).await;
     let admitted: Vec<&Tool> = catalog
         .tools()
         .iter()

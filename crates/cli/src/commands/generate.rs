@@ -60,7 +60,9 @@ pub(crate) async fn generate(
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
-    let existing = global.discover(executor, &config, &|_| {}).await;
+    let existing = global
+        .discover(executor, &config, &global.policy(None), &|_| {})
+        .await;
     let fresh = crate::trust::fresh_project(global);
     let report = toolsmith_generator::generate(
         executor,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, Denial, Policy, Tool};
+use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, Tool};
 
 use crate::args::ListArgs;
 use crate::exit::ExitStatus;
@@ -26,7 +26,7 @@ pub(crate) async fn list(
     let policy = global.policy(args.profile);
     let bar = DiscoveryBar::new();
     let catalog = global
-        .discover(executor, &config, &|progress| bar.update(progress))
+        .discover(executor, &config, &policy, &|progress| bar.update(progress))
         .await;
     bar.finish();
     let listing = Listing::new(&catalog, &policy);
@@ -59,7 +59,7 @@ pub(crate) async fn list(
             n => hidden.push(format!("{n} {many}")),
         };
         count(
-            listing.denied.len(),
+            listing.denied.len() + catalog.denied().len(),
             "tool denied by policy",
             "tools denied by policy",
         );
@@ -144,6 +144,7 @@ impl<'a> Listing<'a> {
                     }
                     entry
                 })
+                .chain(self.catalog.denied().iter().map(unprobed_json))
                 .collect();
             listing["denied"] = json!(denied);
         }
@@ -205,7 +206,7 @@ impl<'a> Listing<'a> {
         if !all {
             return Ok(text);
         }
-        if !self.denied.is_empty() {
+        if !self.denied.is_empty() || !self.catalog.denied().is_empty() {
             separate(&mut text);
             writeln!(text, "{}", Paint::Header.paint("denied:", color))?;
             for (tool, denial) in &self.denied {
@@ -214,6 +215,15 @@ impl<'a> Listing<'a> {
                     "  {} at {}: {denial}",
                     tool.name(),
                     tool.path().display()
+                )?;
+            }
+            for denied in self.catalog.denied() {
+                writeln!(
+                    text,
+                    "  {} at {}: {} (not run: no description)",
+                    denied.name,
+                    denied.path.display(),
+                    denied.denial
                 )?;
             }
         }
@@ -244,6 +254,20 @@ impl<'a> Listing<'a> {
         }
         Ok(text)
     }
+}
+
+/// A file policy refused, which discovery never ran: what its path tells, and why.
+fn unprobed_json(denied: &DeniedTool) -> serde_json::Value {
+    json!({
+        "name": denied.name.as_str(),
+        "exposed_name": denied.name.exposed(),
+        "path": denied.path,
+        "source": denied.source,
+        "layer": denied.layer.as_str(),
+        "probed": false,
+        "reason": denied.denial.to_string(),
+        "reason_code": denied.denial.code(),
+    })
 }
 
 fn tool_json(tool: &Tool) -> serde_json::Value {

@@ -26,7 +26,9 @@ pub(crate) async fn unknown_tool_hint(
     executor: &Arc<Executor>,
 ) -> String {
     let config = global.run_config(&global.cwd, None);
-    let catalog = global.discover(executor, &config, &|_| {}).await;
+    let catalog = global
+        .discover(executor, &config, &global.policy(None), &|_| {})
+        .await;
     let names: Vec<&str> = catalog
         .tools()
         .iter()

@@ -62,7 +62,9 @@ pub(crate) async fn run(
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Some(name) => {
-            let catalog = global.discover_tool(executor, name, config).await;
+            let catalog = global
+                .discover_tool(executor, name, config, &settings.policy)
+                .await;
             match catalog.get(name) {
                 Some(tool) => {
                     let bar = ToolBar::new();

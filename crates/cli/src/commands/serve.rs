@@ -48,6 +48,7 @@ pub(crate) async fn serve(
         global.layers.clone(),
         global.discovery_cache(),
         config.clone(),
+        policy.clone(),
     )
     .await
     .context("cannot watch the tool directories")?;

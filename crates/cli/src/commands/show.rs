@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{CallConfig, Policy, TimeoutSource, Tool, ToolName};
+use toolsmith_registry::{CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName};
 
 use crate::args::ShowArgs;
 use crate::exit::ExitStatus;
@@ -24,10 +24,23 @@ pub(crate) async fn show(
 ) -> anyhow::Result<ExitStatus> {
     let name = ToolName::from_exposed_or_plain(&args.name);
     let config = global.run_config(&global.cwd, None);
+    let policy = global.policy(args.profile);
     let catalog = match &name {
-        Ok(name) => Some(global.discover_tool(executor, name, &config).await),
+        Ok(name) => Some(global.discover_tool(executor, name, &config, &policy).await),
         Err(_) => None,
     };
+    let denied = catalog
+        .as_ref()
+        .zip(name.as_ref().ok())
+        .and_then(|(catalog, name)| catalog.get_denied(name));
+    if let Some(denied) = denied {
+        if args.json {
+            output::write_json(&denied_json(denied, &policy))?;
+        } else {
+            output::write_text(&denied_text(denied, &policy).context("cannot format the tool")?)?;
+        }
+        return Ok(ExitStatus::Success);
+    }
     let found = catalog
         .as_ref()
         .zip(name.as_ref().ok())
@@ -49,7 +62,6 @@ pub(crate) async fn show(
         let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
         return Ok(ExitStatus::Failure);
     };
-    let policy = global.policy(args.profile);
     let call = config.call_config(tool);
     let shadowed: Vec<&std::path::Path> = catalog
         .shadowed()
@@ -70,6 +82,61 @@ pub(crate) async fn show(
         output::write_text(&text)?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// A file policy refuses: discovery never ran it, so what is known is its path and the verdict.
+fn denied_json(denied: &DeniedTool, policy: &Policy) -> serde_json::Value {
+    json!({
+        "name": denied.name.as_str(),
+        "exposed_name": denied.name.exposed(),
+        "path": denied.path,
+        "source": denied.source,
+        "layer": denied.layer.as_str(),
+        "probed": false,
+        "policy": {
+            "allowed": false,
+            "profile": policy.profile.map(|profile| profile.as_str()),
+            "reason": denied.denial.to_string(),
+            "reason_code": denied.denial.code(),
+        },
+    })
+}
+
+fn denied_text(denied: &DeniedTool, policy: &Policy) -> Result<String, std::fmt::Error> {
+    let color = output::colors().stdout;
+    let label = |text: &str| Cell::painted(text, Paint::Header);
+    let profile = policy
+        .profile
+        .map(|profile| format!(" (profile {profile})"))
+        .unwrap_or_default();
+    let rows = vec![
+        vec![
+            label("name:"),
+            Cell::painted(denied.name.to_string(), Paint::Name),
+        ],
+        vec![label("exposed name:"), Cell::plain(denied.name.exposed())],
+        vec![
+            label("path:"),
+            Cell::plain(denied.path.display().to_string()),
+        ],
+        vec![
+            label("source:"),
+            Cell::plain(denied.source.display().to_string()),
+        ],
+        vec![
+            label("policy:"),
+            Cell::painted(format!("denied{profile}: {}", denied.denial), Paint::Bad),
+        ],
+        vec![
+            label("description:"),
+            Cell::plain("not known: policy refuses to run this file, so discovery did not ask it"),
+        ],
+    ];
+    let mut text = output::table("", &[], &rows, color);
+    if !text.ends_with('\n') {
+        writeln!(text)?;
+    }
+    Ok(text)
 }
 
 fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Value {

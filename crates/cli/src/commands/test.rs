@@ -24,9 +24,11 @@ pub(crate) async fn test(
         Some(text) => {
             let name = ToolName::from_exposed_or_plain(text)
                 .with_context(|| format!("invalid tool name {text:?}"))?;
-            global.discover_tool(executor, &name, &config).await
+            global
+                .discover_tool(executor, &name, &config, &policy)
+                .await
         }
-        None => global.discover(executor, &config, &|_| {}).await,
+        None => global.discover(executor, &config, &policy, &|_| {}).await,
     };
     let tools: Vec<&Tool> = match &args.name {
         Some(text) => {

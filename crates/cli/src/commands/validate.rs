@@ -60,10 +60,12 @@ pub(crate) async fn validate(
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
+    let policy = global.policy(None);
     let mut entries = Vec::new();
     if args.targets.is_empty() {
         let reports =
-            toolsmith_registry::validate_dirs(executor, &global.layers, None, &config).await;
+            toolsmith_registry::validate_dirs(executor, &global.layers, None, &config, &policy)
+                .await;
         if reports.is_empty() {
             entries.push(Entry::Unmatched {
                 target: "the tool directories".to_owned(),
@@ -75,7 +77,7 @@ pub(crate) async fn validate(
     for text in &args.targets {
         match target(text, global) {
             Target::Path(path) => entries.extend(
-                toolsmith_registry::validate_paths(executor, &[path], &config)
+                toolsmith_registry::validate_paths(executor, &[path], &config, &policy)
                     .await
                     .into_iter()
                     .map(Entry::Report),
@@ -86,6 +88,7 @@ pub(crate) async fn validate(
                     &global.layers,
                     Some(&name),
                     &config,
+                    &policy,
                 )
                 .await;
                 if reports.is_empty() {
@@ -135,6 +138,7 @@ struct Marks {
     passed: String,
     failed: String,
     skipped: String,
+    denied: String,
 }
 
 impl Marks {
@@ -144,12 +148,14 @@ impl Marks {
                 passed: Paint::Good.paint("✓", true),
                 failed: Paint::Bad.paint("✗", true),
                 skipped: Paint::Dim.paint("-", true),
+                denied: Paint::Warn.paint("⊘", true),
             }
         } else {
             Marks {
                 passed: "ok".to_owned(),
                 failed: "FAIL".to_owned(),
                 skipped: "skip".to_owned(),
+                denied: "deny".to_owned(),
             }
         }
     }
@@ -176,6 +182,11 @@ fn entry_text(text: &mut String, entry: &Entry, marks: &Marks) -> std::fmt::Resu
                         text,
                         "  {} {} (not checked: an earlier check failed)",
                         marks.skipped, check.label
+                    )?,
+                    CheckStatus::Denied(reason) => writeln!(
+                        text,
+                        "  {} {}: {reason}; nothing was run, and the checks that need its description are not made",
+                        marks.denied, check.label
                     )?,
                 }
             }
@@ -204,6 +215,7 @@ fn entry_json(entry: &Entry) -> serde_json::Value {
                         CheckStatus::Passed => ("passed", None),
                         CheckStatus::Failed(reason) => ("failed", Some(reason)),
                         CheckStatus::Skipped => ("skipped", None),
+                        CheckStatus::Denied(reason) => ("denied", Some(reason)),
                     };
                     json!({
                         "check": check.kind.code(),
