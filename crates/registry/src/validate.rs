@@ -240,6 +240,7 @@ fn denied_report(candidate: Candidate, reason: &str, in_directory: bool) -> File
         path: candidate.path,
         name: Some(candidate.expected),
         checks,
+        warnings: Vec::new(),
     }
 }
 
@@ -481,6 +482,7 @@ mod tests {
                     CheckStatus::Passed => "+",
                     CheckStatus::Failed(_) => "x",
                     CheckStatus::Skipped => "-",
+                    CheckStatus::Denied(_) => "!",
                 };
                 format!("{mark}{}", check.kind.code())
             })
