@@ -1169,6 +1169,10 @@ mod tests {
         }
 
         #[test]
+        #[expect(
+            clippy::print_stderr,
+            reason = "a missing shell is said loudly rather than passed over silently"
+        )]
         fn no_value_ever_runs_under_bash_or_dash() {
             let mut rng = Rng(0x5EED_0012_0BAD_CAFE);
             let mut failures = Vec::new();

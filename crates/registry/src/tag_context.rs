@@ -640,14 +640,15 @@ impl Scan<'_> {
     }
 
     fn set_depth(&mut self, new_depth: usize) {
-        if let Some((frame, _)) = self.stack.last_mut() {
-            match frame {
-                Frame::Code { depth, .. }
-                | Frame::Arith { depth, .. }
-                | Frame::Subscript { depth }
-                | Frame::Brace { depth, .. } => *depth = new_depth,
-                _ => {}
-            }
+        if let Some((
+            Frame::Code { depth, .. }
+            | Frame::Arith { depth, .. }
+            | Frame::Subscript { depth }
+            | Frame::Brace { depth, .. },
+            _,
+        )) = self.stack.last_mut()
+        {
+            *depth = new_depth;
         }
     }
 

@@ -192,7 +192,7 @@ impl Harness {
         );
         fs::write(tools.join("t.md"), &manifest).unwrap();
         let config = self.config(&tools);
-        let catalog = discover(&self.executor, &[tools.clone()], &config).await;
+        let catalog = discover(&self.executor, std::slice::from_ref(&tools), &config).await;
         let label = format!("{shell}: {:?}", case.body);
         match case.expect {
             Refused(reason) => {
@@ -303,7 +303,7 @@ async fn arithmetic_admits_numbers() {
         )
         .unwrap();
         let config = harness.config(&tools);
-        let catalog = discover(&harness.executor, &[tools.clone()], &config).await;
+        let catalog = discover(&harness.executor, std::slice::from_ref(&tools), &config).await;
         assert!(catalog.problems().is_empty(), "{:?}", catalog.problems());
         let envelope = invoke_named(
             &harness.executor,
