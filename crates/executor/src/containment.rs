@@ -137,10 +137,11 @@ impl Containment {
     /// init is alive (it is not in the run's cgroups and carries no marker,
     /// so it is never counted); the caller kills it afterwards.
     pub(crate) fn kill_leftovers(&mut self, leader: &Leader) -> Option<u64> {
-        if leader.is_init() && matches!(self, Containment::ProcessGroup) {
-            // The program's group is not the init's: only the namespace
-            // (killed with the init) holds the leftovers.
-            return None;
+        if leader.is_init() && matches!(self, Containment::ProcessGroup | Containment::PidNamespace)
+        {
+            // Neither a cgroup nor a marker: the namespace itself holds the
+            // leftovers, and the caller's kill of the init kills them.
+            return Some(count_in_namespace_of(leader));
         }
         match self {
             Containment::Cgroup(leaf) => {
@@ -301,6 +302,21 @@ impl AsRawFd for Leader {
     fn as_raw_fd(&self) -> RawFd {
         self.pidfd.as_raw_fd()
     }
+}
+
+/// Counts the live processes in the PID namespace of `init`, the init excepted.
+fn count_in_namespace_of(init: &Leader) -> u64 {
+    let Some(namespace) = sweep::pid_namespace(init.pid) else {
+        return 0;
+    };
+    sweep::scan()
+        .iter()
+        .filter(|entry| {
+            entry.pid != init.pid
+                && entry.state != b'Z'
+                && sweep::pid_namespace(entry.pid).as_ref() == Some(&namespace)
+        })
+        .count() as u64
 }
 
 /// Signals `pid` through a pidfd, after checking with `belongs` (once the

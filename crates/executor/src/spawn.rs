@@ -336,17 +336,12 @@ fn page_size() -> usize {
 /// clone of its own and then writes one byte to the status pipe, which this
 /// thread waits for. Either way nothing here copies page tables.
 pub(crate) fn spawn(plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let stack = ChildStack::new(if plan.with_init { 2 } else { 1 }).map_err(|source| {
-        Error::Sys {
+    let stack =
+        ChildStack::new(if plan.with_init { 2 } else { 1 }).map_err(|source| Error::Sys {
             call: "mmap",
             source,
-        }
-    })?;
-    let status_pipe = if plan.with_init {
-        Some(pipe()?)
-    } else {
-        None
-    };
+        })?;
+    let status_pipe = if plan.with_init { Some(pipe()?) } else { None };
     let context = ChildContext {
         plan,
         failed_stage: AtomicUsize::new(0),

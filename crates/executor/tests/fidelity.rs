@@ -15,8 +15,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use toolsmith_executor::{
-    Backend, BackendChoice, Command, Executor, ExecutorConfig, LimitKind, Limits, Outcome,
-    Sandbox, Termination,
+    Backend, BackendChoice, Command, Executor, ExecutorConfig, LimitKind, Limits, Outcome, Sandbox,
+    Termination,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -47,7 +47,9 @@ fn setups() -> Vec<(Executor, bool)> {
                     setups.push((executor, private_pids));
                 }
                 Err(error) => {
-                    eprintln!("WARNING: backend {backend} UNAVAILABLE, its fidelity tests are SKIPPED: {error}");
+                    eprintln!(
+                        "WARNING: backend {backend} UNAVAILABLE, its fidelity tests are SKIPPED: {error}"
+                    );
                     break;
                 }
             }
@@ -94,7 +96,12 @@ fn sh_in(
     (outcome, started.elapsed())
 }
 
-fn sh(executor: &Executor, private_pids: bool, script: &str, limits: &Limits) -> (Outcome, Duration) {
+fn sh(
+    executor: &Executor,
+    private_pids: bool,
+    script: &str,
+    limits: &Limits,
+) -> (Outcome, Duration) {
     sh_in(executor, private_pids, script, limits, Path::new("/"))
 }
 
@@ -112,9 +119,18 @@ fn name(executor: &Executor, private_pids: bool) -> String {
 fn a_self_sent_segv_is_a_crash_with_signal_11() {
     let _serial = serial();
     for (executor, private_pids) in setups() {
-        let (outcome, _) = sh(&executor, private_pids, "kill -SEGV $$; echo survived", &limits(5000, 500));
+        let (outcome, _) = sh(
+            &executor,
+            private_pids,
+            "kill -SEGV $$; echo survived",
+            &limits(5000, 500),
+        );
         let setup = name(&executor, private_pids);
-        assert_eq!(outcome.termination, Termination::Signaled(libc::SIGSEGV), "{setup}: {outcome:?}");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGSEGV),
+            "{setup}: {outcome:?}"
+        );
         assert_eq!(outcome.stdout.text_lossy(), "", "{setup}");
     }
 }
@@ -123,9 +139,18 @@ fn a_self_sent_segv_is_a_crash_with_signal_11() {
 fn a_self_sent_term_is_a_crash_with_signal_15() {
     let _serial = serial();
     for (executor, private_pids) in setups() {
-        let (outcome, _) = sh(&executor, private_pids, "kill -TERM $$; echo survived", &limits(5000, 500));
+        let (outcome, _) = sh(
+            &executor,
+            private_pids,
+            "kill -TERM $$; echo survived",
+            &limits(5000, 500),
+        );
         let setup = name(&executor, private_pids);
-        assert_eq!(outcome.termination, Termination::Signaled(libc::SIGTERM), "{setup}");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGTERM),
+            "{setup}"
+        );
         assert_eq!(outcome.limit, None, "{setup}");
     }
 }
@@ -139,9 +164,16 @@ fn a_busy_loop_dies_of_sigterm_at_the_deadline_without_escalation() {
         let setup = name(&executor, private_pids);
         assert_eq!(outcome.limit, Some(LimitKind::Timeout), "{setup}");
         assert!(!outcome.escalated, "{setup}: SIGTERM was not enough");
-        assert_eq!(outcome.termination, Termination::Signaled(libc::SIGTERM), "{setup}");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGTERM),
+            "{setup}"
+        );
         // A liveness bound: well before the grace would have ended.
-        assert!(elapsed < limits.timeout + limits.grace, "{setup}: took {elapsed:?}");
+        assert!(
+            elapsed < limits.timeout + limits.grace,
+            "{setup}: took {elapsed:?}"
+        );
     }
 }
 
@@ -150,12 +182,24 @@ fn a_self_stopped_program_ends_at_the_deadline() {
     let _serial = serial();
     for (executor, private_pids) in setups() {
         let limits = limits(1000, 3000);
-        let (outcome, elapsed) = sh(&executor, private_pids, "kill -STOP $$; echo continued", &limits);
+        let (outcome, elapsed) = sh(
+            &executor,
+            private_pids,
+            "kill -STOP $$; echo continued",
+            &limits,
+        );
         let setup = name(&executor, private_pids);
         assert_eq!(outcome.limit, Some(LimitKind::Timeout), "{setup}");
-        assert!(elapsed >= limits.timeout, "{setup}: ended after {elapsed:?}, before the deadline");
+        assert!(
+            elapsed >= limits.timeout,
+            "{setup}: ended after {elapsed:?}, before the deadline"
+        );
         // SIGCONT follows SIGTERM, so the stopped program dies of SIGTERM.
-        assert_eq!(outcome.termination, Termination::Signaled(libc::SIGTERM), "{setup}");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGTERM),
+            "{setup}"
+        );
         assert!(!outcome.escalated, "{setup}");
     }
 }
@@ -177,7 +221,11 @@ fn a_write_past_max_file_size_dies_of_sigxfsz() {
             dir.path(),
         );
         let setup = name(&executor, private_pids);
-        assert_eq!(outcome.termination, Termination::Signaled(libc::SIGXFSZ), "{setup}");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGXFSZ),
+            "{setup}"
+        );
     }
 }
 
@@ -207,7 +255,11 @@ fn signals_sent_to_pid_1_reach_the_program_and_nothing_else() {
             "trap 'echo got-usr1' USR1; kill -USR1 1; sleep 0.2; kill -HUP 1; sleep 5; echo survived",
             &limits(5000, 500),
         );
-        assert_eq!(outcome.termination, Termination::Signaled(libc::SIGHUP), "{setup}");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGHUP),
+            "{setup}"
+        );
         assert_eq!(outcome.stdout.text_lossy(), "got-usr1\n", "{setup}");
     }
 }
@@ -217,15 +269,16 @@ fn leftovers_are_counted_again_with_an_init() {
     let _serial = serial();
     for (executor, private_pids) in setups() {
         let setup = name(&executor, private_pids);
-        let (outcome, _) = sh(&executor, private_pids, "sleep 1000 & echo started", &limits(5000, 500));
+        let (outcome, _) = sh(
+            &executor,
+            private_pids,
+            "sleep 1000 & echo started",
+            &limits(5000, 500),
+        );
         assert!(outcome.success(), "{setup}: {outcome:?}");
-        let with_init = private_pids || executor.backend() == Backend::PidNamespace;
-        let expected = match executor.backend() {
-            Backend::Cgroup | Backend::Subreaper => Some(1),
-            Backend::ProcessGroup if !with_init => Some(1),
-            _ => None,
-        };
-        assert_eq!(outcome.leftovers_killed, expected, "{setup}");
+        // Every backend counts them again: the cgroup, the marker, the process
+        // group, or (with an init and neither) the init's PID namespace.
+        assert_eq!(outcome.leftovers_killed, Some(1), "{setup}");
     }
 }
 
@@ -302,6 +355,11 @@ fn the_init_memory_cannot_be_read_by_a_program_without_capabilities() {
         );
         let (outcome, _) = sh(&executor, private_pids, &script, &limits(5000, 500));
         assert!(outcome.success(), "{setup}: {outcome:?}");
-        assert_eq!(outcome.stdout.text_lossy(), "no-caps\n", "{setup}: {}", outcome.stderr.text_lossy());
+        assert_eq!(
+            outcome.stdout.text_lossy(),
+            "no-caps\n",
+            "{setup}: {}",
+            outcome.stderr.text_lossy()
+        );
     }
 }
