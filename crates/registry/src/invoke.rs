@@ -579,18 +579,39 @@ mod tests {
             envelope.metadata.stdout
         };
         assert_eq!(
-            stdout_of(outcome(Termination::Signaled(15), Some(LimitKind::Timeout), "step 1\n", "")),
+            stdout_of(outcome(
+                Termination::Signaled(15),
+                Some(LimitKind::Timeout),
+                "step 1\n",
+                ""
+            )),
             Some("step 1\n".to_owned())
         );
         assert_eq!(
             stdout_of(outcome(Termination::Signaled(11), None, "half", "")),
             Some("half".to_owned())
         );
-        assert_eq!(stdout_of(outcome(Termination::Signaled(9), Some(LimitKind::Memory), "", "")), None);
-        assert_eq!(stdout_of(outcome(Termination::Exited(0), None, "done\n", "")), None);
+        assert_eq!(
+            stdout_of(outcome(
+                Termination::Signaled(9),
+                Some(LimitKind::Memory),
+                "",
+                ""
+            )),
+            None
+        );
+        assert_eq!(
+            stdout_of(outcome(Termination::Exited(0), None, "done\n", "")),
+            None
+        );
         let long = "é".repeat(crate::METADATA_STDOUT_LIMIT);
-        let kept = stdout_of(outcome(Termination::Signaled(15), Some(LimitKind::Timeout), &long, ""))
-            .unwrap();
+        let kept = stdout_of(outcome(
+            Termination::Signaled(15),
+            Some(LimitKind::Timeout),
+            &long,
+            "",
+        ))
+        .unwrap();
         assert!(kept.len() <= crate::METADATA_STDOUT_LIMIT && long.starts_with(&kept));
     }
 
