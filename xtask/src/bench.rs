@@ -80,6 +80,30 @@ impl BenchSettings {
     }
 }
 
+/// One sandbox mechanism, measured on top of every mechanism listed before it.
+struct Mechanism {
+    label: &'static str,
+    add: fn(&mut Sandbox),
+}
+
+/// The sandbox mechanisms in the order they are stacked: the first row is the default
+/// profile of a tool call, the last the strictest. A new mechanism is one more entry (it
+/// then gets its own row and its share of the cost), and the strictest profile gains it.
+const MECHANISMS: &[Mechanism] = &[
+    Mechanism {
+        label: "+ PID namespace, private /proc, toolsmith's init (default profile)",
+        add: |sandbox| sandbox.private_pids = true,
+    },
+    Mechanism {
+        label: "+ network namespace (network deny)",
+        add: |sandbox| sandbox.network = Network::Deny(Enforcement::IfPossible),
+    },
+    Mechanism {
+        label: "+ Landlock read-only, private TMPDIR (strictest profile)",
+        add: |sandbox| sandbox.filesystem = Filesystem::ReadOnly(Enforcement::IfPossible),
+    },
+];
+
 /// One way of running [`PROGRAM`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Variant {
@@ -91,23 +115,22 @@ enum Variant {
     ExecutorMultiThread,
     /// `Executor::run` awaited on a current-thread tokio runtime.
     ExecutorCurrentThread,
-    /// `Executor::run` (multi-thread) with a private PID namespace and `/proc`, which every
-    /// tool call gets where the kernel allows it.
-    ExecutorPrivateProc,
-    /// `Executor::run` (multi-thread) with the strictest sandbox: private `/proc`, no network,
-    /// read-only filesystem (Landlock and a private temporary directory).
-    ExecutorStrictSandbox,
+    /// `Executor::run` (multi-thread) with the first `n` entries of [`MECHANISMS`].
+    Sandboxed(usize),
 }
 
 impl Variant {
-    const ALL: [Variant; 6] = [
-        Variant::StdCommand,
-        Variant::StdPreExec,
-        Variant::ExecutorMultiThread,
-        Variant::ExecutorCurrentThread,
-        Variant::ExecutorPrivateProc,
-        Variant::ExecutorStrictSandbox,
-    ];
+    /// Every variant, in the order of the report.
+    fn all() -> Vec<Variant> {
+        let mut variants = vec![
+            Variant::StdCommand,
+            Variant::StdPreExec,
+            Variant::ExecutorMultiThread,
+            Variant::ExecutorCurrentThread,
+        ];
+        variants.extend((1..=MECHANISMS.len()).map(Variant::Sandboxed));
+        variants
+    }
 
     /// The variant every ratio is taken against.
     const BASELINE: Variant = Variant::StdCommand;
@@ -116,10 +139,18 @@ impl Variant {
         match self {
             Variant::StdCommand => "std Command (baseline)",
             Variant::StdPreExec => "std Command + pre_exec no-op (fork)",
-            Variant::ExecutorMultiThread => "executor.run, multi-thread runtime",
+            Variant::ExecutorMultiThread => "executor.run, multi-thread runtime, no sandbox",
             Variant::ExecutorCurrentThread => "executor.run, current-thread runtime",
-            Variant::ExecutorPrivateProc => "executor.run + private /proc (tool default)",
-            Variant::ExecutorStrictSandbox => "executor.run + private /proc, netns, landlock",
+            Variant::Sandboxed(n_mechanisms) => MECHANISMS[n_mechanisms - 1].label,
+        }
+    }
+
+    /// The variant this one adds one mechanism to, whose median its share is taken against.
+    fn previous_layer(self) -> Option<Variant> {
+        match self {
+            Variant::Sandboxed(1) => Some(Variant::ExecutorMultiThread),
+            Variant::Sandboxed(n_mechanisms) => Some(Variant::Sandboxed(n_mechanisms - 1)),
+            _ => None,
         }
     }
 }
@@ -132,8 +163,8 @@ struct Harness {
     multi_thread: tokio::runtime::Runtime,
     current_thread: tokio::runtime::Runtime,
     command: toolsmith_executor::Command,
-    private_proc: toolsmith_executor::Command,
-    strict: toolsmith_executor::Command,
+    /// `sandboxed[n]` has the first `n + 1` mechanisms.
+    sandboxed: Vec<toolsmith_executor::Command>,
     limits: Limits,
 }
 
@@ -160,24 +191,22 @@ impl Harness {
         };
         let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
             .context("could not describe the benchmarked command")?;
-        let mut private_proc = command.clone();
-        private_proc.sandbox(Sandbox {
-            private_pids: true,
-            ..Sandbox::none()
-        });
-        let mut strict = command.clone();
-        strict.sandbox(Sandbox {
-            network: Network::Deny(Enforcement::IfPossible),
-            filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
-            private_pids: true,
-        });
+        let mut sandbox = Sandbox::none();
+        let sandboxed = MECHANISMS
+            .iter()
+            .map(|mechanism| {
+                (mechanism.add)(&mut sandbox);
+                let mut layered = command.clone();
+                layered.sandbox(sandbox.clone());
+                layered
+            })
+            .collect();
         Ok(Harness {
             executor,
             multi_thread,
             current_thread,
             command,
-            private_proc,
-            strict,
+            sandboxed,
             limits: Limits::recommended(),
         })
     }
@@ -202,12 +231,12 @@ impl Harness {
             Variant::ExecutorCurrentThread => {
                 self.executor_batch(&self.current_thread, &self.command, n_calls, samples)
             }
-            Variant::ExecutorPrivateProc => {
-                self.executor_batch(&self.multi_thread, &self.private_proc, n_calls, samples)
-            }
-            Variant::ExecutorStrictSandbox => {
-                self.executor_batch(&self.multi_thread, &self.strict, n_calls, samples)
-            }
+            Variant::Sandboxed(n_mechanisms) => self.executor_batch(
+                &self.multi_thread,
+                &self.sandboxed[n_mechanisms - 1],
+                n_calls,
+                samples,
+            ),
         }
     }
 
@@ -338,25 +367,26 @@ fn measure_pass(
         "bench: parent {parent} (RSS {parent_rss_mib} MiB): {n_calls} calls per variant in {} rounds",
         settings.rounds
     );
+    let variants = Variant::all();
     let mut discarded = Vec::new();
-    for variant in Variant::ALL {
+    for &variant in &variants {
         harness.run_batch(variant, settings.warmups, &mut discarded)?;
     }
-    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(n_calls); Variant::ALL.len()];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(n_calls); variants.len()];
     for round in 0..settings.rounds {
         // Spread the remainder over the first rounds so the total is exactly `n_calls`.
         let calls_this_round =
             n_calls / settings.rounds + usize::from(round < n_calls % settings.rounds);
-        for offset in 0..Variant::ALL.len() {
-            let variant_idx = (round + offset) % Variant::ALL.len();
+        for offset in 0..variants.len() {
+            let variant_idx = (round + offset) % variants.len();
             harness.run_batch(
-                Variant::ALL[variant_idx],
+                variants[variant_idx],
                 calls_this_round,
                 &mut samples[variant_idx],
             )?;
         }
     }
-    Ok(Variant::ALL
+    Ok(variants
         .into_iter()
         .zip(samples)
         .map(|(variant, variant_samples)| Row {
@@ -560,13 +590,22 @@ fn render_report(
         "p90 µs",
         "p99 µs",
         "ratio",
+        "share µs",
     ];
-    let mut table: Vec<[String; 8]> = Vec::new();
+    let median_of = |variant: Variant, parent: &str| {
+        rows.iter()
+            .find(|other| other.parent == parent && other.variant == variant)
+            .map_or(f64::NAN, |other| other.stats.median)
+    };
+    let mut table: Vec<[String; 9]> = Vec::new();
     for row in rows {
-        let baseline = rows
-            .iter()
-            .find(|other| other.parent == row.parent && other.variant == Variant::BASELINE)
-            .map_or(f64::NAN, |baseline| baseline.stats.median);
+        let baseline = median_of(Variant::BASELINE, row.parent);
+        // What this mechanism adds to the ones above it.
+        let share = row
+            .variant
+            .previous_layer()
+            .map(|previous| format!("{:+.1}", row.stats.median - median_of(previous, row.parent)))
+            .unwrap_or_default();
         table.push([
             row.variant.label().to_owned(),
             row.parent.to_owned(),
@@ -576,6 +615,7 @@ fn render_report(
             format!("{:.1}", row.stats.p90),
             format!("{:.1}", row.stats.p99),
             format!("{:.2}", row.stats.median / baseline),
+            share,
         ]);
     }
     let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();

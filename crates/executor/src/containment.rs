@@ -11,6 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::cgroup::Leaf;
+use crate::spawn::ChildStack;
 use crate::{Backend, pidfd, sweep};
 
 /// The name of the environment variable that marks the processes of a run
@@ -52,6 +53,19 @@ impl Containment {
     /// Sends `signal` to every process of the run (the leader is alive or an
     /// unreaped zombie). SIGKILL also reaches processes forked meanwhile.
     pub(crate) fn signal_tree(&mut self, leader: &Leader, signal: libc::c_int) {
+        if leader.is_init() {
+            // toolsmith's init forwards every signal but SIGKILL to the
+            // program's process group (SIGTERM first, then SIGCONT: it takes
+            // them lowest number first). SIGKILL ends the init, and with it
+            // the namespace; the backend's own kill below is a second net.
+            pidfd::send_signal(&leader.pidfd, signal);
+            if signal != libc::SIGKILL {
+                if signal == libc::SIGTERM {
+                    pidfd::send_signal(&leader.pidfd, libc::SIGCONT);
+                }
+                return;
+            }
+        }
         match self {
             Containment::Cgroup(leaf) if signal == libc::SIGKILL => leaf.kill(),
             Containment::Cgroup(leaf) => {
@@ -118,7 +132,17 @@ impl Containment {
 
     /// Counts and kills every process but the leader, which has exited and
     /// is not reaped yet. `None` when the backend cannot count them.
+    ///
+    /// With toolsmith's init as the leader, the program has exited and the
+    /// init is alive (it is not in the run's cgroups and carries no marker,
+    /// so it is never counted); the caller kills it afterwards.
     pub(crate) fn kill_leftovers(&mut self, leader: &Leader) -> Option<u64> {
+        if leader.is_init() && matches!(self, Containment::ProcessGroup | Containment::PidNamespace)
+        {
+            // Neither a cgroup nor a marker: the namespace itself holds the
+            // leftovers, and the caller's kill of the init kills them.
+            return Some(count_in_namespace_of(leader));
+        }
         match self {
             Containment::Cgroup(leaf) => {
                 let leftovers = leaf.pids().len() as u64;
@@ -256,17 +280,43 @@ impl Containment {
     }
 }
 
-/// The main process of a run.
+/// The main process of a run: the program, or toolsmith's init that runs it.
 #[derive(Debug)]
 pub(crate) struct Leader {
     pub(crate) pid: libc::pid_t,
     pub(crate) pidfd: OwnedFd,
+    /// The init's stack, present when the leader is toolsmith's init. It is
+    /// unmapped when the leader is dropped, which every path does only after
+    /// reaping the init.
+    pub(crate) init_stack: Option<ChildStack>,
+}
+
+impl Leader {
+    /// True when the leader is toolsmith's init rather than the program.
+    pub(crate) fn is_init(&self) -> bool {
+        self.init_stack.is_some()
+    }
 }
 
 impl AsRawFd for Leader {
     fn as_raw_fd(&self) -> RawFd {
         self.pidfd.as_raw_fd()
     }
+}
+
+/// Counts the live processes in the PID namespace of `init`, the init excepted.
+fn count_in_namespace_of(init: &Leader) -> u64 {
+    let Some(namespace) = sweep::pid_namespace(init.pid) else {
+        return 0;
+    };
+    sweep::scan()
+        .iter()
+        .filter(|entry| {
+            entry.pid != init.pid
+                && entry.state != b'Z'
+                && sweep::pid_namespace(entry.pid).as_ref() == Some(&namespace)
+        })
+        .count() as u64
 }
 
 /// Signals `pid` through a pidfd, after checking with `belongs` (once the

@@ -31,6 +31,7 @@ mod containment;
 mod environ;
 mod error;
 mod features;
+mod init;
 mod landlock;
 mod lifecycle;
 mod limits;

@@ -5,6 +5,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use crate::Termination;
+use crate::init::StatusRecord;
 
 /// Opens a pidfd for `pid`, or `None` when the process is already gone.
 pub(crate) fn open(pid: libc::pid_t) -> Option<OwnedFd> {
@@ -70,18 +71,34 @@ fn reap(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<Reaped>> {
         }
         break;
     }
-    let termination = if libc::WIFSIGNALED(status) {
-        Termination::Signaled(libc::WTERMSIG(status))
-    } else {
-        Termination::Exited(libc::WEXITSTATUS(status))
-    };
     let to_duration = |time: libc::timeval| {
         Duration::from_secs(u64::try_from(time.tv_sec).unwrap_or(0))
             + Duration::from_micros(u64::try_from(time.tv_usec).unwrap_or(0))
     };
     Ok(Some(Reaped {
-        termination,
+        termination: termination(status),
         cpu_time: to_duration(usage.ru_utime) + to_duration(usage.ru_stime),
         max_rss_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
     }))
+}
+
+impl Reaped {
+    /// The program's end as toolsmith's init reported it.
+    pub(crate) fn from_record(record: StatusRecord) -> Reaped {
+        Reaped {
+            termination: termination(record.status),
+            cpu_time: Duration::from_micros(u64::try_from(record.cpu_micros).unwrap_or(0)),
+            max_rss_bytes: u64::try_from(record.max_rss_kib)
+                .unwrap_or(0)
+                .saturating_mul(1024),
+        }
+    }
+}
+
+fn termination(status: libc::c_int) -> Termination {
+    if libc::WIFSIGNALED(status) {
+        Termination::Signaled(libc::WTERMSIG(status))
+    } else {
+        Termination::Exited(libc::WEXITSTATUS(status))
+    }
 }

@@ -14,6 +14,7 @@ use tokio::net::unix::pipe;
 use crate::capture::StreamCapture;
 use crate::command::MAX_REPORT_LINE;
 use crate::containment::{Containment, Leader, MARKER_VAR};
+use crate::init::StatusRecord;
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
 use crate::spawn::{self, SpawnPlan};
 use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
@@ -51,6 +52,8 @@ impl Drop for RunGuard<'_> {
             // SIGKILL cannot be caught, so this wait is short.
             if let Err(error) = pidfd::reap_blocking(leader.pid) {
                 tracing::warn!(pid = leader.pid, %error, "could not reap a cancelled run");
+                // An init that could not be reaped may still run on its stack.
+                std::mem::forget(leader);
             }
             containment.wait_gone_blocking(TREE_GONE_BUDGET);
         }
@@ -87,6 +90,37 @@ impl Stream {
             Ok(0) | Err(_) => self.pipe = None,
             Ok(read) => self.capture.push(&self.buffer[..read]),
         }
+    }
+}
+
+/// The status pipe of toolsmith's init: the program's [`StatusRecord`], or EOF
+/// when the init died without one (killed with the namespace).
+struct InitStatus {
+    pipe: Option<pipe::Receiver>,
+    bytes: Vec<u8>,
+}
+
+impl InitStatus {
+    /// True once the record is whole or the pipe reached EOF.
+    fn finished(&self) -> bool {
+        self.pipe.is_none() || self.bytes.len() == StatusRecord::SIZE
+    }
+
+    /// Reads what is left of the record. Cancel-safe.
+    async fn read_chunk(&mut self) {
+        let Some(pipe) = &mut self.pipe else {
+            return;
+        };
+        let mut buffer = [0_u8; StatusRecord::SIZE];
+        let wanted = StatusRecord::SIZE - self.bytes.len();
+        match pipe.read(&mut buffer[..wanted]).await {
+            Ok(0) | Err(_) => self.pipe = None,
+            Ok(read) => self.bytes.extend_from_slice(&buffer[..read]),
+        }
+    }
+
+    fn record(&self) -> Option<StatusRecord> {
+        StatusRecord::decode(&self.bytes)
     }
 }
 
@@ -282,20 +316,42 @@ pub(crate) async fn run(
         }
         _ => None,
     };
+    let (init_stack, mut init_status) = match spawned.init {
+        Some(init) => (
+            Some(init.stack),
+            Some(InitStatus {
+                pipe: Some(receiver(init.status)?),
+                bytes: Vec::with_capacity(StatusRecord::SIZE),
+            }),
+        ),
+        None => (None, None),
+    };
     let leader = guard.leader.insert(Leader {
         pid: spawned.pid,
         pidfd: spawned.pidfd,
+        init_stack,
     });
-    // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
-    // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
-    // later) is dropped before `guard`.
-    let leader_exit = unsafe {
-        AsyncFd::register_with_interest(leader.pidfd.as_raw_fd(), tokio::io::Interest::READABLE)
-    }
-    .map_err(|error| Error::Sys {
-        call: "registering a pidfd with the runtime",
-        source: io::Error::from(error),
-    })?;
+    // The program's exit is the init's record when there is an init (the init
+    // itself lives on until the executor kills it), else the pidfd.
+    let leader_exit = if leader.is_init() {
+        None
+    } else {
+        // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
+        // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
+        // later) is dropped before `guard`.
+        Some(
+            unsafe {
+                AsyncFd::register_with_interest(
+                    leader.pidfd.as_raw_fd(),
+                    tokio::io::Interest::READABLE,
+                )
+            }
+            .map_err(|error| Error::Sys {
+                call: "registering a pidfd with the runtime",
+                source: io::Error::from(error),
+            })?,
+        )
+    };
 
     let mut stdout = Stream::new(stdout_read, limits.max_output)?;
     let mut stderr = Stream::new(stderr_read, limits.max_output)?;
@@ -337,11 +393,13 @@ pub(crate) async fn run(
         let running = lifecycle.phase() == Phase::Running;
         let event = tokio::select! {
             biased;
-            ready = leader_exit.readable() => {
-                if let Ok(mut ready) = ready {
-                    ready.retain_ready();
+            () = leader_readable(leader_exit.as_ref()), if leader_exit.is_some() => Event::LeaderExited,
+            () = read_init_status(&mut init_status), if init_status.as_ref().is_some_and(|status| !status.finished()) => {
+                if init_status.as_ref().is_some_and(InitStatus::finished) {
+                    Event::LeaderExited
+                } else {
+                    continue;
                 }
-                Event::LeaderExited
             }
             () = tokio::time::sleep_until(deadline), if running => Event::Deadline,
             () = tokio::time::sleep_until(kill_at.unwrap_or(deadline)), if kill_at.is_some() => Event::GraceElapsed,
@@ -368,13 +426,14 @@ pub(crate) async fn run(
         match action {
             Action::TerminateTree => containment.signal_tree(leader, libc::SIGTERM),
             Action::KillTree => containment.signal_tree(leader, libc::SIGKILL),
-            // In a private PID namespace the kernel killed the other processes
-            // when the program (its init) exited, so none can be counted.
-            Action::KillLeftovers if sandbox.applied.private_pids => {
-                containment.kill_leftovers(leader);
-                leftovers_killed = None;
+            Action::KillLeftovers => {
+                leftovers_killed = containment.kill_leftovers(leader);
+                if leader.is_init() {
+                    // The program has exited: its init's work is done, and
+                    // the namespace (with anything left in it) ends with it.
+                    pidfd::send_signal(&leader.pidfd, libc::SIGKILL);
+                }
             }
-            Action::KillLeftovers => leftovers_killed = containment.kill_leftovers(leader),
         }
     }
     drop(leader_exit);
@@ -416,6 +475,12 @@ pub(crate) async fn run(
             source: io::Error::other("the run lost its container"),
         });
     };
+    // With an init, the program's own status comes from its record, and its
+    // usage too: the init's rusage would report the executor's memory as its own.
+    let reaped = match &init_status {
+        Some(status) => status.record().map(pidfd::Reaped::from_record),
+        None => reaped,
+    };
     let termination = reaped.map_or(Termination::Signaled(libc::SIGKILL), |reaped| {
         reaped.termination
     });
@@ -450,6 +515,20 @@ pub(crate) async fn run(
     };
     executor.release(containment);
     Ok(outcome)
+}
+
+async fn leader_readable(leader_exit: Option<&AsyncFd<std::os::fd::RawFd>>) {
+    if let Some(leader_exit) = leader_exit
+        && let Ok(mut ready) = leader_exit.readable().await
+    {
+        ready.retain_ready();
+    }
+}
+
+async fn read_init_status(status: &mut Option<InitStatus>) {
+    if let Some(status) = status {
+        status.read_chunk().await;
+    }
 }
 
 async fn read_reports(reports: &mut Option<Reports>) {

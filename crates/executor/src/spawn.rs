@@ -23,14 +23,12 @@ use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
+use crate::init::{self, KernelSigaction, NSIG};
 use crate::{Command, Error};
 
 /// The size of the child's stack. The child's code is a straight line of
 /// system calls; this leaves ample room even in debug builds.
 const CHILD_STACK_SIZE: usize = 256 * 1024;
-
-/// One past the highest signal number on Linux.
-const NSIG: c_int = 65;
 
 /// One resource limit to set in the child.
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +90,9 @@ pub(crate) struct SpawnPlan {
     mount_proc: bool,
     landlock: Option<RawFd>,
     executor_pidfd: Option<RawFd>,
+    /// A new PID namespace: its first process is toolsmith's init, which
+    /// starts the program as its child (see `init.rs`).
+    with_init: bool,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the plan itself;
@@ -163,6 +164,7 @@ impl SpawnPlan {
             cgroup_procs,
             rlimits,
             clone_flags: namespaces.clone_flags,
+            with_init: namespaces.clone_flags & libc::CLONE_NEWPID != 0,
             id_maps: namespaces.id_maps,
             mount_proc: namespaces.mount_proc,
             landlock: namespaces.landlock,
@@ -185,19 +187,8 @@ fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
         .collect()
 }
 
-/// The kernel's `struct sigaction` (not glibc's): handler, flags, restorer,
-/// and a 64-bit mask. All zero is SIG_DFL with an empty mask.
-#[repr(C)]
-#[derive(Default)]
-struct KernelSigaction {
-    handler: usize,
-    flags: u64,
-    restorer: usize,
-    mask: u64,
-}
-
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 15] = [
+const STAGES: [&str; 18] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -213,6 +204,9 @@ const STAGES: [&str; 15] = [
     "the executor exited during the spawn",
     "mounting a private /proc",
     "landlock_restrict_self",
+    "prctl(PR_SET_DUMPABLE) in the init",
+    "starting the program from the init",
+    "setsid in the init",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -228,6 +222,9 @@ const STAGE_PDEATHSIG: usize = 11;
 const STAGE_ORPHANED: usize = 12;
 const STAGE_MOUNT_PROC: usize = 13;
 const STAGE_LANDLOCK: usize = 14;
+const STAGE_INIT_DUMPABLE: usize = 15;
+const STAGE_INIT_CLONE: usize = 16;
+const STAGE_INIT_SETSID: usize = 17;
 
 /// Memory shared between the parent and the child (the child runs in the
 /// parent's address space until `execve`).
@@ -235,9 +232,13 @@ struct ChildContext<'plan> {
     plan: &'plan SpawnPlan,
     failed_stage: AtomicUsize,
     errno: AtomicI32,
+    /// The write end of the status pipe (with an init), else -1.
+    status_fd: c_int,
+    /// The top of the program's own stack (with an init), else null.
+    tool_stack: *mut c_void,
 }
 
-/// A started process.
+/// A started process: the program itself, or toolsmith's init that runs it.
 #[derive(Debug)]
 pub(crate) struct Spawned {
     /// Its pid, as seen from the executor's PID namespace.
@@ -245,18 +246,33 @@ pub(crate) struct Spawned {
     /// A pidfd for it, obtained atomically at clone time (`CLONE_PIDFD`), so
     /// signals through it can never reach a recycled pid.
     pub(crate) pidfd: OwnedFd,
+    /// Present when `pid` is toolsmith's init rather than the program.
+    pub(crate) init: Option<InitHandle>,
 }
 
-/// A stack for the child, with a guard page below it.
-struct ChildStack {
+/// What the executor holds of a running init.
+#[derive(Debug)]
+pub(crate) struct InitHandle {
+    /// The read end of the status pipe; the handshake byte is already consumed,
+    /// what comes next is the program's [`init::StatusRecord`], or EOF.
+    pub(crate) status: OwnedFd,
+    /// The init runs on this stack, in the executor's memory: it must stay
+    /// mapped until the init is reaped.
+    pub(crate) stack: ChildStack,
+}
+
+/// Stacks for the child (and, with an init, for the program's set-up), each
+/// with a guard page below it.
+#[derive(Debug)]
+pub(crate) struct ChildStack {
     base: *mut c_void,
     len: usize,
 }
 
 impl ChildStack {
-    fn new() -> io::Result<ChildStack> {
+    fn new(count: usize) -> io::Result<ChildStack> {
         let page = page_size();
-        let len = CHILD_STACK_SIZE + page;
+        let len = (CHILD_STACK_SIZE + page) * count;
         // SAFETY: an anonymous private mapping with no address hint.
         let base = unsafe {
             libc::mmap(
@@ -272,20 +288,27 @@ impl ChildStack {
             return Err(io::Error::last_os_error());
         }
         let stack = ChildStack { base, len };
-        // SAFETY: the first page lies inside the mapping just created.
-        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
+        for index in 0..count {
+            // SAFETY: each guard page lies inside the mapping just created.
+            let guard = base.wrapping_byte_add(index * (CHILD_STACK_SIZE + page));
+            if unsafe { libc::mprotect(guard, page, libc::PROT_NONE) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(stack)
     }
 
-    fn top(&self) -> *mut c_void {
-        // The stack grows down on every architecture Linux runs Rust on
-        // except none we support; 16-byte alignment holds because the
-        // mapping is page aligned.
-        self.base.wrapping_byte_add(self.len)
+    /// The top of stack `index` (from 0).
+    fn top(&self, index: usize) -> *mut c_void {
+        // The stack grows down on every architecture we support; 16-byte
+        // alignment holds because the mapping is page aligned.
+        self.base
+            .wrapping_byte_add((index + 1) * (CHILD_STACK_SIZE + page_size()))
     }
 }
+
+// SAFETY: the mapping is owned by the value and only unmapped by its Drop.
+unsafe impl Send for ChildStack {}
 
 impl Drop for ChildStack {
     fn drop(&mut self) {
@@ -302,30 +325,50 @@ fn page_size() -> usize {
 
 /// Starts the planned process.
 ///
-/// Returns once the child has called `execve` (or failed before it). On a
+/// Returns once the program has called `execve` (or failed before it). On a
 /// failure in the child, the child is reaped here and the error names the
 /// step that failed.
+///
+/// Without a new PID namespace the child is the program: a vfork-style clone
+/// (`CLONE_VM | CLONE_VFORK`) suspends this thread until its `execve`. With
+/// one, the child is toolsmith's init, which never calls `execve`, so it is
+/// cloned without `CLONE_VFORK`; it starts the program with a vfork-style
+/// clone of its own and then writes one byte to the status pipe, which this
+/// thread waits for. Either way nothing here copies page tables.
 pub(crate) fn spawn(plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let stack = ChildStack::new().map_err(|source| Error::Sys {
-        call: "mmap",
-        source,
-    })?;
+    let stack =
+        ChildStack::new(if plan.with_init { 2 } else { 1 }).map_err(|source| Error::Sys {
+            call: "mmap",
+            source,
+        })?;
+    let status_pipe = if plan.with_init { Some(pipe()?) } else { None };
     let context = ChildContext {
         plan,
         failed_stage: AtomicUsize::new(0),
         errno: AtomicI32::new(0),
+        status_fd: status_pipe
+            .as_ref()
+            .map_or(-1, |(_, write)| write.as_raw_fd()),
+        tool_stack: if plan.with_init {
+            stack.top(1)
+        } else {
+            ptr::null_mut()
+        },
     };
     let mut pidfd: c_int = -1;
-    let flags =
-        libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | plan.clone_flags | libc::SIGCHLD;
+    let vfork = if plan.with_init { 0 } else { libc::CLONE_VFORK };
+    let flags = libc::CLONE_VM | vfork | libc::CLONE_PIDFD | plan.clone_flags | libc::SIGCHLD;
 
     // Every signal is blocked around the clone so that no handler of the
     // executor runs in the child while it still shares the executor's memory.
-    // The child resets every disposition to the default before unblocking.
+    // The program resets every disposition to the default before unblocking.
+    // With an init, they stay blocked until the handshake: this thread's
+    // `errno` is the one the init and the program write to before it (they
+    // inherited its thread pointer), so nothing here may read or write it.
     let mut all_signals = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     let mut previous_mask = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: both sets are initialised by sigfillset/pthread_sigmask before use.
-    let pid = unsafe {
+    let (pid, handshake) = unsafe {
         libc::sigfillset(all_signals.as_mut_ptr());
         libc::pthread_sigmask(
             libc::SIG_SETMASK,
@@ -334,65 +377,98 @@ pub(crate) fn spawn(plan: &SpawnPlan) -> Result<Spawned, Error> {
         );
         let pid = libc::clone(
             child_main,
-            stack.top(),
+            stack.top(0),
             flags,
             ptr::from_ref(&context).cast_mut().cast::<c_void>(),
             ptr::from_mut(&mut pidfd),
         );
-        let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, previous_mask.as_ptr(), ptr::null_mut());
         if pid < 0 {
+            let clone_error = io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, previous_mask.as_ptr(), ptr::null_mut());
             return Err(Error::Sys {
                 call: "clone",
                 source: clone_error,
             });
         }
-        pid
+        let handshake = match &status_pipe {
+            Some((read, write)) => {
+                // Only the init may hold the write end, so its death is EOF.
+                libc::close(write.as_raw_fd());
+                let mut byte = 0_u8;
+                let mut read_bytes;
+                loop {
+                    read_bytes = libc::read(read.as_raw_fd(), ptr::from_mut(&mut byte).cast(), 1);
+                    // No signal can interrupt the read (all are blocked), so
+                    // a negative result is a real error: treat it as EOF.
+                    if read_bytes >= 0 || *libc::__errno_location() != libc::EINTR {
+                        break;
+                    }
+                }
+                read_bytes == 1
+            }
+            None => true,
+        };
+        libc::pthread_sigmask(libc::SIG_SETMASK, previous_mask.as_ptr(), ptr::null_mut());
+        (pid, handshake)
     };
     // SAFETY: with CLONE_PIDFD the kernel stored a fresh pidfd, owned by us.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    drop(stack);
+    // The write end was closed above; forget it rather than close it twice.
+    let status_read = status_pipe.map(|(read, write)| {
+        std::mem::forget(write);
+        read
+    });
 
     let failed_stage = context.failed_stage.load(Ordering::Acquire);
-    if failed_stage != 0 {
-        let errno = context.errno.load(Ordering::Acquire);
-        // The child has already exited (the parent resumes only after exit or
-        // execve), so this wait does not block.
+    if failed_stage != 0 || !handshake {
+        // The child has exited or is about to (the init exits right after a
+        // failed program), so this wait is short.
         let mut status = 0;
         // SAFETY: pid is our unreaped child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        if failed_stage == 0 {
+            return Err(Error::Sys {
+                call: "starting the program from toolsmith's init",
+                source: io::Error::other(format!(
+                    "the init ended before the program started (wait status {status})"
+                )),
+            });
+        }
+        let errno = context.errno.load(Ordering::Acquire);
         return Err(Error::Spawn {
             program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
             stage: STAGES[failed_stage],
             source: io::Error::from_raw_os_error(errno),
         });
     }
-    Ok(Spawned { pid, pidfd })
-}
-
-/// The child's entry point. Only system calls from here on.
-extern "C" fn child_main(argument: *mut c_void) -> c_int {
-    // SAFETY: the parent passed a ChildContext that outlives the child's use
-    // of it (the parent is suspended until execve or _exit).
-    let context = unsafe { &*argument.cast::<ChildContext<'_>>() };
-    let plan = context.plan;
-    let fail = |stage: usize| -> c_int {
-        // SAFETY: __errno_location is async-signal-safe and thread-local;
-        // _exit never returns.
-        unsafe {
-            context
-                .errno
-                .store(*libc::__errno_location(), Ordering::Release);
-            context.failed_stage.store(stage, Ordering::Release);
-            libc::_exit(127)
+    let init = match status_read {
+        Some(status) => Some(InitHandle { status, stack }),
+        None => {
+            drop(stack);
+            None
         }
     };
+    Ok(Spawned { pid, pidfd, init })
+}
+
+/// The child's entry point: the namespace's first process. Only system calls
+/// from here on.
+///
+/// Without an init this process is the program. With one, this process is
+/// toolsmith's init: it sets the namespaces up, starts the program with
+/// [`tool_main`] and supervises it (`init.rs`).
+extern "C" fn child_main(argument: *mut c_void) -> c_int {
+    // SAFETY: the parent passed a ChildContext that outlives the child's use
+    // of it (the parent waits until execve, _exit or the init's handshake).
+    let context = unsafe { &*argument.cast::<ChildContext<'_>>() };
+    let plan = context.plan;
 
     // SAFETY: every call below is a plain system call on descriptors and
     // buffers prepared by the parent; none allocates or takes a lock.
     unsafe {
+        // C1 step 1: the namespace's first process, while it holds its capabilities.
         if plan.id_maps.as_ref().is_some_and(|maps| !maps.write_own()) {
-            return fail(STAGE_ID_MAPS);
+            return fail(context, STAGE_ID_MAPS);
         }
         // The program dies with the executor. The signal fires when the
         // parent *thread* exits, which is why spawns come from one long-lived
@@ -407,7 +483,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 0 as libc::c_ulong,
             ) != 0
             {
-                return fail(STAGE_PDEATHSIG);
+                return fail(context, STAGE_PDEATHSIG);
             }
             let mut poll = libc::pollfd {
                 fd: executor,
@@ -415,21 +491,93 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 revents: 0,
             };
             if libc::poll(&mut poll, 1, 0) != 0 {
-                return fail(STAGE_ORPHANED);
+                return fail(context, STAGE_ORPHANED);
             }
         }
+        // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
+        // here, in the namespace's first process, before the program starts.
+        if plan.mount_proc && !mount_private_proc() {
+            return fail(context, STAGE_MOUNT_PROC);
+        }
+        if !plan.with_init {
+            return tool_main(argument);
+        }
+
+        // toolsmith's init. The memory it shares with the executor becomes
+        // non-dumpable before the program exists, so the program can never
+        // ptrace the init or read its memory (`docs/security.md`).
+        if libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        ) != 0
+        {
+            return fail(context, STAGE_INIT_DUMPABLE);
+        }
+        init::reset_signal_dispositions();
+        // Out of the executor's session and process group: a terminal's
+        // Ctrl-C to toolsmith's group must not reach the init.
+        if libc::setsid() < 0 {
+            return fail(context, STAGE_INIT_SETSID);
+        }
+        // The program shares the memory too until its execve, on a stack of
+        // its own; this process is suspended until then.
+        let tool = libc::clone(
+            tool_main,
+            context.tool_stack,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            argument,
+        );
+        if tool < 0 {
+            return fail(context, STAGE_INIT_CLONE);
+        }
+        if context.failed_stage.load(Ordering::Acquire) != 0 {
+            let mut status = 0;
+            libc::waitpid(tool, &mut status, 0);
+            libc::_exit(127);
+        }
+        // From here on the plan and the context are the executor's again.
+        let status_fd = context.status_fd;
+        init::supervise(tool, status_fd)
+    }
+}
+
+/// Records the failed step and its errno where the parent reads them, then exits.
+fn fail(context: &ChildContext<'_>, stage: usize) -> c_int {
+    // SAFETY: __errno_location is async-signal-safe and thread-local;
+    // _exit never returns.
+    unsafe {
+        context
+            .errno
+            .store(*libc::__errno_location(), Ordering::Release);
+        context.failed_stage.store(stage, Ordering::Release);
+        libc::_exit(127)
+    }
+}
+
+/// The program's process, from its set-up to `execve`. Only system calls.
+extern "C" fn tool_main(argument: *mut c_void) -> c_int {
+    // SAFETY: as in child_main: the context outlives the program's set-up.
+    let context = unsafe { &*argument.cast::<ChildContext<'_>>() };
+    let plan = context.plan;
+
+    // SAFETY: every call below is a plain system call on descriptors and
+    // buffers prepared by the parent; none allocates or takes a lock.
+    unsafe {
         // Joining the cgroups comes first, so every process the program ever
-        // starts is born inside them.
+        // starts is born inside them. The init stays out of them: it shares
+        // the executor's memory, and the memory cgroup's OOM killer kills
+        // every process sharing its victim's memory.
         for &procs in &plan.cgroup_procs {
             if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
-                return fail(STAGE_CGROUP);
+                return fail(context, STAGE_CGROUP);
             }
         }
-        if plan.mount_proc && !mount_private_proc() {
-            return fail(STAGE_MOUNT_PROC);
-        }
+        // C1 step 3: session, signals, limits, descriptors.
         if libc::setsid() < 0 {
-            return fail(STAGE_SETSID);
+            return fail(context, STAGE_SETSID);
         }
         // Dispositions the executor set to "ignore" would survive execve.
         // The raw system call also resets the signals glibc reserves for
@@ -451,12 +599,12 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 rlim_max: limit.hard,
             };
             if libc::setrlimit(limit.resource, &value) != 0 {
-                return fail(STAGE_RLIMIT);
+                return fail(context, STAGE_RLIMIT);
             }
         }
         for (target, &source) in plan.stdio.iter().enumerate() {
             if libc::dup2(source, target as c_int) < 0 {
-                return fail(STAGE_STDIO);
+                return fail(context, STAGE_STDIO);
             }
         }
         // The report pipe's end is 4 or above, so dup2 always makes a new descriptor 3,
@@ -464,12 +612,14 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         let first_closed: u32 = match plan.report {
             Some(report) => {
                 if libc::dup2(report, crate::command::REPORT_FD) < 0 {
-                    return fail(STAGE_STDIO);
+                    return fail(context, STAGE_STDIO);
                 }
                 4
             }
             None => 3,
         };
+        // C1 step 4 (`privs`): identity and the capability drop go here.
+        // C1 step 5: NO_NEW_PRIVS, Landlock, then (`privs`) seccomp, last.
         // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
         // descriptor, which the next step closes.
         if libc::prctl(
@@ -480,7 +630,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             0 as libc::c_ulong,
         ) != 0
         {
-            return fail(STAGE_NO_NEW_PRIVS);
+            return fail(context, STAGE_NO_NEW_PRIVS);
         }
         if let Some(ruleset) = plan.landlock
             && libc::syscall(
@@ -489,27 +639,28 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 0 as libc::c_ulong,
             ) != 0
         {
-            return fail(STAGE_LANDLOCK);
+            return fail(context, STAGE_LANDLOCK);
         }
+        // C1 step 6: close inherited descriptors, chdir, unmask, execve.
         if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
             && !close_fds_slowly(first_closed as c_int)
         {
-            return fail(STAGE_CLOSE_FDS);
+            return fail(context, STAGE_CLOSE_FDS);
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
-            return fail(STAGE_CHDIR);
+            return fail(context, STAGE_CHDIR);
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         if libc::sigprocmask(libc::SIG_SETMASK, &empty, ptr::null_mut()) != 0 {
-            return fail(STAGE_SIGMASK);
+            return fail(context, STAGE_SIGMASK);
         }
         libc::execve(
             plan.program.as_ptr(),
             plan.argv_ptrs.as_ptr(),
             plan.envp_ptrs.as_ptr(),
         );
-        fail(STAGE_EXECVE)
+        fail(context, STAGE_EXECVE)
     }
 }
 

@@ -42,6 +42,12 @@ fn parse_stat(pid: libc::pid_t, stat: &str) -> Option<ProcEntry> {
 
 /// True when the initial environment of `pid` holds exactly `marker`
 /// (`NAME=value`) as one entry.
+/// The PID namespace of `pid` (the target of `/proc/<pid>/ns/pid`), or `None`
+/// when the process is gone or not ours to inspect.
+pub(crate) fn pid_namespace(pid: libc::pid_t) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()
+}
+
 pub(crate) fn has_marker(pid: libc::pid_t, marker: &[u8]) -> bool {
     fs::read(format!("/proc/{pid}/environ"))
         .map(|environ| {

@@ -258,10 +258,9 @@ pub async fn generate(
 /// process behind, and the network was denied to it unless the request says
 /// `requires_network`.
 ///
-/// The runs share toolsmith's PID namespace: in a private one the kernel kills what a
-/// tool leaves behind the moment it exits, and the executor would have nothing to
-/// count. The network and filesystem profiles the tool declares apply as in every
-/// later call.
+/// The runs get exactly the sandbox of every later call (a private PID namespace
+/// included: toolsmith's init outlives the tool, so the executor counts what it
+/// leaves behind there too).
 ///
 /// Each check is one block pushing one [`CheckReport`]; a new check is one more block
 /// here, using `tool`, `request` and `envelopes` (every envelope of the runs so far).
@@ -274,9 +273,6 @@ async fn check_in_sandbox(
     let policy = Policy::allow_all();
     let mut checks = Vec::new();
     let mut envelopes: Vec<Envelope> = Vec::new();
-    let mut run_config = run_config.clone();
-    run_config.sandbox.private_pids = false;
-    let run_config = &run_config;
 
     let expected = request.input_schema();
     let declared = tool.input_schema().as_json();

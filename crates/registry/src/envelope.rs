@@ -12,6 +12,9 @@ use crate::SandboxReport;
 /// The most stderr text kept in [`Metadata::stderr`].
 pub const METADATA_STDERR_LIMIT: usize = 8 * 1024;
 
+/// The most stdout text kept in [`Metadata::stdout`] of a failed call.
+pub const METADATA_STDOUT_LIMIT: usize = 16 * 1024;
+
 /// Why a call did not do its job as a program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -99,6 +102,12 @@ pub struct Metadata {
     /// serialized when true.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stdout_lossy: bool,
+    /// What the tool printed on stdout before it failed (a timeout, a limit, a
+    /// crash), as lossy UTF-8, at most [`METADATA_STDOUT_LIMIT`] bytes, so an agent
+    /// sees how far it got. Only in failure envelopes of a tool that printed something
+    /// (a success carries its stdout as the result).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
     /// The start of stderr as lossy UTF-8, at most [`METADATA_STDERR_LIMIT`] bytes.
     pub stderr: String,
     /// True when `stderr` is shorter than what the tool wrote.
@@ -130,6 +139,17 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// Adds what the tool printed on stdout, bounded, for a failure envelope.
+    pub fn with_partial_stdout(mut self, outcome: &Outcome) -> Metadata {
+        if !outcome.stdout.bytes.is_empty() {
+            let text = outcome.stdout.text_lossy();
+            let kept = truncate_at_char_boundary(&text, METADATA_STDOUT_LIMIT);
+            self.stdout_truncated |= kept.len() < text.len();
+            self.stdout = Some(kept.to_owned());
+        }
+        self
+    }
+
     /// Metadata of a call that started no process.
     pub fn not_started() -> Metadata {
         Metadata {
@@ -138,6 +158,7 @@ impl Metadata {
             signal: None,
             stdout_truncated: false,
             stdout_lossy: false,
+            stdout: None,
             stderr: String::new(),
             stderr_truncated: false,
             stdout_bytes: 0,
@@ -167,6 +188,7 @@ impl Metadata {
             stdout_truncated: outcome.stdout.truncated,
             stdout_lossy: std::str::from_utf8(&outcome.stdout.bytes).is_err(),
             stderr_truncated: outcome.stderr.truncated || stderr.len() < stderr_text.len(),
+            stdout: None,
             stderr: stderr.to_owned(),
             stdout_bytes: outcome.stdout.total,
             stderr_bytes: outcome.stderr.total,

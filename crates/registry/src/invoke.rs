@@ -389,8 +389,14 @@ fn without_newline(text: &str) -> &str {
 fn envelope_from_outcome(name: &ToolName, outcome: &Outcome, limits: &Limits) -> Envelope {
     let metadata = Metadata::from_outcome(outcome);
     let stdout = parse_stdout(&outcome.stdout.bytes);
+    // A failed call still returns what the tool printed before, so an agent
+    // sees how far it got (a timeout, a limit or a signal cut it short).
     let failure = |error_code: ErrorCode, error: String| {
-        Envelope::failure(error_code, error, metadata.clone())
+        Envelope::failure(
+            error_code,
+            error,
+            metadata.clone().with_partial_stdout(outcome),
+        )
     };
     match outcome.limit {
         Some(LimitKind::Timeout) => {
@@ -623,6 +629,54 @@ mod tests {
             outcome(Termination::Signaled(11), None, "", ""),
             json!({"tool_success": false, "error": "Tool demo was killed by signal 11.", "error_code": "TOOL_CRASHED"}),
         );
+    }
+
+    /// Issue 11: a failed call returns what the tool printed before, bounded; a success
+    /// carries it as its result only.
+    #[test]
+    fn partial_stdout_of_failures() {
+        let stdout_of = |outcome: Outcome| {
+            let mut limits = Limits::recommended();
+            limits.timeout = Duration::from_secs(2);
+            let envelope =
+                envelope_from_outcome(&ToolName::new("demo").unwrap(), &outcome, &limits);
+            envelope.metadata.stdout
+        };
+        assert_eq!(
+            stdout_of(outcome(
+                Termination::Signaled(15),
+                Some(LimitKind::Timeout),
+                "step 1\n",
+                ""
+            )),
+            Some("step 1\n".to_owned())
+        );
+        assert_eq!(
+            stdout_of(outcome(Termination::Signaled(11), None, "half", "")),
+            Some("half".to_owned())
+        );
+        assert_eq!(
+            stdout_of(outcome(
+                Termination::Signaled(9),
+                Some(LimitKind::Memory),
+                "",
+                ""
+            )),
+            None
+        );
+        assert_eq!(
+            stdout_of(outcome(Termination::Exited(0), None, "done\n", "")),
+            None
+        );
+        let long = "é".repeat(crate::METADATA_STDOUT_LIMIT);
+        let kept = stdout_of(outcome(
+            Termination::Signaled(15),
+            Some(LimitKind::Timeout),
+            &long,
+            "",
+        ))
+        .unwrap();
+        assert!(kept.len() <= crate::METADATA_STDOUT_LIMIT && long.starts_with(&kept));
     }
 
     #[test]

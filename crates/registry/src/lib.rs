@@ -91,7 +91,9 @@ pub use crate::discovery::{
     Catalog, DeniedTool, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError,
     Shadowed, discover, discover_layers, discover_one, error_chain, resolve_config,
 };
-pub use crate::envelope::{Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, Metadata};
+pub use crate::envelope::{
+    Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, METADATA_STDOUT_LIMIT, Metadata,
+};
 pub use crate::error::Error;
 pub use crate::expand::ExpandError;
 pub use crate::go_duration::DurationError;
