@@ -187,7 +187,13 @@ async fn each_language_registers_a_callable_tool() {
             .await;
         assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
 
-        let reports = validate_paths(&world.executor, &[path], &world.run_config).await;
+        let reports = validate_paths(
+            &world.executor,
+            &[path],
+            &world.run_config,
+            &toolsmith_registry::Policy::allow_all(),
+        )
+        .await;
         assert!(reports[0].passed(), "{language}: {reports:?}");
 
         let catalog = world.catalog().await;

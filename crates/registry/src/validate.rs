@@ -467,6 +467,7 @@ mod tests {
                     CheckStatus::Passed => "+",
                     CheckStatus::Failed(_) => "x",
                     CheckStatus::Skipped => "-",
+                    CheckStatus::Denied(_) => "!",
                 };
                 format!("{mark}{}", check.kind.code())
             })
