@@ -129,15 +129,15 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
     ----- stderr -----
     "#);
     assert!(!disabled_marker.exists());
-    cli_snapshot!(context, context.with_tools().arg("list"), @"
+    cli_snapshot!(context, context.with_tools().arg("list"), @r#"
     exit_code: 0
     ----- stdout -----
     [TEMP]/tools:
       NAME  KIND     DESCRIPTION
       on    kodelet  The on fixture
     ----- stderr -----
-     WARN not listed: 2 tools denied by policy, 1 file that could not be loaded; `toolsmith list --all` shows them
-    ");
+     WARN not listed: 3 tools denied by policy; `toolsmith list --all` shows them
+    "#);
     cli_snapshot!(context, context.with_tools().args(["list", "--all"]), @r#"
     exit_code: 0
     ----- stdout -----
@@ -146,11 +146,9 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
       on    kodelet  The on fixture
 
     denied:
-      off at [TEMP]/tools/off: disabled by config
-      other at [TEMP]/tools/other: not in the allowed list
-
-    problems:
-      [TEMP]/tools/broken: invalid `description` output: output is not JSON (starts with "nope"): expected ident at line 1 column 2; `--schema` also failed: invalid `--schema` output: output is not JSON (starts with "nope"): expected ident at line 1 column 2
+      broken at [TEMP]/tools/broken: not in the allowed list (not run: no description)
+      off at [TEMP]/tools/off: disabled by config (not run: no description)
+      other at [TEMP]/tools/other: not in the allowed list (not run: no description)
     ----- stderr -----
     "#);
     cli_snapshot!(context, context.with_tools().args(["list", "--all", "--json"]), @r#"
@@ -171,39 +169,36 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
           }
         }
       ],
-      "problems": [
-        {
-          "path": "[TEMP]/tools/broken",
-          "error": "invalid `description` output: output is not JSON (starts with \"nope\"): expected ident at line 1 column 2; `--schema` also failed: invalid `--schema` output: output is not JSON (starts with \"nope\"): expected ident at line 1 column 2"
-        }
-      ],
+      "problems": [],
       "shadowed": [],
       "denied": [
         {
+          "name": "broken",
+          "exposed_name": "custom_tool_broken",
+          "path": "[TEMP]/tools/broken",
+          "source": "[TEMP]/tools",
+          "layer": "explicit",
+          "probed": false,
+          "reason": "not in the allowed list",
+          "reason_code": "not_allowed"
+        },
+        {
           "name": "off",
           "exposed_name": "custom_tool_off",
-          "description": "The off fixture",
           "path": "[TEMP]/tools/off",
           "source": "[TEMP]/tools",
-          "kind": "kodelet",
           "layer": "explicit",
-          "input_schema": {
-            "type": "object"
-          },
+          "probed": false,
           "reason": "disabled by config",
           "reason_code": "disabled"
         },
         {
           "name": "other",
           "exposed_name": "custom_tool_other",
-          "description": "The other fixture",
           "path": "[TEMP]/tools/other",
           "source": "[TEMP]/tools",
-          "kind": "kodelet",
           "layer": "explicit",
-          "input_schema": {
-            "type": "object"
-          },
+          "probed": false,
           "reason": "not in the allowed list",
           "reason_code": "not_allowed"
         }

@@ -282,6 +282,10 @@ fn profiles_and_allowed_lists_keep_probes_from_running() {
 }
 
 /// Whether the kernel gives the probes' sandbox its network namespace and Landlock.
+#[expect(
+    clippy::print_stderr,
+    reason = "an untestable kernel mechanism is said loudly, not passed silently"
+)]
 fn probes_are_confined(context: &TestContext) -> bool {
     let output = context
         .command()

@@ -507,6 +507,10 @@ pub async fn discover_one(
     .catalog
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the internal entry point of the three public discoveries; each caller names every argument"
+)]
 pub(crate) async fn discover_matching(
     executor: &Arc<Executor>,
     layers: &[LayerDir],
@@ -644,7 +648,7 @@ pub(crate) async fn discover_matching(
                 continue;
             };
             match record.and_then(|probed| load(&probed, &candidate)) {
-                Ok(tool) => Resolved::Tool(tool),
+                Ok(tool) => Resolved::Tool(Box::new(tool)),
                 Err(error) => {
                     problems.push(Problem {
                         path: candidate.path,
@@ -657,7 +661,7 @@ pub(crate) async fn discover_matching(
         // A refused file hidden by a later one is dropped: it was never a tool to call.
         if let Some(Resolved::Tool(previous)) = by_name.insert(resolved.name().clone(), resolved) {
             shadowed.push(Shadowed {
-                tool: previous,
+                tool: *previous,
                 by: candidate.path,
             });
         }
@@ -666,7 +670,7 @@ pub(crate) async fn discover_matching(
     let mut denied = Vec::new();
     for resolved in by_name.into_values() {
         match resolved {
-            Resolved::Tool(tool) => tools.push(tool),
+            Resolved::Tool(tool) => tools.push(*tool),
             Resolved::Denied(refused) => denied.push(refused),
         }
     }
@@ -685,7 +689,7 @@ pub(crate) async fn discover_matching(
 
 /// What a tool name stands for after discovery: a tool, or a file policy refused to run.
 enum Resolved {
-    Tool(Tool),
+    Tool(Box<Tool>),
     Denied(DeniedTool),
 }
 
