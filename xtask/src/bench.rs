@@ -167,6 +167,9 @@ impl Harness {
             network: Network::Deny(Enforcement::IfPossible),
             filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
             private_pids: true,
+            private_mounts: true,
+            private_ipc: true,
+            protected: Vec::new(),
         });
         Ok(Harness {
             executor,

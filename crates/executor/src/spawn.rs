@@ -23,6 +23,7 @@ use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
+use crate::mounts::MountPlan;
 use crate::{Command, Error};
 
 /// The size of the child's stack. The child's code is a straight line of
@@ -90,6 +91,8 @@ pub(crate) struct SpawnPlan {
     clone_flags: c_int,
     id_maps: Option<IdMaps>,
     mount_proc: bool,
+    mounts: Option<MountPlan>,
+    hostname: bool,
     landlock: Option<RawFd>,
     executor_pidfd: Option<RawFd>,
 }
@@ -108,6 +111,10 @@ pub(crate) struct Namespaces {
     pub(crate) id_maps: Option<IdMaps>,
     /// Mount a fresh `/proc` (the flags include `CLONE_NEWPID | CLONE_NEWNS`).
     pub(crate) mount_proc: bool,
+    /// The run's mount layout (the flags include `CLONE_NEWNS`); replaces `mount_proc`.
+    pub(crate) mounts: Option<MountPlan>,
+    /// Set the hostname (the flags include `CLONE_NEWUTS`).
+    pub(crate) hostname: bool,
     /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
     pub(crate) landlock: Option<RawFd>,
     /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
@@ -165,6 +172,8 @@ impl SpawnPlan {
             clone_flags: namespaces.clone_flags,
             id_maps: namespaces.id_maps,
             mount_proc: namespaces.mount_proc,
+            mounts: namespaces.mounts,
+            hostname: namespaces.hostname,
             landlock: namespaces.landlock,
             executor_pidfd: namespaces.executor_pidfd,
         })
@@ -197,7 +206,7 @@ struct KernelSigaction {
 }
 
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 15] = [
+const STAGES: [&str; 17] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -213,6 +222,8 @@ const STAGES: [&str; 15] = [
     "the executor exited during the spawn",
     "mounting a private /proc",
     "landlock_restrict_self",
+    "setting up the run's mounts",
+    "sethostname",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -228,6 +239,8 @@ const STAGE_PDEATHSIG: usize = 11;
 const STAGE_ORPHANED: usize = 12;
 const STAGE_MOUNT_PROC: usize = 13;
 const STAGE_LANDLOCK: usize = 14;
+const STAGE_MOUNTS: usize = 15;
+const STAGE_HOSTNAME: usize = 16;
 
 /// Memory shared between the parent and the child (the child runs in the
 /// parent's address space until `execve`).
@@ -427,6 +440,16 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         }
         if plan.mount_proc && !mount_private_proc() {
             return fail(STAGE_MOUNT_PROC);
+        }
+        if plan
+            .mounts
+            .as_ref()
+            .is_some_and(|mounts| !crate::mounts::set_up(mounts))
+        {
+            return fail(STAGE_MOUNTS);
+        }
+        if plan.hostname && !crate::mounts::set_hostname() {
+            return fail(STAGE_HOSTNAME);
         }
         if libc::setsid() < 0 {
             return fail(STAGE_SETSID);
