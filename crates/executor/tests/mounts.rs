@@ -557,3 +557,49 @@ fn a_private_proc_hides_keys_and_kcore_and_makes_proc_sys_read_only() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn nested_cgroups_a_program_makes_are_removed_with_its_leaf() {
+    let executor = executor();
+    if !root("nested_cgroups_a_program_makes_are_removed_with_its_leaf")
+        || !available("cgroup.kill", &executor.features().cgroup_kill)
+    {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    // Without a mount namespace the cgroup filesystems are writable: the
+    // program makes cgroups inside its leaf and moves itself into one.
+    let outcome = sh(
+        &executor,
+        r#"u=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
+           d=/sys/fs/cgroup/unified$u/nested/deeper
+           mkdir -p "$d" && echo "$d"
+           p=$(awk -F: '$2 == "pids" { print $3 }' /proc/self/cgroup)
+           e=/sys/fs/cgroup/pids$p/nested
+           [ -d /sys/fs/cgroup/pids$p ] && mkdir "$e" && echo "$e" && echo $$ > "$e/cgroup.procs"
+           true"#,
+        &[],
+        work.path(),
+        Sandbox::none(),
+        &limits(),
+    );
+    let printed = outcome.stdout.text_lossy();
+    let made: Vec<&str> = printed.lines().collect();
+    assert!(!made.is_empty(), "{outcome:?}");
+    for dir in made {
+        assert!(!Path::new(dir).exists(), "{dir} outlived the run");
+    }
+
+    // With the mount namespace, the program cannot make them at all.
+    let outcome = sh(
+        &executor,
+        r#"u=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
+           mkdir /sys/fs/cgroup/unified$u/nested 2>/dev/null && echo made
+           true"#,
+        &[],
+        work.path(),
+        mounts_only(),
+        &limits(),
+    );
+    assert_eq!(outcome.stdout.text_lossy(), "", "{outcome:?}");
+}

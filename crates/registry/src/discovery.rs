@@ -779,7 +779,7 @@ pub(crate) async fn probe_all(
         let sandbox = config
             .sandbox
             .if_possible()
-            .to_executor(&config.project_dir);
+            .to_executor(&config.project_dir, &config.protected);
         let path = candidate.path.clone();
         let format = candidate.format;
         let handle = tasks.spawn(async move {

@@ -42,6 +42,7 @@
 //!     overrides: Default::default(),
 //!     sandbox: SandboxSettings::unrestricted(),
 //!     project_dir: std::env::current_dir()?,
+//!     protected: Vec::new(),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -108,7 +109,7 @@ pub use crate::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::render::{RenderError, TemplateError};
 pub use crate::sandbox::{
     FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxDeclarationError, SandboxReport,
-    SandboxSettings, UnknownSetting,
+    SandboxSettings, UnknownSetting, protected_paths,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
