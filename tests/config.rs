@@ -49,7 +49,8 @@ fn show_settings_defaults() {
         "max_processes": "256",
         "max_file_size": "1GiB",
         "max_open_files": "1024",
-        "max_output": "1MiB"
+        "max_output": "1MiB",
+        "tmp_size": "64MiB"
       },
       "max_timeout": "5m",
       "policy": {
@@ -122,7 +123,8 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "max_processes": "32",
         "max_file_size": "1GiB",
         "max_open_files": "1024",
-        "max_output": "64KiB"
+        "max_output": "64KiB",
+        "tmp_size": "64MiB"
       },
       "max_timeout": "5m",
       "policy": {
@@ -230,7 +232,7 @@ fn unknown_key_is_an_error() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
+    error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`, `tmp_size`
     hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery] and [generator]; see the key list in the message
     ");
 }

@@ -17,6 +17,7 @@ fn show_text() {
     annotations:   approval never, read_only false
     policy:        allowed
     sandbox:       network allow, filesystem full
+    isolation:     [ISOLATION]
     limits:
       timeout         30s ([limits])
       grace           2s
@@ -26,6 +27,7 @@ fn show_text() {
       max_file_size   1GiB
       max_open_files  1024
       max_output      1MiB
+      tmp_size        64MiB
     input schema:
       {
         "type": "object",
@@ -102,6 +104,7 @@ fn show_json_with_override_and_profile() {
         "max_file_size": "1GiB",
         "max_open_files": "1024",
         "max_output": "1MiB",
+        "tmp_size": "64MiB",
         "timeout_source": {
           "from": "override"
         }
@@ -112,7 +115,9 @@ fn show_json_with_override_and_profile() {
         "declared": {
           "network": null,
           "filesystem": null
-        }
+        },
+        "isolation": "[ISOLATION]",
+        "not_enforced": "[NOT_ENFORCED]"
       },
       "shadowed": []
     }
