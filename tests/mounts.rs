@@ -161,7 +161,11 @@ true"#;
         "[sandbox]\nfilesystem = \"read-only\"\n",
     );
     let mounts_before = host_mounts_of_calls();
-    let envelope = run_json(context.with_tools().args(["run", "leaver", "--tmp-size", "1MiB"]));
+    let envelope = run_json(
+        context
+            .with_tools()
+            .args(["run", "leaver", "--tmp-size", "1MiB"]),
+    );
     let printed = envelope["result"].as_str().unwrap_or_default().to_owned();
     let keys: Vec<&str> = printed
         .lines()

@@ -465,10 +465,15 @@ impl Leaf {
 
     /// True when a program made a cgroup directory inside one of the leaf's.
     fn has_children(&self) -> bool {
-        [Some(&self.v2), self.memory_v1.as_ref(), self.pids_v1.as_ref(), self.cpu_v1.as_ref()]
-            .into_iter()
-            .flatten()
-            .any(|dir| !child_dirs(&dir.path).is_empty())
+        [
+            Some(&self.v2),
+            self.memory_v1.as_ref(),
+            self.pids_v1.as_ref(),
+            self.cpu_v1.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|dir| !child_dirs(&dir.path).is_empty())
     }
 
     /// Removes the leaf's directories, killing anything left in them first.

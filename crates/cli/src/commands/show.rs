@@ -136,7 +136,11 @@ fn isolation(features: &Features, call: &CallConfig) -> (Vec<&'static str>, Vec<
     let mut applied = Vec::new();
     let mut missing = Vec::new();
     for (wanted, name, probe) in [
-        (call.sandbox.private_pids, "pid namespace", &features.private_proc),
+        (
+            call.sandbox.private_pids,
+            "pid namespace",
+            &features.private_proc,
+        ),
         (true, "mount namespace", &features.private_mounts),
         (true, "ipc and uts namespaces", &features.ipc_namespace),
     ] {
