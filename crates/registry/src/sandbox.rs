@@ -430,7 +430,36 @@ impl SandboxReport {
 mod tests {
     use serde_json::json;
 
-    use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxSettings};
+    use std::path::{Path, PathBuf};
+
+    use crate::sandbox::{
+        FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxSettings, protected_paths,
+    };
+
+    #[test]
+    fn protected_paths_are_the_defaults_and_what_lies_inside_the_project() {
+        let project = Path::new("/work/project");
+        let extra = [
+            project.join(".toolsmith/tools"),
+            project.join("tools"),
+            project.join("toolsmith.toml"),
+            PathBuf::from("/elsewhere/tools"),
+            project.to_path_buf(),
+        ];
+        let expect: Vec<PathBuf> = [
+            ".git",
+            ".toolsmith",
+            ".kodelet/tools",
+            ".ikigai/tools",
+            ".nanocoder/tools",
+            "tools",
+            "toolsmith.toml",
+        ]
+        .iter()
+        .map(|path| project.join(path))
+        .collect();
+        assert_eq!(protected_paths(project, &extra), expect);
+    }
 
     fn check(grant: (&str, &str), declared: serde_json::Value, expect: (&str, &str)) {
         let grant = SandboxSettings {
