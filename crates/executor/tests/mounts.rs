@@ -187,6 +187,10 @@ fn metadata_outside_the_writable_roots_cannot_change() {
         Sandbox::none(),
         &limits(),
     );
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test undoes the unsandboxed chattr +i so its temporary directory can go"
+    )]
     let _ = std::process::Command::new("chattr")
         .arg("-i")
         .arg(&file)
