@@ -50,7 +50,8 @@ fn show_settings_defaults() {
         "max_processes": "256",
         "max_file_size": "1GiB",
         "max_open_files": "1024",
-        "max_output": "1MiB"
+        "max_output": "1MiB",
+        "tmp_size": "64MiB"
       },
       "max_timeout": "5m",
       "policy": {
@@ -124,7 +125,8 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "max_processes": "32",
         "max_file_size": "1GiB",
         "max_open_files": "1024",
-        "max_output": "64KiB"
+        "max_output": "64KiB",
+        "tmp_size": "64MiB"
       },
       "max_timeout": "5m",
       "policy": {

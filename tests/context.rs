@@ -51,6 +51,19 @@ impl TestContext {
             ),
             (r"\b\d+\.\d+m?s\b".to_owned(), "[DURATION]".to_owned()),
             (r"\bpid \d+\b".to_owned(), "pid [PID]".to_owned()),
+            // The namespaces a call gets depend on the kernel (`show`).
+            (
+                r"(isolation:(?:\x1b\[0m|\[ESC\]\[0m)?) +.*".to_owned(),
+                "$1     [ISOLATION]".to_owned(),
+            ),
+            (
+                r#""isolation": \[[^\]]*\]"#.to_owned(),
+                r#""isolation": "[ISOLATION]""#.to_owned(),
+            ),
+            (
+                r#""not_enforced": \[[^\]]*\]"#.to_owned(),
+                r#""not_enforced": "[NOT_ENFORCED]""#.to_owned(),
+            ),
         ];
         TestContext {
             _temp: temp,

@@ -15,6 +15,7 @@ mod install;
 mod list;
 mod load;
 mod manifest;
+mod mounts;
 mod policy;
 mod probes;
 mod run;

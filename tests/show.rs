@@ -17,6 +17,7 @@ fn show_text() {
     annotations:   approval never, read_only false
     policy:        allowed
     sandbox:       network allow, filesystem full
+    isolation:     [ISOLATION]
     limits:
       timeout         30s ([limits])
       grace           2s
@@ -26,6 +27,7 @@ fn show_text() {
       max_file_size   1GiB
       max_open_files  1024
       max_output      1MiB
+      tmp_size        64MiB
     input schema:
       {
         "type": "object",

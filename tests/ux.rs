@@ -102,6 +102,9 @@ fn help_with_color() {
           [ESC][1m--max-output[ESC][0m <SIZE>
               Bytes kept per output stream, e.g. `64KiB`
 
+          [ESC][1m--tmp-size[ESC][0m <SIZE>
+              Size of the private TMPDIR (a tmpfs) under `filesystem = "project"` or `"read-only"`, e.g. `64MiB`, or `unlimited` (half of RAM)
+
           [ESC][1m--cwd[ESC][0m <DIR>
               The directory the tool runs in [default: the current directory]
 
@@ -227,6 +230,7 @@ fn show_without_color() {
     annotations:   approval never, read_only true
     policy:        allowed
     sandbox:       network allow, filesystem full
+    isolation:     [ISOLATION]
     limits:
       timeout         10s (requested 10s by the tool, ceiling 5m)
       grace           2s
@@ -236,6 +240,7 @@ fn show_without_color() {
       max_file_size   1GiB
       max_open_files  1024
       max_output      1MiB
+      tmp_size        64MiB
     input schema:
       {
         "type": "object",
@@ -275,6 +280,7 @@ fn show_with_color() {
     [ESC][1mannotations:[ESC][0m   approval never, read_only true
     [ESC][1mpolicy:[ESC][0m        [ESC][32mallowed[ESC][0m
     [ESC][1msandbox:[ESC][0m       network allow, filesystem full
+    [ESC][1misolation:[ESC][0m     [ISOLATION]
     [ESC][1mlimits:[ESC][0m
       timeout         10s (requested 10s by the tool, ceiling 5m)
       grace           2s
@@ -284,6 +290,7 @@ fn show_with_color() {
       max_file_size   1GiB
       max_open_files  1024
       max_output      1MiB
+      tmp_size        64MiB
     [ESC][1minput schema:[ESC][0m
       {
         "type": "object",
@@ -369,9 +376,11 @@ fn doctor_with_a_problem_without_color() {
         [KERNEL SECTION]
 
         sandbox: network = allow, filesystem = full (project: [TEMP]/project)
-          network namespace  ok  network = deny: new network namespaces (as root)
-          landlock           ok  filesystem = project | read-only: Landlock ABI 7
-          private /proc      ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
+          network namespace       ok  network = deny: new network namespaces (as root)
+          landlock                ok  filesystem = project | read-only: Landlock ABI 7
+          private /proc           ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
+          mount namespace         ok  read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR: a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc (as root)
+          ipc and uts namespaces  ok  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
           secrets: private-proc (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
 
         tool directories (--tools-dir, lowest precedence first):
@@ -401,6 +410,7 @@ fn doctor_with_a_problem_without_color() {
           limits.max_processes     256                            default
           limits.max_file_size     1GiB                           default
           limits.max_open_files    1024                           default
+          limits.tmp_size          64MiB                          default
           env.allow                ["PATH","HOME","USER","LANG"]  default
           env.set                  {}                             default
           executor.backend         auto                           default
@@ -441,9 +451,11 @@ fn doctor_with_color() {
         [KERNEL SECTION]
 
         [ESC][1msandbox:[ESC][0m network = allow, filesystem = full (project: [TEMP]/project)
-          network namespace  [ESC][32mok[ESC][0m  network = deny: new network namespaces (as root)
-          landlock           [ESC][32mok[ESC][0m  filesystem = project | read-only: Landlock ABI 7
-          private /proc      [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
+          network namespace       [ESC][32mok[ESC][0m  network = deny: new network namespaces (as root)
+          landlock                [ESC][32mok[ESC][0m  filesystem = project | read-only: Landlock ABI 7
+          private /proc           [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
+          mount namespace         [ESC][32mok[ESC][0m  read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR: a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc (as root)
+          ipc and uts namespaces  [ESC][32mok[ESC][0m  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
           secrets: [ESC][36mprivate-proc[ESC][0m (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
 
         [ESC][1mtool directories (--tools-dir, lowest precedence first):[ESC][0m
@@ -469,6 +481,7 @@ fn doctor_with_color() {
           limits.max_processes     256                            [ESC][2mdefault[ESC][0m
           limits.max_file_size     1GiB                           [ESC][2mdefault[ESC][0m
           limits.max_open_files    1024                           [ESC][2mdefault[ESC][0m
+          limits.tmp_size          64MiB                          [ESC][2mdefault[ESC][0m
           env.allow                ["PATH","HOME","USER","LANG"]  [ESC][2mdefault[ESC][0m
           env.set                  {}                             [ESC][2mdefault[ESC][0m
           executor.backend         auto                           [ESC][2mdefault[ESC][0m

@@ -91,8 +91,16 @@ struct Mechanism {
 /// then gets its own row and its share of the cost), and the strictest profile gains it.
 const MECHANISMS: &[Mechanism] = &[
     Mechanism {
-        label: "+ PID namespace, private /proc, toolsmith's init (default profile)",
+        label: "+ PID namespace, private /proc, toolsmith's init",
         add: |sandbox| sandbox.private_pids = true,
+    },
+    Mechanism {
+        label: "+ mount namespace: read-only /sys, minimal /dev, masked /proc",
+        add: |sandbox| sandbox.private_mounts = true,
+    },
+    Mechanism {
+        label: "+ IPC and UTS namespaces (default profile)",
+        add: |sandbox| sandbox.private_ipc = true,
     },
     Mechanism {
         label: "+ network namespace (network deny)",

@@ -88,6 +88,7 @@ pub(crate) fn measure(
         overrides: Default::default(),
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
+        protected: Vec::new(),
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

@@ -55,6 +55,7 @@ pub(crate) fn measure(
         overrides: Default::default(),
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
+        protected: Vec::new(),
     };
     let input = json!({"text": "hello bench"});
     let request = json!({

@@ -420,6 +420,11 @@ pub(crate) struct RunArgs {
     #[arg(long = "max-output", value_name = "SIZE", value_parser = size_arg)]
     pub(crate) max_output: Option<u64>,
 
+    /// Size of the private TMPDIR (a tmpfs) under `filesystem = "project"` or
+    /// `"read-only"`, e.g. `64MiB`, or `unlimited` (half of RAM).
+    #[arg(long = "tmp-size", value_name = "SIZE", value_parser = size_cap_arg)]
+    pub(crate) tmp_size: Option<Cap<u64>>,
+
     /// The directory the tool runs in [default: the current directory].
     #[arg(long, value_name = "DIR")]
     pub(crate) cwd: Option<PathBuf>,

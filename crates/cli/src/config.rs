@@ -9,6 +9,7 @@
 //! max_processes = 256
 //! max_file_size = "1GiB"
 //! max_open_files = 1024
+//! tmp_size = "64MiB"     # the private TMPDIR (a tmpfs) of project and read-only calls
 //! grace = "2s"
 //! max_timeout = "5m"     # the most a tool may ask for itself (Kodelet `config`, manifest `timeout_ms`)
 //!
@@ -377,6 +378,12 @@ struct RawLimits {
     max_output: Option<Scalar>,
     /// The longest timeout a tool may ask for itself. Default: `5m`.
     max_timeout: Option<Scalar>,
+    /// The size of the private TMPDIR of a `filesystem = "project"` or
+    /// `"read-only"` call: a tmpfs in the call's mount namespace (also its
+    /// `/dev/shm`), whose pages count against `memory`. A tool that fills it
+    /// gets ENOSPC. `"unlimited"` leaves the kernel's default, half of RAM.
+    /// Default: `64MiB`.
+    tmp_size: Option<Scalar>,
 }
 
 /// The environment of tool processes: nothing of toolsmith's own
@@ -535,6 +542,7 @@ fn parse_with_trust(
             count_cap,
         )?,
         max_output: field("limits.max_output", &raw.limits.max_output, origin, size)?,
+        tmp_size: field("limits.tmp_size", &raw.limits.tmp_size, origin, size_cap)?,
         max_timeout: field(
             "limits.max_timeout",
             &raw.limits.max_timeout,
@@ -676,6 +684,7 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
             )?,
             max_output: field(&key("max_output"), &raw.max_output, origin, size)?,
             max_timeout: None,
+            tmp_size: None,
         },
         env: raw
             .env

@@ -58,6 +58,8 @@ pub(crate) struct LimitsOptions {
     pub(crate) max_file_size: Option<Cap<u64>>,
     pub(crate) max_open_files: Option<Cap<u64>>,
     pub(crate) max_output: Option<u64>,
+    /// The size of the private TMPDIR (a tmpfs) of a filesystem-restricted call.
+    pub(crate) tmp_size: Option<Cap<u64>>,
     /// The ceiling of a timeout a tool asks for itself; not an executor limit.
     pub(crate) max_timeout: Option<Duration>,
 }
@@ -77,6 +79,7 @@ impl Combine for LimitsOptions {
             max_file_size: self.max_file_size.combine(lower.max_file_size),
             max_open_files: self.max_open_files.combine(lower.max_open_files),
             max_output: self.max_output.combine(lower.max_output),
+            tmp_size: self.tmp_size.combine(lower.tmp_size),
             max_timeout: self.max_timeout.combine(lower.max_timeout),
         }
     }
@@ -102,6 +105,7 @@ impl LimitsOptions {
             max_file_size: cap(self.max_file_size, defaults.max_file_size),
             max_open_files: cap(self.max_open_files, defaults.max_open_files),
             max_output: self.max_output.unwrap_or(defaults.max_output),
+            tmp_size: cap(self.tmp_size, defaults.tmp_size),
         }
     }
 }
@@ -682,6 +686,7 @@ impl GlobalSettings {
                 fl.max_open_files.is_some(),
                 ul.max_open_files.is_some(),
             ),
+            limit("limits.tmp_size", None, false, fl.tmp_size.is_some()),
             Effective {
                 key: "env.allow",
                 value: json["env"]["allow"].clone(),
@@ -878,7 +883,20 @@ impl GlobalSettings {
             overrides,
             sandbox: self.sandbox,
             project_dir: self.project_dir.clone(),
+            protected: self.protected_paths(),
         }
+    }
+
+    /// What stays read-only to `filesystem = "project"` tools besides the
+    /// project's `.git`, `.toolsmith` and peers' directories: every tool
+    /// directory and the config file, where inside the project.
+    fn protected_paths(&self) -> Vec<PathBuf> {
+        self.layers
+            .iter()
+            .map(|layer| layer.dir.clone())
+            .chain([self.generator_tools_dir.clone()])
+            .chain(self.config_file.clone())
+            .collect()
     }
 
     fn tool_override(&self, tool: ToolOptions) -> ToolOverride {
@@ -901,6 +919,7 @@ impl GlobalSettings {
             max_file_size: limits.max_file_size.map(Cap::into_option),
             max_open_files: limits.max_open_files.map(Cap::into_option),
             max_output: limits.max_output,
+            tmp_size: limits.tmp_size.map(Cap::into_option),
             env,
             network: tool.sandbox.network,
             filesystem: tool.sandbox.filesystem,
@@ -1120,6 +1139,7 @@ pub(crate) fn limits_json(limits: &Limits) -> serde_json::Value {
         "max_file_size": cap_size(limits.max_file_size),
         "max_open_files": cap_count(limits.max_open_files),
         "max_output": format_size(limits.max_output),
+        "tmp_size": cap_size(limits.tmp_size),
     })
 }
 
@@ -1161,6 +1181,7 @@ impl RunSettings {
             cpu: args.cpu,
             memory: args.memory,
             max_output: args.max_output,
+            tmp_size: args.tmp_size,
             ..LimitsOptions::default()
         };
         let cwd = match &args.cwd {

@@ -207,7 +207,10 @@ impl Cgroups {
 
     /// Returns an emptied leaf to the pool, or removes it if it is not empty.
     pub(crate) fn release(&self, leaf: Leaf) {
-        if !leaf.is_empty() {
+        // A leaf in which the program made cgroups of its own (possible only
+        // without a mount namespace, where the cgroup filesystems are writable)
+        // is not reused: it is removed, children first.
+        if !leaf.is_empty() || leaf.has_children() {
             leaf.remove();
             return;
         }
@@ -460,6 +463,19 @@ impl Leaf {
         .unwrap_or(0)
     }
 
+    /// True when a program made a cgroup directory inside one of the leaf's.
+    fn has_children(&self) -> bool {
+        [
+            Some(&self.v2),
+            self.memory_v1.as_ref(),
+            self.pids_v1.as_ref(),
+            self.cpu_v1.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|dir| !child_dirs(&dir.path).is_empty())
+    }
+
     /// Removes the leaf's directories, killing anything left in them first.
     pub(crate) fn remove(self) {
         if !self.is_empty() {
@@ -476,9 +492,35 @@ impl Leaf {
     }
 }
 
-/// `rmdir` of a cgroup can fail with EBUSY for a few milliseconds after its
-/// last process died; retry briefly.
+/// The subdirectories (child cgroups) of a cgroup directory.
+fn child_dirs(path: &Path) -> Vec<PathBuf> {
+    fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+                .map(|entry| entry.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Removes a cgroup directory and, first, every cgroup a program made below
+/// it (depth first: `rmdir` of a cgroup with children fails with EBUSY).
+/// `rmdir` can also fail with EBUSY for a few milliseconds after the last
+/// process died; retry briefly.
 fn remove_dir_retrying(path: &Path) {
+    remove_cgroup_tree(path, 0);
+}
+
+fn remove_cgroup_tree(path: &Path, depth: usize) {
+    // A cgroup tree cannot be deeper than the kernel's limit; this bounds a
+    // malicious one all the same.
+    if depth < 64 {
+        for child in child_dirs(path) {
+            remove_cgroup_tree(&child, depth + 1);
+        }
+    }
     for attempt in 0..20 {
         match fs::remove_dir(path) {
             Ok(()) => return,

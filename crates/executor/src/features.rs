@@ -4,9 +4,11 @@
 //! [`DISABLE_FEATURES_VAR`] turns probes off, so that the fallbacks and the
 //! fail-closed paths of the sandbox can be tested on a kernel that has everything.
 
-use std::ffi::c_void;
+use std::ffi::{CString, c_void};
+use std::os::unix::ffi::OsStrExt;
 
 use crate::cgroup::Cgroups;
+use crate::mounts::MountPlan;
 use crate::spawn::IdMaps;
 
 /// The result of probing one kernel feature.
@@ -40,6 +42,12 @@ pub struct Features {
     /// New PID and mount namespaces with a fresh `/proc` mounted (hides every
     /// other process, the executor's environment included).
     pub private_proc: Probe,
+    /// A mount namespace with the run's whole layout (`mounts.rs`): private,
+    /// `nodev,nosuid` and read-only mounts through `mount_setattr` (Linux
+    /// 5.12), cloned device nodes, tmpfs, a fresh `/proc` with its masks.
+    pub private_mounts: Probe,
+    /// New IPC and UTS namespaces (private SysV objects, POSIX queues, hostname).
+    pub ipc_namespace: Probe,
     /// Landlock filesystem rules (for `filesystem = project | read-only`).
     pub landlock: Probe,
     /// The Landlock ABI version, when Landlock is available.
@@ -47,7 +55,7 @@ pub struct Features {
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
-/// by commas: `netns`, `private-proc`, `landlock`. For tests of fallbacks.
+/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`. For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 fn disabled(feature: &str) -> Option<Probe> {
@@ -73,6 +81,8 @@ impl Features {
             ("pidfd", &self.pidfd),
             ("network namespace", &self.network_namespace),
             ("private /proc", &self.private_proc),
+            ("mount namespace", &self.private_mounts),
+            ("ipc and uts namespaces", &self.ipc_namespace),
             ("landlock", &self.landlock),
         ]
     }
@@ -102,6 +112,14 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
                 libc::CLONE_NEWPID | libc::CLONE_NEWNS,
                 true,
                 "new PID and mount namespaces with a fresh /proc",
+            )
+        }),
+        private_mounts: disabled("mounts").unwrap_or_else(probe_mounts),
+        ipc_namespace: disabled("ipc").unwrap_or_else(|| {
+            probe_namespaces(
+                libc::CLONE_NEWIPC | libc::CLONE_NEWUTS,
+                false,
+                "new IPC and UTS namespaces",
             )
         }),
         landlock: Probe {
@@ -170,16 +188,54 @@ fn probe_subreaper() -> Probe {
 struct NamespaceProbe {
     id_maps: Option<IdMaps>,
     mount_proc: bool,
+    mounts: Option<MountPlan>,
+}
+
+/// Runs the whole mount layout of a read-only run with a private `/proc` in a
+/// probe child, a tmpfs TMPDIR on the temporary directory included.
+fn probe_mounts() -> Probe {
+    let temp_dir = std::env::temp_dir();
+    let Ok(temp_dir) = CString::new(temp_dir.as_os_str().as_bytes()) else {
+        return Probe {
+            available: false,
+            detail: "the temporary directory's path holds a NUL byte".to_owned(),
+        };
+    };
+    let plan = MountPlan {
+        proc: true,
+        read_only: true,
+        project: None,
+        protected: Vec::new(),
+        temp_dir: Some((temp_dir, MountPlan::tmpfs_options(Some(1 << 20), "0700"))),
+        shm_options: MountPlan::tmpfs_options(Some(1 << 20), "1777"),
+        landlock: None,
+    };
+    probe_with(
+        libc::CLONE_NEWPID | libc::CLONE_NEWNS,
+        false,
+        Some(plan),
+        "a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc",
+    )
 }
 
 /// Clones a child into new namespaces of `flags` (and a user namespace when
 /// not root) that exits at once, after mounting a fresh `/proc` when asked.
 fn probe_namespaces(flags: libc::c_int, mount_proc: bool, what: &str) -> Probe {
+    probe_with(flags, mount_proc, None, what)
+}
+
+fn probe_with(
+    flags: libc::c_int,
+    mount_proc: bool,
+    mounts: Option<MountPlan>,
+    what: &str,
+) -> Probe {
     // SAFETY: geteuid cannot fail.
     let is_root = unsafe { libc::geteuid() } == 0;
     let probe = NamespaceProbe {
         id_maps: (!is_root).then(IdMaps::identity),
         mount_proc,
+        mounts,
     };
     let flags = if is_root {
         flags
@@ -217,7 +273,8 @@ fn probe_namespaces(flags: libc::c_int, mount_proc: bool, what: &str) -> Probe {
             0 if is_root => format!("{what} (as root)"),
             0 => format!("{what} through an unprivileged user namespace"),
             1 => "the probe child could not set up its user namespace".to_owned(),
-            _ => format!("the probe child could not mount /proc in {what}"),
+            2 => format!("the probe child could not mount /proc in {what}"),
+            _ => format!("the probe child could not set up {what}"),
         },
     }
 }
@@ -234,7 +291,13 @@ extern "C" fn namespace_probe_child(argument: *mut c_void) -> libc::c_int {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(2) }
     }
-    let ok = true;
+    // SAFETY: the layout in the probe child's own mount namespace.
+    if let Some(mounts) = &probe.mounts
+        && !unsafe { crate::mounts::set_up(mounts) }
+    {
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(3) }
+    }
     // SAFETY: _exit never returns.
-    unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+    unsafe { libc::_exit(0) }
 }

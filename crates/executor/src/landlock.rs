@@ -85,6 +85,13 @@ fn write_rights(abi: u32) -> u64 {
     rights
 }
 
+/// What a program may do below a writable directory: every handled right but
+/// making character and block devices, so that no device node is made
+/// anywhere (the mounts are `nodev` too, so none could be opened).
+pub(crate) fn writable_rights(abi: u32) -> u64 {
+    write_rights(abi) & !(ACCESS_FS_MAKE_CHAR | ACCESS_FS_MAKE_BLOCK)
+}
+
 /// A ruleset that allows writes only below `writable` directories (and to
 /// the plumbing devices), as a descriptor of 4 or above (the child moves the
 /// report pipe onto 3 before it restricts itself).
@@ -108,7 +115,7 @@ pub(crate) fn ruleset(abi: u32, writable: &[&Path]) -> Result<OwnedFd, Error> {
     // SAFETY: the kernel returned a fresh close-on-exec descriptor.
     let ruleset = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
     for dir in writable {
-        add_rule(&ruleset, dir, handled, libc::O_DIRECTORY)?;
+        add_rule(&ruleset, dir, writable_rights(abi), libc::O_DIRECTORY)?;
     }
     let file_rights = handled & (ACCESS_FS_WRITE_FILE | ACCESS_FS_TRUNCATE);
     for device in WRITABLE_DEVICES {
@@ -164,6 +171,42 @@ fn add_rule(
         return Err(sys("landlock_add_rule"));
     }
     Ok(())
+}
+
+/// Allows `rights` below the directory at `path` in `ruleset`, from the clone
+/// child: the run's tmpfs TMPDIR exists only in the child's mount namespace,
+/// so its rule cannot be added by the parent.
+///
+/// # Safety
+/// Async-signal-safe: only `open`, `landlock_add_rule` and `close`.
+pub(crate) unsafe fn allow_beneath_in_child(
+    ruleset: libc::c_int,
+    path: &std::ffi::CStr,
+    rights: u64,
+) -> bool {
+    // SAFETY: path is NUL-terminated; rule is a packed landlock_path_beneath_attr.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
+        );
+        if fd < 0 {
+            return false;
+        }
+        let rule = PathBeneathAttr {
+            allowed_access: rights,
+            parent_fd: fd,
+        };
+        let result = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            RULE_PATH_BENEATH,
+            &raw const rule,
+            0 as libc::c_ulong,
+        );
+        libc::close(fd);
+        result == 0
+    }
 }
 
 fn sys(call: &'static str) -> Error {

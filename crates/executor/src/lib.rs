@@ -35,6 +35,7 @@ mod init;
 mod landlock;
 mod lifecycle;
 mod limits;
+mod mounts;
 mod outcome;
 mod pidfd;
 mod run;
@@ -274,7 +275,7 @@ impl Executor {
 
     /// The namespaces of a run: the backend's PID namespace and the
     /// sandbox's, in a user namespace when not root.
-    fn namespaces(&self, sandbox: &sandbox::SandboxPlan) -> Namespaces {
+    fn namespaces(&self, sandbox: &mut sandbox::SandboxPlan) -> Namespaces {
         let mut clone_flags = sandbox.clone_flags;
         if self.backend == Backend::PidNamespace {
             clone_flags |= libc::CLONE_NEWPID;
@@ -288,6 +289,8 @@ impl Executor {
             },
             id_maps: user_namespace.then(IdMaps::identity),
             mount_proc: sandbox.mount_proc,
+            mounts: sandbox.mounts.take(),
+            hostname: sandbox.hostname,
             landlock: sandbox.landlock.as_ref().map(AsRawFd::as_raw_fd),
             executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
         }

@@ -28,12 +28,16 @@ pub struct Limits {
     pub max_open_files: Option<u64>,
     /// Bytes kept per output stream; the rest is counted and discarded.
     pub max_output: u64,
+    /// Size of the run's private TMPDIR (a tmpfs in its mount namespace,
+    /// whose pages count against `memory` where a memory cgroup applies).
+    /// `None` leaves the kernel's default, half of RAM.
+    pub tmp_size: Option<u64>,
 }
 
 impl Limits {
     /// The limits toolsmith uses when the operator sets none: 30 s wall time,
     /// 2 s grace, no CPU cap, 1 GiB of memory, 256 processes, 1 GiB files,
-    /// 1024 open files, 1 MiB of output per stream.
+    /// 1024 open files, 1 MiB of output per stream, a 64 MiB TMPDIR.
     pub fn recommended() -> Limits {
         Limits {
             timeout: Duration::from_secs(30),
@@ -44,6 +48,7 @@ impl Limits {
             max_file_size: Some(1 << 30),
             max_open_files: Some(1024),
             max_output: 1 << 20,
+            tmp_size: Some(64 << 20),
         }
     }
 }

@@ -245,10 +245,11 @@ pub(crate) async fn run(
     let run_id = executor.next_run_id();
     // Declared before the guard, so that on cancellation the tree is killed
     // before its temporary directory is removed.
-    let sandbox = crate::sandbox::plan(
+    let mut sandbox = crate::sandbox::plan(
         command.sandbox_profile(),
         executor.features(),
         &format!("{}-{run_id}", std::process::id()),
+        limits.tmp_size,
     )?;
     let containment = executor.contain(limits)?;
     let mut guard = RunGuard {
@@ -303,7 +304,7 @@ pub(crate) async fn run(
             .map(Containment::procs_fds)
             .unwrap_or_default(),
         executor.rlimits(limits),
-        executor.namespaces(&sandbox),
+        executor.namespaces(&mut sandbox),
     )?;
 
     let started = Instant::now();

@@ -5,11 +5,14 @@
 //! Every mechanism is applied in the clone child with raw system calls
 //! (see `spawn.rs`); everything that allocates happens here, in the parent.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::fmt;
+use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::mounts::MountPlan;
 use crate::{Error, Features, landlock};
 
 /// Whether a missing kernel feature fails the run or lets it run with less.
@@ -59,6 +62,23 @@ pub struct Sandbox {
     /// particular not the executor's `/proc/<pid>/environ`). Best effort:
     /// [`AppliedSandbox::private_pids`] says whether it applied.
     pub private_pids: bool,
+    /// When the kernel allows it, a mount namespace of the run's own (see
+    /// `mounts.rs`): every mount `nodev,nosuid` and private, a minimal `/dev`,
+    /// `/sys` and the cgroup filesystems read-only, Docker's masks on `/proc`.
+    /// A filesystem restriction implies it (read-only mounts, the capped tmpfs
+    /// TMPDIR and the protected paths are part of the restriction). Best effort
+    /// otherwise: [`AppliedSandbox::private_mounts`] says whether it applied.
+    pub private_mounts: bool,
+    /// When the kernel allows it, IPC and UTS namespaces of the run's own: the
+    /// SysV objects and POSIX message queues it creates die with it, the
+    /// host's are out of sight, and its hostname is `toolsmith`. Best effort:
+    /// [`AppliedSandbox::private_ipc`] says whether it applied.
+    pub private_ipc: bool,
+    /// Paths below the project root that stay read-only under
+    /// [`Filesystem::Project`] (the project's `.git`, tool directories,
+    /// configuration): bound read-only in the run's mount namespace. Paths
+    /// that do not exist are skipped.
+    pub protected: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -69,6 +89,9 @@ impl Sandbox {
             network: Network::Allow,
             filesystem: Filesystem::Full,
             private_pids: false,
+            private_mounts: false,
+            private_ipc: false,
+            protected: Vec::new(),
         }
     }
 }
@@ -110,6 +133,10 @@ pub struct AppliedSandbox {
     pub filesystem: FilesystemAccess,
     /// True when the run had its own PID namespace and `/proc`.
     pub private_pids: bool,
+    /// True when the run had its own mount namespace and layout (see [`Sandbox::private_mounts`]).
+    pub private_mounts: bool,
+    /// True when the run had its own IPC and UTS namespaces.
+    pub private_ipc: bool,
     /// What an [`Enforcement::IfPossible`] request could not get, and why.
     pub relaxed: Vec<String>,
 }
@@ -119,8 +146,13 @@ pub struct AppliedSandbox {
 pub(crate) struct SandboxPlan {
     /// Extra `CLONE_NEW*` flags.
     pub(crate) clone_flags: libc::c_int,
-    /// Mount a fresh `/proc` in the child (it is in new PID and mount namespaces).
+    /// Mount a fresh `/proc` in the child (it is in new PID and mount
+    /// namespaces) when there is no mount layout to do it.
     pub(crate) mount_proc: bool,
+    /// The run's mount layout, taken by the spawn plan.
+    pub(crate) mounts: Option<MountPlan>,
+    /// Set the hostname (the child is in a new UTS namespace).
+    pub(crate) hostname: bool,
     /// A Landlock ruleset for `landlock_restrict_self` in the child.
     pub(crate) landlock: Option<OwnedFd>,
     /// The private temporary directory, removed when the plan is dropped.
@@ -156,16 +188,20 @@ impl Drop for TempDir {
     }
 }
 
-/// Turns `sandbox` into a plan, or fails closed when a required mechanism is unavailable.
+/// Turns `sandbox` into a plan, or fails closed when a required mechanism is
+/// unavailable. `tmp_size` caps the private TMPDIR.
 pub(crate) fn plan(
     sandbox: &Sandbox,
     features: &Features,
     run_name: &str,
+    tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
     let mut applied = AppliedSandbox {
         network_denied: false,
         filesystem: FilesystemAccess::Full,
         private_pids: false,
+        private_mounts: false,
+        private_ipc: false,
         relaxed: Vec::new(),
     };
     let mut clone_flags = 0;
@@ -183,10 +219,14 @@ pub(crate) fn plan(
             )?;
         }
     }
-    let mount_proc = sandbox.private_pids && features.private_proc.available;
-    if mount_proc {
+    let private_pids = sandbox.private_pids && features.private_proc.available;
+    if private_pids {
         clone_flags |= libc::CLONE_NEWPID | libc::CLONE_NEWNS;
         applied.private_pids = true;
+    }
+    if sandbox.private_ipc && features.ipc_namespace.available {
+        clone_flags |= libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+        applied.private_ipc = true;
     }
     let (writable_root, enforcement, access) = match &sandbox.filesystem {
         Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
@@ -197,7 +237,13 @@ pub(crate) fn plan(
         ),
         Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
     };
+    let requirement = match access {
+        FilesystemAccess::Project => "filesystem = project",
+        _ => "filesystem = read-only",
+    };
+    let mounts_available = features.private_mounts.available;
     let mut landlock_ruleset = None;
+    let mut landlock_rights = 0;
     let mut temp_dir = None;
     if access != FilesystemAccess::Full {
         match features
@@ -205,31 +251,91 @@ pub(crate) fn plan(
             .filter(|_| features.landlock.available)
         {
             Some(abi) => {
+                if !mounts_available {
+                    // Without capabilities (a non-root executor), a program cannot change
+                    // the metadata of files it does not own, so Landlock alone keeps the
+                    // promise there; a root executor's programs need the read-only mounts.
+                    // SAFETY: geteuid cannot fail.
+                    let strict =
+                        enforcement == Enforcement::Required && unsafe { libc::geteuid() } == 0;
+                    unavailable(
+                        if strict {
+                            Enforcement::Required
+                        } else {
+                            Enforcement::IfPossible
+                        },
+                        requirement,
+                        "a mount namespace (read-only mounts: file metadata and device nodes)",
+                        &features.private_mounts.detail,
+                        &mut applied,
+                    )?;
+                }
                 let dir = create_temp_dir(run_name)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
                 writable.extend(writable_root);
                 landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
+                landlock_rights = landlock::writable_rights(abi);
                 temp_dir = Some(dir);
                 applied.filesystem = access;
             }
             None => unavailable(
                 enforcement,
-                match access {
-                    FilesystemAccess::Project => "filesystem = project",
-                    _ => "filesystem = read-only",
-                },
+                requirement,
                 "Landlock",
                 &features.landlock.detail,
                 &mut applied,
             )?,
         }
     }
+    let restricted = applied.filesystem != FilesystemAccess::Full;
+    let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
+        clone_flags |= libc::CLONE_NEWNS;
+        applied.private_mounts = true;
+        Some(MountPlan {
+            proc: private_pids,
+            read_only: restricted,
+            project: match (applied.filesystem, writable_root) {
+                (FilesystemAccess::Project, Some(root)) => Some(c_path(root)?),
+                _ => None,
+            },
+            protected: match applied.filesystem {
+                FilesystemAccess::Project => sandbox
+                    .protected
+                    .iter()
+                    .filter(|path| path.symlink_metadata().is_ok())
+                    .map(|path| c_path(path))
+                    .collect::<Result<_, _>>()?,
+                _ => Vec::new(),
+            },
+            temp_dir: match &temp_dir {
+                Some(dir) => Some((
+                    c_path(&dir.path)?,
+                    MountPlan::tmpfs_options(tmp_size, "0700"),
+                )),
+                None => None,
+            },
+            shm_options: MountPlan::tmpfs_options(tmp_size, "1777"),
+            landlock: landlock_ruleset
+                .as_ref()
+                .map(|ruleset: &OwnedFd| (ruleset.as_raw_fd(), landlock_rights)),
+        })
+    } else {
+        None
+    };
     Ok(SandboxPlan {
         clone_flags,
-        mount_proc,
+        mount_proc: private_pids && mounts.is_none(),
+        mounts,
+        hostname: applied.private_ipc,
         landlock: landlock_ruleset,
         temp_dir,
         applied,
+    })
+}
+
+fn c_path(path: &Path) -> Result<CString, Error> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::NulByte {
+        value: path.to_string_lossy().into_owned(),
     })
 }
 

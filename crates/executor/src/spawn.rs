@@ -24,6 +24,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use crate::init::{self, KernelSigaction, NSIG};
+use crate::mounts::MountPlan;
 use crate::{Command, Error};
 
 /// The size of the child's stack. The child's code is a straight line of
@@ -88,6 +89,8 @@ pub(crate) struct SpawnPlan {
     clone_flags: c_int,
     id_maps: Option<IdMaps>,
     mount_proc: bool,
+    mounts: Option<MountPlan>,
+    hostname: bool,
     landlock: Option<RawFd>,
     executor_pidfd: Option<RawFd>,
     /// A new PID namespace: its first process is toolsmith's init, which
@@ -109,6 +112,10 @@ pub(crate) struct Namespaces {
     pub(crate) id_maps: Option<IdMaps>,
     /// Mount a fresh `/proc` (the flags include `CLONE_NEWPID | CLONE_NEWNS`).
     pub(crate) mount_proc: bool,
+    /// The run's mount layout (the flags include `CLONE_NEWNS`); replaces `mount_proc`.
+    pub(crate) mounts: Option<MountPlan>,
+    /// Set the hostname (the flags include `CLONE_NEWUTS`).
+    pub(crate) hostname: bool,
     /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
     pub(crate) landlock: Option<RawFd>,
     /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
@@ -167,6 +174,8 @@ impl SpawnPlan {
             with_init: namespaces.clone_flags & libc::CLONE_NEWPID != 0,
             id_maps: namespaces.id_maps,
             mount_proc: namespaces.mount_proc,
+            mounts: namespaces.mounts,
+            hostname: namespaces.hostname,
             landlock: namespaces.landlock,
             executor_pidfd: namespaces.executor_pidfd,
         })
@@ -188,7 +197,7 @@ fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
 }
 
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 18] = [
+const STAGES: [&str; 20] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -207,6 +216,8 @@ const STAGES: [&str; 18] = [
     "prctl(PR_SET_DUMPABLE) in the init",
     "starting the program from the init",
     "setsid in the init",
+    "setting up the run's mounts",
+    "sethostname",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -225,6 +236,8 @@ const STAGE_LANDLOCK: usize = 14;
 const STAGE_INIT_DUMPABLE: usize = 15;
 const STAGE_INIT_CLONE: usize = 16;
 const STAGE_INIT_SETSID: usize = 17;
+const STAGE_MOUNTS: usize = 18;
+const STAGE_HOSTNAME: usize = 19;
 
 /// Memory shared between the parent and the child (the child runs in the
 /// parent's address space until `execve`).
@@ -498,6 +511,18 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         // here, in the namespace's first process, before the program starts.
         if plan.mount_proc && !mount_private_proc() {
             return fail(context, STAGE_MOUNT_PROC);
+        }
+        // Before Landlock in the program: `set_up` adds the TMPDIR tmpfs's
+        // rule to the ruleset the program enforces.
+        if plan
+            .mounts
+            .as_ref()
+            .is_some_and(|mounts| !crate::mounts::set_up(mounts))
+        {
+            return fail(context, STAGE_MOUNTS);
+        }
+        if plan.hostname && !crate::mounts::set_hostname() {
+            return fail(context, STAGE_HOSTNAME);
         }
         if !plan.with_init {
             return tool_main(argument);

@@ -85,6 +85,7 @@ fn sandbox(network: Network, filesystem: Filesystem, private_pids: bool) -> Sand
         network,
         filesystem,
         private_pids,
+        ..Sandbox::none()
     }
 }
 

@@ -31,6 +31,7 @@
 //!     overrides: Default::default(),
 //!     sandbox: SandboxSettings::unrestricted(),
 //!     project_dir: std::env::current_dir()?,
+//!     protected: Vec::new(),
 //! };
 //! let config = GeneratorConfig {
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),

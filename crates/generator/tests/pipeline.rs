@@ -54,6 +54,7 @@ impl World {
             overrides: Default::default(),
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
+            protected: Vec::new(),
         };
         let config = GeneratorConfig {
             tools_dir: temp.path().join(".toolsmith/tools"),

@@ -50,6 +50,11 @@ pub struct RunConfig {
     /// The directory a `filesystem = "project"` tool may write in: the
     /// project (see [`project_dir`](crate::project_dir)).
     pub project_dir: PathBuf,
+    /// Paths that stay read-only to `filesystem = "project"` tools besides
+    /// the project's `.git`, `.toolsmith` and peers' tool directories: the
+    /// tool directories and the config file, those inside the project count
+    /// (see [`protected_paths`](crate::protected_paths)).
+    pub protected: Vec<PathBuf>,
 }
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
@@ -228,7 +233,10 @@ pub async fn invoke_with_progress(
     for (name, value) in out_of_band.iter().flat_map(OutOfBand::vars) {
         command.env(name, value);
     }
-    command.sandbox(call.sandbox.to_executor(&config.project_dir));
+    command.sandbox(
+        call.sandbox
+            .to_executor(&config.project_dir, &config.protected),
+    );
     let mut reports = None;
     if progress.is_some() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -550,6 +558,8 @@ mod tests {
                 network_denied: false,
                 filesystem: FilesystemAccess::Full,
                 private_pids: false,
+                private_mounts: false,
+                private_ipc: false,
                 relaxed: Vec::new(),
             },
         }
@@ -727,7 +737,8 @@ mod tests {
                 "peak_rss_kb": 4096,
                 "escalated": false,
                 "backend": "pgroup",
-                "sandbox": {"network": "allow", "filesystem": "full", "pid_namespace": false}
+                "sandbox": {"network": "allow", "filesystem": "full", "pid_namespace": false,
+                    "mount_namespace": false, "ipc_namespace": false}
             })
         );
     }

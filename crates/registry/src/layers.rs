@@ -58,7 +58,7 @@ impl Peer {
     }
 
     /// The peer's project tool directory, relative to the project.
-    fn project_dir(self) -> &'static str {
+    pub fn project_tool_dir(self) -> &'static str {
         match self {
             Peer::Kodelet => ".kodelet/tools",
             Peer::Ikigai => ".ikigai/tools",
@@ -184,7 +184,7 @@ pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
         for peer in Peer::ALL {
             push(
                 Layer::PeerProject(peer),
-                inputs.project.join(peer.project_dir()),
+                inputs.project.join(peer.project_tool_dir()),
             );
         }
     }

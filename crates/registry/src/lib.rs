@@ -42,6 +42,7 @@
 //!     overrides: Default::default(),
 //!     sandbox: SandboxSettings::unrestricted(),
 //!     project_dir: std::env::current_dir()?,
+//!     protected: Vec::new(),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -117,6 +118,7 @@ pub use crate::render::TemplateError;
 pub use crate::sandbox::{
     FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
     SandboxDeclarationError, SandboxReport, SandboxSettings, UnknownSetting, probe_sandbox_report,
+    protected_paths,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,

@@ -37,6 +37,8 @@ pub struct ToolOverride {
     pub max_open_files: Option<Option<u64>>,
     /// Bytes kept per output stream.
     pub max_output: Option<u64>,
+    /// The size of the private TMPDIR's tmpfs.
+    pub tmp_size: Option<Option<u64>>,
     /// The exact environment of the tool's processes, replacing [`RunConfig::env`].
     pub env: Option<Vec<(OsString, OsString)>>,
     /// Network access, replacing [`RunConfig::sandbox`]'s for this tool.
@@ -125,6 +127,7 @@ impl RunConfig {
                 .max_open_files
                 .unwrap_or(limits.max_open_files),
             max_output: tool_override.max_output.unwrap_or(limits.max_output),
+            tmp_size: tool_override.tmp_size.unwrap_or(limits.tmp_size),
             ..limits
         };
         CallConfig {
@@ -195,6 +198,7 @@ mod tests {
             overrides,
             sandbox: SandboxSettings::unrestricted(),
             project_dir: PathBuf::from("/"),
+            protected: Vec::new(),
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(

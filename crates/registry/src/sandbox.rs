@@ -9,7 +9,7 @@
 //! any other setting fails it closed with `POLICY_DENIED`.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde_json::Value;
@@ -214,9 +214,11 @@ impl SandboxSettings {
     }
 
     /// The executor's sandbox for a call whose project directory is
-    /// `project_dir`. Every call also gets a private PID namespace and
-    /// `/proc` when the kernel allows it, unless `private_pids` is off.
-    pub fn to_executor(self, project_dir: &Path) -> Sandbox {
+    /// `project_dir`, with [`protected_paths`] (the defaults and
+    /// `protected`) read-only under `project`. Every call also gets a private PID namespace and
+    /// `/proc` when the kernel allows it, unless `private_pids` is off, and
+    /// always its own mount, IPC and UTS namespaces where the kernel allows.
+    pub fn to_executor(self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
                 Enforcement::IfPossible
@@ -239,6 +241,9 @@ impl SandboxSettings {
                 _ => Filesystem::ReadOnly(enforcement(self.filesystem.if_possible())),
             },
             private_pids: self.private_pids,
+            private_mounts: true,
+            private_ipc: true,
+            protected: protected_paths(project_dir, protected),
         }
     }
 }
@@ -259,6 +264,9 @@ pub(crate) fn probe_sandbox() -> Sandbox {
         network: Network::Deny(Enforcement::IfPossible),
         filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
         private_pids: true,
+        private_mounts: true,
+        private_ipc: true,
+        protected: Vec::new(),
     }
 }
 
@@ -376,6 +384,31 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
     }
 }
 
+/// The paths below `project_dir` that stay read-only to `filesystem =
+/// "project"` tools, so that a tool cannot loosen its own sandbox or plant
+/// code that runs later: the project's `.git` (hooks, `core.fsmonitor`) and
+/// `.toolsmith` (configuration, tools), every peer's project tool directory,
+/// and each of `extra` (tool directories, the config file) that is inside the
+/// project (other than the project itself). Paths that do not exist are
+/// listed too (the executor skips them).
+pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut paths = vec![project_dir.join(".git"), project_dir.join(".toolsmith")];
+    for peer in crate::Peer::ALL {
+        paths.push(project_dir.join(peer.project_tool_dir()));
+    }
+    let inside = |path: &Path| path.starts_with(project_dir) && path != project_dir;
+    paths.extend(extra.iter().filter(|path| inside(path)).cloned());
+    // A directory inside a protected one is covered by it.
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        if !kept.iter().any(|other| path.starts_with(other)) {
+            kept.retain(|other| !other.starts_with(&path));
+            kept.push(path);
+        }
+    }
+    kept
+}
+
 /// What a tool declares about its own sandbox (`"sandbox": {"network":
 /// "deny", "filesystem": "read-only"}` in its description, schema or
 /// manifest frontmatter). It can only tighten the operator's grant.
@@ -481,6 +514,13 @@ pub struct SandboxReport {
     /// True when the tool had its own PID namespace and `/proc`, so it could
     /// see no other process.
     pub pid_namespace: bool,
+    /// True when the tool had its own mount namespace: read-only `/sys` and
+    /// cgroups, a minimal `/dev`, `nodev` everywhere, and under `project` and
+    /// `read-only` read-only mounts and a capped tmpfs TMPDIR.
+    pub mount_namespace: bool,
+    /// True when the tool had its own IPC and UTS namespaces: its SysV
+    /// objects died with it and the host's were out of sight.
+    pub ipc_namespace: bool,
     /// What a `-if-possible` setting could not enforce on this kernel, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_enforced: Vec<String>,
@@ -497,6 +537,8 @@ impl SandboxReport {
             },
             filesystem: applied.filesystem.as_str(),
             pid_namespace: applied.private_pids,
+            mount_namespace: applied.private_mounts,
+            ipc_namespace: applied.private_ipc,
             not_enforced: applied.relaxed.clone(),
         }
     }
@@ -506,7 +548,36 @@ impl SandboxReport {
 mod tests {
     use serde_json::json;
 
-    use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxSettings};
+    use std::path::{Path, PathBuf};
+
+    use crate::sandbox::{
+        FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxSettings, protected_paths,
+    };
+
+    #[test]
+    fn protected_paths_are_the_defaults_and_what_lies_inside_the_project() {
+        let project = Path::new("/work/project");
+        let extra = [
+            project.join(".toolsmith/tools"),
+            project.join("tools"),
+            project.join("toolsmith.toml"),
+            PathBuf::from("/elsewhere/tools"),
+            project.to_path_buf(),
+        ];
+        let expect: Vec<PathBuf> = [
+            ".git",
+            ".toolsmith",
+            ".kodelet/tools",
+            ".ikigai/tools",
+            ".nanocoder/tools",
+            "tools",
+            "toolsmith.toml",
+        ]
+        .iter()
+        .map(|path| project.join(path))
+        .collect();
+        assert_eq!(protected_paths(project, &extra), expect);
+    }
 
     fn check(grant: (&str, &str), declared: serde_json::Value, expect: (&str, &str)) {
         let grant = SandboxSettings {

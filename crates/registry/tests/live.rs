@@ -87,6 +87,7 @@ impl World {
             overrides: Default::default(),
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
+            protected: Vec::new(),
         };
         World {
             tools,

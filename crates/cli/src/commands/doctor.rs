@@ -620,7 +620,7 @@ fn sandbox_checks(support: &[Support<'_>]) -> Vec<Check> {
         .collect()
 }
 
-fn sandbox_support(features: &Features) -> [Support<'_>; 3] {
+fn sandbox_support(features: &Features) -> [Support<'_>; 5] {
     [
         Support {
             mechanism: "network namespace",
@@ -639,6 +639,18 @@ fn sandbox_support(features: &Features) -> [Support<'_>; 3] {
             purpose: "tools see no other process, toolsmith's environment included",
             probe: &features.private_proc,
             fix: "run toolsmith as root, or allow unprivileged user namespaces; without it toolsmith's own environment is still blanked at start (see `secrets`)",
+        },
+        Support {
+            mechanism: "mount namespace",
+            purpose: "read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR",
+            probe: &features.private_mounts,
+            fix: "use Linux 5.12 or later (mount_setattr) and run toolsmith as root or allow unprivileged user namespaces; as root, filesystem = project | read-only fail closed without it (set \"project-if-possible\" / \"read-only-if-possible\" to run with Landlock alone)",
+        },
+        Support {
+            mechanism: "ipc and uts namespaces",
+            purpose: "SysV objects and POSIX queues die with each call, the host's stay out of sight",
+            probe: &features.ipc_namespace,
+            fix: "run toolsmith as root, or allow unprivileged user namespaces",
         },
     ]
 }

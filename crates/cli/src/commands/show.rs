@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::json;
-use toolsmith_executor::Executor;
+use toolsmith_executor::{Executor, Features};
 use toolsmith_registry::{CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName};
 
 use crate::args::ShowArgs;
@@ -71,10 +71,14 @@ pub(crate) async fn show(
         .collect();
     if args.json {
         let mut document = tool_json(tool, &policy, &call);
+        let (applied, missing) = isolation(executor.features(), &call);
+        document["sandbox"]["isolation"] = json!(applied);
+        document["sandbox"]["not_enforced"] = json!(missing);
         document["shadowed"] = json!(shadowed);
         output::write_json(&document)?;
     } else {
-        let mut text = tool_text(tool, &policy, &call).context("cannot format the tool")?;
+        let mut text = tool_text(tool, &policy, &call, executor.features())
+            .context("cannot format the tool")?;
         for path in shadowed {
             writeln!(text, "shadows:       {}", path.display())
                 .context("cannot format the tool")?;
@@ -193,7 +197,35 @@ fn timeout_source_json(source: TimeoutSource) -> serde_json::Value {
     }
 }
 
-fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, std::fmt::Error> {
+/// The namespaces a call of the tool gets on this kernel, and those it
+/// would get but the kernel refuses, with why.
+fn isolation(features: &Features, call: &CallConfig) -> (Vec<&'static str>, Vec<String>) {
+    let mut applied = Vec::new();
+    let mut missing = Vec::new();
+    for (wanted, name, probe) in [
+        (
+            call.sandbox.private_pids,
+            "pid namespace",
+            &features.private_proc,
+        ),
+        (true, "mount namespace", &features.private_mounts),
+        (true, "ipc and uts namespaces", &features.ipc_namespace),
+    ] {
+        match (wanted, probe.available) {
+            (false, _) => {}
+            (true, true) => applied.push(name),
+            (true, false) => missing.push(format!("{name}: {}", probe.detail)),
+        }
+    }
+    (applied, missing)
+}
+
+fn tool_text(
+    tool: &Tool,
+    policy: &Policy,
+    call: &CallConfig,
+    features: &Features,
+) -> Result<String, std::fmt::Error> {
     let color = output::colors().stdout;
     let label = |text: &str| Cell::painted(text, Paint::Header);
     let mut text = String::new();
@@ -258,6 +290,22 @@ fn tool_text(tool: &Tool, policy: &Policy, call: &CallConfig) -> Result<String, 
             "network {}, filesystem {}{declared}",
             call.sandbox.network, call.sandbox.filesystem
         )),
+    ]);
+    let (applied, missing) = isolation(features, call);
+    rows.push(vec![
+        label("isolation:"),
+        if missing.is_empty() {
+            Cell::plain(applied.join(", "))
+        } else {
+            Cell::painted(
+                format!(
+                    "{} (not enforced on this kernel: {})",
+                    applied.join(", "),
+                    missing.join("; ")
+                ),
+                Paint::Bad,
+            )
+        },
     ]);
     text.push_str(&output::table("", &[], &rows, color));
     let timeout_source = match call.timeout_source {

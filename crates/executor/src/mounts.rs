@@ -1,0 +1,457 @@
+//! The mount layout of one run, set up in the clone child inside its own
+//! mount namespace, and its hostname in its own UTS namespace.
+//!
+//! Everything is decided and every string is prepared by the parent
+//! ([`MountPlan`]); the child ([`set_up`]) only makes system calls. The new
+//! mount API does the heavy lifting cheaply: one recursive `mount_setattr`
+//! makes every mount `nodev,nosuid` (and read-only under a filesystem
+//! restriction) instead of one remount per host mount, and `open_tree` clones
+//! the few mounts that must stay as the host has them (the device nodes and
+//! the project) before that, to be attached again after it.
+//!
+//! The layout, in order:
+//! 1. every mount private (`MS_REC | MS_PRIVATE`): nothing propagates to the host;
+//! 2. clones of `/dev/{null,zero,full,random,urandom,tty}` and, under
+//!    "project", of the project directory (made `nodev,nosuid`);
+//! 3. `/` and every mount below it `nodev,nosuid`, and read-only under
+//!    "read-only" and "project": the metadata of files outside the writable
+//!    roots (mode, owner, xattrs, flags, times) cannot change, and no device
+//!    node can be made or opened anywhere;
+//! 4. the project clone attached on the project, then each protected path
+//!    bound onto itself read-only (`.git`, `.toolsmith`, tool layers, config);
+//! 5. the private TMPDIR: a `tmpfs` (`nodev,nosuid`, mode 0700, size capped by
+//!    `Limits::tmp_size`) whose pages are charged to the run's memory cgroup,
+//!    with a Landlock rule of its own (the parent's rule names the host
+//!    directory underneath);
+//! 6. a minimal `/dev`: a read-only `tmpfs` holding the six cloned nodes,
+//!    `fd`, `stdin`, `stdout`, `stderr`, a private `devpts` with `ptmx`, and
+//!    `shm` (the TMPDIR tmpfs again, or a capped tmpfs of its own);
+//! 7. a fresh `/proc` (with a private PID namespace), then Docker's masks:
+//!    `/proc/{bus,fs,irq,sys,sysrq-trigger}` read-only, `/proc/{kcore,keys,
+//!    timer_list,...}` hidden behind `/dev/null` or an empty read-only tmpfs;
+//! 8. `/sys` and every cgroup filesystem below it read-only, with
+//!    `/sys/firmware` and `/sys/devices/virtual/powercap` hidden;
+//!
+//! With a UTS namespace, [`set_hostname`] names the host `toolsmith`.
+
+use std::ffi::{CStr, CString, c_int, c_uint};
+use std::ptr;
+
+/// `AT_RECURSIVE` of `mount_setattr` and `open_tree`.
+const AT_RECURSIVE: c_uint = 0x8000;
+const OPEN_TREE_CLONE: c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 0x4;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+
+/// The kernel's `struct mount_attr`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// The device nodes of the minimal `/dev`, bound from the host's.
+const DEVICES: [&CStr; 6] = [
+    c"/dev/null",
+    c"/dev/zero",
+    c"/dev/full",
+    c"/dev/random",
+    c"/dev/urandom",
+    c"/dev/tty",
+];
+
+/// The symbolic links of the minimal `/dev`: (target, link).
+const DEV_LINKS: [(&CStr, &CStr); 5] = [
+    (c"/proc/self/fd", c"/dev/fd"),
+    (c"/proc/self/fd/0", c"/dev/stdin"),
+    (c"/proc/self/fd/1", c"/dev/stdout"),
+    (c"/proc/self/fd/2", c"/dev/stderr"),
+    (c"pts/ptmx", c"/dev/ptmx"),
+];
+
+/// Made read-only, as Docker does: `/proc/sys` holds files whose owner check a
+/// root tool passes even without capabilities.
+const PROC_READ_ONLY: [&CStr; 5] = [
+    c"/proc/bus",
+    c"/proc/fs",
+    c"/proc/irq",
+    c"/proc/sys",
+    c"/proc/sysrq-trigger",
+];
+
+/// Hidden, as Docker does: a file behind `/dev/null`, a directory behind an
+/// empty read-only tmpfs.
+const MASKED: [&CStr; 11] = [
+    c"/proc/acpi",
+    c"/proc/asound",
+    c"/proc/kcore",
+    c"/proc/keys",
+    c"/proc/latency_stats",
+    c"/proc/sched_debug",
+    c"/proc/scsi",
+    c"/proc/timer_list",
+    c"/proc/timer_stats",
+    c"/sys/firmware",
+    c"/sys/devices/virtual/powercap",
+];
+
+/// The hostname of every run with a UTS namespace.
+pub(crate) const HOSTNAME: &[u8] = b"toolsmith";
+
+/// Everything [`set_up`] needs, prepared by the parent.
+#[derive(Debug)]
+pub(crate) struct MountPlan {
+    /// Mount a fresh `/proc` (the run has its own PID namespace).
+    pub(crate) proc: bool,
+    /// Make every mount read-only ("read-only" and "project").
+    pub(crate) read_only: bool,
+    /// The writable project directory ("project"), cloned before the
+    /// read-only step and attached again after it.
+    pub(crate) project: Option<CString>,
+    /// Paths inside the project bound read-only onto themselves.
+    pub(crate) protected: Vec<CString>,
+    /// The private TMPDIR's mount point, and the tmpfs options (size, mode).
+    pub(crate) temp_dir: Option<(CString, CString)>,
+    /// The options of `/dev/shm` when there is no TMPDIR to share.
+    pub(crate) shm_options: CString,
+    /// A Landlock ruleset and the rights to grant below the TMPDIR tmpfs.
+    pub(crate) landlock: Option<(c_int, u64)>,
+}
+
+impl MountPlan {
+    /// The tmpfs options of a private TMPDIR of at most `size` bytes (`None`: the
+    /// kernel's default, half of RAM).
+    pub(crate) fn tmpfs_options(size: Option<u64>, mode: &str) -> CString {
+        let text = match size {
+            // tmpfs rounds up to whole pages; size=0 would mean unlimited.
+            Some(size) => format!("size={},mode={mode}", size.max(4096)),
+            None => format!("mode={mode}"),
+        };
+        CString::new(text).unwrap_or_default()
+    }
+}
+
+/// Sets up the run's mounts in the calling process, which is in a new mount
+/// namespace.
+/// Returns false with errno set on the first failure.
+///
+/// # Safety
+/// Async-signal-safe and allocation-free: only system calls on the plan's
+/// strings and stack buffers. Must run in a new mount namespace, or it would
+/// change the host's mounts.
+pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
+    // SAFETY: system calls on NUL-terminated strings prepared by the parent,
+    // in the child's own mount namespace.
+    unsafe {
+        if libc::mount(
+            ptr::null(),
+            c"/".as_ptr(),
+            ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            ptr::null(),
+        ) != 0
+        {
+            return false;
+        }
+        // Clones taken before the whole tree turns nodev (and read-only).
+        let mut devices = [-1 as c_int; DEVICES.len()];
+        for (slot, device) in devices.iter_mut().zip(DEVICES) {
+            *slot = clone_tree(device, false);
+            if *slot < 0 && errno() != libc::ENOENT {
+                return false;
+            }
+        }
+        let project = match &plan.project {
+            Some(path) => {
+                let tree = clone_tree(path, true);
+                if tree < 0
+                    || !set_attributes(
+                        tree,
+                        c"",
+                        libc::AT_EMPTY_PATH as c_uint | AT_RECURSIVE,
+                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
+                    )
+                {
+                    return false;
+                }
+                Some((tree, path))
+            }
+            None => None,
+        };
+        let mut everywhere = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
+        if plan.read_only {
+            everywhere |= MOUNT_ATTR_RDONLY;
+        }
+        if !set_attributes(libc::AT_FDCWD, c"/", AT_RECURSIVE, everywhere) {
+            return false;
+        }
+        if let Some((tree, path)) = project {
+            let attached = attach(tree, path);
+            libc::close(tree);
+            if !attached {
+                return false;
+            }
+        }
+        for path in &plan.protected {
+            if !bind_read_only(path, 0) {
+                return false;
+            }
+        }
+        if let Some((path, options)) = &plan.temp_dir {
+            if libc::mount(
+                c"tmpfs".as_ptr(),
+                path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                options.as_ptr().cast(),
+            ) != 0
+            {
+                return false;
+            }
+            if let Some((ruleset, rights)) = plan.landlock
+                && !crate::landlock::allow_beneath_in_child(ruleset, path, rights)
+            {
+                return false;
+            }
+        }
+        if !minimal_dev(&devices, plan) {
+            return false;
+        }
+        if plan.proc
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                ptr::null(),
+            ) != 0
+        {
+            return false;
+        }
+        for path in PROC_READ_ONLY {
+            if !bind_read_only(path, MOUNT_ATTR_NOEXEC) {
+                return false;
+            }
+        }
+        if !set_attributes(
+            libc::AT_FDCWD,
+            c"/sys",
+            AT_RECURSIVE,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+        ) && errno() != libc::ENOENT
+        {
+            return false;
+        }
+        for path in MASKED {
+            if !mask(path) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Sets the hostname of the calling process's new UTS namespace to [`HOSTNAME`].
+///
+/// # Safety
+/// Async-signal-safe. Must run in a new UTS namespace, or it would rename the host.
+pub(crate) unsafe fn set_hostname() -> bool {
+    // SAFETY: a static buffer of the given length.
+    unsafe { libc::sethostname(HOSTNAME.as_ptr().cast(), HOSTNAME.len()) == 0 }
+}
+
+/// A `tmpfs` on `/dev` with the cloned nodes, links, `pts` and `shm`, then
+/// read-only. Consumes (closes) the clones.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn minimal_dev(devices: &[c_int; DEVICES.len()], plan: &MountPlan) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        if libc::mount(
+            c"tmpfs".as_ptr(),
+            c"/dev".as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"mode=0755,size=64k,nr_inodes=64".as_ptr().cast(),
+        ) != 0
+        {
+            return false;
+        }
+        for (&tree, device) in devices.iter().zip(DEVICES) {
+            if tree < 0 {
+                continue;
+            }
+            let made =
+                libc::mknod(device.as_ptr(), libc::S_IFREG | 0o666, 0) == 0 && attach(tree, device);
+            libc::close(tree);
+            if !made {
+                return false;
+            }
+        }
+        for (target, link) in DEV_LINKS {
+            if libc::symlink(target.as_ptr(), link.as_ptr()) != 0 {
+                return false;
+            }
+        }
+        // A private devpts instance, so the host's terminals stay out of reach.
+        // Optional: a kernel that refuses it leaves /dev/ptmx dangling.
+        if libc::mkdir(c"/dev/pts".as_ptr(), 0o755) != 0 {
+            return false;
+        }
+        libc::mount(
+            c"devpts".as_ptr(),
+            c"/dev/pts".as_ptr(),
+            c"devpts".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+        );
+        if libc::mkdir(c"/dev/shm".as_ptr(), 0o1777) != 0 {
+            return false;
+        }
+        // POSIX shared memory and semaphores share the TMPDIR's cap (and its
+        // Landlock rule) when there is one.
+        let shm = match &plan.temp_dir {
+            Some((path, _)) => libc::mount(
+                path.as_ptr(),
+                c"/dev/shm".as_ptr(),
+                ptr::null(),
+                libc::MS_BIND,
+                ptr::null(),
+            ),
+            None => libc::mount(
+                c"tmpfs".as_ptr(),
+                c"/dev/shm".as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                plan.shm_options.as_ptr().cast(),
+            ),
+        };
+        shm == 0 && set_attributes(libc::AT_FDCWD, c"/dev", 0, MOUNT_ATTR_RDONLY)
+    }
+}
+
+/// Binds `path` onto itself and makes the bind (and every mount below it)
+/// read-only, `nodev` and `nosuid`, plus `extra`. A path that does not exist
+/// is skipped.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn bind_read_only(path: &CStr, extra: u64) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        if libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            ptr::null(),
+        ) != 0
+        {
+            return errno() == libc::ENOENT;
+        }
+        set_attributes(
+            libc::AT_FDCWD,
+            path,
+            AT_RECURSIVE,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | extra,
+        )
+    }
+}
+
+/// Hides `path`: a directory behind an empty read-only tmpfs, anything else
+/// behind `/dev/null`. A path that does not exist is skipped.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn mask(path: &CStr) -> bool {
+    // SAFETY: as set_up; stat fills a stack buffer.
+    unsafe {
+        let mut status: libc::stat = std::mem::zeroed();
+        if libc::stat(path.as_ptr(), &mut status) != 0 {
+            return errno() == libc::ENOENT;
+        }
+        let mounted = if status.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"size=0,nr_inodes=1,mode=0555".as_ptr().cast(),
+            )
+        } else {
+            libc::mount(
+                c"/dev/null".as_ptr(),
+                path.as_ptr(),
+                ptr::null(),
+                libc::MS_BIND,
+                ptr::null(),
+            )
+        };
+        mounted == 0
+    }
+}
+
+/// A detached clone of the mount at `path` (and, when `recursive`, of every
+/// mount below it), or -1.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn clone_tree(path: &CStr, recursive: bool) -> c_int {
+    let flags =
+        OPEN_TREE_CLONE | libc::O_CLOEXEC as c_uint | if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: path is NUL-terminated.
+    unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) as c_int }
+}
+
+/// Attaches the detached mount `tree` on `target`.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn attach(tree: c_int, target: &CStr) -> bool {
+    // SAFETY: both paths are NUL-terminated.
+    unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        ) == 0
+    }
+}
+
+/// `mount_setattr(dirfd, path, flags, {attr_set: set})`.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn set_attributes(dirfd: c_int, path: &CStr, flags: c_uint, set: u64) -> bool {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: attr is a valid mount_attr of the given size; path is NUL-terminated.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            &raw const attr,
+            size_of::<MountAttr>(),
+        ) == 0
+    }
+}
+
+fn errno() -> c_int {
+    // SAFETY: __errno_location is thread-local and async-signal-safe.
+    unsafe { *libc::__errno_location() }
+}
