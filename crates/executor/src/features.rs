@@ -1,5 +1,5 @@
 //! Probing what the kernel allows: cgroups, namespaces, pidfds, subreapers,
-//! Landlock.
+//! Landlock, seccomp.
 //!
 //! [`DISABLE_FEATURES_VAR`] turns probes off, so that the fallbacks and the
 //! fail-closed paths of the sandbox can be tested on a kernel that has everything.
@@ -42,12 +42,14 @@ pub struct Features {
     pub private_proc: Probe,
     /// Landlock filesystem rules (for `filesystem = project | read-only`).
     pub landlock: Probe,
+    /// A seccomp filter can be installed (for `syscalls = filter`).
+    pub seccomp: Probe,
     /// The Landlock ABI version, when Landlock is available.
     pub landlock_abi: Option<u32>,
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
-/// by commas: `netns`, `private-proc`, `landlock`. For tests of fallbacks.
+/// by commas: `netns`, `private-proc`, `landlock`, `seccomp`. For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 fn disabled(feature: &str) -> Option<Probe> {
@@ -74,6 +76,7 @@ impl Features {
             ("network namespace", &self.network_namespace),
             ("private /proc", &self.private_proc),
             ("landlock", &self.landlock),
+            ("seccomp", &self.seccomp),
         ]
     }
 }
@@ -108,6 +111,16 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
             available: false,
             detail: String::new(),
         },
+        seccomp: disabled("seccomp").unwrap_or_else(|| match crate::seccomp::probe() {
+            Ok(()) => Probe {
+                available: true,
+                detail: "a seccomp filter can be installed".to_owned(),
+            },
+            Err(reason) => Probe {
+                available: false,
+                detail: reason,
+            },
+        }),
         landlock_abi: None,
     };
     let mut features = features;

@@ -214,6 +214,7 @@ pub(crate) async fn run(
     let sandbox = crate::sandbox::plan(
         command.sandbox_profile(),
         executor.features(),
+        executor.host(),
         &format!("{}-{run_id}", std::process::id()),
     )?;
     let containment = executor.contain(limits)?;

@@ -1,6 +1,7 @@
 //! Sandbox profiles: what a run may reach (network, writable paths, other
-//! processes), and how a profile becomes clone flags, a Landlock ruleset and
-//! a private temporary directory before the spawn.
+//! processes, privileges, system calls), and how a profile becomes clone
+//! flags, a Landlock ruleset, a private temporary directory, a privilege
+//! plan and a seccomp filter before the spawn.
 //!
 //! Every mechanism is applied in the clone child with raw system calls
 //! (see `spawn.rs`); everything that allocates happens here, in the parent.
@@ -10,7 +11,8 @@ use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Features, landlock};
+use crate::privileges::PrivilegePlan;
+use crate::{Error, Features, Privileges, RunAs, landlock, seccomp};
 
 /// Whether a missing kernel feature fails the run or lets it run with less.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +49,16 @@ pub enum Filesystem {
     ReadOnly(Enforcement),
 }
 
+/// Whether a run's system calls go through toolsmith's seccomp filter
+/// (see `seccomp.rs` and `docs/security.md` for the list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syscalls {
+    /// Every system call the kernel offers.
+    Unfiltered,
+    /// The deny-list filter, installed last before `execve`.
+    Filtered(Enforcement),
+}
+
 /// The isolation of one run, set with [`Command::sandbox`](crate::Command::sandbox).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -59,6 +71,10 @@ pub struct Sandbox {
     /// particular not the executor's `/proc/<pid>/environ`). Best effort:
     /// [`AppliedSandbox::private_pids`] says whether it applied.
     pub private_pids: bool,
+    /// The identity and capabilities of the run's processes.
+    pub privileges: Privileges,
+    /// The system-call filter.
+    pub syscalls: Syscalls,
 }
 
 impl Sandbox {
@@ -69,6 +85,8 @@ impl Sandbox {
             network: Network::Allow,
             filesystem: Filesystem::Full,
             private_pids: false,
+            privileges: Privileges::Keep,
+            syscalls: Syscalls::Unfiltered,
         }
     }
 }
@@ -110,6 +128,12 @@ pub struct AppliedSandbox {
     pub filesystem: FilesystemAccess,
     /// True when the run had its own PID namespace and `/proc`.
     pub private_pids: bool,
+    /// True when the run started with no capability (and an empty bounding set).
+    pub capabilities_dropped: bool,
+    /// The identity the run had, when it was switched (`[sandbox] user`).
+    pub run_as: Option<RunAs>,
+    /// True when the run's system calls went through the seccomp filter.
+    pub syscall_filter: bool,
     /// What an [`Enforcement::IfPossible`] request could not get, and why.
     pub relaxed: Vec<String>,
 }
@@ -125,6 +149,10 @@ pub(crate) struct SandboxPlan {
     pub(crate) landlock: Option<OwnedFd>,
     /// The private temporary directory, removed when the plan is dropped.
     pub(crate) temp_dir: Option<TempDir>,
+    /// What the child drops before `execve`, if anything.
+    pub(crate) privileges: Option<PrivilegePlan>,
+    /// The seccomp program the child installs last.
+    pub(crate) seccomp: Option<&'static [libc::sock_filter]>,
     /// What applies, for the outcome.
     pub(crate) applied: AppliedSandbox,
 }
@@ -156,17 +184,64 @@ impl Drop for TempDir {
     }
 }
 
+/// What the executor knows about its own process, for the plans of its runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Host {
+    /// The executor runs as root (euid 0).
+    pub(crate) is_root: bool,
+    /// The highest capability number of the kernel.
+    pub(crate) last_capability: u32,
+}
+
 /// Turns `sandbox` into a plan, or fails closed when a required mechanism is unavailable.
 pub(crate) fn plan(
     sandbox: &Sandbox,
     features: &Features,
+    host: Host,
     run_name: &str,
 ) -> Result<SandboxPlan, Error> {
     let mut applied = AppliedSandbox {
         network_denied: false,
         filesystem: FilesystemAccess::Full,
         private_pids: false,
+        capabilities_dropped: false,
+        run_as: None,
+        syscall_filter: false,
         relaxed: Vec::new(),
+    };
+    let privileges = match sandbox.privileges {
+        Privileges::Keep => None,
+        Privileges::Drop(run_as) => {
+            if let Some(run_as) = run_as
+                && !host.is_root
+            {
+                return Err(Error::RunAsNeedsRoot { run_as });
+            }
+            applied.capabilities_dropped = true;
+            applied.run_as = run_as;
+            Some(PrivilegePlan {
+                run_as,
+                last_capability: host.last_capability,
+            })
+        }
+    };
+    let seccomp_program = match sandbox.syscalls {
+        Syscalls::Unfiltered => None,
+        Syscalls::Filtered(enforcement) => {
+            if features.seccomp.available {
+                applied.syscall_filter = true;
+                Some(seccomp::program())
+            } else {
+                unavailable(
+                    enforcement,
+                    "syscalls = filter",
+                    "a seccomp filter",
+                    &features.seccomp.detail,
+                    &mut applied,
+                )?;
+                None
+            }
+        }
     };
     let mut clone_flags = 0;
     if let Network::Deny(enforcement) = sandbox.network {
@@ -205,7 +280,7 @@ pub(crate) fn plan(
             .filter(|_| features.landlock.available)
         {
             Some(abi) => {
-                let dir = create_temp_dir(run_name)?;
+                let dir = create_temp_dir(run_name, applied.run_as)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
                 writable.extend(writable_root);
                 landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
@@ -229,6 +304,8 @@ pub(crate) fn plan(
         mount_proc,
         landlock: landlock_ruleset,
         temp_dir,
+        privileges,
+        seccomp: seccomp_program,
         applied,
     })
 }
@@ -255,7 +332,9 @@ fn unavailable(
     }
 }
 
-fn create_temp_dir(run_name: &str) -> Result<TempDir, Error> {
+/// Creates the run's private temporary directory, owned by `owner` when the
+/// run switches identity (so that it can write there).
+fn create_temp_dir(run_name: &str, owner: Option<RunAs>) -> Result<TempDir, Error> {
     use std::os::unix::fs::DirBuilderExt;
     use std::sync::atomic::{AtomicU64, Ordering};
     // Unique in the process, not only in one executor: two executors of one process (a
@@ -277,5 +356,14 @@ fn create_temp_dir(run_name: &str) -> Result<TempDir, Error> {
             call: "mkdir(private temporary directory)",
             source,
         })?;
-    Ok(TempDir { path })
+    let dir = TempDir { path };
+    if let Some(owner) = owner {
+        std::os::unix::fs::chown(&dir.path, Some(owner.uid()), Some(owner.gid())).map_err(
+            |source| Error::Sys {
+                call: "chown(private temporary directory)",
+                source,
+            },
+        )?;
+    }
+    Ok(dir)
 }

@@ -23,7 +23,8 @@ use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-use crate::{Command, Error};
+use crate::privileges::{self, PrivilegePlan, PrivilegeStep};
+use crate::{Command, Error, seccomp};
 
 /// The size of the child's stack. The child's code is a straight line of
 /// system calls; this leaves ample room even in debug builds.
@@ -62,14 +63,45 @@ impl IdMaps {
 
     /// Writes the maps for the calling process, which has just entered a new
     /// user namespace. Async-signal-safe.
+    ///
+    /// A process that is not dumpable (toolsmith sets `PR_SET_DUMPABLE` 0 at
+    /// start) has its `/proc/self` files owned by root, which a non-root
+    /// child cannot open for writing. Dumpability belongs to the memory the
+    /// child shares with the executor (`CLONE_VM`), so it is turned on for
+    /// the three writes only and off again at once.
     pub(crate) fn write_own(&self) -> bool {
-        // SAFETY: write_file only makes system calls.
+        // SAFETY: prctl and write_file only make system calls.
         unsafe {
-            write_file(c"/proc/self/setgroups", b"deny")
+            let was_dumpable = libc::prctl(libc::PR_GET_DUMPABLE) == 1;
+            if !was_dumpable {
+                set_dumpable(1);
+            }
+            let written = write_file(c"/proc/self/setgroups", b"deny")
                 && write_file(c"/proc/self/uid_map", &self.uid_map)
-                && write_file(c"/proc/self/gid_map", &self.gid_map)
+                && write_file(c"/proc/self/gid_map", &self.gid_map);
+            if !was_dumpable {
+                set_dumpable(0);
+            }
+            written
         }
     }
+}
+
+/// Sets `PR_SET_DUMPABLE`. Async-signal-safe.
+///
+/// # Safety
+/// One `prctl`.
+unsafe fn set_dumpable(value: libc::c_ulong) {
+    // SAFETY: PR_SET_DUMPABLE takes 0 or 1.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            value,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
 }
 
 /// Everything a child needs, prepared before the clone.
@@ -91,10 +123,13 @@ pub(crate) struct SpawnPlan {
     id_maps: Option<IdMaps>,
     mount_proc: bool,
     landlock: Option<RawFd>,
+    privileges: Option<PrivilegePlan>,
+    seccomp: Option<libc::sock_fprog>,
     executor_pidfd: Option<RawFd>,
 }
 
-// SAFETY: the raw pointers point into the CStrings owned by the plan itself;
+// SAFETY: the raw pointers point into the CStrings owned by the plan itself
+// (and the seccomp program, which is static);
 // they are only read, by the child, while the plan is borrowed by `spawn`.
 unsafe impl Send for SpawnPlan {}
 // SAFETY: as above; the plan is never mutated after construction.
@@ -110,6 +145,10 @@ pub(crate) struct Namespaces {
     pub(crate) mount_proc: bool,
     /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
     pub(crate) landlock: Option<RawFd>,
+    /// The identity and capabilities to drop before `execve`.
+    pub(crate) privileges: Option<PrivilegePlan>,
+    /// The seccomp filter to install last before `execve`.
+    pub(crate) seccomp: Option<libc::sock_fprog>,
     /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
     /// then checks through it that the executor did not die in between.
     pub(crate) executor_pidfd: Option<RawFd>,
@@ -166,6 +205,8 @@ impl SpawnPlan {
             id_maps: namespaces.id_maps,
             mount_proc: namespaces.mount_proc,
             landlock: namespaces.landlock,
+            privileges: namespaces.privileges,
+            seccomp: namespaces.seccomp,
             executor_pidfd: namespaces.executor_pidfd,
         })
     }
@@ -197,7 +238,7 @@ struct KernelSigaction {
 }
 
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 15] = [
+const STAGES: [&str; 19] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -213,6 +254,10 @@ const STAGES: [&str; 15] = [
     "the executor exited during the spawn",
     "mounting a private /proc",
     "landlock_restrict_self",
+    "dropping the capability bounding set (PR_CAPBSET_DROP, PR_SET_SECUREBITS)",
+    "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
+    "dropping capabilities (capset)",
+    "installing the seccomp filter",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -228,6 +273,10 @@ const STAGE_PDEATHSIG: usize = 11;
 const STAGE_ORPHANED: usize = 12;
 const STAGE_MOUNT_PROC: usize = 13;
 const STAGE_LANDLOCK: usize = 14;
+const STAGE_BOUNDING_SET: usize = 15;
+const STAGE_IDENTITY: usize = 16;
+const STAGE_CAPABILITIES: usize = 17;
+const STAGE_SECCOMP: usize = 18;
 
 /// Memory shared between the parent and the child (the child runs in the
 /// parent's address space until `execve`).
@@ -470,6 +519,15 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             }
             None => 3,
         };
+        if let Some(privileges) = &plan.privileges
+            && let Err(step) = privileges::drop_privileges(privileges)
+        {
+            return fail(match step {
+                PrivilegeStep::Bounding => STAGE_BOUNDING_SET,
+                PrivilegeStep::Identity => STAGE_IDENTITY,
+                PrivilegeStep::Capabilities => STAGE_CAPABILITIES,
+            });
+        }
         // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
         // descriptor, which the next step closes.
         if libc::prctl(
@@ -490,6 +548,11 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             ) != 0
         {
             return fail(STAGE_LANDLOCK);
+        }
+        if let Some(filter) = &plan.seccomp
+            && !seccomp::install(filter)
+        {
+            return fail(STAGE_SECCOMP);
         }
         if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
             && !close_fds_slowly(first_closed as c_int)
