@@ -75,7 +75,7 @@ pub enum Error {
         reason: String,
     },
     /// A run was to switch identity, which only a root executor can do.
-    #[error("running tools as {run_as} needs toolsmith to run as root (it runs as uid {uid})", uid = effective_uid())]
+    #[error("running tools as {run_as} needs toolsmith to run as root (it runs as uid {uid})", uid = crate::effective_uid())]
     RunAsNeedsRoot {
         /// The identity asked for.
         run_as: RunAs,
@@ -91,7 +91,3 @@ pub enum Error {
     },
 }
 
-fn effective_uid() -> libc::uid_t {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
-}

@@ -50,12 +50,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
-pub use crate::environ::seal_initial_environment;
+pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
 pub use crate::error::Error;
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
-pub use crate::privileges::{Privileges, RunAs};
+pub use crate::privileges::{Privileges, RunAs, effective_uid};
 pub use crate::sandbox::{
     AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox, Syscalls,
 };

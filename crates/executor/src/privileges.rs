@@ -104,6 +104,13 @@ fn lookup_user(name: &str) -> Result<RunAs, String> {
     }
 }
 
+/// The effective uid of the calling process: 0 when it may set a run's
+/// identity ([`Privileges::Drop`] with a [`RunAs`]).
+pub fn effective_uid() -> libc::uid_t {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Whether a run keeps the executor's privileges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Privileges {

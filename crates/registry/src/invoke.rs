@@ -480,6 +480,9 @@ mod tests {
                 network_denied: false,
                 filesystem: FilesystemAccess::Full,
                 private_pids: false,
+                capabilities_dropped: false,
+                run_as: None,
+                syscall_filter: false,
                 relaxed: Vec::new(),
             },
         }
