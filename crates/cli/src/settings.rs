@@ -27,8 +27,7 @@ use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits, Run
 use toolsmith_registry::{
     Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, LayerDir, LayerInputs,
     NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, SyscallsSetting, ToolName,
-    ToolOverride,
-    layer_dirs, project_dir,
+    ToolOverride, layer_dirs, project_dir,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -527,10 +526,7 @@ impl GlobalSettings {
                     .filesystem
                     .unwrap_or(FilesystemSetting::Full),
                 private_pids: true,
-                syscalls: combined
-                    .sandbox
-                    .syscalls
-                    .unwrap_or(SyscallsSetting::Filter),
+                syscalls: combined.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
                 user: combined.sandbox.user,
             },
             project_dir: project,

@@ -90,4 +90,3 @@ pub enum Error {
         source: io::Error,
     },
 }
-

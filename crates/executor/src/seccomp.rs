@@ -269,7 +269,9 @@ pub(crate) fn probe() -> Result<(), String> {
             probe_child,
             stack.as_mut_ptr().add(stack.len()).cast::<libc::c_void>(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            std::ptr::from_ref(&filter).cast_mut().cast::<libc::c_void>(),
+            std::ptr::from_ref(&filter)
+                .cast_mut()
+                .cast::<libc::c_void>(),
         )
     };
     if pid < 0 {
@@ -335,7 +337,10 @@ mod tests {
         for (index, instruction) in program.iter().enumerate() {
             if instruction.code & 0x07 == 0x05 {
                 let furthest = index + 1 + usize::from(instruction.jt.max(instruction.jf));
-                assert!(furthest < program.len(), "jump at {index} leaves the program");
+                assert!(
+                    furthest < program.len(),
+                    "jump at {index} leaves the program"
+                );
             }
         }
         let last = program.last().unwrap();

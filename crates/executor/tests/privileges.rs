@@ -175,7 +175,13 @@ fn without_capabilities_a_root_tool_cannot_undo_its_sandbox() {
     if !available("private /proc", &executor.features().private_proc) {
         return;
     }
-    let attacks = ["umount-proc", "mount-tmpfs", "unshare-mount", "mknod", "chattr"];
+    let attacks = [
+        "umount-proc",
+        "mount-tmpfs",
+        "unshare-mount",
+        "mknod",
+        "chattr",
+    ];
     let dropped = probe(&attacks, with(Privileges::Drop(None), Syscalls::Unfiltered));
     for attack in attacks {
         assert_eq!(dropped[attack], "EPERM", "{attack}: {dropped:?}");
@@ -265,7 +271,10 @@ fn run_as_switches_the_identity_and_the_private_tmp_belongs_to_it() {
             Path::new("/bin/true"),
             &[],
             Path::new("/"),
-            with(Privileges::Drop(Some(RunAs::new(65534, 65534))), Syscalls::Unfiltered),
+            with(
+                Privileges::Drop(Some(RunAs::new(65534, 65534))),
+                Syscalls::Unfiltered,
+            ),
         )
         .unwrap_err();
         assert!(matches!(refused, Error::RunAsNeedsRoot { .. }), "{refused}");
