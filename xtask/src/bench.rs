@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use toolsmith_executor::{
     BackendChoice, Enforcement, Executor, ExecutorConfig, Filesystem, Limits, Network, Outcome,
-    Sandbox,
+    Privileges, Sandbox, Syscalls,
 };
 
 use crate::CheckFailed;
@@ -167,6 +167,8 @@ impl Harness {
             network: Network::Deny(Enforcement::IfPossible),
             filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
             private_pids: true,
+            privileges: Privileges::Drop(None),
+            syscalls: Syscalls::Filtered(Enforcement::IfPossible),
         });
         Ok(Harness {
             executor,

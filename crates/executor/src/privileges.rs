@@ -239,13 +239,12 @@ pub(crate) unsafe fn drop_privileges(plan: &PrivilegePlan) -> Result<(), Privile
                 return Err(PrivilegeStep::Bounding);
             }
         }
-        if let Some(run_as) = plan.run_as {
-            if libc::setgroups(0, std::ptr::null()) != 0
+        if let Some(run_as) = plan.run_as
+            && (libc::setgroups(0, std::ptr::null()) != 0
                 || libc::setresgid(run_as.gid, run_as.gid, run_as.gid) != 0
-                || libc::setresuid(run_as.uid, run_as.uid, run_as.uid) != 0
-            {
-                return Err(PrivilegeStep::Identity);
-            }
+                || libc::setresuid(run_as.uid, run_as.uid, run_as.uid) != 0)
+        {
+            return Err(PrivilegeStep::Identity);
         }
         // Kernels before 4.3 have no ambient set (EINVAL): nothing to clear.
         if libc::prctl(

@@ -36,10 +36,12 @@ const AUDIT_ARCH: u32 = 0;
 /// entry point to a call the list below names by its 64-bit number.
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const BPF_JEQ_K: u16 = 0x05 | 0x10;
-const BPF_JGE_K: u16 = 0x05 | 0x30;
-const BPF_JSET_K: u16 = 0x05 | 0x40;
+/// `BPF_LD | BPF_W | BPF_ABS` (0x00, 0x00, 0x20).
+const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_JMP | BPF_JEQ | BPF_K`, and the same with `BPF_JGE` and `BPF_JSET`.
+const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
+const BPF_JSET_K: u16 = 0x45;
 const BPF_RET_K: u16 = 0x06;
 
 const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
