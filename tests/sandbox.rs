@@ -457,3 +457,222 @@ fn executor_sigkilled_mid_call_takes_its_tools_along_and_a_restart_cleans_up() {
     assert_eq!(output.status.code(), Some(0));
     assert!(!stale.exists(), "{} survived a restart", stale.display());
 }
+
+/// True when the tests run as root (the privilege tests need a root toolsmith); else says so.
+fn root() -> bool {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let root = status
+        .lines()
+        .find(|line| line.starts_with("Uid:"))
+        .is_some_and(|line| line.split_whitespace().nth(2) == Some("0"));
+    if !root {
+        eprintln!("WARNING: not run as root, the root-toolsmith privilege test is SKIPPED");
+    }
+    root
+}
+
+/// A tool that prints its capability sets and uid, then tries the calls of
+/// `tests/hostile/sandbox/syscalls.py` (a root tool undoing its sandbox).
+fn privileges_tool(context: &TestContext, probes: &str) {
+    context.tool(
+        "undo",
+        &shell_tool(
+            "undo",
+            EMPTY_SCHEMA,
+            &format!(
+                "grep '^Cap' /proc/self/status; id -u; exec /usr/bin/python3 {} {probes}",
+                hostile("syscalls.py").display()
+            ),
+        ),
+    );
+}
+
+#[test]
+fn a_root_toolsmiths_tools_have_no_capability_and_their_system_calls_are_filtered() {
+    let context = TestContext::new();
+    if !root() || !available(&context, "seccomp") || !Path::new("/usr/bin/python3").exists() {
+        return;
+    }
+    privileges_tool(
+        &context,
+        "keyctl add_key unshare-user unshare-mount mount ptrace bpf umount-proc mknod chattr",
+    );
+    let envelope = run_json(context.with_tools().args(["run", "undo"]));
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    let printed = envelope["result"].as_str().unwrap();
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            printed.contains(&format!("{set}:\t0000000000000000\n")),
+            "{set}: {printed}"
+        );
+    }
+    for probe in [
+        "keyctl",
+        "add_key",
+        "unshare-user",
+        "unshare-mount",
+        "mount",
+        "ptrace",
+        "bpf",
+        "mknod",
+        "chattr",
+    ] {
+        assert!(
+            printed.contains(&format!("\n{probe} EPERM")),
+            "{probe}: {printed}"
+        );
+    }
+    // umount of its own /proc is tried only in a private PID (and mount) namespace.
+    assert!(
+        printed.contains("\numount-proc EPERM") || printed.contains("\numount-proc skipped"),
+        "{printed}"
+    );
+    let sandbox = &envelope["metadata"]["sandbox"];
+    assert_eq!(sandbox["capabilities"], "none", "{envelope}");
+    assert_eq!(sandbox["syscalls"], "filtered", "{envelope}");
+
+    // `unfiltered` (per tool) lifts the filter but not the capability drop.
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[tools.undo]\nsyscalls = \"unfiltered\"\n",
+    );
+    let unfiltered = run_json(context.with_tools().args(["run", "undo"]));
+    let printed = unfiltered["result"].as_str().unwrap();
+    assert!(printed.contains("\nadd_key EFAULT"), "{printed}");
+    assert!(printed.contains("\nunshare-mount EPERM"), "{printed}");
+    assert_eq!(unfiltered["metadata"]["sandbox"]["syscalls"], "unfiltered");
+    assert_eq!(unfiltered["metadata"]["sandbox"]["capabilities"], "none");
+}
+
+#[test]
+fn a_required_filter_the_kernel_refuses_is_policy_denied_and_if_possible_runs_without() {
+    let context = TestContext::new();
+    let marker = context.root.join("ran");
+    context.tool(
+        "writer",
+        &shell_tool(
+            "writer",
+            EMPTY_SCHEMA,
+            &format!("touch {} && echo done", marker.display()),
+        ),
+    );
+    let denied = run_json(
+        context
+            .with_tools()
+            .env("TOOLSMITH_DISABLE_FEATURES", "seccomp")
+            .args(["run", "writer"]),
+    );
+    assert_eq!(denied["error_code"], "POLICY_DENIED", "{denied}");
+    assert_eq!(
+        denied["error"],
+        "Tool writer was not run: syscalls = filter needs a seccomp filter, which this kernel refused (disabled by TOOLSMITH_DISABLE_FEATURES); set syscalls = \"filter-if-possible\" in [sandbox] or [tools.NAME] to run it without."
+    );
+    assert!(!marker.exists(), "a denied call must start no process");
+
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[sandbox]\nsyscalls = \"filter-if-possible\"\n",
+    );
+    let relaxed = run_json(
+        context
+            .with_tools()
+            .env("TOOLSMITH_DISABLE_FEATURES", "seccomp")
+            .args(["run", "writer"]),
+    );
+    assert_eq!(relaxed["tool_success"], true, "{relaxed}");
+    assert!(marker.exists());
+    let sandbox = &relaxed["metadata"]["sandbox"];
+    assert_eq!(sandbox["syscalls"], "unfiltered", "{relaxed}");
+    assert_eq!(
+        sandbox["not_enforced"],
+        json!([
+            "syscalls = filter not enforced: a seccomp filter is unavailable (disabled by TOOLSMITH_DISABLE_FEATURES)"
+        ])
+    );
+}
+
+#[test]
+fn sandbox_user_runs_tools_as_that_uid_and_their_files_belong_to_it() {
+    use std::os::unix::fs::MetadataExt;
+    let context = TestContext::new();
+    context.tool(
+        "whoami",
+        &shell_tool(
+            "whoami",
+            EMPTY_SCHEMA,
+            "id -u; id -g; id -G; echo x > out/written.txt; echo y > \"$TMPDIR/t\" && echo tmp-ok",
+        ),
+    );
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[sandbox]\nuser = \"65534:65534\"\nfilesystem = \"project\"\n",
+    );
+    if !root() {
+        let output = context
+            .with_tools()
+            .args(["run", "whoami"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("setting the user tools run as needs toolsmith to run as root"),
+            "{stderr}"
+        );
+        return;
+    }
+    if !available(&context, "landlock") {
+        return;
+    }
+    let out = context.project.join("out");
+    fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
+    let envelope = run_json(context.with_tools().args(["run", "whoami"]));
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    assert_eq!(
+        envelope["result"], "65534\n65534\n65534\ntmp-ok",
+        "{envelope}"
+    );
+    assert_eq!(envelope["metadata"]["sandbox"]["user"], "65534:65534");
+    let written = fs::metadata(out.join("written.txt")).unwrap();
+    assert_eq!((written.uid(), written.gid()), (65534, 65534));
+
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[sandbox]\nuser = \"no-such-user-here\"\n",
+    );
+    let output = context
+        .with_tools()
+        .args(["run", "whoami"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no such user"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn toolsmith_is_not_dumpable_and_keeps_no_secret_it_does_not_pass_on() {
+    let context = TestContext::new();
+    // Without a private /proc the tool sees toolsmith as its parent.
+    context.tool(
+        "peek",
+        &shell_tool(
+            "peek",
+            EMPTY_SCHEMA,
+            "head -c 1 /proc/$PPID/mem >/dev/null 2>&1 && echo mem-readable || echo mem-denied; stat -c %u /proc/$PPID/environ",
+        ),
+    );
+    let envelope = run_json(
+        context
+            .with_tools()
+            .env("SECRET_TOKEN", "s3cr3t")
+            .env("TOOLSMITH_DISABLE_FEATURES", "private-proc")
+            .args(["run", "peek"]),
+    );
+    // A non-dumpable process's /proc files belong to root, and its memory
+    // needs CAP_SYS_PTRACE, which no tool has.
+    assert_eq!(envelope["result"], "mem-denied\n0", "{envelope}");
+}

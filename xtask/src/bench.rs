@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use toolsmith_executor::{
     BackendChoice, Enforcement, Executor, ExecutorConfig, Filesystem, Limits, Network, Outcome,
-    Sandbox,
+    Privileges, Sandbox, Syscalls,
 };
 
 use crate::CheckFailed;
@@ -99,8 +99,16 @@ const MECHANISMS: &[Mechanism] = &[
         add: |sandbox| sandbox.private_mounts = true,
     },
     Mechanism {
-        label: "+ IPC and UTS namespaces (default profile)",
+        label: "+ IPC and UTS namespaces",
         add: |sandbox| sandbox.private_ipc = true,
+    },
+    Mechanism {
+        label: "+ every capability dropped",
+        add: |sandbox| sandbox.privileges = Privileges::Drop(None),
+    },
+    Mechanism {
+        label: "+ seccomp filter (default profile)",
+        add: |sandbox| sandbox.syscalls = Syscalls::Filtered(Enforcement::IfPossible),
     },
     Mechanism {
         label: "+ network namespace (network deny)",

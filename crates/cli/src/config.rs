@@ -29,8 +29,10 @@
 //! [sandbox]                  # every tool's isolation (see docs/security.md)
 //! network = "deny"           # allow (default), deny, or deny-if-possible
 //! filesystem = "project"     # full (default), project, read-only, project-if-possible, read-only-if-possible
+//! syscalls = "filter"        # filter (default), filter-if-possible, or unfiltered
+//! user = "1000:1000"         # root toolsmith only: the uid:gid (or user name) tools run as
 //!
-//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout) and of [sandbox], env, disabled
+//! [tools.hello]              # per-tool overrides: the keys of [limits] (but max_timeout) and of [sandbox] (but user), env, disabled
 //! timeout = "5s"
 //! env = { allow = ["PATH"], set = { GREETING = "hi" } }
 //! network = "allow"
@@ -60,8 +62,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::de::{self, Deserializer, Visitor};
-use toolsmith_executor::BackendChoice;
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, ToolName};
+use toolsmith_executor::{BackendChoice, RunAs};
+use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
 
 use crate::settings::{
     DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, LimitsOptions, Options,
@@ -133,6 +135,12 @@ pub(crate) enum ValueError {
     ToolName(#[from] toolsmith_registry::NameError),
     #[error(transparent)]
     Sandbox(Box<toolsmith_registry::UnknownSetting>),
+    #[error(transparent)]
+    User(Box<toolsmith_executor::Error>),
+    #[error(
+        "setting the user tools run as needs toolsmith to run as root (it runs as uid {uid}); a non-root toolsmith's tools already run as its own uid, without capabilities"
+    )]
+    UserNeedsRoot { uid: u32 },
 }
 
 /// A number or a string in the file; units are parsed after deserializing so
@@ -275,6 +283,18 @@ struct RawSandbox {
     /// private temporary directory), `"read-only"` (only the private temporary
     /// directory), or `"project-if-possible"`/`"read-only-if-possible"`.
     filesystem: Option<Scalar>,
+    /// `"filter"` (default: toolsmith's seccomp filter, listed in
+    /// docs/security.md; the call fails closed with `POLICY_DENIED` where the
+    /// kernel cannot install it), `"filter-if-possible"` (runs without it
+    /// there, and says so in the envelope) or `"unfiltered"` (for a tool that
+    /// needs ptrace, namespaces or another denied call).
+    syscalls: Option<Scalar>,
+    /// For a toolsmith run as root: the identity tools run as, `"UID:GID"`,
+    /// `"UID"` or a user name (its primary group), with no supplementary
+    /// group. Files tools write belong to it, so the project must be
+    /// writable by it. Refused when toolsmith is not root. Default: root's
+    /// uid, without any capability.
+    user: Option<Scalar>,
 }
 
 /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
@@ -309,6 +329,8 @@ struct RawTool {
     network: Option<Scalar>,
     /// The filesystem profile of this tool, as `[sandbox] filesystem`.
     filesystem: Option<Scalar>,
+    /// The system-call filter of this tool, as `[sandbox] syscalls`.
+    syscalls: Option<Scalar>,
     /// `true` denies the tool, like naming it in `[policy] disabled`.
     disabled: Option<bool>,
 }
@@ -597,6 +619,13 @@ fn parse_with_trust(
             origin,
             parse_filesystem,
         )?,
+        syscalls: field(
+            "sandbox.syscalls",
+            &raw.sandbox.syscalls,
+            origin,
+            parse_syscalls,
+        )?,
+        user: field("sandbox.user", &raw.sandbox.user, origin, parse_user)?,
     };
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
@@ -701,6 +730,8 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
                 origin,
                 parse_filesystem,
             )?,
+            syscalls: field(&key("syscalls"), &raw.syscalls, origin, parse_syscalls)?,
+            user: None,
         },
         disabled: raw.disabled,
     })
@@ -714,6 +745,21 @@ fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
 fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
     text.parse()
         .map_err(|error| ValueError::Sandbox(Box::new(error)))
+}
+
+fn parse_syscalls(text: &str) -> Result<SyscallsSetting, ValueError> {
+    text.parse()
+        .map_err(|error| ValueError::Sandbox(Box::new(error)))
+}
+
+/// Resolves `[sandbox] user` in toolsmith's own process (a user name is
+/// looked up once, here); only a root toolsmith can switch identity.
+fn parse_user(text: &str) -> Result<RunAs, ValueError> {
+    let uid = toolsmith_executor::effective_uid();
+    if uid != 0 {
+        return Err(ValueError::UserNeedsRoot { uid });
+    }
+    RunAs::resolve(text).map_err(|error| ValueError::User(Box::new(error)))
 }
 
 /// Parses a list of tool names (plain or exposed), naming the key on error.

@@ -57,6 +57,14 @@ use crate::trust::{TrustError, TrustReport, TrustStore};
 /// `toolsmith_executor::seal_initial_environment`); `doctor` reports it.
 static ENVIRON_SEALED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
 
+/// Whether toolsmith made itself non-dumpable at start (see
+/// `toolsmith_executor::forbid_dumping`); `doctor` reports it.
+static NOT_DUMPABLE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+
+/// How many variables were dropped from toolsmith's environment once the
+/// settings were resolved (see `toolsmith_executor::scrub_environment`).
+static ENVIRON_DROPPED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 /// The clap definition of the command line, for generated artefacts (man
 /// pages, completions) that must match the binary exactly.
 pub fn command() -> clap::Command {
@@ -77,6 +85,16 @@ pub fn main() -> ExitCode {
         }
         message
     }));
+    // Not dumpable: a tool of the same uid (root without CAP_SYS_PTRACE
+    // included) can neither attach to toolsmith nor read its /proc/<pid>/mem.
+    let not_dumpable = toolsmith_executor::forbid_dumping().map_err(|error| {
+        let mut message = error.to_string();
+        if let Some(source) = std::error::Error::source(&error) {
+            message.push_str(&format!(": {source}"));
+        }
+        message
+    });
+    let _ignored = NOT_DUMPABLE.set(not_dumpable);
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // `--color` is read before parsing, so that help and usage errors obey it too.
     let mut command = Cli::command();
@@ -210,6 +228,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         &lookup,
     );
     tracing::debug!(?global, "resolved settings");
+    // Every variable that no tool receives and toolsmith does not read is
+    // dropped (its heap copy zeroed), so that a tool that could read
+    // toolsmith's memory would not find the operator's secrets in it.
+    let keep = global.kept_environment();
+    // SAFETY: the process still has one thread: no executor, runtime or
+    // progress bar exists yet, and the logger writes from the caller's thread.
+    let dropped = unsafe { toolsmith_executor::scrub_environment(&|name| keep(name)) };
+    tracing::debug!(?dropped, "dropped variables no tool receives");
+    let _ignored = ENVIRON_DROPPED.set(dropped.len());
 
     // Everything a subcommand needs is resolved before any process runs, so
     // that bad input is exit 2 without side effects.

@@ -23,11 +23,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits};
+use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Executor, Limits, RunAs};
 use toolsmith_registry::{
     Catalog, DiscoveryCache, DiscoveryProgress, FilesystemSetting, Layer, LayerDir, LayerInputs,
-    NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, ToolName, ToolOverride,
-    layer_dirs, project_dir,
+    NetworkSetting, Policy, Profile, RunConfig, SandboxSettings, SyscallsSetting, ToolName,
+    ToolOverride, layer_dirs, project_dir,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -190,6 +190,9 @@ impl Combine for DiscoveryOptions {
 pub(crate) struct SandboxOptions {
     pub(crate) network: Option<NetworkSetting>,
     pub(crate) filesystem: Option<FilesystemSetting>,
+    pub(crate) syscalls: Option<SyscallsSetting>,
+    /// `[sandbox] user`, resolved; never set by `[tools.NAME]`.
+    pub(crate) user: Option<RunAs>,
 }
 
 impl Combine for SandboxOptions {
@@ -197,6 +200,8 @@ impl Combine for SandboxOptions {
         SandboxOptions {
             network: self.network.combine(lower.network),
             filesystem: self.filesystem.combine(lower.filesystem),
+            syscalls: self.syscalls.combine(lower.syscalls),
+            user: self.user.combine(lower.user),
         }
     }
 }
@@ -584,6 +589,8 @@ impl GlobalSettings {
                     .filesystem
                     .unwrap_or(FilesystemSetting::Full),
                 private_pids: true,
+                syscalls: combined.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
+                user: combined.sandbox.user,
             },
             project_dir: project,
             generator_tools_dir,
@@ -773,6 +780,26 @@ impl GlobalSettings {
                 ),
             },
             Effective {
+                key: "sandbox.syscalls",
+                value: json!(self.sandbox.syscalls.as_str()),
+                origin: origin(
+                    None,
+                    false,
+                    file.sandbox.syscalls.is_some(),
+                    user.sandbox.syscalls.is_some(),
+                ),
+            },
+            Effective {
+                key: "sandbox.user",
+                value: json!(self.sandbox.user.map(|user| user.to_string())),
+                origin: origin(
+                    None,
+                    false,
+                    file.sandbox.user.is_some(),
+                    user.sandbox.user.is_some(),
+                ),
+            },
+            Effective {
                 key: "audit.path",
                 value: json["audit"].clone(),
                 origin: origin(None, false, file.audit.is_some(), user.audit.is_some()),
@@ -923,6 +950,7 @@ impl GlobalSettings {
             env,
             network: tool.sandbox.network,
             filesystem: tool.sandbox.filesystem,
+            syscalls: tool.sandbox.syscalls,
         }
     }
 
@@ -1004,6 +1032,60 @@ impl GlobalSettings {
             .collect()
     }
 
+    /// Which variables toolsmith keeps in its own environment once the
+    /// settings are resolved: those some tool may receive (`[env] allow`,
+    /// every `[tools.NAME] env.allow`, and `${NAME}` in a manifest of the
+    /// tool directories, expanded at call time), and those toolsmith or its
+    /// libraries read (its own `TOOLSMITH_*`, XDG and locale variables,
+    /// `PATH`, `HOME`, `TMPDIR`, the terminal's, the dynamic loader's). The
+    /// others, the operator's secrets among them, are dropped from memory.
+    ///
+    /// A manifest added to a directory while `serve` runs can only expand
+    /// variables kept at start.
+    pub(crate) fn kept_environment(&self) -> impl Fn(&str) -> bool + use<> {
+        let mut names: std::collections::BTreeSet<String> = self
+            .env_allow
+            .iter()
+            .chain(
+                self.tools
+                    .values()
+                    .filter_map(|tool| tool.env.allow.as_ref())
+                    .flatten(),
+            )
+            .cloned()
+            .collect();
+        names.extend(toolsmith_registry::manifest_env_references(
+            &self.tool_dirs(),
+        ));
+        names.extend(
+            [
+                EnvVars::HOME,
+                EnvVars::NO_COLOR,
+                EnvVars::CLICOLOR_FORCE,
+                "PATH",
+                "TMPDIR",
+                "TERM",
+                "COLUMNS",
+                "LINES",
+                "USER",
+                "LOGNAME",
+                "SHELL",
+                "LANG",
+                "LANGUAGE",
+                "TZ",
+                "RUST_LOG",
+                "RUST_BACKTRACE",
+                "RUST_MIN_STACK",
+                "GLIBC_TUNABLES",
+            ]
+            .map(str::to_owned),
+        );
+        const PREFIXES: [&str; 4] = ["TOOLSMITH_", "XDG_", "LC_", "LD_"];
+        move |name: &str| {
+            names.contains(name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        }
+    }
+
     /// The exact environment of tool processes.
     pub(crate) fn tool_env(&self) -> Vec<(OsString, OsString)> {
         toolsmith_executor::filtered_env(&self.env_allow, &self.env_set)
@@ -1041,6 +1123,8 @@ impl GlobalSettings {
             "sandbox": {
                 "network": self.sandbox.network.as_str(),
                 "filesystem": self.sandbox.filesystem.as_str(),
+                "syscalls": self.sandbox.syscalls.as_str(),
+                "user": self.sandbox.user.map(|user| user.to_string()),
                 "project_dir": self.project_dir,
             },
             "tools": self
@@ -1105,6 +1189,12 @@ fn tool_json(tool: &ToolOptions) -> serde_json::Value {
         "filesystem",
         tool.sandbox
             .filesystem
+            .map(|setting| setting.as_str().to_owned()),
+    );
+    put(
+        "syscalls",
+        tool.sandbox
+            .syscalls
             .map(|setting| setting.as_str().to_owned()),
     );
     if tool.env.allow.is_some() || tool.env.set.is_some() {

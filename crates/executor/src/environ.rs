@@ -7,6 +7,11 @@
 //! it (isolation.md pitfall 15). [`seal_initial_environment`] moves every
 //! variable to the heap and blanks that block, so the file shows only NUL
 //! bytes while the process keeps its environment.
+//!
+//! A tool that could read the executor's memory would still find the heap
+//! copies: [`forbid_dumping`] closes `/proc/<pid>/mem` to it, and
+//! [`scrub_environment`] drops (and zeroes) the variables that neither a
+//! tool receives nor toolsmith reads.
 
 use std::io;
 
@@ -42,20 +47,26 @@ pub unsafe fn seal_initial_environment() -> Result<usize, Error> {
     let mut kept: Vec<(usize, usize)> = Vec::new();
     for (name, value) in std::env::vars_os() {
         let Some(name_text) = name.to_str() else {
+            zero(value);
             continue;
         };
         if LOADER_PREFIXES
             .iter()
             .any(|prefix| name_text.starts_with(prefix))
         {
+            zero(value);
             continue;
         }
         if name.is_empty() || name_text.contains('=') {
+            zero(value);
             continue;
         }
         // SAFETY: the caller guarantees no other thread runs; set_var
         // makes glibc point the entry at a fresh heap copy.
         unsafe { std::env::set_var(&name, &value) };
+        // This copy is freed next: zeroed first, so that the freed heap
+        // does not keep the value for a later reader of the process's memory.
+        zero(value);
     }
     // Entries still pointing into the block (loader variables, odd names)
     // keep their bytes; everything else is blanked.
@@ -83,6 +94,15 @@ pub unsafe fn seal_initial_environment() -> Result<usize, Error> {
     Ok(blanked)
 }
 
+/// Overwrites a string's bytes before it is freed.
+fn zero(value: std::ffi::OsString) {
+    use std::os::unix::ffi::OsStringExt;
+    let mut bytes = value.into_vec();
+    bytes.fill(0);
+    // The writes must not be optimised away as dead stores.
+    std::hint::black_box(&bytes);
+}
+
 unsafe extern "C" {
     static mut environ: *const *const libc::c_char;
 }
@@ -104,4 +124,67 @@ fn environ_block() -> io::Result<(usize, usize)> {
             .ok_or_else(|| io::Error::other("no env_start/env_end in /proc/self/stat"))
     };
     Ok((field(50)?, field(51)?))
+}
+
+/// Removes from the process's environment every variable for which `keep`
+/// returns false, overwriting its value with NUL bytes first, so that the
+/// heap copy no longer holds it for a reader of `/proc/<pid>/mem`.
+///
+/// Returns the names removed.
+///
+/// # Safety
+/// Must be called while the process has a single thread: it writes the
+/// environment's strings in place and calls `unsetenv`.
+pub unsafe fn scrub_environment(keep: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut removed: Vec<std::ffi::CString> = Vec::new();
+    // SAFETY: environ is a NULL-terminated array of C strings, each of
+    // which is either in the initial block or a heap copy made by setenv;
+    // both are writable, and the caller guarantees no concurrent reader.
+    unsafe {
+        let mut entry = environ;
+        while !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            if let Some(equals) = text.iter().position(|&byte| byte == b'=') {
+                let name = &text[..equals];
+                let kept = std::str::from_utf8(name).is_ok_and(keep);
+                if !kept && let Ok(c_name) = std::ffi::CString::new(name) {
+                    let value = (*entry).cast_mut().add(equals + 1);
+                    std::ptr::write_bytes(value, 0, text.len() - equals - 1);
+                    removed.push(c_name);
+                }
+            }
+            entry = entry.add(1);
+        }
+        for name in &removed {
+            libc::unsetenv(name.as_ptr());
+        }
+    }
+    removed
+        .into_iter()
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Makes the process non-dumpable (`PR_SET_DUMPABLE` 0): no core dump, and a
+/// process of the same uid without `CAP_SYS_PTRACE` can neither attach to it
+/// nor open its `/proc/<pid>/mem`, `environ` or descriptors. Tools get their
+/// own dumpable flag back at `execve`.
+pub fn forbid_dumping() -> Result<(), Error> {
+    // SAFETY: PR_SET_DUMPABLE with 0 only changes a flag of this process.
+    let result = unsafe {
+        libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if result != 0 {
+        return Err(Error::Sys {
+            call: "prctl(PR_SET_DUMPABLE)",
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
 }

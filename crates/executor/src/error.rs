@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::Backend;
+use crate::{Backend, RunAs};
 
 /// Why the executor could not run a program or set itself up.
 ///
@@ -65,6 +65,20 @@ pub enum Error {
         mechanism: &'static str,
         /// Why the probe found it unusable.
         reason: String,
+    },
+    /// `[sandbox] user` named an identity that cannot be used.
+    #[error("invalid user `{user}`: {reason}")]
+    InvalidUser {
+        /// The text given.
+        user: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A run was to switch identity, which only a root executor can do.
+    #[error("running tools as {run_as} needs toolsmith to run as root (it runs as uid {uid})", uid = crate::effective_uid())]
+    RunAsNeedsRoot {
+        /// The identity asked for.
+        run_as: RunAs,
     },
     /// A system call of the executor's own plumbing failed.
     #[error("{call} failed")]

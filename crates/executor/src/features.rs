@@ -1,5 +1,5 @@
 //! Probing what the kernel allows: cgroups, namespaces, pidfds, subreapers,
-//! Landlock.
+//! Landlock, seccomp.
 //!
 //! [`DISABLE_FEATURES_VAR`] turns probes off, so that the fallbacks and the
 //! fail-closed paths of the sandbox can be tested on a kernel that has everything.
@@ -50,12 +50,14 @@ pub struct Features {
     pub ipc_namespace: Probe,
     /// Landlock filesystem rules (for `filesystem = project | read-only`).
     pub landlock: Probe,
+    /// A seccomp filter can be installed (for `syscalls = filter`).
+    pub seccomp: Probe,
     /// The Landlock ABI version, when Landlock is available.
     pub landlock_abi: Option<u32>,
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
-/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`. For tests of fallbacks.
+/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`. For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 fn disabled(feature: &str) -> Option<Probe> {
@@ -84,6 +86,7 @@ impl Features {
             ("mount namespace", &self.private_mounts),
             ("ipc and uts namespaces", &self.ipc_namespace),
             ("landlock", &self.landlock),
+            ("seccomp", &self.seccomp),
         ]
     }
 }
@@ -126,6 +129,16 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
             available: false,
             detail: String::new(),
         },
+        seccomp: disabled("seccomp").unwrap_or_else(|| match crate::seccomp::probe() {
+            Ok(()) => Probe {
+                available: true,
+                detail: "a seccomp filter can be installed".to_owned(),
+            },
+            Err(reason) => Probe {
+                available: false,
+                detail: reason,
+            },
+        }),
         landlock_abi: None,
     };
     let mut features = features;
@@ -206,8 +219,8 @@ fn probe_mounts() -> Probe {
         read_only: true,
         project: None,
         protected: Vec::new(),
-        temp_dir: Some((temp_dir, MountPlan::tmpfs_options(Some(1 << 20), "0700"))),
-        shm_options: MountPlan::tmpfs_options(Some(1 << 20), "1777"),
+        temp_dir: Some((temp_dir, MountPlan::tmpfs_options(Some(1 << 20), "0700", None))),
+        shm_options: MountPlan::tmpfs_options(Some(1 << 20), "1777", None),
         landlock: None,
     };
     probe_with(

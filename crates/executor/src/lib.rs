@@ -38,8 +38,10 @@ mod limits;
 mod mounts;
 mod outcome;
 mod pidfd;
+mod privileges;
 mod run;
 mod sandbox;
+mod seccomp;
 mod spawn;
 mod subreaper;
 mod sweep;
@@ -50,13 +52,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
-pub use crate::environ::seal_initial_environment;
+pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
 pub use crate::error::Error;
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
+pub use crate::privileges::{Privileges, RunAs, effective_uid};
 pub use crate::sandbox::{
-    AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox,
+    AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox, Syscalls,
 };
 
 use crate::cgroup::Cgroups;
@@ -82,6 +85,8 @@ pub struct Executor {
     permits: Option<tokio::sync::Semaphore>,
     next_run: AtomicU64,
     is_root: bool,
+    /// The highest capability number of the kernel, for dropping the bounding set.
+    last_capability: u32,
     /// The executor's own hard rlimits: a run's limits are clamped to them,
     /// since raising a hard limit needs CAP_SYS_RESOURCE.
     hard_limits: Vec<(libc::__rlimit_resource_t, u64)>,
@@ -162,6 +167,7 @@ impl Executor {
             next_run: AtomicU64::new(0),
             // SAFETY: geteuid cannot fail.
             is_root: unsafe { libc::geteuid() } == 0,
+            last_capability: privileges::last_capability(),
             hard_limits,
             // SAFETY: getpid cannot fail.
             own_pidfd: pidfd::open(unsafe { libc::getpid() }),
@@ -189,6 +195,13 @@ impl Executor {
             None => None,
         };
         run::run(self, command, limits).await
+    }
+
+    fn host(&self) -> sandbox::Host {
+        sandbox::Host {
+            is_root: self.is_root,
+            last_capability: self.last_capability,
+        }
     }
 
     fn next_run_id(&self) -> u64 {
@@ -292,6 +305,8 @@ impl Executor {
             mounts: sandbox.mounts.take(),
             hostname: sandbox.hostname,
             landlock: sandbox.landlock.as_ref().map(AsRawFd::as_raw_fd),
+            privileges: sandbox.privileges,
+            seccomp: sandbox.seccomp.map(seccomp::fprog),
             executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
         }
     }

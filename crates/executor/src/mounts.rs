@@ -126,12 +126,21 @@ pub(crate) struct MountPlan {
 impl MountPlan {
     /// The tmpfs options of a private TMPDIR of at most `size` bytes (`None`: the
     /// kernel's default, half of RAM).
-    pub(crate) fn tmpfs_options(size: Option<u64>, mode: &str) -> CString {
-        let text = match size {
+    /// With `owner` (the `[sandbox] user` of the run) the tmpfs's root belongs to it, so a
+    /// tool running as that uid can write its TMPDIR.
+    pub(crate) fn tmpfs_options(
+        size: Option<u64>,
+        mode: &str,
+        owner: Option<(libc::uid_t, libc::gid_t)>,
+    ) -> CString {
+        let mut text = match size {
             // tmpfs rounds up to whole pages; size=0 would mean unlimited.
             Some(size) => format!("size={},mode={mode}", size.max(4096)),
             None => format!("mode={mode}"),
         };
+        if let Some((uid, gid)) = owner {
+            text.push_str(&format!(",uid={uid},gid={gid}"));
+        }
         CString::new(text).unwrap_or_default()
     }
 }

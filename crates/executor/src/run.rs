@@ -248,6 +248,7 @@ pub(crate) async fn run(
     let mut sandbox = crate::sandbox::plan(
         command.sandbox_profile(),
         executor.features(),
+        executor.host(),
         &format!("{}-{run_id}", std::process::id()),
         limits.tmp_size,
     )?;

@@ -1,6 +1,7 @@
 //! Sandbox profiles: what a run may reach (network, writable paths, other
-//! processes), and how a profile becomes clone flags, a Landlock ruleset and
-//! a private temporary directory before the spawn.
+//! processes, privileges, system calls), and how a profile becomes clone
+//! flags, a Landlock ruleset, a private temporary directory, a privilege
+//! plan and a seccomp filter before the spawn.
 //!
 //! Every mechanism is applied in the clone child with raw system calls
 //! (see `spawn.rs`); everything that allocates happens here, in the parent.
@@ -13,7 +14,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::mounts::MountPlan;
-use crate::{Error, Features, landlock};
+use crate::privileges::PrivilegePlan;
+use crate::{Error, Features, Privileges, RunAs, landlock, seccomp};
 
 /// Whether a missing kernel feature fails the run or lets it run with less.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,16 @@ pub enum Filesystem {
     ReadOnly(Enforcement),
 }
 
+/// Whether a run's system calls go through toolsmith's seccomp filter
+/// (see `seccomp.rs` and `docs/security.md` for the list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syscalls {
+    /// Every system call the kernel offers.
+    Unfiltered,
+    /// The deny-list filter, installed last before `execve`.
+    Filtered(Enforcement),
+}
+
 /// The isolation of one run, set with [`Command::sandbox`](crate::Command::sandbox).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -79,6 +91,10 @@ pub struct Sandbox {
     /// configuration): bound read-only in the run's mount namespace. Paths
     /// that do not exist are skipped.
     pub protected: Vec<PathBuf>,
+    /// The identity and capabilities of the run's processes.
+    pub privileges: Privileges,
+    /// The system-call filter.
+    pub syscalls: Syscalls,
 }
 
 impl Sandbox {
@@ -92,6 +108,8 @@ impl Sandbox {
             private_mounts: false,
             private_ipc: false,
             protected: Vec::new(),
+            privileges: Privileges::Keep,
+            syscalls: Syscalls::Unfiltered,
         }
     }
 }
@@ -137,6 +155,12 @@ pub struct AppliedSandbox {
     pub private_mounts: bool,
     /// True when the run had its own IPC and UTS namespaces.
     pub private_ipc: bool,
+    /// True when the run started with no capability (and an empty bounding set).
+    pub capabilities_dropped: bool,
+    /// The identity the run had, when it was switched (`[sandbox] user`).
+    pub run_as: Option<RunAs>,
+    /// True when the run's system calls went through the seccomp filter.
+    pub syscall_filter: bool,
     /// What an [`Enforcement::IfPossible`] request could not get, and why.
     pub relaxed: Vec<String>,
 }
@@ -157,6 +181,10 @@ pub(crate) struct SandboxPlan {
     pub(crate) landlock: Option<OwnedFd>,
     /// The private temporary directory, removed when the plan is dropped.
     pub(crate) temp_dir: Option<TempDir>,
+    /// What the child drops before `execve`, if anything.
+    pub(crate) privileges: Option<PrivilegePlan>,
+    /// The seccomp program the child installs last.
+    pub(crate) seccomp: Option<&'static [libc::sock_filter]>,
     /// What applies, for the outcome.
     pub(crate) applied: AppliedSandbox,
 }
@@ -188,11 +216,21 @@ impl Drop for TempDir {
     }
 }
 
+/// What the executor knows about its own process, for the plans of its runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Host {
+    /// The executor runs as root (euid 0).
+    pub(crate) is_root: bool,
+    /// The highest capability number of the kernel.
+    pub(crate) last_capability: u32,
+}
+
 /// Turns `sandbox` into a plan, or fails closed when a required mechanism is
 /// unavailable. `tmp_size` caps the private TMPDIR.
 pub(crate) fn plan(
     sandbox: &Sandbox,
     features: &Features,
+    host: Host,
     run_name: &str,
     tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
@@ -202,7 +240,44 @@ pub(crate) fn plan(
         private_pids: false,
         private_mounts: false,
         private_ipc: false,
+        capabilities_dropped: false,
+        run_as: None,
+        syscall_filter: false,
         relaxed: Vec::new(),
+    };
+    let privileges = match sandbox.privileges {
+        Privileges::Keep => None,
+        Privileges::Drop(run_as) => {
+            if let Some(run_as) = run_as
+                && !host.is_root
+            {
+                return Err(Error::RunAsNeedsRoot { run_as });
+            }
+            applied.capabilities_dropped = true;
+            applied.run_as = run_as;
+            Some(PrivilegePlan {
+                run_as,
+                last_capability: host.last_capability,
+            })
+        }
+    };
+    let seccomp_program = match sandbox.syscalls {
+        Syscalls::Unfiltered => None,
+        Syscalls::Filtered(enforcement) => {
+            if features.seccomp.available {
+                applied.syscall_filter = true;
+                Some(seccomp::program())
+            } else {
+                unavailable(
+                    enforcement,
+                    "syscalls = filter",
+                    "a seccomp filter",
+                    &features.seccomp.detail,
+                    &mut applied,
+                )?;
+                None
+            }
+        }
     };
     let mut clone_flags = 0;
     if let Network::Deny(enforcement) = sandbox.network {
@@ -270,7 +345,7 @@ pub(crate) fn plan(
                         &mut applied,
                     )?;
                 }
-                let dir = create_temp_dir(run_name)?;
+                let dir = create_temp_dir(run_name, applied.run_as)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
                 writable.extend(writable_root);
                 landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
@@ -288,6 +363,7 @@ pub(crate) fn plan(
         }
     }
     let restricted = applied.filesystem != FilesystemAccess::Full;
+    let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
     let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
@@ -310,11 +386,11 @@ pub(crate) fn plan(
             temp_dir: match &temp_dir {
                 Some(dir) => Some((
                     c_path(&dir.path)?,
-                    MountPlan::tmpfs_options(tmp_size, "0700"),
+                    MountPlan::tmpfs_options(tmp_size, "0700", owner),
                 )),
                 None => None,
             },
-            shm_options: MountPlan::tmpfs_options(tmp_size, "1777"),
+            shm_options: MountPlan::tmpfs_options(tmp_size, "1777", None),
             landlock: landlock_ruleset
                 .as_ref()
                 .map(|ruleset: &OwnedFd| (ruleset.as_raw_fd(), landlock_rights)),
@@ -329,6 +405,8 @@ pub(crate) fn plan(
         hostname: applied.private_ipc,
         landlock: landlock_ruleset,
         temp_dir,
+        privileges,
+        seccomp: seccomp_program,
         applied,
     })
 }
@@ -361,7 +439,9 @@ fn unavailable(
     }
 }
 
-fn create_temp_dir(run_name: &str) -> Result<TempDir, Error> {
+/// Creates the run's private temporary directory, owned by `owner` when the
+/// run switches identity (so that it can write there).
+fn create_temp_dir(run_name: &str, owner: Option<RunAs>) -> Result<TempDir, Error> {
     use std::os::unix::fs::DirBuilderExt;
     use std::sync::atomic::{AtomicU64, Ordering};
     // Unique in the process, not only in one executor: two executors of one process (a
@@ -383,5 +463,14 @@ fn create_temp_dir(run_name: &str) -> Result<TempDir, Error> {
             call: "mkdir(private temporary directory)",
             source,
         })?;
-    Ok(TempDir { path })
+    let dir = TempDir { path };
+    if let Some(owner) = owner {
+        std::os::unix::fs::chown(&dir.path, Some(owner.uid()), Some(owner.gid())).map_err(
+            |source| Error::Sys {
+                call: "chown(private temporary directory)",
+                source,
+            },
+        )?;
+    }
+    Ok(dir)
 }

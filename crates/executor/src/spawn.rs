@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use crate::init::{self, KernelSigaction, NSIG};
 use crate::mounts::MountPlan;
-use crate::{Command, Error};
+use crate::privileges::{self, PrivilegePlan, PrivilegeStep};
+use crate::{Command, Error, seccomp};
 
 /// The size of the child's stack. The child's code is a straight line of
 /// system calls; this leaves ample room even in debug builds.
@@ -61,14 +62,45 @@ impl IdMaps {
 
     /// Writes the maps for the calling process, which has just entered a new
     /// user namespace. Async-signal-safe.
+    ///
+    /// A process that is not dumpable (toolsmith sets `PR_SET_DUMPABLE` 0 at
+    /// start) has its `/proc/self` files owned by root, which a non-root
+    /// child cannot open for writing. Dumpability belongs to the memory the
+    /// child shares with the executor (`CLONE_VM`), so it is turned on for
+    /// the three writes only and off again at once.
     pub(crate) fn write_own(&self) -> bool {
-        // SAFETY: write_file only makes system calls.
+        // SAFETY: prctl and write_file only make system calls.
         unsafe {
-            write_file(c"/proc/self/setgroups", b"deny")
+            let was_dumpable = libc::prctl(libc::PR_GET_DUMPABLE) == 1;
+            if !was_dumpable {
+                set_dumpable(1);
+            }
+            let written = write_file(c"/proc/self/setgroups", b"deny")
                 && write_file(c"/proc/self/uid_map", &self.uid_map)
-                && write_file(c"/proc/self/gid_map", &self.gid_map)
+                && write_file(c"/proc/self/gid_map", &self.gid_map);
+            if !was_dumpable {
+                set_dumpable(0);
+            }
+            written
         }
     }
+}
+
+/// Sets `PR_SET_DUMPABLE`. Async-signal-safe.
+///
+/// # Safety
+/// One `prctl`.
+unsafe fn set_dumpable(value: libc::c_ulong) {
+    // SAFETY: PR_SET_DUMPABLE takes 0 or 1.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            value,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
 }
 
 /// Everything a child needs, prepared before the clone.
@@ -92,13 +124,16 @@ pub(crate) struct SpawnPlan {
     mounts: Option<MountPlan>,
     hostname: bool,
     landlock: Option<RawFd>,
+    privileges: Option<PrivilegePlan>,
+    seccomp: Option<libc::sock_fprog>,
     executor_pidfd: Option<RawFd>,
     /// A new PID namespace: its first process is toolsmith's init, which
     /// starts the program as its child (see `init.rs`).
     with_init: bool,
 }
 
-// SAFETY: the raw pointers point into the CStrings owned by the plan itself;
+// SAFETY: the raw pointers point into the CStrings owned by the plan itself
+// (and the seccomp program, which is static);
 // they are only read, by the child, while the plan is borrowed by `spawn`.
 unsafe impl Send for SpawnPlan {}
 // SAFETY: as above; the plan is never mutated after construction.
@@ -118,6 +153,10 @@ pub(crate) struct Namespaces {
     pub(crate) hostname: bool,
     /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
     pub(crate) landlock: Option<RawFd>,
+    /// The identity and capabilities to drop before `execve`.
+    pub(crate) privileges: Option<PrivilegePlan>,
+    /// The seccomp filter to install last before `execve`.
+    pub(crate) seccomp: Option<libc::sock_fprog>,
     /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
     /// then checks through it that the executor did not die in between.
     pub(crate) executor_pidfd: Option<RawFd>,
@@ -177,6 +216,8 @@ impl SpawnPlan {
             mounts: namespaces.mounts,
             hostname: namespaces.hostname,
             landlock: namespaces.landlock,
+            privileges: namespaces.privileges,
+            seccomp: namespaces.seccomp,
             executor_pidfd: namespaces.executor_pidfd,
         })
     }
@@ -197,7 +238,7 @@ fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
 }
 
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 20] = [
+const STAGES: [&str; 24] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -218,6 +259,10 @@ const STAGES: [&str; 20] = [
     "setsid in the init",
     "setting up the run's mounts",
     "sethostname",
+    "dropping the capability bounding set (PR_CAPBSET_DROP, PR_SET_SECUREBITS)",
+    "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
+    "dropping capabilities (capset)",
+    "installing the seccomp filter",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -238,6 +283,10 @@ const STAGE_INIT_CLONE: usize = 16;
 const STAGE_INIT_SETSID: usize = 17;
 const STAGE_MOUNTS: usize = 18;
 const STAGE_HOSTNAME: usize = 19;
+const STAGE_BOUNDING_SET: usize = 20;
+const STAGE_IDENTITY: usize = 21;
+const STAGE_CAPABILITIES: usize = 22;
+const STAGE_SECCOMP: usize = 23;
 
 /// Memory shared between the parent and the child (the child runs in the
 /// parent's address space until `execve`).
@@ -643,8 +692,20 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             }
             None => 3,
         };
-        // C1 step 4 (`privs`): identity and the capability drop go here.
-        // C1 step 5: NO_NEW_PRIVS, Landlock, then (`privs`) seccomp, last.
+        // C1 step 4: identity, then every capability dropped.
+        if let Some(privileges) = &plan.privileges
+            && let Err(step) = privileges::drop_privileges(privileges)
+        {
+            return fail(
+                context,
+                match step {
+                    PrivilegeStep::Bounding => STAGE_BOUNDING_SET,
+                    PrivilegeStep::Identity => STAGE_IDENTITY,
+                    PrivilegeStep::Capabilities => STAGE_CAPABILITIES,
+                },
+            );
+        }
+        // C1 step 5: NO_NEW_PRIVS, Landlock, then seccomp, last.
         // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
         // descriptor, which the next step closes.
         if libc::prctl(
@@ -665,6 +726,11 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             ) != 0
         {
             return fail(context, STAGE_LANDLOCK);
+        }
+        if let Some(filter) = &plan.seccomp
+            && !seccomp::install(filter)
+        {
+            return fail(context, STAGE_SECCOMP);
         }
         // C1 step 6: close inherited descriptors, chdir, unmask, execve.
         if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0

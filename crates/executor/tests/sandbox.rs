@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use toolsmith_executor::{
     BackendChoice, Command, Enforcement, Executor, ExecutorConfig, Filesystem, FilesystemAccess,
-    Limits, Network, Outcome, Probe, Sandbox,
+    Limits, Network, Outcome, Privileges, Probe, Sandbox, Syscalls,
 };
 
 fn script(name: &str) -> PathBuf {
@@ -294,7 +294,8 @@ fn every_mechanism_together_still_runs_ordinary_programs() {
     let features = executor.features();
     if !(available("network namespace", &features.network_namespace)
         && available("private /proc", &features.private_proc)
-        && available("landlock", &features.landlock))
+        && available("landlock", &features.landlock)
+        && available("seccomp", &features.seccomp))
     {
         return;
     }
@@ -309,16 +310,21 @@ fn every_mechanism_together_still_runs_ordinary_programs() {
             ),
         ],
         project.path(),
-        sandbox(
-            Network::Deny(Enforcement::Required),
-            Filesystem::Project {
-                root: project.path().to_path_buf(),
-                enforcement: Enforcement::Required,
-            },
-            true,
-        ),
+        Sandbox {
+            privileges: Privileges::Drop(None),
+            syscalls: Syscalls::Filtered(Enforcement::Required),
+            ..sandbox(
+                Network::Deny(Enforcement::Required),
+                Filesystem::Project {
+                    root: project.path().to_path_buf(),
+                    enforcement: Enforcement::Required,
+                },
+                true,
+            )
+        },
     );
     assert!(outcome.success(), "{outcome:?}");
+    assert!(outcome.sandbox.capabilities_dropped && outcome.sandbox.syscall_filter);
     // toolsmith's init is PID 1, the shell PID 2; ls and grep are the other two.
     assert_eq!(outcome.stdout.text_lossy(), "hi\n4\n2\n");
     assert_eq!(outcome.leftovers_killed, Some(0));

@@ -560,6 +560,9 @@ mod tests {
                 private_pids: false,
                 private_mounts: false,
                 private_ipc: false,
+                capabilities_dropped: false,
+                run_as: None,
+                syscall_filter: false,
                 relaxed: Vec::new(),
             },
         }

@@ -105,6 +105,7 @@ pub use crate::layers::{Layer, LayerDir, LayerInputs, Peer, layer_dirs, project_
 pub use crate::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::manifest::{
     DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
+    manifest_env_references,
 };
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::oob::{
@@ -117,8 +118,8 @@ pub use crate::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::render::TemplateError;
 pub use crate::sandbox::{
     FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
-    SandboxDeclarationError, SandboxReport, SandboxSettings, UnknownSetting, probe_sandbox_report,
-    protected_paths,
+    SandboxDeclarationError, SandboxReport, SandboxSettings, SyscallsSetting, UnknownSetting,
+    probe_sandbox_report, protected_paths,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,

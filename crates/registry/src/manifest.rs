@@ -1272,6 +1272,40 @@ fn yaml_to_json(value: &Yaml) -> Value {
     }
 }
 
+/// The variables that the manifests (`*.md`) directly in `dirs` may expand
+/// from toolsmith's environment (`${NAME}` anywhere in the file), read
+/// before discovery so that toolsmith can drop every other variable from
+/// its own memory while it still has one thread. A file that cannot be read
+/// references nothing; one that mentions `${NAME}` outside `cwd` and `env`
+/// only keeps one variable more than needed.
+pub fn manifest_env_references(dirs: &[std::path::PathBuf]) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|extension| extension != "md") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for (index, _) in text.match_indices("${") {
+                let name: String = text[index + 2..]
+                    .chars()
+                    .take_while(|character| character.is_ascii_alphanumeric() || *character == '_')
+                    .collect();
+                if !name.is_empty() {
+                    names.insert(name);
+                }
+            }
+        }
+    }
+    names
+}
+
 impl Manifest {
     /// `arguments` with every declared default filled in where the caller gave no value.
     pub(crate) fn with_defaults(&self, arguments: &Value) -> Value {

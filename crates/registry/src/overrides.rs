@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
-use crate::{FilesystemSetting, NetworkSetting, RunConfig, SandboxSettings, Tool};
+use crate::{FilesystemSetting, NetworkSetting, RunConfig, SandboxSettings, SyscallsSetting, Tool};
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
 ///
@@ -45,6 +45,8 @@ pub struct ToolOverride {
     pub network: Option<NetworkSetting>,
     /// Writable paths, replacing [`RunConfig::sandbox`]'s for this tool.
     pub filesystem: Option<FilesystemSetting>,
+    /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
+    pub syscalls: Option<SyscallsSetting>,
 }
 
 /// Where the timeout of a call comes from.
@@ -106,7 +108,10 @@ impl RunConfig {
             filesystem: tool_override
                 .and_then(|tool_override| tool_override.filesystem)
                 .unwrap_or(self.sandbox.filesystem),
-            private_pids: self.sandbox.private_pids,
+            syscalls: tool_override
+                .and_then(|tool_override| tool_override.syscalls)
+                .unwrap_or(self.sandbox.syscalls),
+            ..self.sandbox
         };
         let sandbox = grant.tightened_by(tool.sandbox());
         let Some(tool_override) = tool_override else {

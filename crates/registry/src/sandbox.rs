@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde_json::Value;
-use toolsmith_executor::{AppliedSandbox, Enforcement, Features, Filesystem, Network, Sandbox};
+use toolsmith_executor::{
+    AppliedSandbox, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
+    Syscalls,
+};
 
 /// Network access of a call, as the operator writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,11 +99,69 @@ impl FilesystemSetting {
     }
 }
 
+/// The system-call filter of a call, as the operator writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyscallsSetting {
+    /// toolsmith's seccomp filter; the call fails when the kernel cannot install it.
+    Filter,
+    /// The filter where the kernel allows it, else none (and the envelope says so).
+    FilterIfPossible,
+    /// No filter: for a tool that needs `ptrace`, namespaces or another denied call.
+    Unfiltered,
+}
+
+impl SyscallsSetting {
+    /// Every value, as written in configuration.
+    pub const VALUES: &'static str = "filter, filter-if-possible, unfiltered";
+
+    /// The name used in configuration and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyscallsSetting::Filter => "filter",
+            SyscallsSetting::FilterIfPossible => "filter-if-possible",
+            SyscallsSetting::Unfiltered => "unfiltered",
+        }
+    }
+
+    fn to_executor(self) -> Syscalls {
+        match self {
+            SyscallsSetting::Filter => Syscalls::Filtered(Enforcement::Required),
+            SyscallsSetting::FilterIfPossible => Syscalls::Filtered(Enforcement::IfPossible),
+            SyscallsSetting::Unfiltered => Syscalls::Unfiltered,
+        }
+    }
+}
+
+impl FromStr for SyscallsSetting {
+    type Err = UnknownSetting;
+
+    fn from_str(text: &str) -> Result<SyscallsSetting, UnknownSetting> {
+        [
+            SyscallsSetting::Filter,
+            SyscallsSetting::FilterIfPossible,
+            SyscallsSetting::Unfiltered,
+        ]
+        .into_iter()
+        .find(|setting| setting.as_str() == text)
+        .ok_or_else(|| UnknownSetting {
+            key: "syscalls",
+            value: text.to_owned(),
+            expected: SyscallsSetting::VALUES,
+        })
+    }
+}
+
+impl fmt::Display for SyscallsSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A value that is not one of the documented settings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {key} setting `{value}` (expected one of {expected})")]
 pub struct UnknownSetting {
-    /// `network` or `filesystem`.
+    /// `network`, `filesystem` or `syscalls`.
     pub key: &'static str,
     /// The value given.
     pub value: String,
@@ -160,8 +221,9 @@ impl fmt::Display for FilesystemSetting {
     }
 }
 
-/// A sandbox profile: network and filesystem. The operator's grant, or the
-/// effective profile of a call.
+/// A sandbox profile: network, filesystem, system calls and identity. The
+/// operator's grant, or the effective profile of a call. Every call runs
+/// with no capability whatever the profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SandboxSettings {
     /// Network access.
@@ -173,15 +235,24 @@ pub struct SandboxSettings {
     /// behind the moment it exits, so the executor has nothing to count:
     /// the generator turns it off for the run that checks for leftovers.
     pub private_pids: bool,
+    /// The seccomp filter (on by default). Only the operator sets it; a
+    /// tool's declaration does not touch it.
+    pub syscalls: SyscallsSetting,
+    /// The identity tools run as (`[sandbox] user`), for a root toolsmith;
+    /// `None` keeps toolsmith's uid and gid.
+    pub user: Option<RunAs>,
 }
 
 impl SandboxSettings {
-    /// The default grant: the host's network, the user's filesystem.
+    /// The default grant: the host's network, the user's filesystem, the
+    /// system-call filter, toolsmith's identity without its capabilities.
     pub fn unrestricted() -> SandboxSettings {
         SandboxSettings {
             network: NetworkSetting::Allow,
             filesystem: FilesystemSetting::Full,
             private_pids: true,
+            syscalls: SyscallsSetting::Filter,
+            user: None,
         }
     }
 
@@ -209,7 +280,7 @@ impl SandboxSettings {
         SandboxSettings {
             network,
             filesystem,
-            private_pids: self.private_pids,
+            ..self
         }
     }
 
@@ -217,7 +288,8 @@ impl SandboxSettings {
     /// `project_dir`, with [`protected_paths`] (the defaults and
     /// `protected`) read-only under `project`. Every call also gets a private PID namespace and
     /// `/proc` when the kernel allows it, unless `private_pids` is off, and
-    /// always its own mount, IPC and UTS namespaces where the kernel allows.
+    /// always its own mount, IPC and UTS namespaces where the kernel allows; it
+    /// runs with every capability dropped (as `user` when set).
     pub fn to_executor(self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
@@ -244,6 +316,8 @@ impl SandboxSettings {
             private_mounts: true,
             private_ipc: true,
             protected: protected_paths(project_dir, protected),
+            privileges: Privileges::Drop(self.user),
+            syscalls: self.syscalls.to_executor(),
         }
     }
 }
@@ -267,6 +341,8 @@ pub(crate) fn probe_sandbox() -> Sandbox {
         private_mounts: true,
         private_ipc: true,
         protected: Vec::new(),
+        privileges: Privileges::Drop(None),
+        syscalls: Syscalls::Filtered(Enforcement::IfPossible),
     }
 }
 
@@ -302,7 +378,7 @@ pub(crate) fn probe_sandbox_key(features: &Features) -> String {
 }
 
 /// The revision of [`probe_sandbox`], part of [`probe_sandbox_key`].
-pub(crate) const PROBE_SANDBOX_REVISION: u32 = 1;
+pub(crate) const PROBE_SANDBOX_REVISION: u32 = 2;
 
 /// What a mechanism of [`probe_sandbox`] becomes on a kernel with `features`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -521,6 +597,13 @@ pub struct SandboxReport {
     /// True when the tool had its own IPC and UTS namespaces: its SysV
     /// objects died with it and the host's were out of sight.
     pub ipc_namespace: bool,
+    /// `none` when the tool started without any capability, else `inherited`.
+    pub capabilities: &'static str,
+    /// `filtered` when the system-call filter applied, else `unfiltered`.
+    pub syscalls: &'static str,
+    /// The `uid:gid` the tool ran as, when `[sandbox] user` switched it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// What a `-if-possible` setting could not enforce on this kernel, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_enforced: Vec<String>,
@@ -539,6 +622,17 @@ impl SandboxReport {
             pid_namespace: applied.private_pids,
             mount_namespace: applied.private_mounts,
             ipc_namespace: applied.private_ipc,
+            capabilities: if applied.capabilities_dropped {
+                "none"
+            } else {
+                "inherited"
+            },
+            syscalls: if applied.syscall_filter {
+                "filtered"
+            } else {
+                "unfiltered"
+            },
+            user: applied.run_as.map(|run_as| run_as.to_string()),
             not_enforced: applied.relaxed.clone(),
         }
     }
@@ -583,7 +677,7 @@ mod tests {
         let grant = SandboxSettings {
             network: grant.0.parse().unwrap(),
             filesystem: grant.1.parse().unwrap(),
-            private_pids: true,
+            ..SandboxSettings::unrestricted()
         };
         let declared = SandboxDeclaration::from_json(&declared).unwrap();
         let effective = grant.tightened_by(&declared);

@@ -86,6 +86,8 @@ pub(crate) async fn doctor(
     let sandbox = sandbox_checks(&support);
     let secrets = secrets_protection(executor.features());
     let probes = toolsmith_registry::probe_sandbox_report(executor.features());
+    let privileges = privileges_line(global);
+    let memory = memory_line();
     let directories = directory_checks(global, &catalog);
     let problems = problem_checks(&catalog);
     let tools_path = config
@@ -197,6 +199,10 @@ pub(crate) async fn doctor(
                     "protection": secrets.protection,
                     "detail": secrets.detail,
                 },
+                "syscalls": global.sandbox.syscalls.as_str(),
+                "user": global.sandbox.user.map(|user| user.to_string()),
+                "privileges": privileges,
+                "memory": memory,
             },
         }))?;
         return Ok(status(problem_count));
@@ -255,6 +261,8 @@ pub(crate) async fn doctor(
                 format!(" (not enforced: {})", probes.not_enforced.join("; "))
             }
         )?;
+        writeln!(text, "  privileges: {privileges}")?;
+        writeln!(text, "  toolsmith's memory: {memory}")?;
         writeln!(text)?;
         if global.explicit_dirs {
             writeln!(
@@ -620,7 +628,7 @@ fn sandbox_checks(support: &[Support<'_>]) -> Vec<Check> {
         .collect()
 }
 
-fn sandbox_support(features: &Features) -> [Support<'_>; 5] {
+fn sandbox_support(features: &Features) -> [Support<'_>; 6] {
     [
         Support {
             mechanism: "network namespace",
@@ -652,7 +660,42 @@ fn sandbox_support(features: &Features) -> [Support<'_>; 5] {
             probe: &features.ipc_namespace,
             fix: "run toolsmith as root, or allow unprivileged user namespaces",
         },
+        Support {
+            mechanism: "seccomp",
+            purpose: "syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied)",
+            probe: &features.seccomp,
+            fix: "use a kernel with CONFIG_SECCOMP_FILTER (Linux 3.17 or later) on x86_64 or aarch64, and no outer sandbox that forbids seccomp(2); or set syscalls = \"filter-if-possible\"",
+        },
     ]
+}
+
+/// Who tools run as, and with which capabilities.
+fn privileges_line(global: &GlobalSettings) -> String {
+    let uid = toolsmith_executor::effective_uid();
+    match (uid, global.sandbox.user) {
+        (0, Some(user)) => format!(
+            "tools run as {user} ([sandbox] user), no supplementary group, no capability, bounding set empty"
+        ),
+        (0, None) => "tools run as root (uid 0) with no capability and an empty bounding set; root-owned files stay writable to them: set [sandbox] user to run them as another uid".to_owned(),
+        (uid, _) => format!(
+            "tools run as uid {uid} (toolsmith's), with no capability, in their user namespace too"
+        ),
+    }
+}
+
+/// How toolsmith's own memory is kept from tools.
+fn memory_line() -> String {
+    let dumpable = match crate::NOT_DUMPABLE.get() {
+        Some(Ok(())) => "not dumpable (no tool can open /proc/<toolsmith>/mem)".to_owned(),
+        Some(Err(error)) => format!("dumpable: {error}"),
+        None => "dumpable (embedded use)".to_owned(),
+    };
+    match crate::ENVIRON_DROPPED.get() {
+        Some(count) => format!(
+            "{dumpable}; {count} variables no tool receives were dropped from its environment"
+        ),
+        None => dumpable,
+    }
 }
 
 /// Which protection keeps toolsmith's environment from tools.

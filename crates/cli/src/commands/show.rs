@@ -177,6 +177,8 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         "sandbox": {
             "network": call.sandbox.network.as_str(),
             "filesystem": call.sandbox.filesystem.as_str(),
+            "syscalls": call.sandbox.syscalls.as_str(),
+            "user": call.sandbox.user.map(|user| user.to_string()),
             "declared": {
                 "network": tool.sandbox().network.map(|setting| setting.as_str()),
                 "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
@@ -287,8 +289,14 @@ fn tool_text(
     rows.push(vec![
         label("sandbox:"),
         Cell::plain(format!(
-            "network {}, filesystem {}{declared}",
-            call.sandbox.network, call.sandbox.filesystem
+            "network {}, filesystem {}, syscalls {}{}{declared}",
+            call.sandbox.network,
+            call.sandbox.filesystem,
+            call.sandbox.syscalls,
+            call.sandbox
+                .user
+                .map(|user| format!(", user {user}"))
+                .unwrap_or_default()
         )),
     ]);
     let (applied, missing) = isolation(features, call);
