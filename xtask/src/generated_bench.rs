@@ -138,6 +138,7 @@ pub(crate) fn measure(
         overrides: Default::default(),
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
+        protected: Vec::new(),
     };
     let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
     if let Some(problem) = catalog.problems().first() {

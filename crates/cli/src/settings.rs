@@ -693,7 +693,13 @@ impl GlobalSettings {
                 fl.max_open_files.is_some(),
                 ul.max_open_files.is_some(),
             ),
-            limit("limits.tmp_size", None, false, fl.tmp_size.is_some()),
+            limit(
+                "limits.tmp_size",
+                None,
+                false,
+                fl.tmp_size.is_some(),
+                ul.tmp_size.is_some(),
+            ),
             Effective {
                 key: "env.allow",
                 value: json["env"]["allow"].clone(),

@@ -155,6 +155,7 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         overrides: Default::default(),
         sandbox: SandboxSettings::unrestricted(),
         project_dir: dir.path().to_path_buf(),
+        protected: Vec::new(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

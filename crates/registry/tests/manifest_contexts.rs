@@ -178,6 +178,7 @@ impl Harness {
             overrides: Default::default(),
             sandbox: SandboxSettings::unrestricted(),
             project_dir: tools.to_path_buf(),
+            protected: Vec::new(),
         }
     }
 
