@@ -1194,7 +1194,8 @@ fn a03_toolsmiths_memory_keeps_its_secret() {
     if !attacks_can_run("a03") {
         return;
     }
-    let scenario = Scenario::new("a03-secret-in-memory", SHORT);
+    // Reading every mapping of toolsmith takes a while on a loaded machine.
+    let scenario = Scenario::new("a03-secret-in-memory", TEN_SECONDS);
     let secret = format!("hunter2-a03-{}", std::process::id());
     let mut command = scenario.context.command();
     command
@@ -1207,7 +1208,7 @@ fn a03_toolsmiths_memory_keeps_its_secret() {
         call.envelope
     );
     assert_held(&call, &["toolsmith's memory"]);
-    call.assert_clean(bound(1000, 300));
+    call.assert_clean(bound(10_000, 300));
 }
 
 /// What a04 may not change of its victim: mode, owner, times, extended attributes, flags.
