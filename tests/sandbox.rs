@@ -446,6 +446,9 @@ fn executor_sigkilled_mid_call_takes_its_tools_along_and_a_restart_cleans_up() {
         &format!("[env]\nallow = [\"PATH\"]\nset = {{ {name} = \"{value}\" }}\n"),
     );
     let base = cgroup_base(&context);
+    // No other oracle-checked call (each starts toolsmith twice) may clean the killed
+    // executor's stale directory up before this test looks at it.
+    let _window = Window::open(true);
 
     let mut toolsmith = context
         .with_tools()
