@@ -32,7 +32,7 @@ impl TestContext {
         let root = temp.path().canonicalize().unwrap();
         let project = root.join("project");
         let tools = root.join("tools");
-        for dir in [&project, &tools, &root.join("home")] {
+        for dir in [&project, &tools, &root.join("home"), &root.join("tmp")] {
             fs::create_dir_all(dir).unwrap();
         }
         let filters = vec![
@@ -75,7 +75,8 @@ impl TestContext {
     }
 
     /// A `toolsmith` command with a scrubbed environment: only `PATH`, and
-    /// `HOME` and `TOOLSMITH_HOME` inside the temp directory.
+    /// `HOME`, `TOOLSMITH_HOME` and `TMPDIR` (where the runs' private temporary directories
+    /// go, checked empty by the leak oracle) inside the temp directory.
     pub(crate) fn command(&self) -> Command {
         #[expect(
             clippy::disallowed_methods,
@@ -87,8 +88,14 @@ impl TestContext {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.root.join("home"))
             .env("TOOLSMITH_HOME", self.root.join("home/.config/toolsmith"))
+            .env("TMPDIR", self.tmpdir())
             .current_dir(&self.project);
         command
+    }
+
+    /// The TMPDIR toolsmith is given.
+    pub(crate) fn tmpdir(&self) -> PathBuf {
+        self.root.join("tmp")
     }
 
     /// `toolsmith --tools-dir <fixture tools>` ready for a subcommand.

@@ -5,7 +5,12 @@
 //! Survival is checked independently of toolsmith: every run gets a test-owned marker in the
 //! tool's environment (through the config's `[env] set`), and after the call `/proc` is scanned
 //! for it. Anything found is killed by pid, so a failing test leaves nothing behind, and fails
-//! the test. The corpus runs on the default backend; `crates/executor/tests/hostile.rs` covers
+//! the test. The leak oracle (`leaks.rs`) then compares the host's cgroups, mounts, SysV
+//! objects, message queues, keys and the TMPDIR given to toolsmith with what they were before
+//! the call, and the next `toolsmith list` must print no warning.
+//!
+//! The `a*` and `b*` scenarios are issue 11's attacks of a hostile tool on its own sandbox, run
+//! as root (see the comment above `assert_held` and `docs/security.md`). The corpus runs on the default backend; `crates/executor/tests/hostile.rs` covers
 //! every backend through the library.
 //!
 //! Not here: §7.33 (SIGKILL of toolsmith mid-call) and the `/proc` half of §7.25 are in
@@ -27,6 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::context::TestContext;
+use crate::leaks::{HostState, Window};
 
 const MARKER_VAR: &str = "HOSTILE_MARKER";
 
@@ -58,11 +64,21 @@ struct Call {
     output: Output,
     elapsed: Duration,
     survivors: usize,
+    /// What the leak oracle found on the host after the call (and removed).
+    leaks: Vec<String>,
+    /// The stderr of the next `toolsmith list`: must be empty.
+    next_start: String,
 }
 
 impl Scenario {
     /// Scenario `file` of the corpus with `limits` as the config's `[limits]` table body.
     fn new(file: &str, limits: &str) -> Scenario {
+        Scenario::with_config(file, limits, "", "")
+    }
+
+    /// As [`Scenario::new`], with `env` more entries of `[env] set` (`KEY = "value", `) and
+    /// `extra` more config text (a `[sandbox]` table).
+    fn with_config(file: &str, limits: &str, env: &str, extra: &str) -> Scenario {
         let context = TestContext::new();
         fs::copy(corpus().join(file), context.tools.join(file)).unwrap();
         let marker = format!(
@@ -78,9 +94,10 @@ impl Scenario {
         fs::write(
             &config,
             format!(
-                "[limits]\n{limits}\n\n[env]\nset = {{ {MARKER_VAR} = \"{marker}\", HOSTILE_SCRATCH = \"{}\", HOSTILE_BIN = \"{}\" }}\n",
+                "[limits]\n{limits}\n\n[env]\nset = {{ {env}{MARKER_VAR} = \"{marker}\", HOSTILE_SCRATCH = \"{}\", HOSTILE_BIN = \"{}\", HOSTILE_PROJECT = \"{}\" }}\n\n{extra}\n",
                 scratch.display(),
-                bin.display()
+                bin.display(),
+                context.project.display(),
             ),
         )
         .unwrap();
@@ -142,10 +159,36 @@ impl Scenario {
     }
 
     fn observe(&self, mut command: Command) -> Call {
+        // The attacks (`a*`, `b*`) try to leave host objects: their window is exclusive.
+        let window = Window::open(!self.tool.starts_with('s'));
+        let before = HostState::capture(&self.context.tmpdir());
         let started = Instant::now();
-        let output = command.output().unwrap();
+        let child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let toolsmith_pid = child.id();
+        let output = child.wait_with_output().unwrap();
         let elapsed = started.elapsed();
         let survivors = kill_marked(&format!("{MARKER_VAR}={}", self.marker));
+        let leaks = before.leaks(toolsmith_pid, &self.context.root);
+        drop(window);
+        let next_start = String::from_utf8_lossy(
+            &self
+                .context
+                .command()
+                .arg("--config")
+                .arg(&self.config)
+                .arg("--tools-dir")
+                .arg(&self.context.tools)
+                .arg("list")
+                .output()
+                .unwrap()
+                .stderr,
+        )
+        .into_owned();
         let envelope = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
             panic!(
                 "{}: stdout is not a JSON envelope ({error}); stderr: {}",
@@ -158,6 +201,8 @@ impl Scenario {
             output,
             elapsed,
             survivors,
+            leaks,
+            next_start,
         }
     }
 }
@@ -223,19 +268,51 @@ impl Call {
         );
     }
 
-    /// Nothing of the run survived and it returned within `bound`.
+    /// Nothing of the run survived (process, cgroup, mount, SysV object, queue, key,
+    /// temporary file), the next start is quiet, and it returned within `bound`.
     #[track_caller]
     fn assert_clean(&self, bound: Duration) {
+        self.assert_nothing_left();
+        assert!(
+            self.elapsed <= bound,
+            "took {:?}, more than the hang bound {bound:?}",
+            self.elapsed
+        );
+    }
+
+    /// The leak oracle's verdict, checked from outside toolsmith, and a quiet next start.
+    #[track_caller]
+    fn assert_nothing_left(&self) {
+        self.assert_no_leaks();
+        assert_eq!(
+            self.next_start, "",
+            "toolsmith's next start printed warnings after {:#}",
+            self.envelope
+        );
+    }
+
+    /// The leak oracle's verdict alone (for a corpus whose next start must report a broken
+    /// tool).
+    #[track_caller]
+    fn assert_no_leaks(&self) {
         assert_eq!(
             self.survivors, 0,
             "processes of the tool survived the call (killed by the test): {:#}",
             self.envelope
         );
         assert!(
-            self.elapsed <= bound,
-            "took {:?}, more than the hang bound {bound:?}",
-            self.elapsed
+            self.leaks.is_empty(),
+            "the call left these on the host (removed by the test): {:#?}\n{:#}",
+            self.leaks,
+            self.envelope
         );
+    }
+}
+
+impl Drop for Scenario {
+    fn drop(&mut self) {
+        // A tool may have made a test-owned file immutable; the temp dir must still go.
+        crate::leaks::clear_immutable(&self.context.root);
     }
 }
 
@@ -908,6 +985,8 @@ fn s31_programs_that_cannot_start_say_why() {
         "error_code": "TOOL_NOT_FOUND",
     }));
     assert!(call.metadata("exit_code").is_null(), "not an exit 127");
+    // The next start reports the broken tool, by design: only the leaks are checked.
+    call.assert_no_leaks();
 
     // A script that lost its executable bit.
     let scenario = Scenario::new("s20-closes-stdin", SHORT);
@@ -919,6 +998,7 @@ fn s31_programs_that_cannot_start_say_why() {
         "error": format!("Tool s20_closes_stdin could not be loaded from {}: it starts with `#!` but is not executable (chmod +x it).", tool.display()),
         "error_code": "TOOL_NOT_FOUND",
     }));
+    call.assert_no_leaks();
 }
 
 #[test]
@@ -1008,4 +1088,646 @@ fn the_corpus_loads() {
         .filter(|entry| entry.as_ref().unwrap().file_type().unwrap().is_file())
         .count();
     assert_eq!(listing["tools"].as_array().unwrap().len(), n_files - 1);
+}
+
+// Issue 11: a hostile tool run by a root toolsmith cannot undo its sandbox. `a*` are the
+// issue's findings 1 to 6 (finding 7, fidelity, is the `init` tests: `kill -SEGV $$`,
+// `kill -TERM $$`, the 1 s timeout of a busy shell, `kill -STOP $$`); `b*` reach the same goals
+// other ways. Each script prints `held: WHAT` for an attempt that failed and `ESCAPED: WHAT`
+// for one that worked; the test also checks the effect from outside where there is one, and
+// the leak oracle (`leaks.rs`) runs after every call.
+
+/// The sandbox was not undone: no `ESCAPED` line, and every attempt of `held` was made and
+/// failed (so an attempt that silently did not run cannot pass).
+#[track_caller]
+fn assert_held(call: &Call, held: &[&str]) {
+    let text = format!(
+        "{}\n{}",
+        call.result_text(),
+        call.metadata("stderr").as_str().unwrap_or_default()
+    );
+    let escaped: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("ESCAPED"))
+        .collect();
+    assert!(
+        escaped.is_empty(),
+        "the tool undid its sandbox: {escaped:#?}\n{:#}",
+        call.envelope
+    );
+    for attempt in held {
+        let line = format!("held: {attempt}");
+        assert!(
+            text.lines().any(|printed| printed == line),
+            "attempt `{attempt}` was not made: {:#}",
+            call.envelope
+        );
+    }
+}
+
+/// True (and a loud warning otherwise) when the attacks can run as the issue means them: as
+/// root, with the interpreter their scripts use.
+fn attacks_can_run(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let python = Path::new("/usr/bin/python3").is_file();
+    if root && python {
+        return true;
+    }
+    let message = format!(
+        "WARNING: {what} needs root and /usr/bin/python3 (root: {root}, python3: {python}); SKIPPED"
+    );
+    assert!(
+        std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+        "{message}"
+    );
+    eprintln!("{message}");
+    false
+}
+
+/// Warns when the call ran on a backend without cgroups, where a limit of the attack is
+/// not a cgroup one; true on the cgroup backend.
+fn on_cgroups(call: &Call) -> bool {
+    if call.backend() == "cgroup" {
+        return true;
+    }
+    eprintln!(
+        "WARNING: backend {} has no cgroup; the cgroup half of {} is not shown",
+        call.backend(),
+        call.envelope
+    );
+    false
+}
+
+const PROJECT: &str = "[sandbox]\nfilesystem = \"project\"\n";
+const READ_ONLY: &str = "[sandbox]\nfilesystem = \"read-only\"\n";
+const TEN_SECONDS: &str = "timeout = \"10s\"\ngrace = \"300ms\"";
+
+/// Makes the scenario's project a git work tree with a `.toolsmith` (config and tools
+/// directory) and returns every file of `.git` and `.toolsmith` with its bytes, to compare
+/// after the call.
+fn protected_project(scenario: &Scenario) -> Vec<(PathBuf, Vec<u8>)> {
+    let project = &scenario.context.project;
+    #[expect(clippy::disallowed_methods, reason = "the test builds its fixture")]
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(project)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    scenario.context.project_file(
+        ".toolsmith/config.toml",
+        "# the operator's project config\n",
+    );
+    fs::create_dir_all(project.join(".toolsmith/tools")).unwrap();
+    protected_files(project)
+}
+
+fn protected_files(project: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![project.join(".git"), project.join(".toolsmith")];
+    while let Some(path) = pending.pop() {
+        let Ok(metadata) = fs::symlink_metadata(&path) else {
+            files.push((path, b"<missing>".to_vec()));
+            continue;
+        };
+        if metadata.file_type().is_symlink() {
+            files.push((path, b"<symlink>".to_vec()));
+        } else if metadata.is_dir() {
+            files.push((path.clone(), b"<dir>".to_vec()));
+            pending.extend(
+                fs::read_dir(&path)
+                    .unwrap()
+                    .flatten()
+                    .map(|entry| entry.path()),
+            );
+        } else {
+            files.push((path.clone(), fs::read(&path).unwrap()));
+        }
+    }
+    files.sort();
+    files
+}
+
+#[track_caller]
+fn assert_protected_unchanged(scenario: &Scenario, before: &[(PathBuf, Vec<u8>)]) {
+    let after = protected_files(&scenario.context.project);
+    let changed: Vec<&PathBuf> = after
+        .iter()
+        .filter(|entry| !before.contains(entry))
+        .chain(before.iter().filter(|entry| !after.contains(entry)))
+        .map(|(path, _)| path)
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the tool changed protected paths: {changed:#?}"
+    );
+}
+
+#[test]
+fn a01_cgroup_limits_cannot_be_raised_nor_left() {
+    if !attacks_can_run("a01") {
+        return;
+    }
+    let scenario = Scenario::new("a01-cgroup-limits", TEN_SECONDS);
+    let call = scenario.call(&["--memory", "64MiB"]);
+    assert_held(&call, &[]);
+    if on_cgroups(&call) {
+        call.assert_envelope(&json!({
+            "tool_success": false,
+            "error_code": "MEMORY_LIMIT",
+            "metadata": {"limit": "memory"},
+        }));
+    }
+    call.assert_clean(bound(10_000, 300));
+}
+
+#[test]
+fn a02_network_deny_survives_an_unmounted_proc_and_pathname_sockets() {
+    if !attacks_can_run("a02") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The pathname socket lives in the test's temp dir, outside the scenario's own.
+    let unix_dir = tempfile::tempdir().unwrap();
+    let unix = unix_dir.path().join("listener.sock");
+    let unix_listener = std::os::unix::net::UnixListener::bind(&unix).unwrap();
+    let scenario = Scenario::with_config(
+        "a02-network-deny-escape",
+        SHORT,
+        &format!(
+            "HOSTILE_PORT = \"{port}\", HOSTILE_UNIX = \"{}\", ",
+            unix.display()
+        ),
+        "[sandbox]\nnetwork = \"deny\"\n",
+    );
+    let call = scenario.call(&[]);
+    drop((listener, unix_listener));
+    call.assert_envelope(
+        &json!({"tool_success": true, "metadata": {"sandbox": {"network": "deny"}}}),
+    );
+    assert_held(&call, &["host loopback", "pathname socket"]);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn a03_toolsmiths_memory_keeps_its_secret() {
+    if !attacks_can_run("a03") {
+        return;
+    }
+    // Reading every mapping of toolsmith takes a while on a loaded machine.
+    let scenario = Scenario::new("a03-secret-in-memory", TEN_SECONDS);
+    let secret = format!("hunter2-a03-{}", std::process::id());
+    let mut command = scenario.context.command();
+    command
+        .env("SECRET_TOKEN", &secret)
+        .args(scenario.run_args(&[]));
+    let call = scenario.observe(command);
+    assert!(
+        !call.envelope.to_string().contains(&secret),
+        "the secret leaked: {:#}",
+        call.envelope
+    );
+    assert_held(&call, &["toolsmith's memory"]);
+    call.assert_clean(bound(10_000, 300));
+}
+
+/// What a04 may not change of its victim: mode, owner, times, extended attributes, flags.
+fn victim_state(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = fs::metadata(path).unwrap();
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let mut names = [0u8; 1024];
+    // SAFETY: the buffer and its length match; the path is NUL-terminated.
+    let length = unsafe { libc::listxattr(name.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test reads the flags from outside"
+    )]
+    let flags = Command::new("lsattr")
+        .arg("-d")
+        .arg(path)
+        .output()
+        .map_or_else(
+            |_| "no lsattr".to_owned(),
+            |output| {
+                String::from_utf8_lossy(&output.stdout)
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            },
+        );
+    format!(
+        "mode {:o} owner {}:{} mtime {} xattrs {:?} flags {flags}",
+        metadata.mode(),
+        metadata.uid(),
+        metadata.gid(),
+        metadata.mtime(),
+        String::from_utf8_lossy(&names[..usize::try_from(length).unwrap_or(0)]),
+    )
+}
+
+/// Device nodes below `dir`.
+fn device_nodes(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in fs::read_dir(&next).into_iter().flatten().flatten() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_block_device() || kind.is_char_device() {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a04_no_metadata_change_outside_the_writable_roots() {
+    if !attacks_can_run("a04") {
+        return;
+    }
+    let scenario = Scenario::with_config("a04-metadata-outside-the-roots", SHORT, "", PROJECT);
+    let victim = scenario.scratch.join("victim");
+    fs::write(&victim, "the test's file\n").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+    let before = victim_state(&victim);
+    let call = scenario.call(&[]);
+    let after = victim_state(&victim);
+    let nodes = device_nodes(&scenario.context.project);
+    crate::leaks::clear_immutable(&scenario.scratch);
+    call.assert_envelope(
+        &json!({"tool_success": true, "metadata": {"sandbox": {"filesystem": "project"}}}),
+    );
+    assert_held(
+        &call,
+        &[
+            "mknod char device in the project",
+            "mknod block device in TMPDIR",
+            "chmod 4777",
+            "chown",
+            "user xattr",
+            "security.capability xattr",
+            "chattr +i",
+            "touch -d 2001-01-01",
+        ],
+    );
+    assert_eq!(after, before, "the victim outside the roots changed");
+    assert!(nodes.is_empty(), "device nodes in the project: {nodes:?}");
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn a05_git_and_toolsmith_dirs_stay_read_only() {
+    if !attacks_can_run("a05") {
+        return;
+    }
+    let scenario = Scenario::with_config("a05-self-loosening", SHORT, "", PROJECT);
+    let before = protected_project(&scenario);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({"tool_success": true}));
+    assert_held(
+        &call,
+        &[
+            ".toolsmith/config.toml",
+            ".toolsmith/tools/planted",
+            ".git/hooks/pre-commit",
+            ".git/config",
+        ],
+    );
+    assert_protected_unchanged(&scenario, &before);
+    call.assert_clean(bound(1000, 300));
+}
+
+/// A SysV shared memory segment of the test's, holding `token`, removed on drop.
+struct HostSegment {
+    id: i32,
+    key: i32,
+}
+
+impl HostSegment {
+    fn new(token: &[u8]) -> HostSegment {
+        let key = crate::leaks::test_segment_key();
+        // SAFETY: plain SysV calls on a segment this test creates; the copy fits its 4 KiB.
+        unsafe {
+            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
+            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
+            let address = libc::shmat(id, std::ptr::null(), 0);
+            std::ptr::copy_nonoverlapping(token.as_ptr(), address.cast::<u8>(), token.len());
+            libc::shmdt(address);
+            HostSegment { id, key }
+        }
+    }
+
+    fn read(&self, length: usize) -> Vec<u8> {
+        // SAFETY: attaches the test's own 4 KiB segment read-only and copies `length` bytes.
+        unsafe {
+            let address = libc::shmat(self.id, std::ptr::null(), libc::SHM_RDONLY);
+            assert_ne!(
+                address as isize,
+                -1,
+                "the test's segment is gone: {}",
+                std::io::Error::last_os_error()
+            );
+            let bytes = std::slice::from_raw_parts(address.cast::<u8>(), length).to_vec();
+            libc::shmdt(address);
+            bytes
+        }
+    }
+}
+
+impl Drop for HostSegment {
+    fn drop(&mut self) {
+        // SAFETY: removes the test's own segment.
+        unsafe { libc::shmctl(self.id, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
+#[test]
+fn a06_sysv_objects_keys_cgroup_dirs_and_immutable_files_do_not_outlive_the_call() {
+    if !attacks_can_run("a06") {
+        return;
+    }
+    let token = b"host-token\0";
+    let segment = HostSegment::new(token);
+    let scenario = Scenario::with_config(
+        "a06-leftovers",
+        SHORT,
+        &format!("HOSTILE_SHM_KEY = \"{}\", ", segment.key),
+        READ_ONLY,
+    );
+    let call = scenario.call(&[]);
+    let segment_after = segment.read(token.len());
+    drop(segment);
+    call.assert_envelope(&json!({"tool_success": true}));
+    let mut held = vec!["add_key", "host segment", "chattr"];
+    if on_cgroups(&call) {
+        held.push("cgroup mkdir");
+    }
+    assert_held(&call, &held);
+    assert_eq!(segment_after, token, "the tool wrote the host's segment");
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b01_a_cgroup_filesystem_of_its_own_does_not_raise_the_limit() {
+    if !attacks_can_run("b01") {
+        return;
+    }
+    let scenario = Scenario::new("b01-cgroup2-mount", TEN_SECONDS);
+    let call = scenario.call(&["--memory", "64MiB"]);
+    assert_held(&call, &[]);
+    if on_cgroups(&call) {
+        call.assert_envelope(&json!({"tool_success": false, "error_code": "MEMORY_LIMIT"}));
+    }
+    call.assert_clean(bound(10_000, 300));
+}
+
+#[test]
+fn b02_hard_rlimits_cannot_be_raised() {
+    if !attacks_can_run("b02") {
+        return;
+    }
+    let scenario = Scenario::new(
+        "b02-rlimit-raise",
+        "timeout = \"10s\"\nmax_file_size = \"1MiB\"\nmax_open_files = 64",
+    );
+    let call = scenario.call(&[]);
+    assert_held(&call, &["rlimit -f", "rlimit -n", "rlimit -c"]);
+    let written = fs::metadata(scenario.scratch.join("big")).map_or(0, |file| file.len());
+    assert!(written <= 1 << 20, "the file grew to {written} bytes");
+    call.assert_clean(Duration::from_secs(10));
+}
+
+#[test]
+fn b03_no_sibling_cgroup_outside_the_leaf() {
+    if !attacks_can_run("b03") {
+        return;
+    }
+    let scenario = Scenario::new("b03-sibling-cgroup", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({"tool_success": true}));
+    if on_cgroups(&call) {
+        assert_held(&call, &["sibling cgroup 0", "sibling cgroup pids"]);
+    }
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b04_moving_proc_aside_shows_no_host_process() {
+    use std::os::unix::process::CommandExt;
+    if !attacks_can_run("b04") {
+        return;
+    }
+    let stranger_id = format!("{}x{}", std::process::id(), line!());
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the host process the tool must not see"
+    )]
+    let mut stranger = Command::new("sleep")
+        .arg0(format!("STRANGER_{stranger_id}"))
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let scenario = Scenario::with_config(
+        "b04-proc-move",
+        SHORT,
+        &format!("HOSTILE_STRANGER = \"{stranger_id}\", "),
+        "",
+    );
+    let call = scenario.call(&[]);
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+    assert_held(&call, &["host processes"]);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b05_a_nested_user_namespace_does_not_unlock_protected_paths() {
+    if !attacks_can_run("b05") {
+        return;
+    }
+    let scenario = Scenario::with_config("b05-nested-user-namespace", SHORT, "", PROJECT);
+    let before = protected_project(&scenario);
+    let call = scenario.call(&[]);
+    assert_held(&call, &["nested user namespace"]);
+    assert_protected_unchanged(&scenario, &before);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b06_protected_paths_cannot_be_remounted_or_uncovered() {
+    if !attacks_can_run("b06") {
+        return;
+    }
+    let scenario = Scenario::with_config("b06-remount-protected", SHORT, "", PROJECT);
+    let before = protected_project(&scenario);
+    let call = scenario.call(&[]);
+    assert_held(&call, &[".git/config"]);
+    assert_protected_unchanged(&scenario, &before);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b07_protected_paths_cannot_be_linked_renamed_or_swapped() {
+    if !attacks_can_run("b07") {
+        return;
+    }
+    let scenario = Scenario::with_config("b07-link-and-swap-protected", SHORT, "", PROJECT);
+    let before = protected_project(&scenario);
+    let call = scenario.call(&[]);
+    assert_held(
+        &call,
+        &[
+            "hard link to config.toml",
+            "rename .toolsmith",
+            "symlink swap of .git/hooks",
+        ],
+    );
+    assert_protected_unchanged(&scenario, &before);
+    assert!(
+        !scenario.context.project.join(".toolsmith-old").exists(),
+        ".toolsmith was renamed"
+    );
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b08_no_setuid_root_file_is_left_in_the_project() {
+    if !attacks_can_run("b08") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let scenario = Scenario::with_config("b08-setuid-copy", SHORT, "", PROJECT);
+    let call = scenario.call(&[]);
+    let planted: Vec<PathBuf> = fs::read_dir(&scenario.context.project)
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .metadata()
+                .is_ok_and(|metadata| metadata.uid() == 0 && metadata.mode() & 0o6000 != 0)
+        })
+        .map(|entry| entry.path())
+        .collect();
+    for path in &planted {
+        let _ = fs::remove_file(path);
+    }
+    assert_held(&call, &["setuid copy"]);
+    assert!(
+        planted.is_empty(),
+        "setuid-root files in the project: {planted:?}"
+    );
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b09_proc_sys_and_sysrq_trigger_are_read_only() {
+    if !attacks_can_run("b09") {
+        return;
+    }
+    let scenario = Scenario::new("b09-proc-sys-and-sysrq", SHORT);
+    let call = scenario.call(&[]);
+    if call.result_text().contains("absent: sysrq-trigger") {
+        eprintln!("WARNING: this kernel has no /proc/sysrq-trigger; b09 tries /proc/sys alone");
+        assert_held(&call, &["/proc/sys"]);
+    } else {
+        assert_held(&call, &["/proc/sys", "sysrq-trigger"]);
+    }
+    call.assert_clean(bound(1000, 300));
+}
+
+fn hostname() -> Vec<u8> {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer and its length match.
+    unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    name.split(|&byte| byte == 0).next().unwrap().to_vec()
+}
+
+#[test]
+fn b10_the_hosts_hostname_is_out_of_reach() {
+    if !attacks_can_run("b10") {
+        return;
+    }
+    let host_uts = fs::read_link("/proc/self/ns/uts").unwrap();
+    let before = hostname();
+    let scenario = Scenario::with_config(
+        "b10-hostname",
+        SHORT,
+        &format!("HOSTILE_HOST_UTS = \"{}\", ", host_uts.display()),
+        "",
+    );
+    let call = scenario.call(&[]);
+    assert_eq!(hostname(), before, "the host's hostname changed");
+    assert_held(&call, &["hostname"]);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b11_posix_message_queues_do_not_outlive_the_call() {
+    if !attacks_can_run("b11") {
+        return;
+    }
+    let scenario = Scenario::new("b11-mqueue", SHORT);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({"tool_success": true}));
+    assert!(call.result_text().ends_with("done"), "{:#}", call.envelope);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b12_no_key_in_the_inherited_session_keyring() {
+    if !attacks_can_run("b12") {
+        return;
+    }
+    let scenario = Scenario::new("b12-session-keyring", SHORT);
+    let call = scenario.call(&[]);
+    assert_held(&call, &["session keyring", "user session keyring"]);
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b13_no_device_node_in_the_project() {
+    if !attacks_can_run("b13") {
+        return;
+    }
+    let scenario = Scenario::with_config("b13-device-node-in-the-project", SHORT, "", PROJECT);
+    let call = scenario.call(&[]);
+    let nodes = device_nodes(&scenario.context.project);
+    assert_held(&call, &["kmsg", "loop-control"]);
+    assert!(nodes.is_empty(), "device nodes in the project: {nodes:?}");
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b14_the_calls_init_cannot_be_ptraced_read_or_killed() {
+    if !attacks_can_run("b14") {
+        return;
+    }
+    let scenario = Scenario::new("b14-init-tampering", SHORT);
+    let call = scenario.call(&[]);
+    assert_held(&call, &["ptrace", "/proc/1/mem", "/proc/1/environ"]);
+    call.assert_envelope(&json!({"tool_success": true}));
+    assert!(
+        call.result_text().ends_with("still alive"),
+        "{:#}",
+        call.envelope
+    );
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
+fn b15_the_cgroup_release_agent_is_out_of_reach() {
+    if !attacks_can_run("b15") {
+        return;
+    }
+    let scenario = Scenario::new("b15-release-agent", SHORT);
+    let call = scenario.call(&[]);
+    assert_held(&call, &["release_agent"]);
+    call.assert_clean(bound(1000, 300));
 }

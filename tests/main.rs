@@ -12,6 +12,7 @@ mod faults;
 mod generate;
 mod hostile;
 mod install;
+mod leaks;
 mod list;
 mod load;
 mod manifest;

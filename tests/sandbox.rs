@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::context::{TestContext, shell_tool};
+use crate::leaks::{HostState, Window};
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -59,16 +60,72 @@ fn available(context: &TestContext, feature: &str) -> bool {
     false
 }
 
-/// Runs `command` (a `toolsmith run`) and returns the envelope it printed.
+/// Runs `command` (a `toolsmith run` of a `TestContext`) and returns the envelope it printed,
+/// after the leak oracle found nothing of the call on the host and a `toolsmith list` with
+/// the same options started without a warning.
 fn run_json(command: &mut std::process::Command) -> Value {
-    let output = command.output().unwrap();
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+    let env = |name: &str| {
+        command
+            .get_envs()
+            .find(|(key, _)| *key == name)
+            .and_then(|(_, value)| value)
+            .map(PathBuf::from)
+            .unwrap()
+    };
+    let tmpdir = env("TMPDIR");
+    let root = tmpdir.parent().unwrap().to_path_buf();
+    let window = Window::open(false);
+    let before = HostState::capture(&tmpdir);
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    let leaks = before.leaks(pid, &root);
+    drop(window);
+    let envelope = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
         panic!(
             "not an envelope ({error}): {}{}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         )
-    })
+    });
+    assert!(
+        leaks.is_empty(),
+        "the call left these on the host (removed by the test): {leaks:#?}\n{envelope:#}"
+    );
+    // The next start: the same program, environment and options, `list` instead of `run`.
+    let options: Vec<_> = command
+        .get_args()
+        .take_while(|arg| *arg != "run")
+        .map(ToOwned::to_owned)
+        .collect();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the binary under test, started as the call was"
+    )]
+    let mut list = std::process::Command::new(command.get_program());
+    list.env_clear()
+        .envs(
+            command
+                .get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        )
+        .args(options)
+        .arg("list");
+    if let Some(dir) = command.get_current_dir() {
+        list.current_dir(dir);
+    }
+    let next = list.output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&next.stderr),
+        "",
+        "toolsmith's next start printed warnings after {envelope:#}"
+    );
+    envelope
 }
 
 /// A Kodelet tool that tries to connect to `port` on the host's loopback.
@@ -391,6 +448,9 @@ fn executor_sigkilled_mid_call_takes_its_tools_along_and_a_restart_cleans_up() {
         &format!("[env]\nallow = [\"PATH\"]\nset = {{ {name} = \"{value}\" }}\n"),
     );
     let base = cgroup_base(&context);
+    // No other oracle-checked call (each starts toolsmith twice) may clean the killed
+    // executor's stale directory up before this test looks at it.
+    let _window = Window::open(true);
 
     let mut toolsmith = context
         .with_tools()
