@@ -914,7 +914,7 @@ mod tests {
         check(
             "[limits]\ntimeoutt = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `timeoutt`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`",
+                "invalid config file x.toml at line 2: unknown field `timeoutt`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`, `tmp_size`",
             ),
         );
     }
@@ -934,13 +934,13 @@ mod tests {
         check(
             "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"project\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project) }",
+                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None }",
             ),
         );
         check(
             "[tools.hello]\nnetwork = \"deny\"\nfilesystem = \"read-only-if-possible\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible) }",
+                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None }",
             ),
         );
         check(
@@ -958,7 +958,7 @@ mod tests {
         check(
             "[sandbox]\nproxy = \"http://x\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `proxy`, expected `network` or `filesystem`",
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`",
             ),
         );
     }
@@ -1036,7 +1036,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `disabled`",
             ),
         );
     }

@@ -8,12 +8,13 @@
 //! as loosening, key by key (the table in docs/security.md, "Project trust", says the same):
 //!
 //! - every limit (`timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`,
-//!   `max_open_files`, `max_output`, `max_timeout`): a larger value, or `unlimited`;
+//!   `max_open_files`, `max_output`, `tmp_size`, `max_timeout`): a larger value, or `unlimited`;
 //! - `executor.backend`: a weaker containment backend than the user's (`auto` counts as the
 //!   strongest); `executor.max_concurrent`: more concurrent calls than the user allows;
 //! - `sandbox.network`: `allow` < `deny-if-possible` < `deny`; `sandbox.filesystem`: a
 //!   less confined profile (`full` < `project` < `read-only`), or an `-if-possible` variant
-//!   where the user requires the mechanism;
+//!   where the user requires the mechanism; `sandbox.syscalls`: `unfiltered` <
+//!   `filter-if-possible` < `filter`; `sandbox.user`: any identity other than the user's;
 //! - `env.allow`: a variable the user's list does not pass through (the others are kept);
 //!   `env.set`: a variable the user sets, or one the user's `allow` passes through (a project
 //!   must not replace `PATH` or a value the user chose; new variables are fine);
@@ -34,8 +35,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, ToolName};
+use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunAs};
+use toolsmith_registry::{FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName};
 
 #[cfg(test)]
 use crate::config::ConfigDir;
@@ -125,6 +126,8 @@ pub(crate) fn tighten(
     let user_sandbox = UserSandbox {
         network: user.sandbox.network.unwrap_or(NetworkSetting::Allow),
         filesystem: user.sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
+        syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
+        user: user.sandbox.user,
     };
     sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
 
@@ -153,6 +156,8 @@ pub(crate) fn tighten(
                 .sandbox
                 .filesystem
                 .unwrap_or(user_sandbox.filesystem),
+            syscalls: user_tool.sandbox.syscalls.unwrap_or(user_sandbox.syscalls),
+            user: user_sandbox.user,
         };
         sandbox(&prefix, &mut tool.sandbox, &tool_sandbox, &mut found);
         let user_disabled = user_tool.disabled == Some(true)
@@ -220,6 +225,7 @@ struct Baseline {
     max_file_size: Option<u64>,
     max_open_files: Option<u64>,
     max_output: u64,
+    tmp_size: Option<u64>,
     max_timeout: Duration,
 }
 
@@ -237,6 +243,7 @@ impl Baseline {
             max_file_size: cap(user.max_file_size, defaults.max_file_size),
             max_open_files: cap(user.max_open_files, defaults.max_open_files),
             max_output: user.max_output.unwrap_or(defaults.max_output),
+            tmp_size: cap(user.tmp_size, defaults.tmp_size),
             max_timeout: user.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
         }
     }
@@ -303,6 +310,7 @@ fn limits(prefix: &str, project: &mut LimitsOptions, user: &Baseline, found: &mu
             user.max_open_files,
             &count,
         ),
+        ("tmp_size", &mut project.tmp_size, user.tmp_size, &size),
     ] {
         if let Some(cap) = *wanted
             && above(cap.into_option(), allowed)
@@ -392,6 +400,8 @@ fn env(
 struct UserSandbox {
     network: NetworkSetting,
     filesystem: FilesystemSetting,
+    syscalls: SyscallsSetting,
+    user: Option<RunAs>,
 }
 
 /// Drops the sandbox settings of `project` that confine less than the user's.
@@ -420,6 +430,39 @@ fn sandbox(
             format!("{:?}", user.filesystem.as_str()),
         ));
         project.filesystem = None;
+    }
+    if let Some(syscalls) = project.syscalls
+        && syscalls_rank(syscalls) < syscalls_rank(user.syscalls)
+    {
+        found.push(loosening(
+            format!("{prefix}.syscalls"),
+            format!("{:?}", syscalls.as_str()),
+            format!("{:?}", user.syscalls.as_str()),
+        ));
+        project.syscalls = None;
+    }
+    // The identity tools run as is the user's to choose: another uid may own or read what
+    // the user's does not, so a project's differing `user` is never taken.
+    if let Some(run_as) = project.user
+        && Some(run_as) != user.user
+    {
+        found.push(loosening(
+            format!("{prefix}.user"),
+            format!("{:?}", run_as.to_string()),
+            user.user.map_or_else(
+                || "unset".to_owned(),
+                |user| format!("{:?}", user.to_string()),
+            ),
+        ));
+        project.user = None;
+    }
+}
+
+fn syscalls_rank(setting: SyscallsSetting) -> u8 {
+    match setting {
+        SyscallsSetting::Unfiltered => 0,
+        SyscallsSetting::FilterIfPossible => 1,
+        SyscallsSetting::Filter => 2,
     }
 }
 
@@ -612,6 +655,19 @@ mod tests {
             &[
                 "limits.timeout = 1h would loosen the user's 30s; 30s applies",
                 "limits.memory = unlimited would loosen the user's 256MiB; 256MiB applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn looser_tmpfs_and_syscalls_are_refused() {
+        check(
+            "[limits]\ntmp_size = \"16MiB\"\n",
+            "[limits]\ntmp_size = \"1GiB\"\n[sandbox]\nsyscalls = \"unfiltered\"\n[tools.x]\nsyscalls = \"filter-if-possible\"\n",
+            &[
+                "limits.tmp_size = 1GiB would loosen the user's 16MiB; 16MiB applies",
+                "sandbox.syscalls = \"unfiltered\" would loosen the user's \"filter\"; \"filter\" applies",
+                "tools.x.syscalls = \"filter-if-possible\" would loosen the user's \"filter\"; \"filter\" applies",
             ],
         );
     }

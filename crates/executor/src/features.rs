@@ -219,7 +219,10 @@ fn probe_mounts() -> Probe {
         read_only: true,
         project: None,
         protected: Vec::new(),
-        temp_dir: Some((temp_dir, MountPlan::tmpfs_options(Some(1 << 20), "0700", None))),
+        temp_dir: Some((
+            temp_dir,
+            MountPlan::tmpfs_options(Some(1 << 20), "0700", None),
+        )),
         shm_options: MountPlan::tmpfs_options(Some(1 << 20), "1777", None),
         landlock: None,
     };

@@ -266,7 +266,7 @@ pub(crate) fn plan(
         Syscalls::Filtered(enforcement) => {
             if features.seccomp.available {
                 applied.syscall_filter = true;
-                Some(seccomp::program())
+                Some(())
             } else {
                 unavailable(
                     enforcement,
@@ -406,7 +406,7 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program,
+        seccomp: seccomp_program.map(|()| seccomp::program(applied.network_denied)),
         applied,
     })
 }

@@ -157,13 +157,35 @@ fn number(call: libc::c_long) -> u32 {
     u32::try_from(call).expect("system call numbers are small and positive")
 }
 
-/// The filter program, built once.
-pub(crate) fn program() -> &'static [libc::sock_filter] {
+/// `S_ISUID | S_ISGID`: a mode with either bit makes a file that runs with its
+/// owner's (or group's) identity. A tool of a root toolsmith is uid 0 without
+/// capabilities, and the owner of what it writes: a `chmod 4755` of its own
+/// copy of a shell would leave a setuid-root program in the project for the
+/// next user to run (`b08` in the hostile corpus). No capability covers that:
+/// the owner may always set these bits, so the filter refuses them.
+const SET_ID_BITS: u32 = 0o6000;
+
+/// `AF_UNIX`: under `network = deny` a pathname socket is the host's other
+/// door (a container engine's socket, the D-Bus system bus, an ssh agent),
+/// which a network namespace does not close. `socketpair` stays allowed.
+const AF_UNIX: u32 = 1;
+
+/// `fchmodat2` (Linux 6.6), the same number on every architecture.
+const SYS_FCHMODAT2: libc::c_long = 452;
+
+/// The filter program, built once per kind: with `network_denied`, Unix
+/// sockets are refused too.
+pub(crate) fn program(network_denied: bool) -> &'static [libc::sock_filter] {
     static PROGRAM: OnceLock<Vec<libc::sock_filter>> = OnceLock::new();
-    PROGRAM.get_or_init(build)
+    static NETWORK_DENIED: OnceLock<Vec<libc::sock_filter>> = OnceLock::new();
+    if network_denied {
+        NETWORK_DENIED.get_or_init(|| build(true))
+    } else {
+        PROGRAM.get_or_init(|| build(false))
+    }
 }
 
-fn build() -> Vec<libc::sock_filter> {
+fn build(network_denied: bool) -> Vec<libc::sock_filter> {
     let deny = |errno: i32| {
         statement(
             BPF_RET_K,
@@ -201,13 +223,52 @@ fn build() -> Vec<libc::sock_filter> {
         libc::SYS_unshare,
         CLONE_NAMESPACES | CLONE_NEWTIME,
     ));
-    program.extend([
-        jump(BPF_JEQ_K, number(libc::SYS_socket), 0, 4),
-        statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW),
-        jump(BPF_JEQ_K, AF_VSOCK, 0, 1),
-        deny(libc::EPERM),
-        statement(BPF_RET_K, SECCOMP_RET_ALLOW),
-    ]);
+    if network_denied {
+        program.extend([
+            jump(BPF_JEQ_K, number(libc::SYS_socket), 0, 5),
+            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW),
+            jump(BPF_JEQ_K, AF_VSOCK, 1, 0),
+            jump(BPF_JEQ_K, AF_UNIX, 0, 1),
+            deny(libc::EPERM),
+            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
+        ]);
+    } else {
+        program.extend([
+            jump(BPF_JEQ_K, number(libc::SYS_socket), 0, 4),
+            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW),
+            jump(BPF_JEQ_K, AF_VSOCK, 0, 1),
+            deny(libc::EPERM),
+            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
+        ]);
+    }
+    // The mode argument of every call that sets a file's mode: no setuid or
+    // setgid bit (`SET_ID_BITS`). `open`/`openat` take a mode only with
+    // `O_CREAT` or `O_TMPFILE`; libc passes 0 otherwise.
+    let mode_check = |call: libc::c_long, argument: u32| {
+        [
+            jump(BPF_JEQ_K, number(call), 0, 4),
+            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW + 8 * argument),
+            jump(BPF_JSET_K, SET_ID_BITS, 0, 1),
+            deny(libc::EPERM),
+            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
+        ]
+    };
+    #[cfg(target_arch = "x86_64")]
+    {
+        program.extend(mode_check(libc::SYS_chmod, 1));
+        program.extend(mode_check(libc::SYS_creat, 1));
+        program.extend(mode_check(libc::SYS_open, 2));
+        program.extend(mode_check(libc::SYS_mknod, 1));
+    }
+    program.extend(mode_check(libc::SYS_fchmod, 1));
+    program.extend(mode_check(libc::SYS_fchmodat, 2));
+    program.extend(mode_check(SYS_FCHMODAT2, 2));
+    program.extend(mode_check(libc::SYS_openat, 3));
+    program.extend(mode_check(libc::SYS_mknodat, 2));
+    // `openat2` passes its mode in a structure the filter cannot read: ENOSYS
+    // sends libc and programs back to `openat`.
+    program.push(jump(BPF_JEQ_K, number(libc::SYS_openat2), 0, 1));
+    program.push(deny(libc::ENOSYS));
     let allowed_count = u8::try_from(PERSONALITIES.len()).expect("a handful of personalities");
     program.push(jump(
         BPF_JEQ_K,
@@ -262,7 +323,7 @@ pub(crate) fn probe() -> Result<(), String> {
             std::env::consts::ARCH
         ));
     }
-    let filter = fprog(program());
+    let filter = fprog(program(false));
     let mut stack = vec![0_u8; 64 * 1024];
     // SAFETY: a vfork-style clone whose child only makes system calls on
     // its own stack, then exits; the filter applies to the child alone.
@@ -334,7 +395,12 @@ mod tests {
 
     #[test]
     fn the_program_is_within_the_kernels_limits_and_every_jump_lands_inside() {
-        let program = build();
+        for network_denied in [false, true] {
+            check_jumps(&build(network_denied));
+        }
+    }
+
+    fn check_jumps(program: &[libc::sock_filter]) {
         assert!(program.len() < 4096);
         for (index, instruction) in program.iter().enumerate() {
             if instruction.code & 0x07 == 0x05 {

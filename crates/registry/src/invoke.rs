@@ -741,7 +741,8 @@ mod tests {
                 "escalated": false,
                 "backend": "pgroup",
                 "sandbox": {"network": "allow", "filesystem": "full", "pid_namespace": false,
-                    "mount_namespace": false, "ipc_namespace": false}
+                    "mount_namespace": false, "ipc_namespace": false,
+                    "capabilities": "inherited", "syscalls": "unfiltered"}
             })
         );
     }
