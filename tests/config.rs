@@ -62,6 +62,8 @@ fn show_settings_defaults() {
       "sandbox": {
         "network": "allow",
         "filesystem": "full",
+        "syscalls": "filter",
+        "user": null,
         "project_dir": "[TEMP]/project"
       },
       "tools": {},
@@ -137,6 +139,8 @@ fn show_settings_precedence_flags_over_env_over_file() {
       "sandbox": {
         "network": "allow",
         "filesystem": "full",
+        "syscalls": "filter",
+        "user": null,
         "project_dir": "[TEMP]/project"
       },
       "tools": {},
@@ -234,7 +238,7 @@ fn unknown_key_is_an_error() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
+    error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`, `tmp_size`
     hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
     ");
 }

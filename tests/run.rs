@@ -172,28 +172,29 @@ fn error_tool_success() {
 fn error_tool_failure_carries_its_structured_error() {
     let context = TestContext::new();
     cli_snapshot!(context, context.with_examples().args(["run", "error_tool", "--input", r#"{"should_fail": true, "message": "disk on fire"}"#]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "disk on fire",
-          "error_code": "TOOL_CRASHED",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "exit_code": 1,
-            "stdout_truncated": false,
-            "stderr": "error_tool: failing on request\n",
-            "stderr_truncated": false,
-            "stdout_bytes": 61,
-            "stderr_bytes": 31,
-            "cpu_time_ms": "[CPU_TIME_MS]",
-            "peak_rss_kb": "[PEAK_RSS_KB]",
-            "escalated": false,
-            "backend": "[BACKEND]"
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "disk on fire",
+      "error_code": "TOOL_CRASHED",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 1,
+        "stdout_truncated": false,
+        "stdout": "{\"error\": \"disk on fire\", \"details\": \"should_fail was true\"}\n",
+        "stderr": "error_tool: failing on request\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 61,
+        "stderr_bytes": 31,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]
@@ -365,28 +366,29 @@ fn plain_text_result_and_crash_with_stderr() {
         ),
     );
     cli_snapshot!(context, context.with_tools().args(["run", "crasher"]), @r#"
-        exit_code: 1
-        ----- stdout -----
-        {
-          "tool_success": false,
-          "error": "Tool crasher exited with status 3: fatal: the widget broke.",
-          "error_code": "TOOL_CRASHED",
-          "metadata": {
-            "execution_time_ms": "[EXECUTION_TIME_MS]",
-            "exit_code": 3,
-            "stdout_truncated": false,
-            "stderr": "fatal: the widget broke\n",
-            "stderr_truncated": false,
-            "stdout_bytes": 15,
-            "stderr_bytes": 24,
-            "cpu_time_ms": "[CPU_TIME_MS]",
-            "peak_rss_kb": "[PEAK_RSS_KB]",
-            "escalated": false,
-            "backend": "[BACKEND]"
-          }
-        }
-        ----- stderr -----
-        "#);
+    exit_code: 1
+    ----- stdout -----
+    {
+      "tool_success": false,
+      "error": "Tool crasher exited with status 3: fatal: the widget broke.",
+      "error_code": "TOOL_CRASHED",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 3,
+        "stdout_truncated": false,
+        "stdout": "partial output\n",
+        "stderr": "fatal: the widget broke\n",
+        "stderr_truncated": false,
+        "stdout_bytes": 15,
+        "stderr_bytes": 24,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
 }
 
 #[test]

@@ -205,9 +205,11 @@ fn a_tools_declaration_tightens_the_grant_but_never_loosens_it() {
         .output()
         .unwrap();
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["sandbox"]["network"], "deny", "{shown}");
+    assert_eq!(shown["sandbox"]["filesystem"], "full", "{shown}");
     assert_eq!(
-        shown["sandbox"],
-        json!({"network": "deny", "filesystem": "full", "declared": {"network": "deny", "filesystem": null}})
+        shown["sandbox"]["declared"],
+        json!({"network": "deny", "filesystem": null})
     );
 }
 
@@ -572,7 +574,6 @@ fn a_root_toolsmiths_tools_have_no_capability_and_their_system_calls_are_filtere
         "unshare-user",
         "unshare-mount",
         "mount",
-        "ptrace",
         "bpf",
         "mknod",
         "chattr",
@@ -582,6 +583,9 @@ fn a_root_toolsmiths_tools_have_no_capability_and_their_system_calls_are_filtere
             "{probe}: {printed}"
         );
     }
+    // In its private PID namespace a tool may trace its own children, as in a shell (debuggers,
+    // AddressSanitizer's leak checker); toolsmith's init is out of its reach (b14).
+    assert!(printed.contains("\nptrace ok"), "{printed}");
     // umount of its own /proc is tried only in a private PID (and mount) namespace.
     assert!(
         printed.contains("\numount-proc EPERM") || printed.contains("\numount-proc skipped"),

@@ -16,7 +16,7 @@ fn show_text() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only false
     policy:        allowed
-    sandbox:       network allow, filesystem full
+    sandbox:       network allow, filesystem full, syscalls filter
     isolation:     [ISOLATION]
     limits:
       timeout         30s ([limits])

@@ -1,13 +1,22 @@
 //! Project trust (issue 12): a cloned project's tools and config are skipped until `toolsmith trust`, and a trusted config may only tighten the user's.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
 use crate::context::{TestContext, shell_tool, write_executable, write_file};
 
 /// A Kodelet tool that leaves `marker` behind whenever anything executes it (probe or call).
+/// A command of `context` whose probes may leave the marker: a probe's sandbox is read-only,
+/// so these tests switch Landlock (and the read-only mounts that come with it) off, to see
+/// whether a probe ran at all.
+fn unconfined(context: &TestContext) -> Command {
+    let mut command = context.command();
+    command.env("TOOLSMITH_DISABLE_FEATURES", "landlock");
+    command
+}
+
 fn marking_tool(name: &str, marker: &Path) -> String {
     format!(
         "#!/bin/sh\ntouch '{}'\ncase \"$1\" in\n  description) printf '%s\\n' '{{\"name\": \"{name}\", \"description\": \"The {name} fixture\", \"input_schema\": {{\"type\": \"object\"}}}}' ;;\n  run) echo \"ran {name}: token=$SECRET_TOKEN\" ;;\nesac\n",
@@ -75,13 +84,15 @@ fn a_cloned_projects_tools_neither_run_nor_list_until_trusted() {
     let context = TestContext::new();
     let marker = cloned_project(&context, None);
 
-    let output = context.command().args(["list", "--json"]).output().unwrap();
+    let output = unconfined(&context)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(names(&stdout_json(&output)), Vec::<String>::new());
     assert_skipped_hint(&context, &stderr(&output));
 
-    let output = context
-        .command()
+    let output = unconfined(&context)
         .args(["run", "cloned", "--input", "{}"])
         .output()
         .unwrap();
@@ -90,14 +101,14 @@ fn a_cloned_projects_tools_neither_run_nor_list_until_trusted() {
     assert_skipped_hint(&context, &stderr(&output));
 
     for subcommand in [&["doctor"][..], &["show", "cloned"], &["validate"]] {
-        let _ = context.command().args(subcommand).output().unwrap();
+        let _ = unconfined(&context).args(subcommand).output().unwrap();
     }
     assert!(
         !marker.exists(),
         "a tool of an untrusted project was executed"
     );
 
-    let output = context.command().arg("trust").output().unwrap();
+    let output = unconfined(&context).arg("trust").output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         String::from_utf8_lossy(&output.stdout)
@@ -105,7 +116,10 @@ fn a_cloned_projects_tools_neither_run_nor_list_until_trusted() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
-    let output = context.command().args(["list", "--json"]).output().unwrap();
+    let output = unconfined(&context)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
     assert_eq!(names(&stdout_json(&output)), ["cloned"]);
     assert!(!stderr(&output).contains("hint:"), "{}", stderr(&output));
     assert!(marker.exists(), "the trusted project's tool was not probed");
@@ -358,7 +372,10 @@ fn pre_trusted_paths_need_no_trust_command() {
         "[trust]\npaths = [{:?}]\n",
         context.root.display().to_string()
     ));
-    let output = context.command().args(["list", "--json"]).output().unwrap();
+    let output = unconfined(&context)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
     assert_eq!(names(&stdout_json(&output)), ["cloned"]);
     assert!(marker.exists());
     let listed = stdout_json(
@@ -386,8 +403,7 @@ fn pre_trusted_paths_need_no_trust_command() {
 fn named_directories_and_config_files_are_trusted_by_naming_them() {
     let context = TestContext::new();
     let marker = cloned_project(&context, Some("[limits]\ntimeout = \"10s\"\n"));
-    let output = context
-        .command()
+    let output = unconfined(&context)
         .args(["--tools-dir", ".toolsmith/tools", "list", "--json"])
         .output()
         .unwrap();

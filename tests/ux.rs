@@ -229,7 +229,7 @@ fn show_without_color() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only true
     policy:        allowed
-    sandbox:       network allow, filesystem full
+    sandbox:       network allow, filesystem full, syscalls filter
     isolation:     [ISOLATION]
     limits:
       timeout         10s (requested 10s by the tool, ceiling 5m)
@@ -279,7 +279,7 @@ fn show_with_color() {
     [ESC][1msource:[ESC][0m        [EXAMPLES]
     [ESC][1mannotations:[ESC][0m   approval never, read_only true
     [ESC][1mpolicy:[ESC][0m        [ESC][32mallowed[ESC][0m
-    [ESC][1msandbox:[ESC][0m       network allow, filesystem full
+    [ESC][1msandbox:[ESC][0m       network allow, filesystem full, syscalls filter
     [ESC][1misolation:[ESC][0m     [ISOLATION]
     [ESC][1mlimits:[ESC][0m
       timeout         10s (requested 10s by the tool, ceiling 5m)
@@ -381,7 +381,11 @@ fn doctor_with_a_problem_without_color() {
           private /proc           ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
           mount namespace         ok  read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR: a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc (as root)
           ipc and uts namespaces  ok  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
+          seccomp                 ok  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
           secrets: private-proc (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
+          probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
+          privileges: tools run as root (uid 0) with no capability and an empty bounding set; root-owned files stay writable to them: set [sandbox] user to run them as another uid
+          toolsmith's memory: not dumpable (no tool can open /proc/<toolsmith>/mem); 0 variables no tool receives were dropped from its environment
 
         tool directories (--tools-dir, lowest precedence first):
           explicit  ok  [TEMP]/tools (0 tools)
@@ -420,6 +424,8 @@ fn doctor_with_a_problem_without_color() {
           policy.profile           none                           default
           sandbox.network          allow                          default
           sandbox.filesystem       full                           default
+          sandbox.syscalls         filter                         default
+          sandbox.user             none                           default
           audit.path               none                           default
           discovery.peers          false                          default
           discovery.cache          false                          config file
@@ -456,7 +462,11 @@ fn doctor_with_color() {
           private /proc           [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
           mount namespace         [ESC][32mok[ESC][0m  read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR: a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc (as root)
           ipc and uts namespaces  [ESC][32mok[ESC][0m  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
+          seccomp                 [ESC][32mok[ESC][0m  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
           secrets: [ESC][36mprivate-proc[ESC][0m (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
+          probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
+          privileges: tools run as root (uid 0) with no capability and an empty bounding set; root-owned files stay writable to them: set [sandbox] user to run them as another uid
+          toolsmith's memory: not dumpable (no tool can open /proc/<toolsmith>/mem); 0 variables no tool receives were dropped from its environment
 
         [ESC][1mtool directories (--tools-dir, lowest precedence first):[ESC][0m
           explicit  [ESC][32mok[ESC][0m  [EXAMPLES] (5 tools)
@@ -468,7 +478,6 @@ fn doctor_with_color() {
           python3  [ESC][32mok[ESC][0m  found (3 tools: error_tool, hello, word_stats)
           sh       [ESC][32mok[ESC][0m  found (1 tool: word_count)
 
-        [ESC][1mconfig file:[ESC][0m none (create .toolsmith/config.toml, or pass --config FILE; docs/config.md lists every key)
         [ESC][1muser config:[ESC][0m none ($TOOLSMITH_HOME/config.toml, default ~/.config/toolsmith/config.toml; docs/config.md lists every key)
         [ESC][1mconfig file:[ESC][0m none (a trusted project's .toolsmith/config.toml, or --config FILE)
           [ESC][1mKEY[ESC][0m                      [ESC][1mVALUE[ESC][0m                          [ESC][1mFROM[ESC][0m
@@ -491,6 +500,8 @@ fn doctor_with_color() {
           policy.profile           none                           [ESC][2mdefault[ESC][0m
           sandbox.network          allow                          [ESC][2mdefault[ESC][0m
           sandbox.filesystem       full                           [ESC][2mdefault[ESC][0m
+          sandbox.syscalls         filter                         [ESC][2mdefault[ESC][0m
+          sandbox.user             none                           [ESC][2mdefault[ESC][0m
           audit.path               none                           [ESC][2mdefault[ESC][0m
           discovery.peers          false                          [ESC][2mdefault[ESC][0m
           discovery.cache          true                           [ESC][2mdefault[ESC][0m
@@ -564,7 +575,7 @@ fn errors_without_color() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: invalid config file ./.toolsmith/config.toml at line 2: unknown field `timeuot`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`
+    error: invalid config file ./.toolsmith/config.toml at line 2: unknown field `timeuot`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`, `tmp_size`
     hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
     ");
     cli_snapshot!(context, context.command().args(["--color", "never", "run", "hello", "--timeout", "soon"]), @"

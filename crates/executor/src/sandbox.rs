@@ -406,7 +406,8 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program.map(|()| seccomp::program(applied.network_denied)),
+        seccomp: seccomp_program
+            .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
         applied,
     })
 }

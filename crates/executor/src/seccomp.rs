@@ -100,10 +100,8 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_mount_setattr,
     // Entering other namespaces.
     libc::SYS_setns,
-    // Other processes' memory and descriptors.
-    libc::SYS_ptrace,
-    libc::SYS_process_vm_readv,
-    libc::SYS_process_vm_writev,
+    // Other processes' memory and descriptors (`ptrace` and `process_vm_*`:
+    // `TRACING`, outside a private PID namespace only).
     libc::SYS_process_madvise,
     libc::SYS_pidfd_getfd,
     libc::SYS_kcmp,
@@ -170,22 +168,30 @@ const SET_ID_BITS: u32 = 0o6000;
 /// which a network namespace does not close. `socketpair` stays allowed.
 const AF_UNIX: u32 = 1;
 
+/// Tracing: refused only to a run without a private PID namespace. In one, a
+/// tool sees nothing but its own tree and toolsmith's init, which is not
+/// dumpable and which a tool without `CAP_SYS_PTRACE` cannot trace, so a
+/// debugger, `strace` or the leak checker of AddressSanitizer (which traces
+/// its own threads) work as in a shell. Outside one, other processes of the
+/// same uid would be in reach.
+const TRACING: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+];
+
 /// `fchmodat2` (Linux 6.6), the same number on every architecture.
 const SYS_FCHMODAT2: libc::c_long = 452;
 
 /// The filter program, built once per kind: with `network_denied`, Unix
-/// sockets are refused too.
-pub(crate) fn program(network_denied: bool) -> &'static [libc::sock_filter] {
-    static PROGRAM: OnceLock<Vec<libc::sock_filter>> = OnceLock::new();
-    static NETWORK_DENIED: OnceLock<Vec<libc::sock_filter>> = OnceLock::new();
-    if network_denied {
-        NETWORK_DENIED.get_or_init(|| build(true))
-    } else {
-        PROGRAM.get_or_init(|| build(false))
-    }
+/// sockets are refused too; without `private_pids`, tracing (`TRACING`) too.
+pub(crate) fn program(network_denied: bool, private_pids: bool) -> &'static [libc::sock_filter] {
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 4] = [const { OnceLock::new() }; 4];
+    let index = usize::from(network_denied) * 2 + usize::from(private_pids);
+    PROGRAMS[index].get_or_init(|| build(network_denied, private_pids))
 }
 
-fn build(network_denied: bool) -> Vec<libc::sock_filter> {
+fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
     let deny = |errno: i32| {
         statement(
             BPF_RET_K,
@@ -202,7 +208,8 @@ fn build(network_denied: bool) -> Vec<libc::sock_filter> {
         program.push(jump(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1));
         program.push(deny(libc::EPERM));
     }
-    for &call in DENIED {
+    let tracing: &[libc::c_long] = if private_pids { &[] } else { TRACING };
+    for &call in DENIED.iter().chain(tracing) {
         program.push(jump(BPF_JEQ_K, number(call), 0, 1));
         program.push(deny(libc::EPERM));
     }
@@ -323,7 +330,7 @@ pub(crate) fn probe() -> Result<(), String> {
             std::env::consts::ARCH
         ));
     }
-    let filter = fprog(program(false));
+    let filter = fprog(program(false, false));
     let mut stack = vec![0_u8; 64 * 1024];
     // SAFETY: a vfork-style clone whose child only makes system calls on
     // its own stack, then exits; the filter applies to the child alone.
@@ -391,12 +398,14 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
 
 #[cfg(test)]
 mod tests {
-    use crate::seccomp::{DENIED, build};
+    use crate::seccomp::{DENIED, TRACING, build};
 
     #[test]
     fn the_program_is_within_the_kernels_limits_and_every_jump_lands_inside() {
         for network_denied in [false, true] {
-            check_jumps(&build(network_denied));
+            for private_pids in [false, true] {
+                check_jumps(&build(network_denied, private_pids));
+            }
         }
     }
 
@@ -418,8 +427,9 @@ mod tests {
     #[test]
     fn no_call_is_listed_twice() {
         let mut calls = DENIED.to_vec();
+        calls.extend(TRACING);
         calls.sort_unstable();
         calls.dedup();
-        assert_eq!(calls.len(), DENIED.len());
+        assert_eq!(calls.len(), DENIED.len() + TRACING.len());
     }
 }

@@ -49,6 +49,14 @@ impl World {
         let temp = tempfile::tempdir().unwrap();
         let tools = temp.path().join("tools");
         fs::create_dir(&tools).unwrap();
+        // The fixtures count their probes in a file outside any writable root, and a probe's
+        // sandbox is read-only: without Landlock (and so without the read-only mounts that
+        // come with it) the count can be kept. Every test of this binary wants the same.
+        // SAFETY: the tests of this binary read the environment only here and in the
+        // executor's probes, which run after this.
+        unsafe {
+            std::env::set_var(toolsmith_executor::DISABLE_FEATURES_VAR, "landlock");
+        }
         let executor = Arc::new(
             Executor::new(ExecutorConfig {
                 backend: BackendChoice::Auto,

@@ -171,9 +171,11 @@ def run(name):
 
 
 for probe in sys.argv[1:]:
-    # Unmounting /proc or mounting over it is only tried as the init of a private PID namespace,
-    # which toolsmith always pairs with a private mount namespace: never on the host's.
-    if probe in ("umount-proc", "mount-tmpfs") and os.getppid() != 0:
+    # Unmounting /proc or mounting over it is only tried in a private PID namespace, which
+    # toolsmith always pairs with a private mount namespace: never on the host's. There the
+    # tool is PID 2, toolsmith's init's child (or PID 1 itself without the init); on the host
+    # PID 2 is the kernel's kthreadd, never a tool.
+    if probe in ("umount-proc", "mount-tmpfs") and os.getpid() != 2 and os.getppid() != 0:
         print(probe, "skipped", flush=True)
         continue
     print(probe, run(probe), flush=True)
