@@ -185,9 +185,9 @@ unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
         if pid == tool as isize {
             tool_reaped = true;
             let micros = |time: libc::timeval| {
-                (time.tv_sec as i64)
+                time.tv_sec
                     .wrapping_mul(1_000_000)
-                    .wrapping_add(time.tv_usec as i64)
+                    .wrapping_add(time.tv_usec)
             };
             let record = StatusRecord {
                 status,

@@ -9,6 +9,11 @@
 //! ended as a success, `kill -TERM $$` was ignored and every timeout waited
 //! for the grace and ended in SIGKILL.
 
+#![expect(
+    clippy::print_stderr,
+    reason = "backends and tools that cannot run here must be announced loudly"
+)]
+
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
