@@ -1627,6 +1627,43 @@ fn b08_no_setuid_root_file_is_left_in_the_project() {
 }
 
 #[test]
+fn b16_no_setuid_root_file_through_any_other_door() {
+    if !attacks_can_run("b16") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let scenario = Scenario::with_config("b16-setuid-other-doors", SHORT, "", PROJECT);
+    let call = scenario.call(&[]);
+    let planted: Vec<PathBuf> = fs::read_dir(&scenario.context.project)
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .metadata()
+                .is_ok_and(|metadata| metadata.uid() == 0 && metadata.mode() & 0o6000 != 0)
+        })
+        .map(|entry| entry.path())
+        .collect();
+    for path in &planted {
+        let _ = fs::remove_file(path);
+    }
+    assert_held(
+        &call,
+        &[
+            "open with a setuid mode",
+            "mknod of a setuid file",
+            "fchmod of an open file",
+            "install -m 4755",
+        ],
+    );
+    assert!(
+        planted.is_empty(),
+        "setuid-root files in the project: {planted:?}"
+    );
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
 fn b09_proc_sys_and_sysrq_trigger_are_read_only() {
     if !attacks_can_run("b09") {
         return;
