@@ -287,7 +287,7 @@ struct RawSandbox {
     /// docs/security.md; the call fails closed with `POLICY_DENIED` where the
     /// kernel cannot install it), `"filter-if-possible"` (runs without it
     /// there, and says so in the envelope) or `"unfiltered"` (for a tool that
-    /// needs ptrace, namespaces or another denied call).
+    /// needs namespaces or another denied call, or ptrace outside a private PID namespace).
     syscalls: Option<Scalar>,
     /// For a toolsmith run as root: the identity tools run as, `"UID:GID"`,
     /// `"UID"` or a user name (its primary group), with no supplementary
