@@ -12,14 +12,26 @@
 //! exits it writes the program's own wait status and resource usage to the
 //! status pipe, where the executor reads them (a [`StatusRecord`]).
 //!
+//! The init is made before the call's program is known (`spawn::prepare`):
+//! it sets up the namespaces, the mounts and the system-call filter, writes
+//! a ready byte, and waits on its go pipe; the executor then stores the
+//! program's plan and writes the go byte (`spawn::go`). An executor that
+//! keeps a sandbox prepared (`Executor::keep_prepared`) does the first half
+//! while the previous call runs.
+//!
 //! The init shares the executor's memory (`CLONE_VM`, no `execve`: the
-//! design and its measurements are in `docs/executor.md`). Hence the rules
-//! this module keeps:
+//! design and its measurements are in `docs/executor.md`) and its
+//! descriptor table (`CLONE_FILES`: the program it starts gets the call's
+//! pipes from it). Hence the rules this module keeps:
 //! - after the handshake it makes only raw system calls ([`syscall4`]), never
 //!   a libc wrapper, so not even `errno` (the spawner thread's, whose thread
 //!   pointer the init inherited) is written; it never allocates, locks or
 //!   panics;
+//! - it never closes a descriptor (they are the executor's);
 //! - it never touches the spawn plan after the handshake (the executor frees it);
+//! - it lives under the run's system-call filter, and needs nothing the
+//!   filter refuses: `clone` without namespace flags, `wait4`,
+//!   `rt_sigtimedwait`, `kill`, `read` and `write`;
 //! - it runs on a stack the executor keeps mapped until it has reaped the init;
 //! - it is not in the run's cgroups, so the memory cgroup's OOM killer, which
 //!   kills every process sharing the victim's memory, can never pick it;
@@ -89,21 +101,11 @@ pub(crate) const NSIG: c_int = 65;
 /// # Safety
 /// Call only in the init, after the program has called `execve`.
 pub(crate) unsafe fn supervise(tool: libc::pid_t, status_fd: c_int) -> ! {
-    // SAFETY: raw system calls on the init's own descriptors and signal state.
+    // SAFETY: raw system calls on the init's own signal state.
     unsafe {
-        // The init inherited a copy of every descriptor of the executor, among
-        // them the write ends of this run's output pipes: holding them would
-        // keep the executor from ever seeing EOF.
-        close_all_but(status_fd);
-        let handshake = 1_u8;
-        syscall4(
-            libc::SYS_write,
-            status_fd as usize,
-            ptr::from_ref(&handshake) as usize,
-            1,
-            0,
-        );
-
+        // The init shares the executor's descriptor table (`CLONE_FILES`):
+        // it holds no descriptor of its own, so it keeps no pipe of a run
+        // open, and it must never close one.
         let every_signal: u64 = !0;
         // A SIGCHLD that came before this loop is pending and will be taken
         // below; this first pass only makes that independent of ordering.
@@ -209,27 +211,55 @@ unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
     }
 }
 
-/// Closes every descriptor but `keep`.
+/// Writes `byte` to the status pipe; false when that failed.
 ///
 /// # Safety
 /// Raw system calls only.
-unsafe fn close_all_but(keep: c_int) {
-    let keep = keep as usize;
-    // SAFETY: closing our own descriptors.
+pub(crate) unsafe fn handshake(status_fd: c_int, byte: u8) -> bool {
+    // SAFETY: a one-byte write from a local.
     unsafe {
-        if keep > 0 {
-            let below = syscall4(libc::SYS_close_range, 0, keep - 1, 0, 0);
-            if below != 0 {
-                for fd in 0..keep {
-                    syscall4(libc::SYS_close, fd, 0, 0, 0);
-                }
-            }
+        syscall4(
+            libc::SYS_write,
+            status_fd as usize,
+            ptr::from_ref(&byte) as usize,
+            1,
+            0,
+        ) == 1
+    }
+}
+
+/// Waits for the executor's go: one byte on the go pipe (true), or EOF or an
+/// error (false: the executor let this init go unused).
+///
+/// # Safety
+/// Raw system calls only.
+pub(crate) unsafe fn wait_for_go(go_fd: c_int) -> bool {
+    let mut byte = 0_u8;
+    loop {
+        // SAFETY: a one-byte read into a local.
+        let read = unsafe {
+            syscall4(
+                libc::SYS_read,
+                go_fd as usize,
+                ptr::from_mut(&mut byte) as usize,
+                1,
+                0,
+            )
+        };
+        if read != -(libc::EINTR as isize) {
+            return read == 1;
         }
-        if syscall4(libc::SYS_close_range, keep + 1, u32::MAX as usize, 0, 0) != 0 {
-            for fd in keep + 1..(1 << 16) {
-                syscall4(libc::SYS_close, fd, 0, 0, 0);
-            }
-        }
+    }
+}
+
+/// Ends the init at once.
+///
+/// # Safety
+/// Raw system calls only.
+pub(crate) unsafe fn exit(code: c_int) -> ! {
+    loop {
+        // SAFETY: exit_group never returns.
+        unsafe { syscall4(libc::SYS_exit_group, code as usize, 0, 0, 0) };
     }
 }
 
@@ -239,7 +269,13 @@ unsafe fn close_all_but(keep: c_int) {
 /// # Safety
 /// As the system call itself.
 #[cfg(target_arch = "x86_64")]
-unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: usize) -> isize {
+pub(crate) unsafe fn syscall4(
+    number: libc::c_long,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+) -> isize {
     let result: isize;
     // SAFETY: the x86-64 system call convention; rcx and r11 are clobbered.
     unsafe {
@@ -264,7 +300,13 @@ unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: us
 /// # Safety
 /// As the system call itself.
 #[cfg(target_arch = "aarch64")]
-unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: usize) -> isize {
+pub(crate) unsafe fn syscall4(
+    number: libc::c_long,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+) -> isize {
     let result: isize;
     // SAFETY: the AArch64 system call convention.
     unsafe {
@@ -288,7 +330,13 @@ unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: us
 /// # Safety
 /// As the system call itself.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: usize) -> isize {
+pub(crate) unsafe fn syscall4(
+    number: libc::c_long,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+) -> isize {
     // SAFETY: as the system call itself.
     unsafe { libc::syscall(number, a0, a1, a2, a3) as isize }
 }

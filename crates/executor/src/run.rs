@@ -16,7 +16,8 @@ use crate::command::MAX_REPORT_LINE;
 use crate::containment::{Containment, Leader, MARKER_VAR};
 use crate::init::StatusRecord;
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
-use crate::spawn::{self, SpawnPlan};
+use crate::prepared::{Key, Start};
+use crate::spawn::{self, Confinement, SpawnPlan};
 use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
 
 /// How long the pipes may still be read after the main process exited and
@@ -93,8 +94,8 @@ impl Stream {
     }
 }
 
-/// The status pipe of toolsmith's init: the program's [`StatusRecord`], or EOF
-/// when the init died without one (killed with the namespace).
+/// The status pipe of toolsmith's init: the program's [`StatusRecord`], or
+/// nothing when the init died without one (killed with the namespace).
 struct InitStatus {
     pipe: Option<pipe::Receiver>,
     bytes: Vec<u8>,
@@ -116,6 +117,20 @@ impl InitStatus {
         match pipe.read(&mut buffer[..wanted]).await {
             Ok(0) | Err(_) => self.pipe = None,
             Ok(read) => self.bytes.extend_from_slice(&buffer[..read]),
+        }
+    }
+
+    /// Takes what the pipe holds without waiting, and closes it.
+    fn drain(&mut self) {
+        if let Some(pipe) = self.pipe.take() {
+            let mut buffer = [0_u8; StatusRecord::SIZE];
+            while self.bytes.len() < StatusRecord::SIZE {
+                let wanted = StatusRecord::SIZE - self.bytes.len();
+                match pipe.try_read(&mut buffer[..wanted]) {
+                    Ok(read) if read > 0 => self.bytes.extend_from_slice(&buffer[..read]),
+                    _ => break,
+                }
+            }
         }
     }
 
@@ -243,15 +258,10 @@ pub(crate) async fn run(
     limits: &Limits,
 ) -> Result<Outcome, Error> {
     let run_id = executor.next_run_id();
+    let key = Key::new(command.sandbox_profile(), limits.tmp_size);
     // Declared before the guard, so that on cancellation the tree is killed
     // before its temporary directory is removed.
-    let mut sandbox = crate::sandbox::plan(
-        command.sandbox_profile(),
-        executor.features(),
-        executor.host(),
-        &format!("{}-{run_id}", std::process::id()),
-        limits.tmp_size,
-    )?;
+    let (sandbox, start) = executor.planner.start(&key)?;
     let containment = executor.contain(limits)?;
     let mut guard = RunGuard {
         executor,
@@ -305,11 +315,18 @@ pub(crate) async fn run(
             .map(Containment::procs_fds)
             .unwrap_or_default(),
         executor.rlimits(limits),
-        executor.namespaces(&mut sandbox),
+        Confinement {
+            landlock: sandbox.landlock.as_ref().map(AsRawFd::as_raw_fd),
+            privileges: sandbox.privileges,
+        },
     )?;
 
     let started = Instant::now();
-    let spawned = spawn::spawn_from_spawner(&plan)?;
+    let spawned = match start {
+        Start::Prepared(prepared) => spawn::go_from_spawner(prepared, &plan)?,
+        Start::Setup(setup) => spawn::spawn_from_spawner(setup, &plan)?,
+    };
+    executor.planner.refill(&key);
     drop((stdin_child, stdout_write, stderr_write));
     let mut reports = match (report_pipe, command.report_sink()) {
         (Some((read, write)), Some(sink)) => {
@@ -318,9 +335,9 @@ pub(crate) async fn run(
         }
         _ => None,
     };
-    let (init_stack, mut init_status) = match spawned.init {
+    let (init_keep, mut init_status) = match spawned.init {
         Some(init) => (
-            Some(init.stack),
+            Some(init.keep),
             Some(InitStatus {
                 pipe: Some(receiver(init.status)?),
                 bytes: Vec::with_capacity(StatusRecord::SIZE),
@@ -331,29 +348,22 @@ pub(crate) async fn run(
     let leader = guard.leader.insert(Leader {
         pid: spawned.pid,
         pidfd: spawned.pidfd,
-        init_stack,
+        init: init_keep,
     });
     // The program's exit is the init's record when there is an init (the init
-    // itself lives on until the executor kills it), else the pidfd.
-    let leader_exit = if leader.is_init() {
-        None
-    } else {
-        // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
-        // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
-        // later) is dropped before `guard`.
-        Some(
-            unsafe {
-                AsyncFd::register_with_interest(
-                    leader.pidfd.as_raw_fd(),
-                    tokio::io::Interest::READABLE,
-                )
-            }
-            .map_err(|error| Error::Sys {
-                call: "registering a pidfd with the runtime",
-                source: io::Error::from(error),
-            })?,
-        )
-    };
+    // itself lives on until the executor kills it), else the pidfd. An init
+    // that dies first (killed at a deadline) shows on its pidfd too: it
+    // shares the executor's descriptors, so its status pipe has no EOF.
+    // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
+    // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
+    // later) is dropped before `guard`.
+    let leader_exit = unsafe {
+        AsyncFd::register_with_interest(leader.pidfd.as_raw_fd(), tokio::io::Interest::READABLE)
+    }
+    .map_err(|error| Error::Sys {
+        call: "registering a pidfd with the runtime",
+        source: io::Error::from(error),
+    })?;
 
     let mut stdout = Stream::new(stdout_read, limits.max_output)?;
     let mut stderr = Stream::new(stderr_read, limits.max_output)?;
@@ -395,7 +405,13 @@ pub(crate) async fn run(
         let running = lifecycle.phase() == Phase::Running;
         let event = tokio::select! {
             biased;
-            () = leader_readable(leader_exit.as_ref()), if leader_exit.is_some() => Event::LeaderExited,
+            () = leader_readable(&leader_exit), if leader_running(init_status.as_ref()) => {
+                if let Some(status) = init_status.as_mut() {
+                    // The init died: what it wrote before is in the pipe.
+                    status.drain();
+                }
+                Event::LeaderExited
+            }
             () = read_init_status(&mut init_status), if init_status.as_ref().is_some_and(|status| !status.finished()) => {
                 if init_status.as_ref().is_some_and(InitStatus::finished) {
                     Event::LeaderExited
@@ -444,7 +460,14 @@ pub(crate) async fn run(
     // The leader has exited: reap it (it is our child and a zombie, so its
     // pid could not have been reused), then make sure the tree is gone.
     let leader = guard.leader.take();
-    let reaped = match &leader {
+    let reaped = match leader {
+        // Its program is reaped and the leftovers are killed: what is left is
+        // the kernel tearing the namespaces down as the init exits, which an
+        // executor that keeps sandboxes prepared does not wait for.
+        Some(leader) if leader.is_init() && executor.planner.keeps_prepared() => {
+            pidfd::reap_later(leader.pid, Box::new(leader));
+            None
+        }
         Some(leader) => pidfd::reap_blocking(leader.pid).map_err(|source| Error::Sys {
             call: "wait4",
             source,
@@ -519,12 +542,16 @@ pub(crate) async fn run(
     Ok(outcome)
 }
 
-async fn leader_readable(leader_exit: Option<&AsyncFd<std::os::fd::RawFd>>) {
-    if let Some(leader_exit) = leader_exit
-        && let Ok(mut ready) = leader_exit.readable().await
-    {
+async fn leader_readable(leader_exit: &AsyncFd<std::os::fd::RawFd>) {
+    if let Ok(mut ready) = leader_exit.readable().await {
         ready.retain_ready();
     }
+}
+
+/// Whether the leader's exit is still to be seen: the program's, or the
+/// init's until its record is in.
+fn leader_running(init_status: Option<&InitStatus>) -> bool {
+    init_status.is_none_or(|status| !status.finished())
 }
 
 async fn read_init_status(status: &mut Option<InitStatus>) {
