@@ -90,48 +90,87 @@ pub(crate) struct KernelSigaction {
 /// One past the highest signal number on Linux.
 pub(crate) const NSIG: c_int = 65;
 
-/// The init's life after the handshake. Never returns: the init ends when
-/// the executor kills it (or, through `PR_SET_PDEATHSIG`, when the executor dies).
+/// What woke the init.
+pub(crate) enum Wake {
+    /// A signal, taken from the signalfd.
+    Signal(c_int),
+    /// The executor's go: start a program.
+    Go,
+    /// The executor closed the go pipe or it failed: the init's work is over.
+    Closed,
+}
+
+/// The size of the kernel's `struct signalfd_siginfo`; the signal number is
+/// its first 32 bits.
+const SIGNALFD_SIGINFO_SIZE: usize = 128;
+
+/// Waits for the next signal or go. Every signal is blocked in the init (the
+/// spawner blocked them all before the clone), so each one waits on the
+/// signalfd, including those the kernel would otherwise drop for an init.
 ///
-/// `tool` is the program's pid in the namespace; `status_fd` the write end of
-/// the status pipe. Every signal is blocked (the spawner blocked them all
-/// before the clone), so each one waits for `rt_sigtimedwait`, including those
-/// the kernel would otherwise drop for an init.
+/// `signal_fd` reads the calling process's own pending signals (signalfd's
+/// rule), whoever created it.
 ///
 /// # Safety
-/// Call only in the init, after the program has called `execve`.
-pub(crate) unsafe fn supervise(tool: libc::pid_t, status_fd: c_int) -> ! {
-    // SAFETY: raw system calls on the init's own signal state.
-    unsafe {
-        // The init shares the executor's descriptor table (`CLONE_FILES`):
-        // it holds no descriptor of its own, so it keeps no pipe of a run
-        // open, and it must never close one.
-        let every_signal: u64 = !0;
-        // A SIGCHLD that came before this loop is pending and will be taken
-        // below; this first pass only makes that independent of ordering.
-        let mut tool_running = !reap_children(tool, status_fd);
-        loop {
-            let signal = syscall4(
-                libc::SYS_rt_sigtimedwait,
-                ptr::from_ref(&every_signal) as usize,
-                0,
-                0,
-                size_of::<u64>(),
-            );
-            if signal <= 0 {
-                continue;
-            }
-            let signal = signal as c_int;
-            if signal == libc::SIGCHLD {
-                tool_running &= !reap_children(tool, status_fd);
-            } else if tool_running {
-                // To the program's process group, as a shell's job control
-                // does for a foreground job; the program made that group
-                // (setsid) and, as a session leader, cannot leave it.
-                syscall4(libc::SYS_kill, (-tool) as usize, signal as usize, 0, 0);
+/// Call only in the init; raw system calls only.
+pub(crate) unsafe fn wait(signal_fd: c_int, go_fd: c_int) -> Wake {
+    let mut polls = [
+        libc::pollfd {
+            fd: signal_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: go_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        polls[0].revents = 0;
+        polls[1].revents = 0;
+        // SAFETY: ppoll on two valid pollfds, no timeout, no mask change.
+        let ready = unsafe { syscall4(libc::SYS_ppoll, polls.as_mut_ptr() as usize, 2, 0, 0) };
+        if ready <= 0 {
+            continue;
+        }
+        if polls[0].revents != 0 {
+            let mut info = [0_u8; SIGNALFD_SIGINFO_SIZE];
+            // SAFETY: a read of one record into a local buffer (the fd is non-blocking).
+            let read = unsafe {
+                syscall4(
+                    libc::SYS_read,
+                    signal_fd as usize,
+                    info.as_mut_ptr() as usize,
+                    SIGNALFD_SIGINFO_SIZE,
+                    0,
+                )
+            };
+            if read == SIGNALFD_SIGINFO_SIZE as isize {
+                let signal = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
+                return Wake::Signal(signal as c_int);
             }
         }
+        if polls[1].revents != 0 {
+            // SAFETY: raw system calls only.
+            return if unsafe { wait_for_go(go_fd) } {
+                Wake::Go
+            } else {
+                Wake::Closed
+            };
+        }
     }
+}
+
+/// Forwards `signal` to the program's process group, as a shell's job
+/// control does for a foreground job; the program made that group (setsid)
+/// and, as a session leader, cannot leave it.
+///
+/// # Safety
+/// Raw system calls only.
+pub(crate) unsafe fn forward(tool: libc::pid_t, signal: c_int) {
+    // SAFETY: kill of a process group.
+    unsafe { syscall4(libc::SYS_kill, (-tool) as usize, signal as usize, 0, 0) };
 }
 
 /// Resets every signal disposition to the default, in the init before the
@@ -165,7 +204,7 @@ pub(crate) unsafe fn reset_signal_dispositions() {
 ///
 /// # Safety
 /// Raw system calls only.
-unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
+pub(crate) unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
     let mut tool_reaped = false;
     loop {
         let mut status: c_int = 0;

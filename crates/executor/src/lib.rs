@@ -58,6 +58,7 @@ pub use crate::error::Error;
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
+pub use crate::prepared::Session;
 pub use crate::privileges::{Privileges, RunAs, effective_uid};
 pub use crate::sandbox::{
     AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox, Syscalls,
@@ -214,11 +215,28 @@ impl Executor {
     /// the run started. A program that cannot be started is
     /// [`Error::Spawn`]; a program that starts and fails is an [`Outcome`].
     pub async fn run(&self, command: &Command, limits: &Limits) -> Result<Outcome, Error> {
+        self.run_in(command, limits, None).await
+    }
+
+    /// A [`Session`]: runs that share one init and its namespaces, one after
+    /// another, for the runs of one trust domain (the probes of one tool
+    /// directory). Only the cgroup backend can end a run without ending its
+    /// init; on the others each run of a session gets namespaces of its own.
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session::new(Arc::clone(self))
+    }
+
+    async fn run_in(
+        &self,
+        command: &Command,
+        limits: &Limits,
+        session: Option<&Session>,
+    ) -> Result<Outcome, Error> {
         let _permit = match &self.permits {
             Some(semaphore) => semaphore.acquire().await.ok(),
             None => None,
         };
-        run::run(self, command, limits).await
+        run::run(self, command, limits, session).await
     }
 
     fn next_run_id(&self) -> u64 {

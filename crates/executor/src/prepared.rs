@@ -10,6 +10,14 @@
 //! call ever sees another's namespaces; the work moves off the call's
 //! latency, not off the machine's CPU.
 //!
+//! A [`Session`] goes further for runs of one trust domain that come one
+//! after another (the probes of one tool directory): its runs share one
+//! init, so the namespaces, the mounts, the filter and the TMPDIR are set up
+//! once for all of them. Each run still has its own cgroup, killed and
+//! emptied at its end, so nothing of a run's processes reaches the next;
+//! what a run leaves in the TMPDIR or the IPC namespace, the next run of the
+//! session sees.
+//!
 //! Network-denied runs of a root executor whose filter refuses every socket
 //! share one empty network namespace, made once ([`Planner::shared_network`]):
 //! creating a network namespace is the largest single cost of a call
@@ -47,6 +55,62 @@ pub(crate) enum Start {
     Prepared(Prepared),
     /// A plan for the spawn to set up at once.
     Setup(Box<InitPlan>),
+}
+
+/// Runs that share one init and its namespaces, one after another (see the
+/// module's documentation). Made by [`crate::Executor::session`].
+#[derive(Debug)]
+pub struct Session {
+    pub(crate) executor: Arc<crate::Executor>,
+    /// The init of the last run, waiting for the next, with its sandbox plan.
+    idle: Mutex<Option<Ready>>,
+}
+
+impl Session {
+    pub(crate) fn new(executor: Arc<crate::Executor>) -> Session {
+        Session {
+            executor,
+            idle: Mutex::new(None),
+        }
+    }
+
+    /// Runs `command` under `limits` in the session's namespaces, made by the
+    /// first run (and again after a run whose init did not survive it, or
+    /// with another sandbox). Runs of one session take turns.
+    ///
+    /// # Errors
+    /// As [`crate::Executor::run`].
+    pub async fn run(
+        &self,
+        command: &crate::Command,
+        limits: &crate::Limits,
+    ) -> Result<crate::Outcome, Error> {
+        self.executor.run_in(command, limits, Some(self)).await
+    }
+
+    /// The waiting init for `key`, if it is still alive.
+    pub(crate) fn take(&self, key: &Key) -> Option<(SandboxPlan, Prepared)> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()?;
+        (&idle.key == key && idle.prepared.alive()).then_some((idle.sandbox, idle.prepared))
+    }
+
+    /// Keeps the init of a run that ended cleanly for the next run.
+    pub(crate) fn put(&self, key: Key, sandbox: SandboxPlan, prepared: Prepared) {
+        let previous = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .replace(Ready {
+                prepared,
+                sandbox,
+                key,
+            });
+        drop(previous);
+    }
 }
 
 /// A prepared init with the sandbox plan it was made from. The init is

@@ -16,8 +16,8 @@ use crate::command::MAX_REPORT_LINE;
 use crate::containment::{Containment, Leader, MARKER_VAR};
 use crate::init::StatusRecord;
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
-use crate::prepared::{Key, Start};
-use crate::spawn::{self, Confinement, SpawnPlan};
+use crate::prepared::{Key, Session, Start};
+use crate::spawn::{self, Confinement, Prepared, SpawnPlan};
 use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
 
 /// How long the pipes may still be read after the main process exited and
@@ -256,13 +256,20 @@ pub(crate) async fn run(
     executor: &Executor,
     command: &Command,
     limits: &Limits,
+    session: Option<&Session>,
 ) -> Result<Outcome, Error> {
     let run_id = executor.next_run_id();
     let key = Key::new(command.sandbox_profile(), limits.tmp_size);
     // Declared before the guard, so that on cancellation the tree is killed
     // before its temporary directory is removed.
-    let (sandbox, start) = executor.planner.start(&key)?;
+    let (sandbox, start) = match session.and_then(|session| session.take(&key)) {
+        Some((sandbox, prepared)) => (sandbox, Start::Prepared(prepared)),
+        None => executor.planner.start(&key)?,
+    };
     let containment = executor.contain(limits)?;
+    // A session keeps the init for its next run when the run's cgroup, not
+    // the init's death, is what ends the program's leftovers.
+    let keep_init = session.filter(|_| matches!(containment, Containment::Cgroup(_)));
     let mut guard = RunGuard {
         executor,
         containment: Some(containment),
@@ -446,7 +453,7 @@ pub(crate) async fn run(
             Action::KillTree => containment.signal_tree(leader, libc::SIGKILL),
             Action::KillLeftovers => {
                 leftovers_killed = containment.kill_leftovers(leader);
-                if leader.is_init() {
+                if leader.is_init() && keep_init.is_none() {
                     // The program has exited: its init's work is done, and
                     // the namespace (with anything left in it) ends with it.
                     pidfd::send_signal(&leader.pidfd, libc::SIGKILL);
@@ -459,7 +466,23 @@ pub(crate) async fn run(
 
     // The leader has exited: reap it (it is our child and a zombie, so its
     // pid could not have been reused), then make sure the tree is gone.
-    let leader = guard.leader.take();
+    let mut leader = guard.leader.take();
+    // The program's record is in and its cgroup was killed: a session's
+    // init waits for the session's next run once the cgroup is empty.
+    let reusable = match (keep_init, leader.take()) {
+        (Some(session), Some(init))
+            if init.is_init()
+                && init_status
+                    .as_ref()
+                    .is_some_and(|status| status.record().is_some()) =>
+        {
+            Some((session, init))
+        }
+        (_, other) => {
+            leader = other;
+            None
+        }
+    };
     let reaped = match leader {
         // Its program is reaped and the leftovers are killed: what is left is
         // the kernel tearing the namespaces down as the init exits, which an
@@ -481,6 +504,21 @@ pub(crate) async fn run(
     };
     if !tree_gone {
         tracing::debug!("processes of the run may remain (weak containment backend)");
+    }
+    let applied = sandbox.applied.clone();
+    match reusable {
+        Some((session, init)) if tree_gone => {
+            let Leader { pid, pidfd, init } = init;
+            if let Some(keep) = init {
+                session.put(key, sandbox, Prepared::reuse(pid, pidfd, keep));
+            }
+        }
+        Some((_, init)) => {
+            pidfd::send_signal(&init.pidfd, libc::SIGKILL);
+            pidfd::reap_later(init.pid, Box::new(init));
+            drop(sandbox);
+        }
+        None => drop(sandbox),
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_BUDGET;
     let reports_open = |reports: &Option<Reports>| reports.as_ref().is_some_and(Reports::open);
@@ -536,7 +574,7 @@ pub(crate) async fn run(
         leftovers_killed,
         stdin_unread: input.unread,
         backend: containment.backend(),
-        sandbox: sandbox.applied.clone(),
+        sandbox: applied,
     };
     executor.release(containment);
     Ok(outcome)

@@ -308,6 +308,8 @@ struct ChildContext {
     status_fd: c_int,
     /// The read end of the go pipe (with an init), else -1.
     go_fd: c_int,
+    /// A signalfd for every signal (with an init), else -1.
+    signal_fd: c_int,
     /// The top of the program's own stack (with an init), else null.
     tool_stack: *mut c_void,
 }
@@ -345,8 +347,11 @@ pub(crate) struct InitHandle {
 #[derive(Debug)]
 pub(crate) struct InitKeep {
     _stack: ChildStack,
+    /// The read end of the status pipe; each run reads a duplicate of it.
+    status_read: OwnedFd,
     _status_write: OwnedFd,
     _go: (OwnedFd, OwnedFd),
+    _signals: OwnedFd,
     _context: Box<ContextBox>,
     _setup: Box<InitPlan>,
 }
@@ -367,11 +372,20 @@ impl std::fmt::Debug for ContextBox {
 pub(crate) struct Prepared {
     pid: libc::pid_t,
     pidfd: Option<OwnedFd>,
-    status_read: Option<OwnedFd>,
     keep: Option<InitKeep>,
 }
 
 impl Prepared {
+    /// An init whose program has exited and whose run is over, to start
+    /// another program in the same namespaces (`Session`).
+    pub(crate) fn reuse(pid: libc::pid_t, pidfd: OwnedFd, keep: InitKeep) -> Prepared {
+        Prepared {
+            pid,
+            pidfd: Some(pidfd),
+            keep: Some(keep),
+        }
+    }
+
     /// False when the init has died while it waited (killed from outside).
     pub(crate) fn alive(&self) -> bool {
         self.pidfd
@@ -467,6 +481,9 @@ fn page_size() -> usize {
 const READY: u8 = b'R';
 /// The byte the init writes once the program has called `execve`.
 const STARTED: u8 = b'S';
+/// The byte the init writes when the program failed before `execve` (the
+/// step and errno are in the context).
+const FAILED: u8 = b'F';
 
 /// Blocks every signal of the calling thread until dropped.
 ///
@@ -528,9 +545,9 @@ fn readable(fd: RawFd, timeout_ms: c_int) -> bool {
     ready > 0 && poll.revents != 0
 }
 
-/// Waits until the init writes `expected` to the status pipe (true), or dies
-/// first (false). Raw system calls only (see [`SignalsBlocked`]).
-fn await_byte(status_read: RawFd, pidfd: RawFd, expected: u8) -> bool {
+/// Waits until the init writes a byte to the status pipe (`Some`), or dies
+/// first (`None`). Raw system calls only (see [`SignalsBlocked`]).
+fn await_byte(status_read: RawFd, pidfd: RawFd) -> Option<u8> {
     let mut polls = [
         libc::pollfd {
             fd: status_read,
@@ -563,12 +580,12 @@ fn await_byte(status_read: RawFd, pidfd: RawFd, expected: u8) -> bool {
                 )
             };
             if read == 1 {
-                return byte == expected;
+                return Some(byte);
             }
         }
         // The init exited: whatever it wrote before is in the pipe.
         if polls[1].revents != 0 && !readable(status_read, 0) {
-            return false;
+            return None;
         }
     }
 }
@@ -611,6 +628,7 @@ pub(crate) fn spawn(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, E
         errno: AtomicI32::new(0),
         status_fd: -1,
         go_fd: -1,
+        signal_fd: -1,
         tool_stack: ptr::null_mut(),
     };
     let mut pidfd: c_int = -1;
@@ -707,6 +725,7 @@ fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
     let stack = ChildStack::new(2)?;
     let (status_read, status_write) = pipe()?;
     let (go_read, go_write) = pipe()?;
+    let signals = signalfd()?;
     let context = Box::new(ContextBox(ChildContext {
         setup: &raw const *setup,
         tool: AtomicPtr::new(ptr::null_mut()),
@@ -714,6 +733,7 @@ fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
         errno: AtomicI32::new(0),
         status_fd: status_write.as_raw_fd(),
         go_fd: go_read.as_raw_fd(),
+        signal_fd: signals.as_raw_fd(),
         tool_stack: stack.top(1),
     }));
     let mut pidfd: c_int = -1;
@@ -736,18 +756,22 @@ fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
             let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
             return Err(SetupFailed { stage: 0, errno });
         }
-        (pid, await_byte(status_read.as_raw_fd(), pidfd, READY))
+        (
+            pid,
+            await_byte(status_read.as_raw_fd(), pidfd) == Some(READY),
+        )
     };
     // SAFETY: with CLONE_PIDFD the kernel stored a fresh pidfd, owned by us.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     let prepared = Prepared {
         pid,
         pidfd: Some(pidfd),
-        status_read: Some(status_read),
         keep: Some(InitKeep {
             _stack: stack,
+            status_read,
             _status_write: status_write,
             _go: (go_read, go_write),
+            _signals: signals,
             _context: context,
             _setup: setup,
         }),
@@ -773,20 +797,18 @@ fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
 /// program has called `execve` (or failed before it). Call from the spawner
 /// thread, which the init inherited its thread pointer from.
 pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let (Some(pidfd), Some(status_read), Some(keep)) = (
-        prepared.pidfd.take(),
-        prepared.status_read.take(),
-        prepared.keep.take(),
-    ) else {
+    let (Some(pidfd), Some(keep)) = (prepared.pidfd.take(), prepared.keep.take()) else {
         return Err(Error::Sys {
             call: "starting the program from toolsmith's init",
             source: io::Error::other("the prepared init was already used"),
         });
     };
     let context = &keep._context.0;
+    context.failed_stage.store(0, Ordering::Release);
     context
         .tool
         .store(ptr::from_ref(plan).cast_mut(), Ordering::Release);
+    let status_read = keep.status_read.as_raw_fd();
     let started = {
         let _blocked = SignalsBlocked::new();
         let byte = 1_u8;
@@ -800,7 +822,7 @@ pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Er
                 0,
             )
         };
-        written == 1 && await_byte(status_read.as_raw_fd(), pidfd.as_raw_fd(), STARTED)
+        written == 1 && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
     };
     if !started {
         let error = failure(context, plan).unwrap_or_else(|| Error::Sys {
@@ -814,13 +836,14 @@ pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Er
         }
         return Err(error);
     }
+    let status = keep.status_read.try_clone().map_err(|source| Error::Sys {
+        call: "dup(status pipe)",
+        source,
+    })?;
     Ok(Spawned {
         pid: prepared.pid,
         pidfd,
-        init: Some(InitHandle {
-            status: status_read,
-            keep,
-        }),
+        init: Some(InitHandle { status, keep }),
     })
 }
 
@@ -934,13 +957,70 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 return fail(context, STAGE_SECCOMP);
             }
         }
-        // Ready: wait for the call. EOF or an error means the executor has
-        // let this init go unused.
-        if !init::handshake(context.status_fd, READY) || !init::wait_for_go(context.go_fd) {
+        // Ready: the loop waits for the call.
+        if !init::handshake(context.status_fd, READY) {
             init::exit(0);
         }
-        // The program shares the memory too until its execve, on a stack of
-        // its own; this process is suspended until then.
+        init_loop(context, argument)
+    }
+}
+
+/// toolsmith's init after its set-up: starts a program at each go, forwards
+/// signals to the running one, reaps every process re-parented to it, and
+/// writes each program's record when it exits (`init.rs`). Ends when the
+/// executor closes the go pipe, or kills it.
+///
+/// # Safety
+/// Only in the init, after its handshake.
+unsafe fn init_loop(context: &ChildContext, argument: *mut c_void) -> ! {
+    let mut tool: libc::pid_t = 0;
+    loop {
+        // SAFETY: raw system calls on the init's descriptors and signals.
+        match unsafe { init::wait(context.signal_fd, context.go_fd) } {
+            init::Wake::Signal(libc::SIGCHLD) => {
+                // SAFETY: as above.
+                if tool != 0 && unsafe { init::reap_children(tool, context.status_fd) } {
+                    tool = 0;
+                } else if tool == 0 {
+                    // Orphans of an earlier program, killed with its cgroup.
+                    // SAFETY: as above.
+                    unsafe { init::reap_children(0, context.status_fd) };
+                }
+            }
+            init::Wake::Signal(signal) => {
+                if tool != 0 {
+                    // SAFETY: as above.
+                    unsafe { init::forward(tool, signal) };
+                }
+            }
+            // One program at a time: a go while one runs is the executor's
+            // mistake, and is dropped.
+            init::Wake::Go if tool != 0 => {}
+            init::Wake::Go => {
+                // SAFETY: as above; the executor stored the program's plan
+                // before the go and keeps it until the handshake.
+                tool = unsafe { start_tool(context, argument) };
+                let byte = if tool > 0 { STARTED } else { FAILED };
+                tool = tool.max(0);
+                // SAFETY: as above.
+                unsafe { init::handshake(context.status_fd, byte) };
+            }
+            // SAFETY: as above.
+            init::Wake::Closed => unsafe { init::exit(0) },
+        }
+    }
+}
+
+/// Starts the program as the init's child (PID 2 for the first), sharing the
+/// memory until its `execve` on a stack of its own, while this process is
+/// suspended. Returns its pid, or 0 when it failed before `execve` (it is
+/// reaped; the step and errno are in the context) or could not be cloned.
+///
+/// # Safety
+/// Only in the init.
+unsafe fn start_tool(context: &ChildContext, argument: *mut c_void) -> libc::pid_t {
+    // SAFETY: tool_main only makes system calls on the context.
+    unsafe {
         let tool = libc::clone(
             tool_main,
             context.tool_stack,
@@ -948,17 +1028,26 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             argument,
         );
         if tool < 0 {
-            return fail(context, STAGE_INIT_CLONE);
+            context
+                .errno
+                .store(*libc::__errno_location(), Ordering::Release);
+            context
+                .failed_stage
+                .store(STAGE_INIT_CLONE, Ordering::Release);
+            return 0;
         }
         if context.failed_stage.load(Ordering::Acquire) != 0 {
             let mut status = 0;
-            libc::waitpid(tool, &mut status, 0);
-            libc::_exit(127);
+            init::syscall4(
+                libc::SYS_wait4,
+                tool as usize,
+                ptr::from_mut(&mut status) as usize,
+                libc::__WALL as usize,
+                0,
+            );
+            return 0;
         }
-        // From here on the plans and the context are the executor's again.
-        let status_fd = context.status_fd;
-        init::handshake(status_fd, STARTED);
-        init::supervise(tool, status_fd)
+        tool
     }
 }
 
@@ -1270,6 +1359,25 @@ unsafe fn close_fds_slowly(first: c_int) -> bool {
         }
         true
     }
+}
+
+/// A non-blocking signalfd for every signal, close-on-exec and at least 3.
+/// It reads the pending signals of whichever process reads it: the init.
+fn signalfd() -> Result<OwnedFd, Error> {
+    // SAFETY: a full set, initialised by sigfillset before use.
+    let fd = unsafe {
+        let mut every_signal: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut every_signal);
+        libc::signalfd(-1, &every_signal, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+    };
+    if fd < 0 {
+        return Err(Error::Sys {
+            call: "signalfd",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: a fresh descriptor that we now own.
+    above_stdio(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Creates a pipe whose both ends are close-on-exec and at least 3, so that

@@ -232,3 +232,82 @@ fn concurrent_runs_share_nothing_and_all_finish() {
         );
     }
 }
+
+#[test]
+fn a_sessions_runs_share_one_init_but_no_process() {
+    let _serial = serial();
+    let Some(executor) = executor() else { return };
+    executor.keep_prepared(false);
+    if executor.backend() != toolsmith_executor::Backend::Cgroup {
+        eprintln!("WARNING: sessions reuse an init only on the cgroup backend: UNTESTED here");
+        return;
+    }
+    let executor = std::sync::Arc::new(executor);
+    let session = executor.session();
+    let sandbox = strict();
+    let run = |script: &str, limits: &Limits| {
+        let mut command = Command::new(Path::new("/bin/sh"), Path::new("/")).unwrap();
+        command.arg(OsStr::new("-c")).arg(OsStr::new(script));
+        command.env(OsStr::new("PATH"), OsStr::new("/usr/bin:/bin"));
+        command.sandbox(sandbox.clone());
+        runtime()
+            .block_on(session.run(&command, limits))
+            .expect("the run should start")
+    };
+    let limits = Limits::recommended();
+    // The first run leaves a daemon behind and a file in its TMPDIR.
+    let first = run(
+        r#"touch "$TMPDIR/mark"; setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $$"#,
+        &limits,
+    );
+    assert!(first.success(), "{first:?}");
+    assert_eq!(
+        first.stdout.bytes, b"2\n",
+        "the program is the init's first child"
+    );
+    assert_eq!(first.leftovers_killed, Some(1), "{first:?}");
+    // The second runs in the same namespaces (a later pid, the same TMPDIR),
+    // and no process of the first is left: only the init and itself.
+    let second = run(
+        r#"test -e "$TMPDIR/mark" || exit 3; echo $$; ls /proc | grep -c '^[0-9]'"#,
+        &limits,
+    );
+    assert!(second.success(), "{second:?}");
+    let lines: Vec<&str> = std::str::from_utf8(&second.stdout.bytes)
+        .unwrap()
+        .lines()
+        .collect();
+    assert_ne!(lines[0], "2", "a new pid in the same namespace: {lines:?}");
+    // The init, the shell, and `ls` (and the pipe's `grep`).
+    let processes: usize = lines[1].parse().unwrap();
+    assert!(
+        processes <= 4,
+        "processes left in the namespace: {processes}"
+    );
+    // A run killed at its deadline takes the init with it; the next makes a new one.
+    let short = Limits {
+        timeout: Duration::from_millis(300),
+        grace: Duration::from_millis(100),
+        ..Limits::recommended()
+    };
+    let stuck = run("trap '' TERM; while :; do :; done", &short);
+    assert!(stuck.escalated, "{stuck:?}");
+    let after = run(r#"test -e "$TMPDIR/mark" && exit 3; echo $$"#, &limits);
+    assert!(after.success(), "{after:?}");
+    assert_eq!(after.stdout.bytes, b"2\n", "a new init: {after:?}");
+    drop(session);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live_children().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        live_children(),
+        Vec::<i32>::new(),
+        "no init outlives the session"
+    );
+    assert_eq!(
+        own_temp_dirs(),
+        Vec::<String>::new(),
+        "no TMPDIR outlives it"
+    );
+}
