@@ -307,7 +307,14 @@ impl Planner {
     /// When the executor keeps sandboxes prepared, queues the preparation of
     /// one more for `key` on the spawner thread, unless one waits already.
     pub(crate) fn refill(self: &Arc<Planner>, key: &Key) {
-        if !self.keeps_prepared() || self.lock_ready().iter().any(|ready| &ready.key == key) {
+        // Only an init waits: a run without a PID namespace is its program's
+        // own process from the start, so there is nothing to prepare.
+        let with_init = (key.sandbox.private_pids && self.features.private_proc.available)
+            || self.backend == Backend::PidNamespace;
+        if !with_init
+            || !self.keeps_prepared()
+            || self.lock_ready().iter().any(|ready| &ready.key == key)
+        {
             return;
         }
         // One preparation at a time: under a burst of calls the spawner

@@ -722,6 +722,13 @@ impl From<Error> for SetupFailed {
 }
 
 fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
+    if !setup.with_init {
+        // Without an init the child is the program itself: nothing waits.
+        return Err(SetupFailed {
+            stage: 0,
+            errno: libc::EINVAL,
+        });
+    }
     let stack = ChildStack::new(2)?;
     let (status_read, status_write) = pipe()?;
     let (go_read, go_write) = pipe()?;

@@ -311,3 +311,20 @@ fn a_sessions_runs_share_one_init_but_no_process() {
         "no TMPDIR outlives it"
     );
 }
+
+#[test]
+fn a_sandbox_without_an_init_has_nothing_prepared() {
+    let _serial = serial();
+    let Some(executor) = executor() else { return };
+    if executor.backend() == toolsmith_executor::Backend::PidNamespace {
+        eprintln!("WARNING: the pidns backend always has an init: case UNTESTED here");
+        return;
+    }
+    for _ in 0..3 {
+        let outcome = sh(&executor, &Sandbox::none(), "echo $$");
+        assert!(outcome.success(), "{outcome:?}");
+        assert_ne!(outcome.stdout.bytes, b"2\n", "no PID namespace");
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(executor.prepared(), 0);
+}

@@ -905,11 +905,13 @@ pub(crate) async fn probe_all(
     progress(DiscoveryProgress { probed: 0, total });
     let parallelism = std::thread::available_parallelism().map_or(1, usize::from);
     let permits = Arc::new(tokio::sync::Semaphore::new(parallelism));
+    let sessions = Arc::new(Sessions::default());
     let limits = probe_limits(&config.limits);
     let mut tasks = tokio::task::JoinSet::new();
     let mut index_of_task = HashMap::new();
     for (index, candidate) in candidates.iter().enumerate() {
         let executor = Arc::clone(executor);
+        let sessions = Arc::clone(&sessions);
         let permits = Arc::clone(&permits);
         let limits = limits.clone();
         let cwd = config.cwd.clone();
@@ -920,8 +922,10 @@ pub(crate) async fn probe_all(
         let handle = tasks.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
             let _permit = permits.acquire_owned().await;
+            let directory = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let session = sessions.take(&directory, &executor);
             let probe = Probe {
-                executor: &executor,
+                runner: ProbeRunner::Session(&session),
                 cwd: &cwd,
                 env: &env,
                 limits: &limits,
@@ -930,7 +934,9 @@ pub(crate) async fn probe_all(
             // Taken before the probe reads the file, so a write after the read has a later
             // modification time than this (see `RACY_MARGIN`).
             let probed_at = SystemTime::now();
-            (probe.run(format, &path).await, probed_at)
+            let probed = probe.run(format, &path).await;
+            sessions.put(directory, session);
+            (probed, probed_at)
         });
         index_of_task.insert(handle.id(), index);
     }
@@ -961,6 +967,58 @@ pub(crate) async fn probe_all(
         .collect()
 }
 
+/// The executor sessions of one discovery's probes, by tool directory: the probes of one
+/// directory (one author, one trust decision) take turns in a few inits (one per probe in
+/// flight), so that their namespaces, mounts and filter are set up a few times rather than
+/// once per probe. Probes of different directories never share one. Each probe still runs in
+/// a cgroup of its own, killed at its end; what a probe leaves in its TMPDIR, a later probe
+/// of the same directory may see (`docs/discovery.md`).
+#[derive(Default)]
+struct Sessions {
+    idle: std::sync::Mutex<Vec<(PathBuf, toolsmith_executor::Session)>>,
+}
+
+impl Sessions {
+    /// An idle session of `directory`, or a new one.
+    fn take(&self, directory: &Path, executor: &Arc<Executor>) -> toolsmith_executor::Session {
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match idle.iter().position(|(dir, _)| dir == directory) {
+            Some(index) => idle.swap_remove(index).1,
+            None => executor.session(),
+        }
+    }
+
+    fn put(&self, directory: PathBuf, session: toolsmith_executor::Session) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((directory, session));
+    }
+}
+
+/// What runs a probe: the executor (a sandbox of its own), or a session of the probes of one
+/// directory.
+enum ProbeRunner<'a> {
+    Executor(&'a Executor),
+    Session(&'a toolsmith_executor::Session),
+}
+
+impl ProbeRunner<'_> {
+    async fn run(
+        &self,
+        command: &Command,
+        limits: &Limits,
+    ) -> Result<toolsmith_executor::Outcome, toolsmith_executor::Error> {
+        match self {
+            ProbeRunner::Executor(executor) => executor.run(command, limits).await,
+            ProbeRunner::Session(session) => session.run(command, limits).await,
+        }
+    }
+}
+
 /// The limits of a probe: the caller's, with the probe's timeout and output cap.
 fn probe_limits(base: &Limits) -> Limits {
     Limits {
@@ -973,7 +1031,7 @@ fn probe_limits(base: &Limits) -> Limits {
 
 /// What a probe needs to run a candidate.
 struct Probe<'a> {
-    executor: &'a Executor,
+    runner: ProbeRunner<'a>,
     cwd: &'a Path,
     env: &'a [(OsString, OsString)],
     limits: &'a Limits,
@@ -1075,7 +1133,7 @@ impl Probe<'_> {
     ) -> Result<ProbeRecord, ProblemError> {
         command.sandbox(self.sandbox.clone());
         let outcome = self
-            .executor
+            .runner
             .run(&command, self.limits)
             .await
             .map_err(|source| ProblemError::Spawn { probe, source })?;
@@ -1231,7 +1289,7 @@ pub(crate) async fn ask_configs(
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
             let probe = Probe {
-                executor: &executor,
+                runner: ProbeRunner::Executor(&executor),
                 cwd: &cwd,
                 env: &env,
                 limits: &limits,
@@ -1286,7 +1344,7 @@ pub async fn resolve_config(
         None => {
             let limits = probe_limits(&config.limits);
             let probe = Probe {
-                executor,
+                runner: ProbeRunner::Executor(executor),
                 cwd: &config.cwd,
                 env: &config.env,
                 limits: &limits,
