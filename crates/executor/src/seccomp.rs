@@ -200,7 +200,7 @@ const SOCK_TYPE_MASK: u32 = 0xf;
 const SOCKETPAIR_TYPES: [u32; 2] = [1, 5];
 
 /// What the filter does with one system-call number the search finds.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rule {
     /// Fails with this errno.
     Refuse(i32),
@@ -297,23 +297,60 @@ fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
     rules
 }
 
-/// Numbers a leaf of the search compares one by one. Each level of the tree
-/// costs one comparison on the way down, each number of a leaf one more and
-/// one instruction: eight keeps both the program (about 150 instructions)
-/// and the longest walk (about a dozen) short.
+/// A run of consecutive numbers with one rule (only plain refusals are
+/// merged): the unit the search sorts and a leaf compares.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    first: u32,
+    last: u32,
+    rule: Rule,
+}
+
+/// `rules` (sorted) with runs of consecutive numbers refused alike merged:
+/// `acct` to `ioperm` are eleven numbers in a row on x86_64, the mount API
+/// and `io_uring` nine.
+fn spans(rules: &[(u32, Rule)]) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::with_capacity(rules.len());
+    for &(call, rule) in rules {
+        match spans.last_mut() {
+            Some(span)
+                if matches!(rule, Rule::Refuse(_))
+                    && span.rule == rule
+                    && span.last + 1 == call =>
+            {
+                span.last = call;
+            }
+            _ => spans.push(Span {
+                first: call,
+                last: call,
+                rule,
+            }),
+        }
+    }
+    spans
+}
+
+/// Spans a leaf of the search compares one by one. Each level of the tree
+/// costs one comparison on the way down, each span of a leaf one or two
+/// more and as many instructions: eight keeps both the program (about a
+/// hundred instructions) and the longest walk (about a dozen) short.
 const LEAF_SIZE: usize = 8;
 
 /// The program: the architecture check, then a balanced binary search over
-/// the sorted `rules` (as libseccomp's binary-tree optimisation does), whose
-/// leaves run the rule of the number they find and allow every other one.
+/// the sorted spans of `rules` (as libseccomp's binary-tree optimisation
+/// does), whose leaves run the rule of the number they find and allow every
+/// other one.
 ///
 /// The kernel runs the filter for every system call the run makes, and once
 /// more for every number of every architecture when it installs it (to
 /// cache the numbers the filter allows whatever their arguments): a search
 /// takes about a dozen steps where a list of every rule took all of them.
+/// Installing also translates and compiles every instruction, so the leaves
+/// keep the program small: consecutive numbers share a comparison, and the
+/// rules of a leaf share its returns.
 fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
     let mut program = header();
-    program.extend(search(&rules(network_denied, private_pids)));
+    program.extend(search(&spans(&rules(network_denied, private_pids))));
     program
 }
 
@@ -333,17 +370,17 @@ fn header() -> Vec<libc::sock_filter> {
     program
 }
 
-/// The search over `rules` (sorted, the number in the accumulator): a
+/// The search over `spans` (sorted, the number in the accumulator): a
 /// fragment of which every path ends in a return, so fragments join without
 /// knowing what follows them.
-fn search(rules: &[(u32, Rule)]) -> Vec<libc::sock_filter> {
-    if rules.len() <= LEAF_SIZE {
-        return leaf(rules);
+fn search(spans: &[Span]) -> Vec<libc::sock_filter> {
+    if spans.len() <= LEAF_SIZE {
+        return leaf(spans);
     }
-    let middle = rules.len() / 2;
-    let below = search(&rules[..middle]);
-    let above = search(&rules[middle..]);
-    let pivot = rules[middle].0;
+    let middle = spans.len() / 2;
+    let below = search(&spans[..middle]);
+    let above = search(&spans[middle..]);
+    let pivot = spans[middle].first;
     let mut fragment = Vec::with_capacity(below.len() + above.len() + 2);
     match u8::try_from(below.len()) {
         Ok(over_below) => fragment.push(jump(BPF_JGE_K, pivot, over_below, 0)),
@@ -359,89 +396,154 @@ fn search(rules: &[(u32, Rule)]) -> Vec<libc::sock_filter> {
     fragment
 }
 
-/// A leaf: one comparison per number, each jumping to its rule's code,
-/// placed after the final ALLOW; rules with the same code (every plain
-/// `EPERM`) share one copy.
-fn leaf(rules: &[(u32, Rule)]) -> Vec<libc::sock_filter> {
-    let mut targets: Vec<Vec<libc::sock_filter>> = Vec::new();
-    let mut target_of = Vec::with_capacity(rules.len());
-    for &(_, rule) in rules {
-        let code = action(rule);
-        let index = match targets.iter().position(|known| same_code(known, &code)) {
-            Some(index) => index,
-            None => {
-                targets.push(code);
-                targets.len() - 1
-            }
-        };
-        target_of.push(index);
-    }
-    let mut fragment = Vec::new();
-    for (position, (&(call, _), &target)) in rules.iter().zip(&target_of).enumerate() {
-        // From the next instruction: the remaining comparisons, the ALLOW,
-        // then the targets before this one.
-        let distance =
-            rules.len() - position + targets[..target].iter().map(Vec::len).sum::<usize>();
-        let distance = u8::try_from(distance).expect("a leaf is a few dozen instructions");
-        fragment.push(jump(BPF_JEQ_K, call, distance, 0));
-    }
-    fragment.push(statement(BPF_RET_K, SECCOMP_RET_ALLOW));
-    fragment.extend(targets.into_iter().flatten());
-    fragment
+/// Where a jump of a leaf goes, resolved to an offset once the leaf is laid out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Goto {
+    /// The next instruction; after the last comparison, the ALLOW.
+    Next,
+    Allow,
+    Refuse(i32),
+    /// The argument check of the leaf's span at this index.
+    Check(usize),
 }
 
-/// The code of one rule, run with the number in the accumulator: every path
-/// ends in a return. Each argument check loads the argument, so it must.
-fn action(rule: Rule) -> Vec<libc::sock_filter> {
-    let allow = statement(BPF_RET_K, SECCOMP_RET_ALLOW);
-    match rule {
-        Rule::Refuse(errno) => vec![refuse(errno)],
-        Rule::RefuseBits { argument, mask } => vec![
-            statement(BPF_LD_W_ABS, argument_low(argument)),
-            jump(BPF_JSET_K, mask, 0, 1),
-            refuse(libc::EPERM),
-            allow,
-        ],
-        Rule::RefuseFamily(family) => vec![
-            statement(BPF_LD_W_ABS, argument_low(0)),
-            jump(BPF_JEQ_K, family, 0, 1),
-            refuse(libc::EPERM),
-            allow,
-        ],
-        Rule::UnixStreamPairsOnly => {
-            let mut code = vec![
-                statement(BPF_LD_W_ABS, argument_low(0)),
-                // Not AF_UNIX: over the type checks to the refusal.
-                jump(BPF_JEQ_K, AF_UNIX, 0, short(SOCKETPAIR_TYPES.len() + 2)),
-                statement(BPF_LD_W_ABS, argument_low(1)),
-                statement(BPF_ALU_AND_K, SOCK_TYPE_MASK),
-            ];
-            for (index, &kind) in SOCKETPAIR_TYPES.iter().enumerate() {
-                // A match jumps over the remaining comparisons and the refusal.
-                let remaining = SOCKETPAIR_TYPES.len() - index;
-                code.push(jump(BPF_JEQ_K, kind, short(remaining), 0));
-            }
-            code.extend([refuse(libc::EPERM), allow]);
-            code
-        }
-        Rule::Personalities => {
-            let mut code = vec![statement(BPF_LD_W_ABS, argument_low(0))];
-            for (index, &persona) in PERSONALITIES.iter().enumerate() {
-                // A match jumps over the remaining comparisons and the refusal.
-                let remaining = PERSONALITIES.len() - index;
-                code.push(jump(BPF_JEQ_K, persona, short(remaining), 0));
-            }
-            code.extend([refuse(libc::EPERM), allow]);
-            code
+/// An instruction of a leaf; `jt` and `jf` matter for jumps only.
+struct Op {
+    code: u16,
+    k: u32,
+    jt: Goto,
+    jf: Goto,
+}
+
+fn op(code: u16, k: u32) -> Op {
+    op_jump(code, k, Goto::Next, Goto::Next)
+}
+
+fn op_jump(code: u16, k: u32, jt: Goto, jf: Goto) -> Op {
+    Op { code, k, jt, jf }
+}
+
+/// A leaf: the comparisons, in ascending order, each jumping to its span's
+/// refusal or argument check; then the argument checks (one copy of each
+/// distinct one), the ALLOW and the refusals, which every rule of the leaf
+/// shares.
+fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
+    let mut ops = Vec::new();
+    for (index, span) in spans.iter().enumerate() {
+        let target = match span.rule {
+            Rule::Refuse(errno) => Goto::Refuse(errno),
+            _ => Goto::Check(index),
+        };
+        if span.first == span.last {
+            ops.push(op_jump(BPF_JEQ_K, span.first, target, Goto::Next));
+        } else {
+            // Below this span the number is below every remaining one too.
+            ops.push(op_jump(BPF_JGE_K, span.first, Goto::Next, Goto::Allow));
+            ops.push(op_jump(BPF_JGE_K, span.last + 1, Goto::Next, target));
         }
     }
+    let comparisons = ops.len();
+    let mut check_at = vec![0; spans.len()];
+    for (index, span) in spans.iter().enumerate() {
+        check_at[index] = match spans[..index]
+            .iter()
+            .position(|seen| seen.rule == span.rule)
+        {
+            Some(same) => check_at[same],
+            None => {
+                let start = ops.len();
+                ops.extend(check(span.rule));
+                start
+            }
+        };
+    }
+    let allow_at = ops.len();
+    ops.push(op(BPF_RET_K, SECCOMP_RET_ALLOW));
+    let mut refusals: Vec<(i32, usize)> = Vec::new();
+    for index in 0..ops.len() {
+        for goto in [ops[index].jt, ops[index].jf] {
+            if let Goto::Refuse(errno) = goto
+                && !refusals.iter().any(|&(known, _)| known == errno)
+            {
+                refusals.push((errno, ops.len()));
+                ops.push(op(BPF_RET_K, refusal(errno)));
+            }
+        }
+    }
+    let resolve = |from: usize, goto: Goto| -> u8 {
+        let target = match goto {
+            Goto::Next if from + 1 == comparisons => allow_at,
+            Goto::Next => from + 1,
+            Goto::Allow => allow_at,
+            Goto::Refuse(errno) => refusals
+                .iter()
+                .find(|&&(known, _)| known == errno)
+                .map(|&(_, at)| at)
+                .expect("every refusal a leaf jumps to is laid out"),
+            Goto::Check(index) => check_at[index],
+        };
+        u8::try_from(target - (from + 1)).expect("a leaf is a few dozen instructions")
+    };
+    ops.iter()
+        .enumerate()
+        .map(|(index, op)| {
+            if op.code & 0x07 == 0x05 {
+                jump(op.code, op.k, resolve(index, op.jt), resolve(index, op.jf))
+            } else {
+                statement(op.code, op.k)
+            }
+        })
+        .collect()
+}
+
+/// The argument check of a rule, run with the number in the accumulator:
+/// it loads an argument and jumps to the leaf's ALLOW or refusal.
+fn check(rule: Rule) -> Vec<Op> {
+    let refuse = Goto::Refuse(libc::EPERM);
+    let allow_only = |values: &[u32]| {
+        let mut ops: Vec<Op> = values
+            .iter()
+            .map(|&value| op_jump(BPF_JEQ_K, value, Goto::Allow, Goto::Next))
+            .collect();
+        if let Some(last) = ops.last_mut() {
+            last.jf = refuse;
+        }
+        ops
+    };
+    match rule {
+        Rule::Refuse(_) => Vec::new(),
+        Rule::RefuseBits { argument, mask } => vec![
+            op(BPF_LD_W_ABS, argument_low(argument)),
+            op_jump(BPF_JSET_K, mask, refuse, Goto::Allow),
+        ],
+        Rule::RefuseFamily(family) => vec![
+            op(BPF_LD_W_ABS, argument_low(0)),
+            op_jump(BPF_JEQ_K, family, refuse, Goto::Allow),
+        ],
+        Rule::UnixStreamPairsOnly => {
+            let mut ops = vec![
+                op(BPF_LD_W_ABS, argument_low(0)),
+                op_jump(BPF_JEQ_K, AF_UNIX, Goto::Next, refuse),
+                op(BPF_LD_W_ABS, argument_low(1)),
+                op(BPF_ALU_AND_K, SOCK_TYPE_MASK),
+            ];
+            ops.extend(allow_only(&SOCKETPAIR_TYPES));
+            ops
+        }
+        Rule::Personalities => {
+            let mut ops = vec![op(BPF_LD_W_ABS, argument_low(0))];
+            ops.extend(allow_only(&PERSONALITIES));
+            ops
+        }
+    }
+}
+
+fn refusal(errno: i32) -> u32 {
+    SECCOMP_RET_ERRNO | u32::try_from(errno).expect("errno values are small and positive")
 }
 
 fn refuse(errno: i32) -> libc::sock_filter {
-    statement(
-        BPF_RET_K,
-        SECCOMP_RET_ERRNO | u32::try_from(errno).expect("errno values are small and positive"),
-    )
+    statement(BPF_RET_K, refusal(errno))
 }
 
 /// The offset of the low 32 bits of argument `argument` (little-endian).
@@ -449,24 +551,8 @@ fn argument_low(argument: u32) -> u32 {
     OFFSET_ARG0_LOW + 8 * argument
 }
 
-fn same_code(first: &[libc::sock_filter], second: &[libc::sock_filter]) -> bool {
-    let fields = |instruction: &libc::sock_filter| {
-        (
-            instruction.code,
-            instruction.jt,
-            instruction.jf,
-            instruction.k,
-        )
-    };
-    first.len() == second.len() && first.iter().map(fields).eq(second.iter().map(fields))
-}
-
 fn count(length: usize) -> u32 {
     u32::try_from(length).expect("the filter is well under 4096 instructions")
-}
-
-fn short(length: usize) -> u8 {
-    u8::try_from(length).expect("a handful of comparisons")
 }
 
 /// The program in the form `seccomp(2)` takes.
@@ -573,8 +659,8 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
 #[cfg(test)]
 mod tests {
     use crate::seccomp::{
-        AUDIT_ARCH, BPF_JA, DENIED, LEAF_SIZE, Rule, TRACING, X32_SYSCALL_BIT, action, build,
-        header, rules, search,
+        AUDIT_ARCH, BPF_JA, DENIED, LEAF_SIZE, Rule, Span, TRACING, X32_SYSCALL_BIT, build, header,
+        leaf, rules, search, spans,
     };
 
     /// What a call must get, as `seccomp(2)` returns it.
@@ -862,7 +948,12 @@ mod tests {
     fn linear(rules: &[(u32, Rule)]) -> Vec<libc::sock_filter> {
         let mut program = header();
         for &(call, rule) in rules {
-            let code = action(rule);
+            // A leaf of one number: its own comparison, check and returns.
+            let code = leaf(&[Span {
+                first: call,
+                last: call,
+                rule,
+            }]);
             program.push(crate::seccomp::jump(
                 0x15,
                 call,
@@ -904,10 +995,10 @@ mod tests {
 
     #[test]
     fn a_search_too_long_for_a_conditional_jump_takes_an_unconditional_one() {
-        // Every third number up to 1500 refused, every seventh checked: the
+        // Every other number up to 1500 refused, every seventh checked: the
         // lower half of the tree is far longer than 255 instructions.
         let rules: Vec<(u32, Rule)> = (0..1500)
-            .step_by(3)
+            .step_by(2)
             .map(|call| {
                 let rule = if call % 7 == 0 {
                     Rule::RefuseBits {
@@ -921,7 +1012,7 @@ mod tests {
             })
             .collect();
         let mut searched = header();
-        searched.extend(search(&rules));
+        searched.extend(search(&spans(&rules)));
         check_jumps(&searched);
         assert!(
             searched
@@ -986,7 +1077,7 @@ mod tests {
         // The point of the search: the kernel walks the program for every
         // number of every architecture when it installs it.
         let program = build(true, false);
-        let leaves = rules(true, false).len().div_ceil(LEAF_SIZE);
+        let leaves = spans(&rules(true, false)).len().div_ceil(LEAF_SIZE);
         let depth = usize::try_from(leaves.next_power_of_two().trailing_zeros()).unwrap();
         for nr in 0..1024 {
             let data = Data {
@@ -1026,7 +1117,7 @@ mod tests {
                 }
             }
             assert!(
-                steps <= header().len() + 2 * depth + LEAF_SIZE + 1,
+                steps <= header().len() + 2 * depth + 2 * LEAF_SIZE + 1,
                 "nr {nr} takes {steps} steps"
             );
         }
