@@ -188,8 +188,9 @@ const TRACING: &[libc::c_long] = &[
 /// `fchmodat2` (Linux 6.6), the same number on every architecture.
 const SYS_FCHMODAT2: libc::c_long = 452;
 
-/// `socketpair`'s types under `network = deny` (the type argument masked with
-/// `SOCK_TYPE_MASK`, so `SOCK_NONBLOCK` and `SOCK_CLOEXEC` do not matter): a
+/// `socketpair`'s types under `network = deny`, `SOCK_STREAM` (1) and
+/// `SOCK_SEQPACKET` (5) (the type argument masked with `SOCK_TYPE_MASK`, so
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC` do not matter): a
 /// pair of connected stream or seqpacket sockets has no way to address any
 /// other socket (a stream socket refuses an address on `sendto` and
 /// `connect` with `EISCONN`, a seqpacket socket ignores it). A datagram
