@@ -133,7 +133,13 @@ enum Variant {
     ExecutorCurrentThread,
     /// `Executor::run` (multi-thread) with the first `n` entries of [`MECHANISMS`].
     Sandboxed(usize),
+    /// The same on an executor that keeps a sandbox prepared ahead
+    /// (`Executor::keep_prepared`), as `toolsmith serve` runs calls.
+    Prepared(usize),
 }
+
+/// How many of [`MECHANISMS`] make the default profile of a tool call.
+const DEFAULT_PROFILE: usize = 5;
 
 impl Variant {
     /// Every variant, in the order of the report.
@@ -145,6 +151,8 @@ impl Variant {
             Variant::ExecutorCurrentThread,
         ];
         variants.extend((1..=MECHANISMS.len()).map(Variant::Sandboxed));
+        variants.push(Variant::Prepared(DEFAULT_PROFILE));
+        variants.push(Variant::Prepared(MECHANISMS.len()));
         variants
     }
 
@@ -158,6 +166,10 @@ impl Variant {
             Variant::ExecutorMultiThread => "executor.run, multi-thread runtime, no sandbox",
             Variant::ExecutorCurrentThread => "executor.run, current-thread runtime",
             Variant::Sandboxed(n_mechanisms) => MECHANISMS[n_mechanisms - 1].label,
+            Variant::Prepared(DEFAULT_PROFILE) => {
+                "default profile, prepared ahead (as `serve` runs)"
+            }
+            Variant::Prepared(_) => "strictest profile, prepared ahead (as `serve` runs)",
         }
     }
 
@@ -176,6 +188,8 @@ struct Harness {
     /// One executor for both runtimes and the discovery bench, as its documentation asks: one
     /// per process, shared.
     executor: std::sync::Arc<Executor>,
+    /// A second one that keeps a sandbox prepared ahead, for [`Variant::Prepared`].
+    prepared: Executor,
     multi_thread: tokio::runtime::Runtime,
     current_thread: tokio::runtime::Runtime,
     command: toolsmith_executor::Command,
@@ -205,6 +219,15 @@ impl Harness {
                 .context("could not create the executor")?,
             )
         };
+        let prepared = {
+            let _entered = multi_thread.enter();
+            Executor::new(ExecutorConfig {
+                backend: BackendChoice::Auto,
+                max_concurrent: None,
+            })
+            .context("could not create the executor")?
+        };
+        prepared.keep_prepared(true);
         let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
             .context("could not describe the benchmarked command")?;
         let mut sandbox = Sandbox::none();
@@ -219,6 +242,7 @@ impl Harness {
             .collect();
         Ok(Harness {
             executor,
+            prepared,
             multi_thread,
             current_thread,
             command,
@@ -241,13 +265,29 @@ impl Harness {
         match variant {
             Variant::StdCommand => std_batch(false, n_calls, samples),
             Variant::StdPreExec => std_batch(true, n_calls, samples),
-            Variant::ExecutorMultiThread => {
-                self.executor_batch(&self.multi_thread, &self.command, n_calls, samples)
-            }
-            Variant::ExecutorCurrentThread => {
-                self.executor_batch(&self.current_thread, &self.command, n_calls, samples)
-            }
+            Variant::ExecutorMultiThread => self.executor_batch(
+                &self.executor,
+                &self.multi_thread,
+                &self.command,
+                n_calls,
+                samples,
+            ),
+            Variant::ExecutorCurrentThread => self.executor_batch(
+                &self.executor,
+                &self.current_thread,
+                &self.command,
+                n_calls,
+                samples,
+            ),
             Variant::Sandboxed(n_mechanisms) => self.executor_batch(
+                &self.executor,
+                &self.multi_thread,
+                &self.sandboxed[n_mechanisms - 1],
+                n_calls,
+                samples,
+            ),
+            Variant::Prepared(n_mechanisms) => self.executor_batch(
+                &self.prepared,
                 &self.multi_thread,
                 &self.sandboxed[n_mechanisms - 1],
                 n_calls,
@@ -259,6 +299,7 @@ impl Harness {
     /// Times each `run` inside one `block_on`, so runtime entry is not part of a call.
     fn executor_batch(
         &self,
+        executor: &Executor,
         runtime: &tokio::runtime::Runtime,
         command: &toolsmith_executor::Command,
         n_calls: usize,
@@ -267,7 +308,7 @@ impl Harness {
         runtime.block_on(async {
             for _ in 0..n_calls {
                 let started = Instant::now();
-                let result = self.executor.run(command, &self.limits).await;
+                let result = executor.run(command, &self.limits).await;
                 let elapsed = started.elapsed();
                 let outcome =
                     result.with_context(|| format!("executor.run of `{PROGRAM}` failed"))?;

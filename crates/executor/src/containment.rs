@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::cgroup::Leaf;
-use crate::spawn::ChildStack;
+use crate::spawn::InitKeep;
 use crate::{Backend, pidfd, sweep};
 
 /// The name of the environment variable that marks the processes of a run
@@ -285,16 +285,16 @@ impl Containment {
 pub(crate) struct Leader {
     pub(crate) pid: libc::pid_t,
     pub(crate) pidfd: OwnedFd,
-    /// The init's stack, present when the leader is toolsmith's init. It is
-    /// unmapped when the leader is dropped, which every path does only after
-    /// reaping the init.
-    pub(crate) init_stack: Option<ChildStack>,
+    /// The init's stack, pipes and plans, present when the leader is
+    /// toolsmith's init. They are freed when the leader is dropped, which
+    /// every path does only after reaping the init.
+    pub(crate) init: Option<InitKeep>,
 }
 
 impl Leader {
     /// True when the leader is toolsmith's init rather than the program.
     pub(crate) fn is_init(&self) -> bool {
-        self.init_stack.is_some()
+        self.init.is_some()
     }
 }
 

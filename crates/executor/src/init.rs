@@ -12,14 +12,26 @@
 //! exits it writes the program's own wait status and resource usage to the
 //! status pipe, where the executor reads them (a [`StatusRecord`]).
 //!
+//! The init is made before the call's program is known (`spawn::prepare`):
+//! it sets up the namespaces, the mounts and the system-call filter, writes
+//! a ready byte, and waits on its go pipe; the executor then stores the
+//! program's plan and writes the go byte (`spawn::go`). An executor that
+//! keeps a sandbox prepared (`Executor::keep_prepared`) does the first half
+//! while the previous call runs.
+//!
 //! The init shares the executor's memory (`CLONE_VM`, no `execve`: the
-//! design and its measurements are in `docs/executor.md`). Hence the rules
-//! this module keeps:
+//! design and its measurements are in `docs/executor.md`) and its
+//! descriptor table (`CLONE_FILES`: the program it starts gets the call's
+//! pipes from it). Hence the rules this module keeps:
 //! - after the handshake it makes only raw system calls ([`syscall4`]), never
 //!   a libc wrapper, so not even `errno` (the spawner thread's, whose thread
 //!   pointer the init inherited) is written; it never allocates, locks or
 //!   panics;
+//! - it never closes a descriptor (they are the executor's);
 //! - it never touches the spawn plan after the handshake (the executor frees it);
+//! - it lives under the run's system-call filter, and needs nothing the
+//!   filter refuses: `clone` without namespace flags, `wait4`,
+//!   `rt_sigtimedwait`, `kill`, `read` and `write`;
 //! - it runs on a stack the executor keeps mapped until it has reaped the init;
 //! - it is not in the run's cgroups, so the memory cgroup's OOM killer, which
 //!   kills every process sharing the victim's memory, can never pick it;
@@ -78,58 +90,87 @@ pub(crate) struct KernelSigaction {
 /// One past the highest signal number on Linux.
 pub(crate) const NSIG: c_int = 65;
 
-/// The init's life after the handshake. Never returns: the init ends when
-/// the executor kills it (or, through `PR_SET_PDEATHSIG`, when the executor dies).
+/// What woke the init.
+pub(crate) enum Wake {
+    /// A signal, taken from the signalfd.
+    Signal(c_int),
+    /// The executor's go: start a program.
+    Go,
+    /// The executor closed the go pipe or it failed: the init's work is over.
+    Closed,
+}
+
+/// The size of the kernel's `struct signalfd_siginfo`; the signal number is
+/// its first 32 bits.
+const SIGNALFD_SIGINFO_SIZE: usize = 128;
+
+/// Waits for the next signal or go. Every signal is blocked in the init (the
+/// spawner blocked them all before the clone), so each one waits on the
+/// signalfd, including those the kernel would otherwise drop for an init.
 ///
-/// `tool` is the program's pid in the namespace; `status_fd` the write end of
-/// the status pipe. Every signal is blocked (the spawner blocked them all
-/// before the clone), so each one waits for `rt_sigtimedwait`, including those
-/// the kernel would otherwise drop for an init.
+/// `signal_fd` reads the calling process's own pending signals (signalfd's
+/// rule), whoever created it.
 ///
 /// # Safety
-/// Call only in the init, after the program has called `execve`.
-pub(crate) unsafe fn supervise(tool: libc::pid_t, status_fd: c_int) -> ! {
-    // SAFETY: raw system calls on the init's own descriptors and signal state.
-    unsafe {
-        // The init inherited a copy of every descriptor of the executor, among
-        // them the write ends of this run's output pipes: holding them would
-        // keep the executor from ever seeing EOF.
-        close_all_but(status_fd);
-        let handshake = 1_u8;
-        syscall4(
-            libc::SYS_write,
-            status_fd as usize,
-            ptr::from_ref(&handshake) as usize,
-            1,
-            0,
-        );
-
-        let every_signal: u64 = !0;
-        // A SIGCHLD that came before this loop is pending and will be taken
-        // below; this first pass only makes that independent of ordering.
-        let mut tool_running = !reap_children(tool, status_fd);
-        loop {
-            let signal = syscall4(
-                libc::SYS_rt_sigtimedwait,
-                ptr::from_ref(&every_signal) as usize,
-                0,
-                0,
-                size_of::<u64>(),
-            );
-            if signal <= 0 {
-                continue;
-            }
-            let signal = signal as c_int;
-            if signal == libc::SIGCHLD {
-                tool_running &= !reap_children(tool, status_fd);
-            } else if tool_running {
-                // To the program's process group, as a shell's job control
-                // does for a foreground job; the program made that group
-                // (setsid) and, as a session leader, cannot leave it.
-                syscall4(libc::SYS_kill, (-tool) as usize, signal as usize, 0, 0);
+/// Call only in the init; raw system calls only.
+pub(crate) unsafe fn wait(signal_fd: c_int, go_fd: c_int) -> Wake {
+    let mut polls = [
+        libc::pollfd {
+            fd: signal_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: go_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        polls[0].revents = 0;
+        polls[1].revents = 0;
+        // SAFETY: ppoll on two valid pollfds, no timeout, no mask change.
+        let ready = unsafe { syscall4(libc::SYS_ppoll, polls.as_mut_ptr() as usize, 2, 0, 0) };
+        if ready <= 0 {
+            continue;
+        }
+        if polls[0].revents != 0 {
+            let mut info = [0_u8; SIGNALFD_SIGINFO_SIZE];
+            // SAFETY: a read of one record into a local buffer (the fd is non-blocking).
+            let read = unsafe {
+                syscall4(
+                    libc::SYS_read,
+                    signal_fd as usize,
+                    info.as_mut_ptr() as usize,
+                    SIGNALFD_SIGINFO_SIZE,
+                    0,
+                )
+            };
+            if read == SIGNALFD_SIGINFO_SIZE as isize {
+                let signal = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
+                return Wake::Signal(signal as c_int);
             }
         }
+        if polls[1].revents != 0 {
+            // SAFETY: raw system calls only.
+            return if unsafe { wait_for_go(go_fd) } {
+                Wake::Go
+            } else {
+                Wake::Closed
+            };
+        }
     }
+}
+
+/// Forwards `signal` to the program's process group, as a shell's job
+/// control does for a foreground job; the program made that group (setsid)
+/// and, as a session leader, cannot leave it.
+///
+/// # Safety
+/// Raw system calls only.
+pub(crate) unsafe fn forward(tool: libc::pid_t, signal: c_int) {
+    // SAFETY: kill of a process group.
+    unsafe { syscall4(libc::SYS_kill, (-tool) as usize, signal as usize, 0, 0) };
 }
 
 /// Resets every signal disposition to the default, in the init before the
@@ -163,7 +204,7 @@ pub(crate) unsafe fn reset_signal_dispositions() {
 ///
 /// # Safety
 /// Raw system calls only.
-unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
+pub(crate) unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
     let mut tool_reaped = false;
     loop {
         let mut status: c_int = 0;
@@ -209,27 +250,55 @@ unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool {
     }
 }
 
-/// Closes every descriptor but `keep`.
+/// Writes `byte` to the status pipe; false when that failed.
 ///
 /// # Safety
 /// Raw system calls only.
-unsafe fn close_all_but(keep: c_int) {
-    let keep = keep as usize;
-    // SAFETY: closing our own descriptors.
+pub(crate) unsafe fn handshake(status_fd: c_int, byte: u8) -> bool {
+    // SAFETY: a one-byte write from a local.
     unsafe {
-        if keep > 0 {
-            let below = syscall4(libc::SYS_close_range, 0, keep - 1, 0, 0);
-            if below != 0 {
-                for fd in 0..keep {
-                    syscall4(libc::SYS_close, fd, 0, 0, 0);
-                }
-            }
+        syscall4(
+            libc::SYS_write,
+            status_fd as usize,
+            ptr::from_ref(&byte) as usize,
+            1,
+            0,
+        ) == 1
+    }
+}
+
+/// Waits for the executor's go: one byte on the go pipe (true), or EOF or an
+/// error (false: the executor let this init go unused).
+///
+/// # Safety
+/// Raw system calls only.
+pub(crate) unsafe fn wait_for_go(go_fd: c_int) -> bool {
+    let mut byte = 0_u8;
+    loop {
+        // SAFETY: a one-byte read into a local.
+        let read = unsafe {
+            syscall4(
+                libc::SYS_read,
+                go_fd as usize,
+                ptr::from_mut(&mut byte) as usize,
+                1,
+                0,
+            )
+        };
+        if read != -(libc::EINTR as isize) {
+            return read == 1;
         }
-        if syscall4(libc::SYS_close_range, keep + 1, u32::MAX as usize, 0, 0) != 0 {
-            for fd in keep + 1..(1 << 16) {
-                syscall4(libc::SYS_close, fd, 0, 0, 0);
-            }
-        }
+    }
+}
+
+/// Ends the init at once.
+///
+/// # Safety
+/// Raw system calls only.
+pub(crate) unsafe fn exit(code: c_int) -> ! {
+    loop {
+        // SAFETY: exit_group never returns.
+        unsafe { syscall4(libc::SYS_exit_group, code as usize, 0, 0, 0) };
     }
 }
 
@@ -239,7 +308,13 @@ unsafe fn close_all_but(keep: c_int) {
 /// # Safety
 /// As the system call itself.
 #[cfg(target_arch = "x86_64")]
-unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: usize) -> isize {
+pub(crate) unsafe fn syscall4(
+    number: libc::c_long,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+) -> isize {
     let result: isize;
     // SAFETY: the x86-64 system call convention; rcx and r11 are clobbered.
     unsafe {
@@ -264,7 +339,13 @@ unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: us
 /// # Safety
 /// As the system call itself.
 #[cfg(target_arch = "aarch64")]
-unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: usize) -> isize {
+pub(crate) unsafe fn syscall4(
+    number: libc::c_long,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+) -> isize {
     let result: isize;
     // SAFETY: the AArch64 system call convention.
     unsafe {
@@ -288,7 +369,13 @@ unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: us
 /// # Safety
 /// As the system call itself.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-unsafe fn syscall4(number: libc::c_long, a0: usize, a1: usize, a2: usize, a3: usize) -> isize {
+pub(crate) unsafe fn syscall4(
+    number: libc::c_long,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+) -> isize {
     // SAFETY: as the system call itself.
     unsafe { libc::syscall(number, a0, a1, a2, a3) as isize }
 }

@@ -38,6 +38,7 @@ mod limits;
 mod mounts;
 mod outcome;
 mod pidfd;
+mod prepared;
 mod privileges;
 mod run;
 mod sandbox;
@@ -47,8 +48,8 @@ mod subreaper;
 mod sweep;
 
 use std::collections::HashSet;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
@@ -57,6 +58,7 @@ pub use crate::error::Error;
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
+pub use crate::prepared::Session;
 pub use crate::privileges::{Privileges, RunAs, effective_uid};
 pub use crate::sandbox::{
     AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox, Syscalls,
@@ -64,7 +66,8 @@ pub use crate::sandbox::{
 
 use crate::cgroup::Cgroups;
 use crate::containment::Containment;
-use crate::spawn::{IdMaps, Namespaces, Rlimit};
+use crate::prepared::Planner;
+use crate::spawn::Rlimit;
 
 /// How an [`Executor`] is set up.
 #[derive(Debug, Clone)]
@@ -80,19 +83,14 @@ pub struct ExecutorConfig {
 #[derive(Debug)]
 pub struct Executor {
     backend: Backend,
-    features: Features,
     cgroups: Option<Cgroups>,
     permits: Option<tokio::sync::Semaphore>,
-    next_run: AtomicU64,
-    is_root: bool,
-    /// The highest capability number of the kernel, for dropping the bounding set.
-    last_capability: u32,
+    /// The features, the host and what plans a run's sandbox, shared with
+    /// the spawner thread that prepares sandboxes ahead (`prepared.rs`).
+    planner: Arc<Planner>,
     /// The executor's own hard rlimits: a run's limits are clamped to them,
     /// since raising a hard limit needs CAP_SYS_RESOURCE.
     hard_limits: Vec<(libc::__rlimit_resource_t, u64)>,
-    /// A pidfd of the executor's own process, through which a child checks
-    /// that the executor is still alive after setting `PR_SET_PDEATHSIG`.
-    own_pidfd: Option<OwnedFd>,
 }
 
 /// The rlimits the executor may set on a run.
@@ -153,9 +151,15 @@ impl Executor {
                 (resource, limit.rlim_max)
             })
             .collect();
+        let host = sandbox::Host {
+            // SAFETY: geteuid cannot fail.
+            is_root: unsafe { libc::geteuid() } == 0,
+            last_capability: privileges::last_capability(),
+        };
+        // SAFETY: getpid cannot fail.
+        let own_pidfd = pidfd::open(unsafe { libc::getpid() });
         Ok(Executor {
             backend,
-            features,
             cgroups: if backend == Backend::Cgroup {
                 cgroups
             } else {
@@ -164,13 +168,8 @@ impl Executor {
             permits: config
                 .max_concurrent
                 .map(|permits| tokio::sync::Semaphore::new(permits.max(1))),
-            next_run: AtomicU64::new(0),
-            // SAFETY: geteuid cannot fail.
-            is_root: unsafe { libc::geteuid() } == 0,
-            last_capability: privileges::last_capability(),
+            planner: Arc::new(Planner::new(features, host, backend, own_pidfd)),
             hard_limits,
-            // SAFETY: getpid cannot fail.
-            own_pidfd: pidfd::open(unsafe { libc::getpid() }),
         })
     }
 
@@ -181,7 +180,33 @@ impl Executor {
 
     /// What the kernel allowed when the executor was created.
     pub fn features(&self) -> &Features {
-        &self.features
+        &self.planner.features
+    }
+
+    /// Keeps a sandbox prepared ahead of the next run (off by default).
+    ///
+    /// After each sandboxed run, the executor's spawner thread sets up the
+    /// namespaces, mounts and system-call filter of one more run with the same
+    /// sandbox and TMPDIR size, and the next such run starts its program in
+    /// them at once. Each prepared sandbox serves one run. This takes the
+    /// sandbox's set-up off each run's latency (not off the machine's CPU),
+    /// and a prepared sandbox is an idle process and an empty temporary
+    /// directory between calls: for a server that runs calls in a loop, not
+    /// for a one-shot run. With it on, a run also returns before the kernel
+    /// has torn its namespaces down (the init is reaped in the background).
+    /// Turning it off drops what waits.
+    pub fn keep_prepared(&self, keep: bool) {
+        self.planner.set_keep_prepared(keep);
+    }
+
+    /// Whether the executor keeps sandboxes prepared (see [`Executor::keep_prepared`]).
+    pub fn keeps_prepared(&self) -> bool {
+        self.planner.keeps_prepared()
+    }
+
+    /// How many prepared sandboxes wait for a run now.
+    pub fn prepared(&self) -> usize {
+        self.planner.waiting()
     }
 
     /// Runs `command` under `limits` and waits until its whole process tree is gone.
@@ -190,22 +215,32 @@ impl Executor {
     /// the run started. A program that cannot be started is
     /// [`Error::Spawn`]; a program that starts and fails is an [`Outcome`].
     pub async fn run(&self, command: &Command, limits: &Limits) -> Result<Outcome, Error> {
+        self.run_in(command, limits, None).await
+    }
+
+    /// A [`Session`]: runs that share one init and its namespaces, one after
+    /// another, for the runs of one trust domain (the probes of one tool
+    /// directory). Only the cgroup backend can end a run without ending its
+    /// init; on the others each run of a session gets namespaces of its own.
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session::new(Arc::clone(self))
+    }
+
+    async fn run_in(
+        &self,
+        command: &Command,
+        limits: &Limits,
+        session: Option<&Session>,
+    ) -> Result<Outcome, Error> {
         let _permit = match &self.permits {
             Some(semaphore) => semaphore.acquire().await.ok(),
             None => None,
         };
-        run::run(self, command, limits).await
-    }
-
-    fn host(&self) -> sandbox::Host {
-        sandbox::Host {
-            is_root: self.is_root,
-            last_capability: self.last_capability,
-        }
+        run::run(self, command, limits, session).await
     }
 
     fn next_run_id(&self) -> u64 {
-        self.next_run.fetch_add(1, Ordering::Relaxed)
+        self.planner.next_run_id()
     }
 
     fn contain(&self, limits: &Limits) -> Result<Containment, Error> {
@@ -264,7 +299,7 @@ impl Executor {
         }
         if let Some(count) = limits
             .max_processes
-            .filter(|_| !self.is_root && !cgroups.is_some_and(Cgroups::limits_pids))
+            .filter(|_| !self.planner.host.is_root && !cgroups.is_some_and(Cgroups::limits_pids))
         {
             wanted.push((libc::RLIMIT_NPROC, count, count));
         }
@@ -285,35 +320,11 @@ impl Executor {
             })
             .collect()
     }
-
-    /// The namespaces of a run: the backend's PID namespace and the
-    /// sandbox's, in a user namespace when not root.
-    fn namespaces(&self, sandbox: &mut sandbox::SandboxPlan) -> Namespaces {
-        let mut clone_flags = sandbox.clone_flags;
-        if self.backend == Backend::PidNamespace {
-            clone_flags |= libc::CLONE_NEWPID;
-        }
-        let user_namespace = clone_flags != 0 && !self.is_root;
-        Namespaces {
-            clone_flags: if user_namespace {
-                clone_flags | libc::CLONE_NEWUSER
-            } else {
-                clone_flags
-            },
-            id_maps: user_namespace.then(IdMaps::identity),
-            mount_proc: sandbox.mount_proc,
-            mounts: sandbox.mounts.take(),
-            hostname: sandbox.hostname,
-            landlock: sandbox.landlock.as_ref().map(AsRawFd::as_raw_fd),
-            privileges: sandbox.privileges,
-            seccomp: sandbox.seccomp.map(seccomp::fprog),
-            executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
-        }
-    }
 }
 
 impl Drop for Executor {
     fn drop(&mut self) {
+        self.planner.set_keep_prepared(false);
         if self.backend == Backend::Subreaper {
             subreaper::release();
         }

@@ -52,6 +52,51 @@ pub(crate) fn reap_blocking(pid: libc::pid_t) -> io::Result<Option<Reaped>> {
     reap(pid, 0)
 }
 
+/// Reaps `pid`, our child, on the reaper thread, and drops `keep` after it:
+/// what the process may still use until it is gone (an init's stack).
+pub(crate) fn reap_later(pid: libc::pid_t, keep: Box<dyn std::fmt::Debug + Send>) {
+    type Job = (libc::pid_t, Box<dyn std::fmt::Debug + Send>);
+    static REAPER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Job>>> =
+        std::sync::Mutex::new(None);
+    let mut reaper = REAPER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if reaper.is_none() {
+        let (sender, jobs) = std::sync::mpsc::channel::<Job>();
+        let started = std::thread::Builder::new()
+            .name("toolsmith-reaper".to_owned())
+            .spawn(move || {
+                for (pid, keep) in jobs {
+                    finish_reap(pid, keep);
+                }
+            });
+        if started.is_ok() {
+            *reaper = Some(sender);
+        }
+    }
+    let job = (pid, keep);
+    let job = match reaper.as_ref() {
+        Some(sender) => match sender.send(job) {
+            Ok(()) => return,
+            Err(std::sync::mpsc::SendError(job)) => job,
+        },
+        None => job,
+    };
+    // No reaper thread: reap here.
+    finish_reap(job.0, job.1);
+}
+
+fn finish_reap(pid: libc::pid_t, keep: Box<dyn std::fmt::Debug + Send>) {
+    match reap_blocking(pid) {
+        Ok(_) => drop(keep),
+        Err(error) => {
+            tracing::warn!(pid, %error, "could not reap a finished run's init");
+            // It may still run on memory `keep` holds.
+            std::mem::forget(keep);
+        }
+    }
+}
+
 fn reap(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<Reaped>> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain data, filled by the kernel.

@@ -16,7 +16,8 @@ use crate::command::MAX_REPORT_LINE;
 use crate::containment::{Containment, Leader, MARKER_VAR};
 use crate::init::StatusRecord;
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
-use crate::spawn::{self, SpawnPlan};
+use crate::prepared::{Key, Session, Start};
+use crate::spawn::{self, Confinement, Prepared, SpawnPlan};
 use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
 
 /// How long the pipes may still be read after the main process exited and
@@ -93,8 +94,8 @@ impl Stream {
     }
 }
 
-/// The status pipe of toolsmith's init: the program's [`StatusRecord`], or EOF
-/// when the init died without one (killed with the namespace).
+/// The status pipe of toolsmith's init: the program's [`StatusRecord`], or
+/// nothing when the init died without one (killed with the namespace).
 struct InitStatus {
     pipe: Option<pipe::Receiver>,
     bytes: Vec<u8>,
@@ -116,6 +117,20 @@ impl InitStatus {
         match pipe.read(&mut buffer[..wanted]).await {
             Ok(0) | Err(_) => self.pipe = None,
             Ok(read) => self.bytes.extend_from_slice(&buffer[..read]),
+        }
+    }
+
+    /// Takes what the pipe holds without waiting, and closes it.
+    fn drain(&mut self) {
+        if let Some(pipe) = self.pipe.take() {
+            let mut buffer = [0_u8; StatusRecord::SIZE];
+            while self.bytes.len() < StatusRecord::SIZE {
+                let wanted = StatusRecord::SIZE - self.bytes.len();
+                match pipe.try_read(&mut buffer[..wanted]) {
+                    Ok(read) if read > 0 => self.bytes.extend_from_slice(&buffer[..read]),
+                    _ => break,
+                }
+            }
         }
     }
 
@@ -241,18 +256,20 @@ pub(crate) async fn run(
     executor: &Executor,
     command: &Command,
     limits: &Limits,
+    session: Option<&Session>,
 ) -> Result<Outcome, Error> {
     let run_id = executor.next_run_id();
+    let key = Key::new(command.sandbox_profile(), limits.tmp_size);
     // Declared before the guard, so that on cancellation the tree is killed
     // before its temporary directory is removed.
-    let mut sandbox = crate::sandbox::plan(
-        command.sandbox_profile(),
-        executor.features(),
-        executor.host(),
-        &format!("{}-{run_id}", std::process::id()),
-        limits.tmp_size,
-    )?;
+    let (sandbox, start) = match session.and_then(|session| session.take(&key)) {
+        Some((sandbox, prepared)) => (sandbox, Start::Prepared(prepared)),
+        None => executor.planner.start(&key)?,
+    };
     let containment = executor.contain(limits)?;
+    // A session keeps the init for its next run when the run's cgroup, not
+    // the init's death, is what ends the program's leftovers.
+    let keep_init = session.filter(|_| matches!(containment, Containment::Cgroup(_)));
     let mut guard = RunGuard {
         executor,
         containment: Some(containment),
@@ -305,11 +322,18 @@ pub(crate) async fn run(
             .map(Containment::procs_fds)
             .unwrap_or_default(),
         executor.rlimits(limits),
-        executor.namespaces(&mut sandbox),
+        Confinement {
+            landlock: sandbox.landlock.as_ref().map(AsRawFd::as_raw_fd),
+            privileges: sandbox.privileges,
+        },
     )?;
 
     let started = Instant::now();
-    let spawned = spawn::spawn_from_spawner(&plan)?;
+    let spawned = match start {
+        Start::Prepared(prepared) => spawn::go_from_spawner(prepared, &plan)?,
+        Start::Setup(setup) => spawn::spawn_from_spawner(setup, &plan)?,
+    };
+    executor.planner.refill(&key);
     drop((stdin_child, stdout_write, stderr_write));
     let mut reports = match (report_pipe, command.report_sink()) {
         (Some((read, write)), Some(sink)) => {
@@ -318,9 +342,9 @@ pub(crate) async fn run(
         }
         _ => None,
     };
-    let (init_stack, mut init_status) = match spawned.init {
+    let (init_keep, mut init_status) = match spawned.init {
         Some(init) => (
-            Some(init.stack),
+            Some(init.keep),
             Some(InitStatus {
                 pipe: Some(receiver(init.status)?),
                 bytes: Vec::with_capacity(StatusRecord::SIZE),
@@ -331,29 +355,22 @@ pub(crate) async fn run(
     let leader = guard.leader.insert(Leader {
         pid: spawned.pid,
         pidfd: spawned.pidfd,
-        init_stack,
+        init: init_keep,
     });
     // The program's exit is the init's record when there is an init (the init
-    // itself lives on until the executor kills it), else the pidfd.
-    let leader_exit = if leader.is_init() {
-        None
-    } else {
-        // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
-        // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
-        // later) is dropped before `guard`.
-        Some(
-            unsafe {
-                AsyncFd::register_with_interest(
-                    leader.pidfd.as_raw_fd(),
-                    tokio::io::Interest::READABLE,
-                )
-            }
-            .map_err(|error| Error::Sys {
-                call: "registering a pidfd with the runtime",
-                source: io::Error::from(error),
-            })?,
-        )
-    };
+    // itself lives on until the executor kills it), else the pidfd. An init
+    // that dies first (killed at a deadline) shows on its pidfd too: it
+    // shares the executor's descriptors, so its status pipe has no EOF.
+    // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
+    // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
+    // later) is dropped before `guard`.
+    let leader_exit = unsafe {
+        AsyncFd::register_with_interest(leader.pidfd.as_raw_fd(), tokio::io::Interest::READABLE)
+    }
+    .map_err(|error| Error::Sys {
+        call: "registering a pidfd with the runtime",
+        source: io::Error::from(error),
+    })?;
 
     let mut stdout = Stream::new(stdout_read, limits.max_output)?;
     let mut stderr = Stream::new(stderr_read, limits.max_output)?;
@@ -395,7 +412,13 @@ pub(crate) async fn run(
         let running = lifecycle.phase() == Phase::Running;
         let event = tokio::select! {
             biased;
-            () = leader_readable(leader_exit.as_ref()), if leader_exit.is_some() => Event::LeaderExited,
+            () = leader_readable(&leader_exit), if leader_running(init_status.as_ref()) => {
+                if let Some(status) = init_status.as_mut() {
+                    // The init died: what it wrote before is in the pipe.
+                    status.drain();
+                }
+                Event::LeaderExited
+            }
             () = read_init_status(&mut init_status), if init_status.as_ref().is_some_and(|status| !status.finished()) => {
                 if init_status.as_ref().is_some_and(InitStatus::finished) {
                     Event::LeaderExited
@@ -430,7 +453,7 @@ pub(crate) async fn run(
             Action::KillTree => containment.signal_tree(leader, libc::SIGKILL),
             Action::KillLeftovers => {
                 leftovers_killed = containment.kill_leftovers(leader);
-                if leader.is_init() {
+                if leader.is_init() && keep_init.is_none() {
                     // The program has exited: its init's work is done, and
                     // the namespace (with anything left in it) ends with it.
                     pidfd::send_signal(&leader.pidfd, libc::SIGKILL);
@@ -443,8 +466,31 @@ pub(crate) async fn run(
 
     // The leader has exited: reap it (it is our child and a zombie, so its
     // pid could not have been reused), then make sure the tree is gone.
-    let leader = guard.leader.take();
-    let reaped = match &leader {
+    let mut leader = guard.leader.take();
+    // The program's record is in and its cgroup was killed: a session's
+    // init waits for the session's next run once the cgroup is empty.
+    let reusable = match (keep_init, leader.take()) {
+        (Some(session), Some(init))
+            if init.is_init()
+                && init_status
+                    .as_ref()
+                    .is_some_and(|status| status.record().is_some()) =>
+        {
+            Some((session, init))
+        }
+        (_, other) => {
+            leader = other;
+            None
+        }
+    };
+    let reaped = match leader {
+        // Its program is reaped and the leftovers are killed: what is left is
+        // the kernel tearing the namespaces down as the init exits, which an
+        // executor that keeps sandboxes prepared does not wait for.
+        Some(leader) if leader.is_init() && executor.planner.keeps_prepared() => {
+            pidfd::reap_later(leader.pid, Box::new(leader));
+            None
+        }
         Some(leader) => pidfd::reap_blocking(leader.pid).map_err(|source| Error::Sys {
             call: "wait4",
             source,
@@ -458,6 +504,21 @@ pub(crate) async fn run(
     };
     if !tree_gone {
         tracing::debug!("processes of the run may remain (weak containment backend)");
+    }
+    let applied = sandbox.applied.clone();
+    match reusable {
+        Some((session, init)) if tree_gone => {
+            let Leader { pid, pidfd, init } = init;
+            if let Some(keep) = init {
+                session.put(key, sandbox, Prepared::reuse(pid, pidfd, keep));
+            }
+        }
+        Some((_, init)) => {
+            pidfd::send_signal(&init.pidfd, libc::SIGKILL);
+            pidfd::reap_later(init.pid, Box::new(init));
+            drop(sandbox);
+        }
+        None => drop(sandbox),
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_BUDGET;
     let reports_open = |reports: &Option<Reports>| reports.as_ref().is_some_and(Reports::open);
@@ -513,18 +574,22 @@ pub(crate) async fn run(
         leftovers_killed,
         stdin_unread: input.unread,
         backend: containment.backend(),
-        sandbox: sandbox.applied.clone(),
+        sandbox: applied,
     };
     executor.release(containment);
     Ok(outcome)
 }
 
-async fn leader_readable(leader_exit: Option<&AsyncFd<std::os::fd::RawFd>>) {
-    if let Some(leader_exit) = leader_exit
-        && let Ok(mut ready) = leader_exit.readable().await
-    {
+async fn leader_readable(leader_exit: &AsyncFd<std::os::fd::RawFd>) {
+    if let Ok(mut ready) = leader_exit.readable().await {
         ready.retain_ready();
     }
+}
+
+/// Whether the leader's exit is still to be seen: the program's, or the
+/// init's until its record is in.
+fn leader_running(init_status: Option<&InitStatus>) -> bool {
+    init_status.is_none_or(|status| !status.finished())
 }
 
 async fn read_init_status(status: &mut Option<InitStatus>) {

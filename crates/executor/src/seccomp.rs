@@ -20,6 +20,11 @@
 
 use std::sync::OnceLock;
 
+/// Whether the filter of a network-denied run refuses `socket` for every
+/// family, so that a run cannot make a socket at all (`prepared.rs` lets such
+/// runs share one empty network namespace).
+pub(crate) const REFUSES_EVERY_SOCKET_UNDER_DENY: bool = false;
+
 /// Whether this build has a filter for its architecture.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) const SUPPORTED: bool = true;

@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
 use crate::init::{self, KernelSigaction, NSIG};
 use crate::mounts::MountPlan;
@@ -103,7 +103,41 @@ unsafe fn set_dumpable(value: libc::c_ulong) {
     };
 }
 
-/// Everything a child needs, prepared before the clone.
+/// What the namespace's first process sets up before any program exists:
+/// everything that follows from the sandbox alone, so that it can be done
+/// ahead of the call (see [`prepare`]).
+#[derive(Debug)]
+pub(crate) struct InitPlan {
+    /// Extra `CLONE_NEW*` flags.
+    pub(crate) clone_flags: c_int,
+    /// Identity maps to write when `CLONE_NEWUSER` is among the flags.
+    pub(crate) id_maps: Option<IdMaps>,
+    /// Mount a fresh `/proc` (the flags include `CLONE_NEWPID | CLONE_NEWNS`).
+    pub(crate) mount_proc: bool,
+    /// The run's mount layout (the flags include `CLONE_NEWNS`); replaces `mount_proc`.
+    pub(crate) mounts: Option<MountPlan>,
+    /// Set the hostname (the flags include `CLONE_NEWUTS`).
+    pub(crate) hostname: bool,
+    /// A network namespace to enter with `setns` (the executor's shared
+    /// empty one) instead of a new one.
+    pub(crate) network: Option<RawFd>,
+    /// The seccomp filter: installed by the init before the program exists
+    /// (the program inherits it), or by the program itself without an init.
+    pub(crate) seccomp: Option<libc::sock_fprog>,
+    /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
+    /// then checks through it that the executor did not die in between.
+    pub(crate) executor_pidfd: Option<RawFd>,
+    /// A new PID namespace: its first process is toolsmith's init, which
+    /// starts the program as its child (see `init.rs`).
+    pub(crate) with_init: bool,
+}
+
+// SAFETY: the seccomp program is static; the plan is never mutated after construction.
+unsafe impl Send for InitPlan {}
+// SAFETY: as above.
+unsafe impl Sync for InitPlan {}
+
+/// Everything the program's own process needs, prepared before the clone.
 #[derive(Debug)]
 pub(crate) struct SpawnPlan {
     program: CString,
@@ -118,48 +152,24 @@ pub(crate) struct SpawnPlan {
     report: Option<RawFd>,
     cgroup_procs: Vec<RawFd>,
     rlimits: Vec<Rlimit>,
-    clone_flags: c_int,
-    id_maps: Option<IdMaps>,
-    mount_proc: bool,
-    mounts: Option<MountPlan>,
-    hostname: bool,
+    /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
     landlock: Option<RawFd>,
+    /// The identity and capabilities to drop before `execve`.
     privileges: Option<PrivilegePlan>,
-    seccomp: Option<libc::sock_fprog>,
-    executor_pidfd: Option<RawFd>,
-    /// A new PID namespace: its first process is toolsmith's init, which
-    /// starts the program as its child (see `init.rs`).
-    with_init: bool,
 }
 
-// SAFETY: the raw pointers point into the CStrings owned by the plan itself
-// (and the seccomp program, which is static);
-// they are only read, by the child, while the plan is borrowed by `spawn`.
+// SAFETY: the raw pointers point into the CStrings owned by the plan itself;
+// they are only read, by the child, while the plan is borrowed by the spawn.
 unsafe impl Send for SpawnPlan {}
 // SAFETY: as above; the plan is never mutated after construction.
 unsafe impl Sync for SpawnPlan {}
 
-/// What the parent passes to the child.
-pub(crate) struct Namespaces {
-    /// Extra `CLONE_NEW*` flags.
-    pub(crate) clone_flags: c_int,
-    /// Identity maps to write when `CLONE_NEWUSER` is among the flags.
-    pub(crate) id_maps: Option<IdMaps>,
-    /// Mount a fresh `/proc` (the flags include `CLONE_NEWPID | CLONE_NEWNS`).
-    pub(crate) mount_proc: bool,
-    /// The run's mount layout (the flags include `CLONE_NEWNS`); replaces `mount_proc`.
-    pub(crate) mounts: Option<MountPlan>,
-    /// Set the hostname (the flags include `CLONE_NEWUTS`).
-    pub(crate) hostname: bool,
+/// What the program's process drops and enforces, from the run's sandbox.
+pub(crate) struct Confinement {
     /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
     pub(crate) landlock: Option<RawFd>,
     /// The identity and capabilities to drop before `execve`.
     pub(crate) privileges: Option<PrivilegePlan>,
-    /// The seccomp filter to install last before `execve`.
-    pub(crate) seccomp: Option<libc::sock_fprog>,
-    /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
-    /// then checks through it that the executor did not die in between.
-    pub(crate) executor_pidfd: Option<RawFd>,
 }
 
 impl SpawnPlan {
@@ -173,7 +183,7 @@ impl SpawnPlan {
         report: Option<RawFd>,
         cgroup_procs: Vec<RawFd>,
         rlimits: Vec<Rlimit>,
-        namespaces: Namespaces,
+        confinement: Confinement,
     ) -> Result<SpawnPlan, Error> {
         let program = c_string(command.program().as_os_str())?;
         let mut argv = Vec::with_capacity(command.args().len() + 1);
@@ -209,16 +219,8 @@ impl SpawnPlan {
             report,
             cgroup_procs,
             rlimits,
-            clone_flags: namespaces.clone_flags,
-            with_init: namespaces.clone_flags & libc::CLONE_NEWPID != 0,
-            id_maps: namespaces.id_maps,
-            mount_proc: namespaces.mount_proc,
-            mounts: namespaces.mounts,
-            hostname: namespaces.hostname,
-            landlock: namespaces.landlock,
-            privileges: namespaces.privileges,
-            seccomp: namespaces.seccomp,
-            executor_pidfd: namespaces.executor_pidfd,
+            landlock: confinement.landlock,
+            privileges: confinement.privileges,
         })
     }
 }
@@ -238,7 +240,7 @@ fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
 }
 
 /// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 24] = [
+const STAGES: [&str; 25] = [
     "none",
     "writing the user namespace id maps",
     "joining the run's cgroup",
@@ -263,6 +265,7 @@ const STAGES: [&str; 24] = [
     "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
     "dropping capabilities (capset)",
     "installing the seccomp filter",
+    "entering the network namespace (setns)",
 ];
 const STAGE_ID_MAPS: usize = 1;
 const STAGE_CGROUP: usize = 2;
@@ -287,18 +290,33 @@ const STAGE_BOUNDING_SET: usize = 20;
 const STAGE_IDENTITY: usize = 21;
 const STAGE_CAPABILITIES: usize = 22;
 const STAGE_SECCOMP: usize = 23;
+const STAGE_NETWORK: usize = 24;
 
-/// Memory shared between the parent and the child (the child runs in the
-/// parent's address space until `execve`).
-struct ChildContext<'plan> {
-    plan: &'plan SpawnPlan,
+/// Memory shared between the executor and the child (the child runs in the
+/// executor's address space: the init for its whole life, the program until
+/// `execve`). Boxed, so that its address stays put while a prepared init waits.
+struct ChildContext {
+    /// The namespace set-up; lives as long as the init (see [`Prepared`]).
+    setup: *const InitPlan,
+    /// The program's plan: stored by [`go`] just before it wakes the init,
+    /// borrowed until the init's handshake. The same plan as the set-up's
+    /// call on the direct path.
+    tool: AtomicPtr<SpawnPlan>,
     failed_stage: AtomicUsize,
     errno: AtomicI32,
     /// The write end of the status pipe (with an init), else -1.
     status_fd: c_int,
+    /// The read end of the go pipe (with an init), else -1.
+    go_fd: c_int,
+    /// A signalfd for every signal (with an init), else -1.
+    signal_fd: c_int,
     /// The top of the program's own stack (with an init), else null.
     tool_stack: *mut c_void,
 }
+
+// SAFETY: the pointers point into plans and a stack owned next to the
+// context (in `Prepared` or the spawn's frame), which outlive every use.
+unsafe impl Send for ChildContext {}
 
 /// A started process: the program itself, or toolsmith's init that runs it.
 #[derive(Debug)]
@@ -315,12 +333,82 @@ pub(crate) struct Spawned {
 /// What the executor holds of a running init.
 #[derive(Debug)]
 pub(crate) struct InitHandle {
-    /// The read end of the status pipe; the handshake byte is already consumed,
-    /// what comes next is the program's [`init::StatusRecord`], or EOF.
+    /// The read end of the status pipe; the handshake is already consumed,
+    /// what comes next is the program's [`init::StatusRecord`]. The init
+    /// shares the executor's descriptor table, so its death shows on its
+    /// pidfd, not as EOF here.
     pub(crate) status: OwnedFd,
-    /// The init runs on this stack, in the executor's memory: it must stay
-    /// mapped until the init is reaped.
-    pub(crate) stack: ChildStack,
+    /// The init's stack, pipes and plans: the init runs on that stack in the
+    /// executor's memory, so all of it must stay until the init is reaped.
+    pub(crate) keep: InitKeep,
+}
+
+/// What must outlive an init: dropped only after it is reaped.
+#[derive(Debug)]
+pub(crate) struct InitKeep {
+    _stack: ChildStack,
+    /// The read end of the status pipe; each run reads a duplicate of it.
+    status_read: OwnedFd,
+    _status_write: OwnedFd,
+    _go: (OwnedFd, OwnedFd),
+    _signals: OwnedFd,
+    _context: Box<ContextBox>,
+    _setup: Box<InitPlan>,
+}
+
+/// [`ChildContext`] with a `Debug` that prints nothing of its pointers.
+struct ContextBox(ChildContext);
+
+impl std::fmt::Debug for ContextBox {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ChildContext")
+    }
+}
+
+/// A toolsmith init whose namespaces, mounts and filter are set up and
+/// which waits, blocked in `read` on its go pipe, for the program to start
+/// ([`go`]). Dropping it unused kills and reaps the init.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    keep: Option<InitKeep>,
+}
+
+impl Prepared {
+    /// An init whose program has exited and whose run is over, to start
+    /// another program in the same namespaces (`Session`).
+    pub(crate) fn reuse(pid: libc::pid_t, pidfd: OwnedFd, keep: InitKeep) -> Prepared {
+        Prepared {
+            pid,
+            pidfd: Some(pidfd),
+            keep: Some(keep),
+        }
+    }
+
+    /// False when the init has died while it waited (killed from outside).
+    pub(crate) fn alive(&self) -> bool {
+        self.pidfd
+            .as_ref()
+            .is_some_and(|pidfd| !readable(pidfd.as_raw_fd(), 0))
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        let (Some(pidfd), Some(keep)) = (self.pidfd.take(), self.keep.take()) else {
+            return;
+        };
+        crate::pidfd::send_signal(&pidfd, libc::SIGKILL);
+        match crate::pidfd::reap_blocking(self.pid) {
+            Ok(_) => drop(keep),
+            Err(error) => {
+                tracing::warn!(pid = self.pid, %error, "could not reap a prepared init");
+                // It may still run on its stack.
+                std::mem::forget(keep);
+            }
+        }
+    }
 }
 
 /// Stacks for the child (and, with an init, for the program's set-up), each
@@ -332,9 +420,13 @@ pub(crate) struct ChildStack {
 }
 
 impl ChildStack {
-    fn new(count: usize) -> io::Result<ChildStack> {
+    fn new(count: usize) -> Result<ChildStack, Error> {
         let page = page_size();
         let len = (CHILD_STACK_SIZE + page) * count;
+        let mmap_error = |source| Error::Sys {
+            call: "mmap",
+            source,
+        };
         // SAFETY: an anonymous private mapping with no address hint.
         let base = unsafe {
             libc::mmap(
@@ -347,14 +439,14 @@ impl ChildStack {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+            return Err(mmap_error(io::Error::last_os_error()));
         }
         let stack = ChildStack { base, len };
         for index in 0..count {
             // SAFETY: each guard page lies inside the mapping just created.
             let guard = base.wrapping_byte_add(index * (CHILD_STACK_SIZE + page));
             if unsafe { libc::mprotect(guard, page, libc::PROT_NONE) } != 0 {
-                return Err(io::Error::last_os_error());
+                return Err(mmap_error(io::Error::last_os_error()));
             }
         }
         Ok(stack)
@@ -385,7 +477,121 @@ fn page_size() -> usize {
     usize::try_from(size).unwrap_or(4096)
 }
 
-/// Starts the planned process.
+/// The byte the init writes when its set-up is done and it waits for [`go`].
+const READY: u8 = b'R';
+/// The byte the init writes once the program has called `execve`.
+const STARTED: u8 = b'S';
+/// The byte the init writes when the program failed before `execve` (the
+/// step and errno are in the context).
+const FAILED: u8 = b'F';
+
+/// Blocks every signal of the calling thread until dropped.
+///
+/// Around a clone no handler of the executor may run in the child while it
+/// shares the executor's memory; and while an init or its program runs code
+/// that uses the spawner thread's `errno` (they inherited its thread
+/// pointer), that thread runs nothing that reads or writes it: it waits in
+/// raw system calls with every signal blocked.
+struct SignalsBlocked(libc::sigset_t);
+
+impl SignalsBlocked {
+    fn new() -> SignalsBlocked {
+        // SAFETY: both sets are initialised by sigfillset/pthread_sigmask before use.
+        unsafe {
+            let mut all_signals: libc::sigset_t = std::mem::zeroed();
+            let mut previous: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all_signals);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all_signals, &mut previous);
+            SignalsBlocked(previous)
+        }
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        // SAFETY: restoring the mask saved in `new`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, ptr::null_mut()) };
+    }
+}
+
+/// True when `fd` is readable within `timeout_ms` (-1: no limit). Raw system
+/// calls only (see [`SignalsBlocked`]).
+fn readable(fd: RawFd, timeout_ms: c_int) -> bool {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: ppoll on one valid pollfd; a null timeout waits without limit.
+    let timeout = libc::timespec {
+        tv_sec: libc::time_t::from(timeout_ms.max(0) / 1000),
+        tv_nsec: libc::c_long::from(timeout_ms.max(0) % 1000) * 1_000_000,
+    };
+    let timeout_ptr = if timeout_ms < 0 {
+        ptr::null()
+    } else {
+        ptr::from_ref(&timeout)
+    };
+    // SAFETY: as above.
+    let ready = unsafe {
+        init::syscall4(
+            libc::SYS_ppoll,
+            ptr::from_mut(&mut poll) as usize,
+            1,
+            timeout_ptr as usize,
+            0,
+        )
+    };
+    ready > 0 && poll.revents != 0
+}
+
+/// Waits until the init writes a byte to the status pipe (`Some`), or dies
+/// first (`None`). Raw system calls only (see [`SignalsBlocked`]).
+fn await_byte(status_read: RawFd, pidfd: RawFd) -> Option<u8> {
+    let mut polls = [
+        libc::pollfd {
+            fd: status_read,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: ppoll on two valid pollfds, no timeout, no mask change.
+        let ready =
+            unsafe { init::syscall4(libc::SYS_ppoll, polls.as_mut_ptr() as usize, 2, 0, 0) };
+        if ready < 0 {
+            continue;
+        }
+        if polls[0].revents != 0 {
+            let mut byte = 0_u8;
+            // SAFETY: a one-byte read into a local.
+            let read = unsafe {
+                init::syscall4(
+                    libc::SYS_read,
+                    status_read as usize,
+                    ptr::from_mut(&mut byte) as usize,
+                    1,
+                    0,
+                )
+            };
+            if read == 1 {
+                return Some(byte);
+            }
+        }
+        // The init exited: whatever it wrote before is in the pipe.
+        if polls[1].revents != 0 && !readable(status_read, 0) {
+            return None;
+        }
+    }
+}
+
+/// Starts the planned process, all at once: the namespaces and their init,
+/// then the program.
 ///
 /// Returns once the program has called `execve` (or failed before it). On a
 /// failure in the child, the child is reaped here and the error names the
@@ -393,150 +599,280 @@ fn page_size() -> usize {
 ///
 /// Without a new PID namespace the child is the program: a vfork-style clone
 /// (`CLONE_VM | CLONE_VFORK`) suspends this thread until its `execve`. With
-/// one, the child is toolsmith's init, which never calls `execve`, so it is
-/// cloned without `CLONE_VFORK`; it starts the program with a vfork-style
-/// clone of its own and then writes one byte to the status pipe, which this
-/// thread waits for. Either way nothing here copies page tables.
-pub(crate) fn spawn(plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let stack =
-        ChildStack::new(if plan.with_init { 2 } else { 1 }).map_err(|source| Error::Sys {
-            call: "mmap",
-            source,
+/// one, the child is toolsmith's init ([`prepare`], then [`go`] at once).
+/// Either way nothing here copies page tables.
+pub(crate) fn spawn(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
+    if setup.with_init {
+        let prepared = prepare_or_stage(setup).map_err(|failed| match failed {
+            SetupFailed { stage: 0, errno } => Error::Sys {
+                call: "clone (toolsmith's init)",
+                source: if errno == 0 {
+                    io::Error::other("the init ended before it was ready")
+                } else {
+                    io::Error::from_raw_os_error(errno)
+                },
+            },
+            SetupFailed { stage, errno } => Error::Spawn {
+                program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
+                stage: STAGES[stage],
+                source: io::Error::from_raw_os_error(errno),
+            },
         })?;
-    let status_pipe = if plan.with_init { Some(pipe()?) } else { None };
+        return go(prepared, plan);
+    }
+    let stack = ChildStack::new(1)?;
     let context = ChildContext {
-        plan,
+        setup: &raw const *setup,
+        tool: AtomicPtr::new(ptr::from_ref(plan).cast_mut()),
         failed_stage: AtomicUsize::new(0),
         errno: AtomicI32::new(0),
-        status_fd: status_pipe
-            .as_ref()
-            .map_or(-1, |(_, write)| write.as_raw_fd()),
-        tool_stack: if plan.with_init {
-            stack.top(1)
-        } else {
-            ptr::null_mut()
-        },
+        status_fd: -1,
+        go_fd: -1,
+        signal_fd: -1,
+        tool_stack: ptr::null_mut(),
     };
     let mut pidfd: c_int = -1;
-    let vfork = if plan.with_init { 0 } else { libc::CLONE_VFORK };
-    let flags = libc::CLONE_VM | vfork | libc::CLONE_PIDFD | plan.clone_flags | libc::SIGCHLD;
-
-    // Every signal is blocked around the clone so that no handler of the
-    // executor runs in the child while it still shares the executor's memory.
-    // The program resets every disposition to the default before unblocking.
-    // With an init, they stay blocked until the handshake: this thread's
-    // `errno` is the one the init and the program write to before it (they
-    // inherited its thread pointer), so nothing here may read or write it.
-    let mut all_signals = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    let mut previous_mask = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: both sets are initialised by sigfillset/pthread_sigmask before use.
-    let (pid, handshake) = unsafe {
-        libc::sigfillset(all_signals.as_mut_ptr());
-        libc::pthread_sigmask(
-            libc::SIG_SETMASK,
-            all_signals.as_ptr(),
-            previous_mask.as_mut_ptr(),
-        );
-        let pid = libc::clone(
-            child_main,
-            stack.top(0),
-            flags,
-            ptr::from_ref(&context).cast_mut().cast::<c_void>(),
-            ptr::from_mut(&mut pidfd),
-        );
-        if pid < 0 {
-            let clone_error = io::Error::last_os_error();
-            libc::pthread_sigmask(libc::SIG_SETMASK, previous_mask.as_ptr(), ptr::null_mut());
-            return Err(Error::Sys {
-                call: "clone",
-                source: clone_error,
-            });
+    let flags =
+        libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | setup.clone_flags | libc::SIGCHLD;
+    let pid = {
+        let _blocked = SignalsBlocked::new();
+        // SAFETY: child_main only makes system calls on the context, which
+        // outlives the child's use of it (this thread is suspended until
+        // the child's execve or exit).
+        unsafe {
+            libc::clone(
+                child_main,
+                stack.top(0),
+                flags,
+                ptr::from_ref(&context).cast_mut().cast::<c_void>(),
+                ptr::from_mut(&mut pidfd),
+            )
         }
-        let handshake = match &status_pipe {
-            Some((read, write)) => {
-                // Only the init may hold the write end, so its death is EOF.
-                libc::close(write.as_raw_fd());
-                let mut byte = 0_u8;
-                let mut read_bytes;
-                loop {
-                    read_bytes = libc::read(read.as_raw_fd(), ptr::from_mut(&mut byte).cast(), 1);
-                    // No signal can interrupt the read (all are blocked), so
-                    // a negative result is a real error: treat it as EOF.
-                    if read_bytes >= 0 || *libc::__errno_location() != libc::EINTR {
-                        break;
-                    }
-                }
-                read_bytes == 1
-            }
-            None => true,
+    };
+    if pid < 0 {
+        return Err(Error::Sys {
+            call: "clone",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: with CLONE_PIDFD the kernel stored a fresh pidfd, owned by us.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    if let Some(error) = failure(&context, plan) {
+        // The child has exited (127), so this wait is short.
+        let _ignored = crate::pidfd::reap_blocking(pid);
+        return Err(error);
+    }
+    drop(stack);
+    Ok(Spawned {
+        pid,
+        pidfd,
+        init: None,
+    })
+}
+
+/// The error a failed child recorded, if it did.
+fn failure(context: &ChildContext, plan: &SpawnPlan) -> Option<Error> {
+    let failed_stage = context.failed_stage.load(Ordering::Acquire);
+    (failed_stage != 0).then(|| Error::Spawn {
+        program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
+        stage: STAGES[failed_stage],
+        source: io::Error::from_raw_os_error(context.errno.load(Ordering::Acquire)),
+    })
+}
+
+/// Starts toolsmith's init in new namespaces and has it set them up (id
+/// maps, mounts, hostname, network namespace, filter), up to the point where
+/// it waits for a program: everything that does not depend on the call.
+/// Returns once the init is ready.
+///
+/// The init shares the executor's memory (`CLONE_VM`, no `execve`) and its
+/// descriptor table (`CLONE_FILES`): the program it starts later gets a copy
+/// of the table as it is then, with that call's pipes in it, and closes all
+/// but its own before `execve`. Call from the spawner thread.
+pub(crate) fn prepare(setup: Box<InitPlan>) -> Result<Prepared, Error> {
+    prepare_or_stage(setup).map_err(|failed| match failed {
+        SetupFailed { stage: 0, .. } => Error::Sys {
+            call: "setting up the namespaces in toolsmith's init",
+            source: io::Error::other("the init ended before it was ready"),
+        },
+        SetupFailed { stage, errno } => Error::Sys {
+            call: STAGES[stage],
+            source: io::Error::from_raw_os_error(errno),
+        },
+    })
+}
+
+/// How a preparation failed: the step that failed in the init and its errno
+/// (stage 0: the init died without saying, or the executor's own call failed,
+/// with `errno`).
+#[derive(Debug)]
+struct SetupFailed {
+    stage: usize,
+    errno: i32,
+}
+
+impl From<Error> for SetupFailed {
+    fn from(error: Error) -> SetupFailed {
+        let errno = match &error {
+            Error::Sys { source, .. } => source.raw_os_error().unwrap_or(0),
+            _ => 0,
         };
-        libc::pthread_sigmask(libc::SIG_SETMASK, previous_mask.as_ptr(), ptr::null_mut());
-        (pid, handshake)
+        SetupFailed { stage: 0, errno }
+    }
+}
+
+fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
+    let stack = ChildStack::new(2)?;
+    let (status_read, status_write) = pipe()?;
+    let (go_read, go_write) = pipe()?;
+    let signals = signalfd()?;
+    let context = Box::new(ContextBox(ChildContext {
+        setup: &raw const *setup,
+        tool: AtomicPtr::new(ptr::null_mut()),
+        failed_stage: AtomicUsize::new(0),
+        errno: AtomicI32::new(0),
+        status_fd: status_write.as_raw_fd(),
+        go_fd: go_read.as_raw_fd(),
+        signal_fd: signals.as_raw_fd(),
+        tool_stack: stack.top(1),
+    }));
+    let mut pidfd: c_int = -1;
+    let flags =
+        libc::CLONE_VM | libc::CLONE_FILES | libc::CLONE_PIDFD | setup.clone_flags | libc::SIGCHLD;
+    let (pid, ready) = {
+        let _blocked = SignalsBlocked::new();
+        // SAFETY: child_main only makes system calls on the context, which
+        // lives in `Prepared` until the init is reaped.
+        let pid = unsafe {
+            libc::clone(
+                child_main,
+                stack.top(0),
+                flags,
+                ptr::from_ref(&context.0).cast_mut().cast::<c_void>(),
+                ptr::from_mut(&mut pidfd),
+            )
+        };
+        if pid < 0 {
+            let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            return Err(SetupFailed { stage: 0, errno });
+        }
+        (
+            pid,
+            await_byte(status_read.as_raw_fd(), pidfd) == Some(READY),
+        )
     };
     // SAFETY: with CLONE_PIDFD the kernel stored a fresh pidfd, owned by us.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    // The write end was closed above; forget it rather than close it twice.
-    let status_read = status_pipe.map(|(read, write)| {
-        std::mem::forget(write);
-        read
-    });
-
-    let failed_stage = context.failed_stage.load(Ordering::Acquire);
-    if failed_stage != 0 || !handshake {
-        // The child has exited or is about to (the init exits right after a
-        // failed program), so this wait is short.
-        let mut status = 0;
-        // SAFETY: pid is our unreaped child.
-        unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
-        if failed_stage == 0 {
-            return Err(Error::Sys {
-                call: "starting the program from toolsmith's init",
-                source: io::Error::other(format!(
-                    "the init ended before the program started (wait status {status})"
-                )),
-            });
-        }
-        let errno = context.errno.load(Ordering::Acquire);
-        return Err(Error::Spawn {
-            program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
-            stage: STAGES[failed_stage],
-            source: io::Error::from_raw_os_error(errno),
+    let prepared = Prepared {
+        pid,
+        pidfd: Some(pidfd),
+        keep: Some(InitKeep {
+            _stack: stack,
+            status_read,
+            _status_write: status_write,
+            _go: (go_read, go_write),
+            _signals: signals,
+            _context: context,
+            _setup: setup,
+        }),
+    };
+    if !ready {
+        let stage = prepared.keep.as_ref().map_or((0, 0), |keep| {
+            let context = &keep._context.0;
+            (
+                context.failed_stage.load(Ordering::Acquire),
+                context.errno.load(Ordering::Acquire),
+            )
+        });
+        drop(prepared);
+        return Err(SetupFailed {
+            stage: stage.0,
+            errno: stage.1,
         });
     }
-    let init = match status_read {
-        Some(status) => Some(InitHandle { status, stack }),
-        None => {
-            drop(stack);
-            None
-        }
+    Ok(prepared)
+}
+
+/// Has a prepared init start the planned program, and returns once the
+/// program has called `execve` (or failed before it). Call from the spawner
+/// thread, which the init inherited its thread pointer from.
+pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
+    let (Some(pidfd), Some(keep)) = (prepared.pidfd.take(), prepared.keep.take()) else {
+        return Err(Error::Sys {
+            call: "starting the program from toolsmith's init",
+            source: io::Error::other("the prepared init was already used"),
+        });
     };
-    Ok(Spawned { pid, pidfd, init })
+    let context = &keep._context.0;
+    context.failed_stage.store(0, Ordering::Release);
+    context
+        .tool
+        .store(ptr::from_ref(plan).cast_mut(), Ordering::Release);
+    let status_read = keep.status_read.as_raw_fd();
+    let started = {
+        let _blocked = SignalsBlocked::new();
+        let byte = 1_u8;
+        // SAFETY: a one-byte write from a local to our own pipe.
+        let written = unsafe {
+            init::syscall4(
+                libc::SYS_write,
+                keep._go.1.as_raw_fd() as usize,
+                ptr::from_ref(&byte) as usize,
+                1,
+                0,
+            )
+        };
+        written == 1 && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
+    };
+    if !started {
+        let error = failure(context, plan).unwrap_or_else(|| Error::Sys {
+            call: "starting the program from toolsmith's init",
+            source: io::Error::other("the init ended before the program started"),
+        });
+        crate::pidfd::send_signal(&pidfd, libc::SIGKILL);
+        match crate::pidfd::reap_blocking(prepared.pid) {
+            Ok(_) => drop(keep),
+            Err(_) => std::mem::forget(keep),
+        }
+        return Err(error);
+    }
+    let status = keep.status_read.try_clone().map_err(|source| Error::Sys {
+        call: "dup(status pipe)",
+        source,
+    })?;
+    Ok(Spawned {
+        pid: prepared.pid,
+        pidfd,
+        init: Some(InitHandle { status, keep }),
+    })
 }
 
 /// The child's entry point: the namespace's first process. Only system calls
 /// from here on.
 ///
 /// Without an init this process is the program. With one, this process is
-/// toolsmith's init: it sets the namespaces up, starts the program with
-/// [`tool_main`] and supervises it (`init.rs`).
+/// toolsmith's init: it sets the namespaces up, waits for the call, starts
+/// the program with [`tool_main`] and supervises it (`init.rs`).
 extern "C" fn child_main(argument: *mut c_void) -> c_int {
     // SAFETY: the parent passed a ChildContext that outlives the child's use
-    // of it (the parent waits until execve, _exit or the init's handshake).
-    let context = unsafe { &*argument.cast::<ChildContext<'_>>() };
-    let plan = context.plan;
+    // of it (the parent waits until execve, _exit or the init's handshake,
+    // and keeps a prepared init's context until it is reaped).
+    let context = unsafe { &*argument.cast::<ChildContext>() };
+    // SAFETY: the set-up plan lives as long as the context.
+    let setup = unsafe { &*context.setup };
 
     // SAFETY: every call below is a plain system call on descriptors and
     // buffers prepared by the parent; none allocates or takes a lock.
     unsafe {
         // C1 step 1: the namespace's first process, while it holds its capabilities.
-        if plan.id_maps.as_ref().is_some_and(|maps| !maps.write_own()) {
+        if setup.id_maps.as_ref().is_some_and(|maps| !maps.write_own()) {
             return fail(context, STAGE_ID_MAPS);
         }
         // The program dies with the executor. The signal fires when the
         // parent *thread* exits, which is why spawns come from one long-lived
         // thread (`spawn_from_spawner`); and the executor may have died
         // before the call, which the pidfd shows.
-        if let Some(executor) = plan.executor_pidfd {
+        if let Some(executor) = setup.executor_pidfd {
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
                 libc::SIGKILL as libc::c_ulong,
@@ -556,24 +892,29 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 return fail(context, STAGE_ORPHANED);
             }
         }
+        if let Some(network) = setup.network
+            && libc::setns(network, libc::CLONE_NEWNET) != 0
+        {
+            return fail(context, STAGE_NETWORK);
+        }
         // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
         // here, in the namespace's first process, before the program starts.
-        if plan.mount_proc && !mount_private_proc() {
+        if setup.mount_proc && !mount_private_proc() {
             return fail(context, STAGE_MOUNT_PROC);
         }
         // Before Landlock in the program: `set_up` adds the TMPDIR tmpfs's
         // rule to the ruleset the program enforces.
-        if plan
+        if setup
             .mounts
             .as_ref()
             .is_some_and(|mounts| !crate::mounts::set_up(mounts))
         {
             return fail(context, STAGE_MOUNTS);
         }
-        if plan.hostname && !crate::mounts::set_hostname() {
+        if setup.hostname && !crate::mounts::set_hostname() {
             return fail(context, STAGE_HOSTNAME);
         }
-        if !plan.with_init {
+        if !setup.with_init {
             return tool_main(argument);
         }
 
@@ -596,8 +937,90 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         if libc::setsid() < 0 {
             return fail(context, STAGE_INIT_SETSID);
         }
-        // The program shares the memory too until its execve, on a stack of
-        // its own; this process is suspended until then.
+        // The filter, last of the set-up: the init itself lives under it
+        // from here on, and the program inherits it, so a call does not pay
+        // for building the kernel's copy of it. The init needs nothing the
+        // filter refuses (see `init.rs`). NO_NEW_PRIVS lets a filter be
+        // installed without CAP_SYS_ADMIN; the init never calls `execve`.
+        if let Some(filter) = &setup.seccomp {
+            if libc::prctl(
+                libc::PR_SET_NO_NEW_PRIVS,
+                1 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            ) != 0
+            {
+                return fail(context, STAGE_NO_NEW_PRIVS);
+            }
+            if !seccomp::install(filter) {
+                return fail(context, STAGE_SECCOMP);
+            }
+        }
+        // Ready: the loop waits for the call.
+        if !init::handshake(context.status_fd, READY) {
+            init::exit(0);
+        }
+        init_loop(context, argument)
+    }
+}
+
+/// toolsmith's init after its set-up: starts a program at each go, forwards
+/// signals to the running one, reaps every process re-parented to it, and
+/// writes each program's record when it exits (`init.rs`). Ends when the
+/// executor closes the go pipe, or kills it.
+///
+/// # Safety
+/// Only in the init, after its handshake.
+unsafe fn init_loop(context: &ChildContext, argument: *mut c_void) -> ! {
+    let mut tool: libc::pid_t = 0;
+    loop {
+        // SAFETY: raw system calls on the init's descriptors and signals.
+        match unsafe { init::wait(context.signal_fd, context.go_fd) } {
+            init::Wake::Signal(libc::SIGCHLD) => {
+                // SAFETY: as above.
+                if tool != 0 && unsafe { init::reap_children(tool, context.status_fd) } {
+                    tool = 0;
+                } else if tool == 0 {
+                    // Orphans of an earlier program, killed with its cgroup.
+                    // SAFETY: as above.
+                    unsafe { init::reap_children(0, context.status_fd) };
+                }
+            }
+            init::Wake::Signal(signal) => {
+                if tool != 0 {
+                    // SAFETY: as above.
+                    unsafe { init::forward(tool, signal) };
+                }
+            }
+            // One program at a time: a go while one runs is the executor's
+            // mistake, and is dropped.
+            init::Wake::Go if tool != 0 => {}
+            init::Wake::Go => {
+                // SAFETY: as above; the executor stored the program's plan
+                // before the go and keeps it until the handshake.
+                tool = unsafe { start_tool(context, argument) };
+                let byte = if tool > 0 { STARTED } else { FAILED };
+                tool = tool.max(0);
+                // SAFETY: as above.
+                unsafe { init::handshake(context.status_fd, byte) };
+            }
+            // SAFETY: as above.
+            init::Wake::Closed => unsafe { init::exit(0) },
+        }
+    }
+}
+
+/// Starts the program as the init's child (PID 2 for the first), sharing the
+/// memory until its `execve` on a stack of its own, while this process is
+/// suspended. Returns its pid, or 0 when it failed before `execve` (it is
+/// reaped; the step and errno are in the context) or could not be cloned.
+///
+/// # Safety
+/// Only in the init.
+unsafe fn start_tool(context: &ChildContext, argument: *mut c_void) -> libc::pid_t {
+    // SAFETY: tool_main only makes system calls on the context.
+    unsafe {
         let tool = libc::clone(
             tool_main,
             context.tool_stack,
@@ -605,21 +1028,31 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             argument,
         );
         if tool < 0 {
-            return fail(context, STAGE_INIT_CLONE);
+            context
+                .errno
+                .store(*libc::__errno_location(), Ordering::Release);
+            context
+                .failed_stage
+                .store(STAGE_INIT_CLONE, Ordering::Release);
+            return 0;
         }
         if context.failed_stage.load(Ordering::Acquire) != 0 {
             let mut status = 0;
-            libc::waitpid(tool, &mut status, 0);
-            libc::_exit(127);
+            init::syscall4(
+                libc::SYS_wait4,
+                tool as usize,
+                ptr::from_mut(&mut status) as usize,
+                libc::__WALL as usize,
+                0,
+            );
+            return 0;
         }
-        // From here on the plan and the context are the executor's again.
-        let status_fd = context.status_fd;
-        init::supervise(tool, status_fd)
+        tool
     }
 }
 
 /// Records the failed step and its errno where the parent reads them, then exits.
-fn fail(context: &ChildContext<'_>, stage: usize) -> c_int {
+fn fail(context: &ChildContext, stage: usize) -> c_int {
     // SAFETY: __errno_location is async-signal-safe and thread-local;
     // _exit never returns.
     unsafe {
@@ -634,8 +1067,9 @@ fn fail(context: &ChildContext<'_>, stage: usize) -> c_int {
 /// The program's process, from its set-up to `execve`. Only system calls.
 extern "C" fn tool_main(argument: *mut c_void) -> c_int {
     // SAFETY: as in child_main: the context outlives the program's set-up.
-    let context = unsafe { &*argument.cast::<ChildContext<'_>>() };
-    let plan = context.plan;
+    let context = unsafe { &*argument.cast::<ChildContext>() };
+    // SAFETY: both plans outlive the program's set-up (see ChildContext).
+    let (setup, plan) = unsafe { (&*context.setup, &*context.tool.load(Ordering::Acquire)) };
 
     // SAFETY: every call below is a plain system call on descriptors and
     // buffers prepared by the parent; none allocates or takes a lock.
@@ -727,7 +1161,9 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
         {
             return fail(context, STAGE_LANDLOCK);
         }
-        if let Some(filter) = &plan.seccomp
+        // With an init, the init installed the filter and this process inherited it.
+        if !setup.with_init
+            && let Some(filter) = &setup.seccomp
             && !seccomp::install(filter)
         {
             return fail(context, STAGE_SECCOMP);
@@ -781,63 +1217,112 @@ pub(crate) unsafe fn mount_private_proc() -> bool {
     }
 }
 
-/// A spawn request for the spawner thread: the plan, borrowed for the
-/// duration of the call (the caller blocks until the reply).
-struct SpawnJob {
-    plan: *const SpawnPlan,
-    reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
+/// Work for the spawner thread.
+enum SpawnJob {
+    /// [`spawn`], with the program's plan borrowed for the duration of the
+    /// call (the caller blocks until the reply).
+    Spawn {
+        setup: Box<InitPlan>,
+        plan: *const SpawnPlan,
+        reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
+    },
+    /// [`go`], borrowed likewise.
+    Go {
+        prepared: Prepared,
+        plan: *const SpawnPlan,
+        reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
+    },
+    /// Work that clones from this thread and needs no answer: preparing a
+    /// sandbox ahead of a call (`Executor::keep_prepared`).
+    Background(Box<dyn FnOnce() + Send>),
 }
 
-// SAFETY: the plan is Sync and outlives the job (see `spawn_from_spawner`).
+// SAFETY: the plans are Sync and outlive the job (the requester blocks on the reply).
 unsafe impl Send for SpawnJob {}
 
 static SPAWNER: std::sync::Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> =
     std::sync::Mutex::new(None);
 
-/// Starts the planned process from the executor's spawner thread, a thread
-/// that lives as long as the process. `PR_SET_PDEATHSIG` fires when the
-/// parent *thread* exits (isolation.md pitfall 13); spawning from a runtime
-/// worker or a blocking-pool thread that later exits would kill the program.
-///
-/// Blocks the calling thread until the child has called `execve`, as
-/// [`spawn`] itself does.
-pub(crate) fn spawn_from_spawner(plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let thread_gone = || Error::Sys {
+fn spawner_gone() -> Error {
+    Error::Sys {
         call: "spawning from the spawner thread",
         source: io::Error::other("the spawner thread is gone"),
+    }
+}
+
+/// Hands `job` to the executor's spawner thread, a thread that lives as
+/// long as the process. `PR_SET_PDEATHSIG` fires when the parent *thread*
+/// exits (isolation.md pitfall 13); spawning from a runtime worker or a
+/// blocking-pool thread that later exits would kill the program. And an init
+/// inherits the thread pointer of the thread that cloned it, so it and its
+/// program write that thread's `errno`: one thread clones every init and
+/// starts every program, and waits with signals blocked while they run.
+fn send_to_spawner(job: SpawnJob) -> Result<(), Error> {
+    let mut spawner = SPAWNER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if spawner.is_none() {
+        let (sender, jobs) = std::sync::mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("toolsmith-spawner".to_owned())
+            .spawn(move || {
+                for job in jobs {
+                    match job {
+                        SpawnJob::Spawn { setup, plan, reply } => {
+                            // SAFETY: the requester blocks on the reply, so the plan is alive.
+                            let _ignored = reply.send(spawn(setup, unsafe { &*plan }));
+                        }
+                        SpawnJob::Go {
+                            prepared,
+                            plan,
+                            reply,
+                        } => {
+                            // SAFETY: as above.
+                            let _ignored = reply.send(go(prepared, unsafe { &*plan }));
+                        }
+                        SpawnJob::Background(work) => work(),
+                    }
+                }
+            })
+            .map_err(|source| Error::Sys {
+                call: "starting the spawner thread",
+                source,
+            })?;
+        *spawner = Some(sender);
+    }
+    let Some(sender) = spawner.as_ref() else {
+        return Err(spawner_gone());
     };
+    sender.send(job).map_err(|_| spawner_gone())
+}
+
+/// [`spawn`] on the spawner thread. Blocks the calling thread until the
+/// program has called `execve`, as [`spawn`] itself does.
+pub(crate) fn spawn_from_spawner(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
     let (reply, answer) = std::sync::mpsc::sync_channel(1);
-    let job = SpawnJob {
+    send_to_spawner(SpawnJob::Spawn {
+        setup,
         plan: ptr::from_ref(plan),
         reply,
-    };
-    {
-        let mut spawner = SPAWNER
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if spawner.is_none() {
-            let (sender, jobs) = std::sync::mpsc::channel::<SpawnJob>();
-            std::thread::Builder::new()
-                .name("toolsmith-spawner".to_owned())
-                .spawn(move || {
-                    for job in jobs {
-                        // SAFETY: the requester blocks on the reply, so the plan is alive.
-                        let result = spawn(unsafe { &*job.plan });
-                        let _ignored = job.reply.send(result);
-                    }
-                })
-                .map_err(|source| Error::Sys {
-                    call: "starting the spawner thread",
-                    source,
-                })?;
-            *spawner = Some(sender);
-        }
-        let Some(sender) = spawner.as_ref() else {
-            return Err(thread_gone());
-        };
-        sender.send(job).map_err(|_| thread_gone())?;
-    }
-    answer.recv().map_err(|_| thread_gone())?
+    })?;
+    answer.recv().map_err(|_| spawner_gone())?
+}
+
+/// [`go`] on the spawner thread, blocking likewise.
+pub(crate) fn go_from_spawner(prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    send_to_spawner(SpawnJob::Go {
+        prepared,
+        plan: ptr::from_ref(plan),
+        reply,
+    })?;
+    answer.recv().map_err(|_| spawner_gone())?
+}
+
+/// Runs `work` on the spawner thread, after the jobs already queued; it
+/// may call [`prepare`].
+pub(crate) fn on_spawner(work: Box<dyn FnOnce() + Send>) -> Result<(), Error> {
+    send_to_spawner(SpawnJob::Background(work))
 }
 
 /// Writes `data` to the file at `path` with one `write`; true on success.
@@ -874,6 +1359,25 @@ unsafe fn close_fds_slowly(first: c_int) -> bool {
         }
         true
     }
+}
+
+/// A non-blocking signalfd for every signal, close-on-exec and at least 3.
+/// It reads the pending signals of whichever process reads it: the init.
+fn signalfd() -> Result<OwnedFd, Error> {
+    // SAFETY: a full set, initialised by sigfillset before use.
+    let fd = unsafe {
+        let mut every_signal: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut every_signal);
+        libc::signalfd(-1, &every_signal, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+    };
+    if fd < 0 {
+        return Err(Error::Sys {
+            call: "signalfd",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: a fresh descriptor that we now own.
+    above_stdio(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Creates a pipe whose both ends are close-on-exec and at least 3, so that

@@ -33,9 +33,30 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// Every backend this kernel allows, each with and without a private PID
-/// namespace, saying loudly which ones cannot be tested.
+/// namespace, saying loudly which ones cannot be tested; and the first with
+/// a sandbox prepared ahead (`Executor::keep_prepared`), one already waiting.
 fn setups() -> Vec<(Executor, bool)> {
     let mut setups = Vec::new();
+    match Executor::new(ExecutorConfig {
+        backend: BackendChoice::Auto,
+        max_concurrent: None,
+    }) {
+        Ok(executor) if executor.features().private_proc.available => {
+            executor.keep_prepared(true);
+            let (warm_up, _) = sh(&executor, true, "true", &Limits::recommended());
+            assert!(warm_up.success(), "{warm_up:?}");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while executor.prepared() == 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert_eq!(executor.prepared(), 1, "a sandbox should be prepared ahead");
+            setups.push((executor, true));
+        }
+        Ok(_) => eprintln!(
+            "WARNING: no private PID namespace on this kernel: prepared sandboxes are UNTESTED"
+        ),
+        Err(error) => eprintln!("WARNING: no executor, prepared sandboxes are UNTESTED: {error}"),
+    }
     for backend in Backend::ALL {
         for private_pids in [false, true] {
             match Executor::new(ExecutorConfig {
@@ -112,6 +133,9 @@ fn sh(
 
 fn name(executor: &Executor, private_pids: bool) -> String {
     let backend = executor.backend();
+    if executor.keeps_prepared() {
+        return format!("{backend} with an init prepared ahead");
+    }
     // The pidns backend always makes a PID namespace.
     if private_pids || backend == Backend::PidNamespace {
         format!("{backend} with an init")

@@ -70,7 +70,11 @@ pub(crate) async fn serve(
         .profile
         .is_none()
         .then(|| crate::commands::generate::generator_config(global));
-    mcp::serve(ServeContext {
+    // A server runs calls in a loop: each call's sandbox is set up while the
+    // previous one runs (`Executor::keep_prepared`). Discovery's probes, above,
+    // run before this, each in a sandbox of its own made at once.
+    executor.keep_prepared(true);
+    let served = mcp::serve(ServeContext {
         executor: Arc::clone(executor),
         registry,
         config,
@@ -79,6 +83,9 @@ pub(crate) async fn serve(
         audit,
         generator,
     })
-    .await?;
+    .await;
+    // What waits prepared goes now: its init and its TMPDIR.
+    executor.keep_prepared(false);
+    served?;
     Ok(ExitStatus::Success)
 }

@@ -1,0 +1,346 @@
+//! Planning a run's sandbox, and keeping one prepared ahead of its call.
+//!
+//! Most of a sandboxed call's cost is the kernel's: new namespaces, a dozen
+//! mounts, the filter. None of it depends on the program, only on the
+//! sandbox, so an executor that serves calls in a loop (`toolsmith serve`)
+//! can do it while the previous call runs: after each call it asks the
+//! spawner thread to prepare one more init for the same sandbox
+//! ([`Planner::refill`]), and the next call with that sandbox only has to
+//! wake it (`spawn::go`). Each prepared init serves exactly one call, so no
+//! call ever sees another's namespaces; the work moves off the call's
+//! latency, not off the machine's CPU.
+//!
+//! A [`Session`] goes further for runs of one trust domain that come one
+//! after another (the probes of one tool directory): its runs share one
+//! init, so the namespaces, the mounts, the filter and the TMPDIR are set up
+//! once for all of them. Each run still has its own cgroup, killed and
+//! emptied at its end, so nothing of a run's processes reaches the next;
+//! what a run leaves in the TMPDIR or the IPC namespace, the next run of the
+//! session sees.
+//!
+//! Network-denied runs of a root executor whose filter refuses every socket
+//! share one empty network namespace, made once ([`Planner::shared_network`]):
+//! creating a network namespace is the largest single cost of a call
+//! (about 850 µs here), and with no socket to make, a run cannot reach
+//! anything in it, another run's sockets included.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::sandbox::{self, SandboxPlan};
+use crate::spawn::{self, IdMaps, InitPlan, Prepared};
+use crate::{Backend, Error, Features, Sandbox, seccomp};
+
+/// What a prepared sandbox is prepared for: the same profile and TMPDIR size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Key {
+    sandbox: Sandbox,
+    tmp_size: Option<u64>,
+}
+
+impl Key {
+    pub(crate) fn new(sandbox: &Sandbox, tmp_size: Option<u64>) -> Key {
+        Key {
+            sandbox: sandbox.clone(),
+            tmp_size,
+        }
+    }
+}
+
+/// How a run's namespaces come to be.
+#[derive(Debug)]
+pub(crate) enum Start {
+    /// An init prepared ahead, waiting for the program.
+    Prepared(Prepared),
+    /// A plan for the spawn to set up at once.
+    Setup(Box<InitPlan>),
+}
+
+/// Runs that share one init and its namespaces, one after another (see the
+/// module's documentation). Made by [`crate::Executor::session`].
+#[derive(Debug)]
+pub struct Session {
+    pub(crate) executor: Arc<crate::Executor>,
+    /// The init of the last run, waiting for the next, with its sandbox plan.
+    idle: Mutex<Option<Ready>>,
+}
+
+impl Session {
+    pub(crate) fn new(executor: Arc<crate::Executor>) -> Session {
+        Session {
+            executor,
+            idle: Mutex::new(None),
+        }
+    }
+
+    /// Runs `command` under `limits` in the session's namespaces, made by the
+    /// first run (and again after a run whose init did not survive it, or
+    /// with another sandbox). Runs of one session take turns.
+    ///
+    /// # Errors
+    /// As [`crate::Executor::run`].
+    pub async fn run(
+        &self,
+        command: &crate::Command,
+        limits: &crate::Limits,
+    ) -> Result<crate::Outcome, Error> {
+        self.executor.run_in(command, limits, Some(self)).await
+    }
+
+    /// The waiting init for `key`, if it is still alive.
+    pub(crate) fn take(&self, key: &Key) -> Option<(SandboxPlan, Prepared)> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()?;
+        (&idle.key == key && idle.prepared.alive()).then_some((idle.sandbox, idle.prepared))
+    }
+
+    /// Keeps the init of a run that ended cleanly for the next run.
+    pub(crate) fn put(&self, key: Key, sandbox: SandboxPlan, prepared: Prepared) {
+        let previous = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .replace(Ready {
+                prepared,
+                sandbox,
+                key,
+            });
+        drop(previous);
+    }
+}
+
+/// A prepared init with the sandbox plan it was made from. The init is
+/// declared first so that it is killed before the plan's temporary
+/// directory is removed.
+#[derive(Debug)]
+struct Ready {
+    prepared: Prepared,
+    sandbox: SandboxPlan,
+    key: Key,
+}
+
+/// At most this many prepared sandboxes wait at once (one per profile in use).
+const MAX_READY: usize = 2;
+
+/// What an executor needs to plan a run's sandbox, shared with the spawner
+/// thread that prepares them ahead.
+#[derive(Debug)]
+pub(crate) struct Planner {
+    pub(crate) features: Features,
+    pub(crate) host: sandbox::Host,
+    pub(crate) backend: Backend,
+    /// A pidfd of the executor's own process (see `InitPlan::executor_pidfd`).
+    pub(crate) own_pidfd: Option<OwnedFd>,
+    next_run: AtomicU64,
+    keep_prepared: AtomicBool,
+    ready: Mutex<Vec<Ready>>,
+    /// Refills queued on the spawner thread and not done yet.
+    refilling: AtomicUsize,
+    shared_network: OnceLock<Option<OwnedFd>>,
+}
+
+impl Planner {
+    pub(crate) fn new(
+        features: Features,
+        host: sandbox::Host,
+        backend: Backend,
+        own_pidfd: Option<OwnedFd>,
+    ) -> Planner {
+        Planner {
+            features,
+            host,
+            backend,
+            own_pidfd,
+            next_run: AtomicU64::new(0),
+            keep_prepared: AtomicBool::new(false),
+            ready: Mutex::new(Vec::new()),
+            refilling: AtomicUsize::new(0),
+            shared_network: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn next_run_id(&self) -> u64 {
+        self.next_run.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_keep_prepared(&self, keep: bool) {
+        self.keep_prepared.store(keep, Ordering::Relaxed);
+        if !keep {
+            drop(std::mem::take(&mut *self.lock_ready()));
+        }
+    }
+
+    pub(crate) fn keeps_prepared(&self) -> bool {
+        self.keep_prepared.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn waiting(&self) -> usize {
+        self.lock_ready().len()
+    }
+
+    fn lock_ready(&self) -> std::sync::MutexGuard<'_, Vec<Ready>> {
+        self.ready
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The sandbox plan of a run and how its namespaces start: a prepared
+    /// init for `key` when one waits, else a plan to set up now.
+    pub(crate) fn start(&self, key: &Key) -> Result<(SandboxPlan, Start), Error> {
+        let taken = {
+            let mut ready = self.lock_ready();
+            ready
+                .iter()
+                .position(|ready| &ready.key == key)
+                .map(|index| ready.remove(index))
+        };
+        if let Some(ready) = taken
+            && ready.prepared.alive()
+        {
+            return Ok((ready.sandbox, Start::Prepared(ready.prepared)));
+        }
+        let (sandbox, setup) = self.plan(key)?;
+        Ok((sandbox, Start::Setup(setup)))
+    }
+
+    /// Plans the sandbox of one run of `key`.
+    fn plan(&self, key: &Key) -> Result<(SandboxPlan, Box<InitPlan>), Error> {
+        let run_name = format!("{}-{}", std::process::id(), self.next_run_id());
+        let mut plan = sandbox::plan(
+            &key.sandbox,
+            &self.features,
+            self.host,
+            &run_name,
+            key.tmp_size,
+        )?;
+        let setup = self.init_plan(&mut plan);
+        Ok((plan, setup))
+    }
+
+    /// The namespaces of a run: the backend's PID namespace and the
+    /// sandbox's, in a user namespace when not root.
+    fn init_plan(&self, sandbox: &mut SandboxPlan) -> Box<InitPlan> {
+        let mut clone_flags = sandbox.clone_flags;
+        if self.backend == Backend::PidNamespace {
+            clone_flags |= libc::CLONE_NEWPID;
+        }
+        let network = if clone_flags & libc::CLONE_NEWNET != 0
+            && self.host.is_root
+            && sandbox.privileges.is_some()
+            && sandbox
+                .seccomp
+                .is_some_and(|_| seccomp::REFUSES_EVERY_SOCKET_UNDER_DENY)
+        {
+            self.shared_network().map(AsRawFd::as_raw_fd)
+        } else {
+            None
+        };
+        if network.is_some() {
+            clone_flags &= !libc::CLONE_NEWNET;
+        }
+        let user_namespace = clone_flags != 0 && !self.host.is_root;
+        Box::new(InitPlan {
+            clone_flags: if user_namespace {
+                clone_flags | libc::CLONE_NEWUSER
+            } else {
+                clone_flags
+            },
+            id_maps: user_namespace.then(IdMaps::identity),
+            mount_proc: sandbox.mount_proc,
+            mounts: sandbox.mounts.take(),
+            hostname: sandbox.hostname,
+            network,
+            seccomp: sandbox.seccomp.map(seccomp::fprog),
+            executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
+            with_init: clone_flags & libc::CLONE_NEWPID != 0,
+        })
+    }
+
+    /// The executor's empty network namespace (loopback down), made on
+    /// first use by a short-lived thread; `None` when that fails, and every
+    /// network-denied run then gets a new one.
+    fn shared_network(&self) -> Option<&OwnedFd> {
+        self.shared_network
+            .get_or_init(|| {
+                let made = std::thread::Builder::new()
+                    .name("toolsmith-netns".to_owned())
+                    .spawn(|| -> std::io::Result<OwnedFd> {
+                        // SAFETY: unshare moves only this thread, which ends right after.
+                        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        // SAFETY: a NUL-terminated path; the descriptor is ours.
+                        let fd = unsafe {
+                            libc::open(
+                                c"/proc/thread-self/ns/net".as_ptr(),
+                                libc::O_RDONLY | libc::O_CLOEXEC,
+                            )
+                        };
+                        if fd < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        // SAFETY: a fresh descriptor that we now own.
+                        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+                    })
+                    .map_err(|error| error.to_string())
+                    .and_then(|thread| {
+                        thread
+                            .join()
+                            .map_err(|_| "the thread panicked".to_owned())?
+                            .map_err(|error| error.to_string())
+                    });
+                match made {
+                    Ok(fd) => spawn::at_least(fd, 3).ok(),
+                    Err(error) => {
+                        tracing::debug!(%error, "no shared network namespace: each run gets its own");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// When the executor keeps sandboxes prepared, queues the preparation of
+    /// one more for `key` on the spawner thread, unless one waits already.
+    pub(crate) fn refill(self: &Arc<Planner>, key: &Key) {
+        if !self.keeps_prepared() || self.lock_ready().iter().any(|ready| &ready.key == key) {
+            return;
+        }
+        // One preparation at a time: under a burst of calls the spawner
+        // thread's time goes to the calls themselves.
+        if self.refilling.fetch_add(1, Ordering::AcqRel) > 0 {
+            self.refilling.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let planner = Arc::clone(self);
+        let key = key.clone();
+        let queued = spawn::on_spawner(Box::new(move || {
+            let result = planner
+                .plan(&key)
+                .and_then(|(sandbox, setup)| Ok((sandbox, spawn::prepare(setup)?)));
+            match result {
+                Ok((sandbox, prepared)) if planner.keeps_prepared() => {
+                    let mut ready = planner.lock_ready();
+                    if ready.len() >= MAX_READY {
+                        ready.remove(0);
+                    }
+                    ready.push(Ready {
+                        prepared,
+                        sandbox,
+                        key,
+                    });
+                }
+                Ok(_) => {}
+                Err(error) => tracing::debug!(%error, "could not prepare a sandbox ahead"),
+            }
+            planner.refilling.fetch_sub(1, Ordering::AcqRel);
+        }));
+        if queued.is_err() {
+            self.refilling.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
