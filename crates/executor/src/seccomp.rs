@@ -21,9 +21,11 @@
 use std::sync::OnceLock;
 
 /// Whether the filter of a network-denied run refuses `socket` for every
-/// family, so that a run cannot make a socket at all (`prepared.rs` lets such
-/// runs share one empty network namespace).
-pub(crate) const REFUSES_EVERY_SOCKET_UNDER_DENY: bool = false;
+/// family, and `socketpair` but for connected Unix stream and seqpacket
+/// pairs, so that a run cannot make a socket that names another
+/// (`prepared.rs` lets such runs share one empty network namespace). A test
+/// holds this to what the program does.
+pub(crate) const REFUSES_EVERY_SOCKET_UNDER_DENY: bool = true;
 
 /// Whether this build has a filter for its architecture.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -665,8 +667,8 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
 #[cfg(test)]
 mod tests {
     use crate::seccomp::{
-        AUDIT_ARCH, BPF_JA, DENIED, LEAF_SIZE, Rule, Span, TRACING, X32_SYSCALL_BIT, build, header,
-        leaf, rules, search, spans,
+        AUDIT_ARCH, BPF_JA, DENIED, LEAF_SIZE, REFUSES_EVERY_SOCKET_UNDER_DENY, Rule, Span,
+        TRACING, X32_SYSCALL_BIT, build, header, leaf, rules, search, spans,
     };
 
     /// What a call must get, as `seccomp(2)` returns it.
@@ -1127,6 +1129,31 @@ mod tests {
                 "nr {nr} takes {steps} steps"
             );
         }
+    }
+
+    #[test]
+    fn under_deny_no_socket_can_name_another_as_prepared_runs_rely_on() {
+        let refused = Verdict::Errno(libc::EPERM);
+        let mut every_socket_refused = true;
+        for private_pids in [false, true] {
+            let program = build(true, private_pids);
+            for family in 0..=64 {
+                for kind in 0..16 {
+                    let call = |nr: libc::c_long| {
+                        let data = Data {
+                            nr: u32::try_from(nr).unwrap(),
+                            arch: AUDIT_ARCH,
+                            args: [family, kind | 0x8_0800, 0, 0, 0, 0],
+                        };
+                        Verdict::from_return(interpret(&program, &data))
+                    };
+                    let connected_pair = family == 1 && matches!(kind, 1 | 5);
+                    every_socket_refused &= call(libc::SYS_socket) == refused
+                        && (connected_pair || call(libc::SYS_socketpair) == refused);
+                }
+            }
+        }
+        assert_eq!(every_socket_refused, REFUSES_EVERY_SOCKET_UNDER_DENY);
     }
 
     #[test]
