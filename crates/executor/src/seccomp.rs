@@ -495,6 +495,7 @@ fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
     ops.iter()
         .enumerate()
         .map(|(index, op)| {
+            // The class bits of a jump (`BPF_JMP`).
             if op.code & 0x07 == 0x05 {
                 jump(op.code, op.k, resolve(index, op.jt), resolve(index, op.jf))
             } else {
