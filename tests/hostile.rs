@@ -1664,6 +1664,74 @@ fn b16_no_setuid_root_file_through_any_other_door() {
 }
 
 #[test]
+fn b17_no_datagram_leaves_network_deny_through_a_socketpair() {
+    if !attacks_can_run("b17") {
+        return;
+    }
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    // The pathname listener lives in the test's temp dir, outside the scenario's own, and
+    // anyone may write to it, as to /dev/log.
+    let unix_dir = tempfile::tempdir().unwrap();
+    let pathname = unix_dir.path().join("datagrams.sock");
+    let pathname_listener = UnixDatagram::bind(&pathname).unwrap();
+    fs::set_permissions(&pathname, fs::Permissions::from_mode(0o777)).unwrap();
+    let abstract_name = format!("toolsmith-b17-{}", std::process::id());
+    let abstract_listener =
+        UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
+    let scenario = Scenario::with_config(
+        "b17-datagram-pair",
+        SHORT,
+        &format!(
+            "HOSTILE_UNIX_DGRAM = \"{}\", HOSTILE_ABSTRACT = \"{abstract_name}\", ",
+            pathname.display()
+        ),
+        "[sandbox]\nnetwork = \"deny\"\n",
+    );
+    let call = scenario.call(&[]);
+    let arrived = |listener: &UnixDatagram| {
+        listener.set_nonblocking(true).unwrap();
+        let mut buffer = [0_u8; 64];
+        listener
+            .recv(&mut buffer)
+            .map(|length| String::from_utf8_lossy(&buffer[..length]).into_owned())
+            .ok()
+    };
+    assert_eq!(arrived(&pathname_listener), None, "pathname listener");
+    assert_eq!(arrived(&abstract_listener), None, "abstract listener");
+    call.assert_envelope(
+        &json!({"tool_success": true, "metadata": {"sandbox": {"network": "deny"}}}),
+    );
+    assert_held(
+        &call,
+        &[
+            "pathname datagram",
+            "abstract datagram",
+            "stream pair",
+            "seqpacket pair",
+            "datagram socket",
+            "netlink socket",
+            "tipc pair",
+        ],
+    );
+    let printed: Vec<&str> = call.result_text().lines().collect();
+    for refusal in [
+        "refused: pathname datagram EPERM",
+        "refused: datagram socket EPERM",
+        "refused: netlink socket EPERM",
+        "refused: tipc pair EPERM",
+        "stream pair talks",
+    ] {
+        assert!(
+            printed.contains(&refusal),
+            "no `{refusal}`: {:#}",
+            call.envelope
+        );
+    }
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
 fn b09_proc_sys_and_sysrq_trigger_are_read_only() {
     if !attacks_can_run("b09") {
         return;

@@ -3,10 +3,13 @@
 //! installed by the clone child as the last step before `execve`.
 //!
 //! The program is written by hand rather than with a crate (seccompiler,
-//! libseccomp): it is a straight list of about fifty comparisons with four
-//! argument checks, the child must install it with one system call and no
-//! allocation, and every instruction is listed with its reason in
-//! `docs/security.md`, which a generated program would hide.
+//! libseccomp): about seventy numbers, a few with an argument check, found
+//! by a balanced binary search over the number (`build`), the child must
+//! install it with one system call and no allocation, and every rule is
+//! listed with its reason in `docs/security.md`, which a generated program
+//! would hide. The tests run the program in an interpreter of classic BPF
+//! for every number and the arguments that matter, against a model of what
+//! each call must get written apart from it.
 //!
 //! Denied calls fail with `EPERM`, as they would for a process without the
 //! capability they need, so programs take their usual error path; `clone3`
@@ -18,9 +21,11 @@
 use std::sync::OnceLock;
 
 /// Whether the filter of a network-denied run refuses `socket` for every
-/// family, so that a run cannot make a socket at all (`prepared.rs` lets such
-/// runs share one empty network namespace).
-pub(crate) const REFUSES_EVERY_SOCKET_UNDER_DENY: bool = false;
+/// family, and `socketpair` but for connected Unix stream and seqpacket
+/// pairs, so that a run cannot make a socket that names another
+/// (`prepared.rs` lets such runs share one empty network namespace). A test
+/// holds this to what the program does.
+pub(crate) const REFUSES_EVERY_SOCKET_UNDER_DENY: bool = true;
 
 /// Whether this build has a filter for its architecture.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -43,10 +48,14 @@ const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// `BPF_LD | BPF_W | BPF_ABS` (0x00, 0x00, 0x20).
 const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_ALU | BPF_AND | BPF_K` (0x04, 0x50, 0x00).
+const BPF_ALU_AND_K: u16 = 0x54;
 /// `BPF_JMP | BPF_JEQ | BPF_K`, and the same with `BPF_JGE` and `BPF_JSET`.
 const BPF_JEQ_K: u16 = 0x15;
 const BPF_JGE_K: u16 = 0x35;
 const BPF_JSET_K: u16 = 0x45;
+/// `BPF_JMP | BPF_JA`: an unconditional jump by `k`, 32 bits wide.
+const BPF_JA: u16 = 0x05;
 const BPF_RET_K: u16 = 0x06;
 
 const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
@@ -168,9 +177,7 @@ fn number(call: libc::c_long) -> u32 {
 /// the owner may always set these bits, so the filter refuses them.
 const SET_ID_BITS: u32 = 0o6000;
 
-/// `AF_UNIX`: under `network = deny` a pathname socket is the host's other
-/// door (a container engine's socket, the D-Bus system bus, an ssh agent),
-/// which a network namespace does not close. `socketpair` stays allowed.
+/// `AF_UNIX`: the one family `socketpair` may make under `network = deny`.
 const AF_UNIX: u32 = 1;
 
 /// Tracing: refused only to a run without a private PID namespace. In one, a
@@ -188,21 +195,176 @@ const TRACING: &[libc::c_long] = &[
 /// `fchmodat2` (Linux 6.6), the same number on every architecture.
 const SYS_FCHMODAT2: libc::c_long = 452;
 
-/// The filter program, built once per kind: with `network_denied`, Unix
-/// sockets are refused too; without `private_pids`, tracing (`TRACING`) too.
+/// `socketpair`'s types under `network = deny`, `SOCK_STREAM` (1) and
+/// `SOCK_SEQPACKET` (5) (the type argument masked with `SOCK_TYPE_MASK`, so
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC` do not matter): a
+/// pair of connected stream or seqpacket sockets has no way to address any
+/// other socket (a stream socket refuses an address on `sendto` and
+/// `connect` with `EISCONN`, a seqpacket socket ignores it). A datagram
+/// socket of a pair may `sendto` any named datagram socket: `/dev/log`,
+/// journald's socket, a listener in `/tmp`, an abstract name of the network
+/// namespace, so `SOCK_DGRAM` (and every other type) is refused.
+const SOCK_TYPE_MASK: u32 = 0xf;
+const SOCKETPAIR_TYPES: [u32; 2] = [1, 5];
+
+/// What the filter does with one system-call number the search finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rule {
+    /// Fails with this errno.
+    Refuse(i32),
+    /// Fails with `EPERM` when the low 32 bits of argument `argument` have a
+    /// bit of `mask` set.
+    RefuseBits { argument: u32, mask: u32 },
+    /// Fails with `EPERM` when the first argument (a socket family) is `family`.
+    RefuseFamily(u32),
+    /// `socketpair` under `network = deny`: only `AF_UNIX` pairs of the
+    /// `SOCKETPAIR_TYPES`.
+    UnixStreamPairsOnly,
+    /// `personality`: only the `PERSONALITIES`.
+    Personalities,
+}
+
+/// The filter program, built once per kind: with `network_denied`, sockets
+/// are refused too; without `private_pids`, tracing (`TRACING`) too.
 pub(crate) fn program(network_denied: bool, private_pids: bool) -> &'static [libc::sock_filter] {
     static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 4] = [const { OnceLock::new() }; 4];
     let index = usize::from(network_denied) * 2 + usize::from(private_pids);
     PROGRAMS[index].get_or_init(|| build(network_denied, private_pids))
 }
 
-fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
-    let deny = |errno: i32| {
-        statement(
-            BPF_RET_K,
-            SECCOMP_RET_ERRNO | u32::try_from(errno).unwrap_or(1),
-        )
+/// Every number the filter does not simply allow, with its rule, sorted by
+/// number.
+fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
+    let tracing: &[libc::c_long] = if private_pids { &[] } else { TRACING };
+    let mut rules: Vec<(libc::c_long, Rule)> = DENIED
+        .iter()
+        .chain(tracing)
+        .map(|&call| (call, Rule::Refuse(libc::EPERM)))
+        .collect();
+    rules.push((libc::SYS_clone3, Rule::Refuse(libc::ENOSYS)));
+    rules.push((
+        libc::SYS_clone,
+        Rule::RefuseBits {
+            argument: 0,
+            mask: CLONE_NAMESPACES,
+        },
+    ));
+    rules.push((
+        libc::SYS_unshare,
+        Rule::RefuseBits {
+            argument: 0,
+            mask: CLONE_NAMESPACES | CLONE_NEWTIME,
+        },
+    ));
+    if network_denied {
+        // Under deny the run's network namespace is empty (loopback down),
+        // but a socket is still a door. A Unix socket reaches the host's
+        // pathname sockets (a container engine's socket, the D-Bus system
+        // bus, an ssh agent, `/dev/log`), which no network namespace closes,
+        // and every family reaches what shares the namespace: abstract Unix
+        // names, netlink ports, TIPC names, which would be other runs' if
+        // runs shared one empty namespace. No tool needs a socket of its own
+        // there, so `socket` is refused for every family, and `socketpair`
+        // makes only connected pairs that can address nothing else
+        // (`SOCKETPAIR_TYPES`), for a tool's own processes to talk.
+        rules.push((libc::SYS_socket, Rule::Refuse(libc::EPERM)));
+        rules.push((libc::SYS_socketpair, Rule::UnixStreamPairsOnly));
+    } else {
+        rules.push((libc::SYS_socket, Rule::RefuseFamily(AF_VSOCK)));
+    }
+    // The mode argument of every call that sets a file's mode: no setuid or
+    // setgid bit (`SET_ID_BITS`). `open`/`openat` take a mode only with
+    // `O_CREAT` or `O_TMPFILE`; libc passes 0 otherwise.
+    let mode_check = |argument: u32| Rule::RefuseBits {
+        argument,
+        mask: SET_ID_BITS,
     };
+    #[cfg(target_arch = "x86_64")]
+    rules.extend([
+        (libc::SYS_chmod, mode_check(1)),
+        (libc::SYS_creat, mode_check(1)),
+        (libc::SYS_open, mode_check(2)),
+        (libc::SYS_mknod, mode_check(1)),
+    ]);
+    rules.extend([
+        (libc::SYS_fchmod, mode_check(1)),
+        (libc::SYS_fchmodat, mode_check(2)),
+        (SYS_FCHMODAT2, mode_check(2)),
+        (libc::SYS_openat, mode_check(3)),
+        (libc::SYS_mknodat, mode_check(2)),
+    ]);
+    // `openat2` passes its mode in a structure the filter cannot read: ENOSYS
+    // sends libc and programs back to `openat`.
+    rules.push((libc::SYS_openat2, Rule::Refuse(libc::ENOSYS)));
+    rules.push((libc::SYS_personality, Rule::Personalities));
+    let mut rules: Vec<(u32, Rule)> = rules
+        .into_iter()
+        .map(|(call, rule)| (number(call), rule))
+        .collect();
+    rules.sort_unstable_by_key(|&(call, _)| call);
+    rules
+}
+
+/// A run of consecutive numbers with one rule (only plain refusals are
+/// merged): the unit the search sorts and a leaf compares.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    first: u32,
+    last: u32,
+    rule: Rule,
+}
+
+/// `rules` (sorted) with runs of consecutive numbers refused alike merged:
+/// `acct` to `ioperm` are eleven numbers in a row on x86_64, the mount API
+/// and `io_uring` nine.
+fn spans(rules: &[(u32, Rule)]) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::with_capacity(rules.len());
+    for &(call, rule) in rules {
+        match spans.last_mut() {
+            Some(span)
+                if matches!(rule, Rule::Refuse(_))
+                    && span.rule == rule
+                    && span.last + 1 == call =>
+            {
+                span.last = call;
+            }
+            _ => spans.push(Span {
+                first: call,
+                last: call,
+                rule,
+            }),
+        }
+    }
+    spans
+}
+
+/// Spans a leaf of the search compares one by one. Each level of the tree
+/// costs one comparison on the way down, each span of a leaf one or two
+/// more and as many instructions: eight keeps both the program (about a
+/// hundred instructions) and the longest walk (about a dozen) short.
+const LEAF_SIZE: usize = 8;
+
+/// The program: the architecture check, then a balanced binary search over
+/// the sorted spans of `rules` (as libseccomp's binary-tree optimisation
+/// does), whose leaves run the rule of the number they find and allow every
+/// other one.
+///
+/// The kernel runs the filter for every system call the run makes, and once
+/// more for every number of every architecture when it installs it (to
+/// cache the numbers the filter allows whatever their arguments): a search
+/// takes about a dozen steps where a list of every rule took all of them.
+/// Installing also translates and compiles every instruction, so the leaves
+/// keep the program small: consecutive numbers share a comparison, and the
+/// rules of a leaf share its returns.
+fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
+    let mut program = header();
+    program.extend(search(&spans(&rules(network_denied, private_pids))));
+    program
+}
+
+/// Loads the number after checking the architecture: a foreign one kills,
+/// an x32 number is refused.
+fn header() -> Vec<libc::sock_filter> {
     let mut program = vec![
         statement(BPF_LD_W_ABS, OFFSET_ARCH),
         jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
@@ -211,93 +373,195 @@ fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
     ];
     if cfg!(target_arch = "x86_64") {
         program.push(jump(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1));
-        program.push(deny(libc::EPERM));
+        program.push(refuse(libc::EPERM));
     }
-    let tracing: &[libc::c_long] = if private_pids { &[] } else { TRACING };
-    for &call in DENIED.iter().chain(tracing) {
-        program.push(jump(BPF_JEQ_K, number(call), 0, 1));
-        program.push(deny(libc::EPERM));
-    }
-    program.push(jump(BPF_JEQ_K, number(libc::SYS_clone3), 0, 1));
-    program.push(deny(libc::ENOSYS));
-    // Each argument check loads the argument, so it ends in a return.
-    let flags_check = |call: libc::c_long, mask: u32| {
-        [
-            jump(BPF_JEQ_K, number(call), 0, 4),
-            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW),
-            jump(BPF_JSET_K, mask, 0, 1),
-            deny(libc::EPERM),
-            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
-        ]
-    };
-    program.extend(flags_check(libc::SYS_clone, CLONE_NAMESPACES));
-    program.extend(flags_check(
-        libc::SYS_unshare,
-        CLONE_NAMESPACES | CLONE_NEWTIME,
-    ));
-    if network_denied {
-        program.extend([
-            jump(BPF_JEQ_K, number(libc::SYS_socket), 0, 5),
-            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW),
-            jump(BPF_JEQ_K, AF_VSOCK, 1, 0),
-            jump(BPF_JEQ_K, AF_UNIX, 0, 1),
-            deny(libc::EPERM),
-            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
-        ]);
-    } else {
-        program.extend([
-            jump(BPF_JEQ_K, number(libc::SYS_socket), 0, 4),
-            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW),
-            jump(BPF_JEQ_K, AF_VSOCK, 0, 1),
-            deny(libc::EPERM),
-            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
-        ]);
-    }
-    // The mode argument of every call that sets a file's mode: no setuid or
-    // setgid bit (`SET_ID_BITS`). `open`/`openat` take a mode only with
-    // `O_CREAT` or `O_TMPFILE`; libc passes 0 otherwise.
-    let mode_check = |call: libc::c_long, argument: u32| {
-        [
-            jump(BPF_JEQ_K, number(call), 0, 4),
-            statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW + 8 * argument),
-            jump(BPF_JSET_K, SET_ID_BITS, 0, 1),
-            deny(libc::EPERM),
-            statement(BPF_RET_K, SECCOMP_RET_ALLOW),
-        ]
-    };
-    #[cfg(target_arch = "x86_64")]
-    {
-        program.extend(mode_check(libc::SYS_chmod, 1));
-        program.extend(mode_check(libc::SYS_creat, 1));
-        program.extend(mode_check(libc::SYS_open, 2));
-        program.extend(mode_check(libc::SYS_mknod, 1));
-    }
-    program.extend(mode_check(libc::SYS_fchmod, 1));
-    program.extend(mode_check(libc::SYS_fchmodat, 2));
-    program.extend(mode_check(SYS_FCHMODAT2, 2));
-    program.extend(mode_check(libc::SYS_openat, 3));
-    program.extend(mode_check(libc::SYS_mknodat, 2));
-    // `openat2` passes its mode in a structure the filter cannot read: ENOSYS
-    // sends libc and programs back to `openat`.
-    program.push(jump(BPF_JEQ_K, number(libc::SYS_openat2), 0, 1));
-    program.push(deny(libc::ENOSYS));
-    let allowed_count = u8::try_from(PERSONALITIES.len()).expect("a handful of personalities");
-    program.push(jump(
-        BPF_JEQ_K,
-        number(libc::SYS_personality),
-        0,
-        allowed_count + 3,
-    ));
-    program.push(statement(BPF_LD_W_ABS, OFFSET_ARG0_LOW));
-    for (index, &persona) in PERSONALITIES.iter().enumerate() {
-        // A match jumps over the remaining comparisons and the denial to the ALLOW.
-        let remaining = u8::try_from(PERSONALITIES.len() - index).expect("a handful");
-        program.push(jump(BPF_JEQ_K, persona, remaining, 0));
-    }
-    program.push(deny(libc::EPERM));
-    program.push(statement(BPF_RET_K, SECCOMP_RET_ALLOW));
-    program.push(statement(BPF_RET_K, SECCOMP_RET_ALLOW));
     program
+}
+
+/// The search over `spans` (sorted, the number in the accumulator): a
+/// fragment of which every path ends in a return, so fragments join without
+/// knowing what follows them.
+fn search(spans: &[Span]) -> Vec<libc::sock_filter> {
+    if spans.len() <= LEAF_SIZE {
+        return leaf(spans);
+    }
+    let middle = spans.len() / 2;
+    let below = search(&spans[..middle]);
+    let above = search(&spans[middle..]);
+    let pivot = spans[middle].first;
+    let mut fragment = Vec::with_capacity(below.len() + above.len() + 2);
+    match u8::try_from(below.len()) {
+        Ok(over_below) => fragment.push(jump(BPF_JGE_K, pivot, over_below, 0)),
+        Err(_) => {
+            // A conditional jump reaches 255 instructions at most; an
+            // unconditional one takes a 32-bit offset.
+            fragment.push(jump(BPF_JGE_K, pivot, 0, 1));
+            fragment.push(statement(BPF_JA, count(below.len())));
+        }
+    }
+    fragment.extend(below);
+    fragment.extend(above);
+    fragment
+}
+
+/// Where a jump of a leaf goes, resolved to an offset once the leaf is laid out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Goto {
+    /// The next instruction; after the last comparison, the ALLOW.
+    Next,
+    Allow,
+    Refuse(i32),
+    /// The argument check of the leaf's span at this index.
+    Check(usize),
+}
+
+/// An instruction of a leaf; `jt` and `jf` matter for jumps only.
+struct Op {
+    code: u16,
+    k: u32,
+    jt: Goto,
+    jf: Goto,
+}
+
+fn op(code: u16, k: u32) -> Op {
+    op_jump(code, k, Goto::Next, Goto::Next)
+}
+
+fn op_jump(code: u16, k: u32, jt: Goto, jf: Goto) -> Op {
+    Op { code, k, jt, jf }
+}
+
+/// A leaf: the comparisons, in ascending order, each jumping to its span's
+/// refusal or argument check; then the argument checks (one copy of each
+/// distinct one), the ALLOW and the refusals, which every rule of the leaf
+/// shares.
+fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
+    let mut ops = Vec::new();
+    for (index, span) in spans.iter().enumerate() {
+        let target = match span.rule {
+            Rule::Refuse(errno) => Goto::Refuse(errno),
+            _ => Goto::Check(index),
+        };
+        if span.first == span.last {
+            ops.push(op_jump(BPF_JEQ_K, span.first, target, Goto::Next));
+        } else {
+            // Below this span the number is below every remaining one too.
+            ops.push(op_jump(BPF_JGE_K, span.first, Goto::Next, Goto::Allow));
+            ops.push(op_jump(BPF_JGE_K, span.last + 1, Goto::Next, target));
+        }
+    }
+    let comparisons = ops.len();
+    let mut check_at = vec![0; spans.len()];
+    for (index, span) in spans.iter().enumerate() {
+        check_at[index] = match spans[..index]
+            .iter()
+            .position(|seen| seen.rule == span.rule)
+        {
+            Some(same) => check_at[same],
+            None => {
+                let start = ops.len();
+                ops.extend(check(span.rule));
+                start
+            }
+        };
+    }
+    let allow_at = ops.len();
+    ops.push(op(BPF_RET_K, SECCOMP_RET_ALLOW));
+    let mut refusals: Vec<(i32, usize)> = Vec::new();
+    for index in 0..ops.len() {
+        for goto in [ops[index].jt, ops[index].jf] {
+            if let Goto::Refuse(errno) = goto
+                && !refusals.iter().any(|&(known, _)| known == errno)
+            {
+                refusals.push((errno, ops.len()));
+                ops.push(op(BPF_RET_K, refusal(errno)));
+            }
+        }
+    }
+    let resolve = |from: usize, goto: Goto| -> u8 {
+        let target = match goto {
+            Goto::Next if from + 1 == comparisons => allow_at,
+            Goto::Next => from + 1,
+            Goto::Allow => allow_at,
+            Goto::Refuse(errno) => refusals
+                .iter()
+                .find(|&&(known, _)| known == errno)
+                .map(|&(_, at)| at)
+                .expect("every refusal a leaf jumps to is laid out"),
+            Goto::Check(index) => check_at[index],
+        };
+        u8::try_from(target - (from + 1)).expect("a leaf is a few dozen instructions")
+    };
+    ops.iter()
+        .enumerate()
+        .map(|(index, op)| {
+            // The class bits of a jump (`BPF_JMP`).
+            if op.code & 0x07 == 0x05 {
+                jump(op.code, op.k, resolve(index, op.jt), resolve(index, op.jf))
+            } else {
+                statement(op.code, op.k)
+            }
+        })
+        .collect()
+}
+
+/// The argument check of a rule, run with the number in the accumulator:
+/// it loads an argument and jumps to the leaf's ALLOW or refusal.
+fn check(rule: Rule) -> Vec<Op> {
+    let refuse = Goto::Refuse(libc::EPERM);
+    let allow_only = |values: &[u32]| {
+        let mut ops: Vec<Op> = values
+            .iter()
+            .map(|&value| op_jump(BPF_JEQ_K, value, Goto::Allow, Goto::Next))
+            .collect();
+        if let Some(last) = ops.last_mut() {
+            last.jf = refuse;
+        }
+        ops
+    };
+    match rule {
+        Rule::Refuse(_) => Vec::new(),
+        Rule::RefuseBits { argument, mask } => vec![
+            op(BPF_LD_W_ABS, argument_low(argument)),
+            op_jump(BPF_JSET_K, mask, refuse, Goto::Allow),
+        ],
+        Rule::RefuseFamily(family) => vec![
+            op(BPF_LD_W_ABS, argument_low(0)),
+            op_jump(BPF_JEQ_K, family, refuse, Goto::Allow),
+        ],
+        Rule::UnixStreamPairsOnly => {
+            let mut ops = vec![
+                op(BPF_LD_W_ABS, argument_low(0)),
+                op_jump(BPF_JEQ_K, AF_UNIX, Goto::Next, refuse),
+                op(BPF_LD_W_ABS, argument_low(1)),
+                op(BPF_ALU_AND_K, SOCK_TYPE_MASK),
+            ];
+            ops.extend(allow_only(&SOCKETPAIR_TYPES));
+            ops
+        }
+        Rule::Personalities => {
+            let mut ops = vec![op(BPF_LD_W_ABS, argument_low(0))];
+            ops.extend(allow_only(&PERSONALITIES));
+            ops
+        }
+    }
+}
+
+fn refusal(errno: i32) -> u32 {
+    SECCOMP_RET_ERRNO | u32::try_from(errno).expect("errno values are small and positive")
+}
+
+fn refuse(errno: i32) -> libc::sock_filter {
+    statement(BPF_RET_K, refusal(errno))
+}
+
+/// The offset of the low 32 bits of argument `argument` (little-endian).
+fn argument_low(argument: u32) -> u32 {
+    OFFSET_ARG0_LOW + 8 * argument
+}
+
+fn count(length: usize) -> u32 {
+    u32::try_from(length).expect("the filter is well under 4096 instructions")
 }
 
 /// The program in the form `seccomp(2)` takes.
@@ -403,7 +667,383 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
 
 #[cfg(test)]
 mod tests {
-    use crate::seccomp::{DENIED, TRACING, build};
+    use crate::seccomp::{
+        AUDIT_ARCH, BPF_JA, DENIED, LEAF_SIZE, REFUSES_EVERY_SOCKET_UNDER_DENY, Rule, Span,
+        TRACING, X32_SYSCALL_BIT, build, header, leaf, rules, search, spans,
+    };
+
+    /// What a call must get, as `seccomp(2)` returns it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Verdict {
+        Allow,
+        Errno(i32),
+        Kill,
+    }
+
+    impl Verdict {
+        fn from_return(value: u32) -> Verdict {
+            match value & 0xffff_0000 {
+                0x7fff_0000 => Verdict::Allow,
+                0x0005_0000 => Verdict::Errno(i32::try_from(value & 0xffff).unwrap()),
+                0x8000_0000 => Verdict::Kill,
+                _ => panic!("unexpected return value {value:#x}"),
+            }
+        }
+    }
+
+    /// `struct seccomp_data` as the filter reads it.
+    struct Data {
+        nr: u32,
+        arch: u32,
+        args: [u64; 6],
+    }
+
+    impl Data {
+        fn word(&self, offset: u32) -> u32 {
+            assert!(
+                offset.is_multiple_of(4) && offset < 64,
+                "load at {offset} is outside seccomp_data"
+            );
+            match offset {
+                0 => self.nr,
+                4 => self.arch,
+                // The instruction pointer: the filter has no business there.
+                8 | 12 => 0xdead_beef,
+                _ => {
+                    let argument = self.args[usize::try_from(offset - 16).unwrap() / 8];
+                    let bytes = argument.to_le_bytes();
+                    let start = usize::try_from(offset % 8).unwrap();
+                    u32::from_le_bytes(bytes[start..start + 4].try_into().unwrap())
+                }
+            }
+        }
+    }
+
+    /// Classic BPF as the kernel runs a seccomp filter, for the instructions
+    /// the filter may use; anything else, or a jump out of the program, fails
+    /// the test.
+    fn interpret(program: &[libc::sock_filter], data: &Data) -> u32 {
+        let mut accumulator = 0_u32;
+        let mut counter = 0_usize;
+        loop {
+            let instruction = program[counter];
+            let k = instruction.k;
+            let branch = |taken: bool| {
+                usize::from(if taken {
+                    instruction.jt
+                } else {
+                    instruction.jf
+                })
+            };
+            counter += 1;
+            match instruction.code {
+                0x20 => accumulator = data.word(k),
+                0x54 => accumulator &= k,
+                0x15 => counter += branch(accumulator == k),
+                0x35 => counter += branch(accumulator >= k),
+                0x45 => counter += branch(accumulator & k != 0),
+                0x05 => counter += usize::try_from(k).unwrap(),
+                0x06 => return k,
+                code => panic!("instruction {code:#x} at {} is not expected", counter - 1),
+            }
+        }
+    }
+
+    /// The reference: what each call must get, written from docs/security.md
+    /// rather than from the tables the program is built from.
+    fn model(network_denied: bool, private_pids: bool, data: &Data) -> Verdict {
+        const EPERM: Verdict = Verdict::Errno(libc::EPERM);
+        const ENOSYS: Verdict = Verdict::Errno(libc::ENOSYS);
+        if data.arch != AUDIT_ARCH {
+            return Verdict::Kill;
+        }
+        if cfg!(target_arch = "x86_64") && data.nr >= 0x4000_0000 {
+            return EPERM;
+        }
+        let low = |argument: usize| data.args[argument] & 0xffff_ffff;
+        let refuse_if = |refused: bool| if refused { EPERM } else { Verdict::Allow };
+        let set_id = |argument: usize| refuse_if(low(argument) & 0o6000 != 0);
+        let namespaces = 0x0200_0000 // CLONE_NEWCGROUP
+            | 0x0400_0000 // CLONE_NEWUTS
+            | 0x0800_0000 // CLONE_NEWIPC
+            | 0x1000_0000 // CLONE_NEWUSER
+            | 0x2000_0000 // CLONE_NEWPID
+            | 0x4000_0000 // CLONE_NEWNET
+            | 0x0002_0000; // CLONE_NEWNS
+        let call = libc::c_long::from(data.nr);
+        #[cfg(target_arch = "x86_64")]
+        match call {
+            libc::SYS_iopl | libc::SYS_ioperm => return EPERM,
+            libc::SYS_chmod | libc::SYS_creat | libc::SYS_mknod => return set_id(1),
+            libc::SYS_open => return set_id(2),
+            _ => {}
+        }
+        match call {
+            libc::SYS_add_key
+            | libc::SYS_keyctl
+            | libc::SYS_request_key
+            | libc::SYS_bpf
+            | libc::SYS_perf_event_open
+            | libc::SYS_userfaultfd
+            | libc::SYS_io_uring_setup
+            | libc::SYS_io_uring_enter
+            | libc::SYS_io_uring_register
+            | libc::SYS_mount
+            | libc::SYS_umount2
+            | libc::SYS_pivot_root
+            | libc::SYS_chroot
+            | libc::SYS_move_mount
+            | libc::SYS_open_tree
+            | libc::SYS_fsopen
+            | libc::SYS_fsconfig
+            | libc::SYS_fsmount
+            | libc::SYS_fspick
+            | libc::SYS_mount_setattr
+            | libc::SYS_setns
+            | libc::SYS_process_madvise
+            | libc::SYS_pidfd_getfd
+            | libc::SYS_kcmp
+            | libc::SYS_kexec_load
+            | libc::SYS_kexec_file_load
+            | libc::SYS_init_module
+            | libc::SYS_finit_module
+            | libc::SYS_delete_module
+            | libc::SYS_reboot
+            | libc::SYS_swapon
+            | libc::SYS_swapoff
+            | libc::SYS_syslog
+            | libc::SYS_acct
+            | libc::SYS_quotactl
+            | libc::SYS_quotactl_fd
+            | libc::SYS_lookup_dcookie
+            | libc::SYS_vhangup
+            | libc::SYS_sethostname
+            | libc::SYS_setdomainname
+            | libc::SYS_clock_settime
+            | libc::SYS_clock_adjtime
+            | libc::SYS_settimeofday
+            | libc::SYS_adjtimex
+            | libc::SYS_open_by_handle_at
+            | libc::SYS_name_to_handle_at
+            | libc::SYS_fanotify_init => EPERM,
+            libc::SYS_ptrace | libc::SYS_process_vm_readv | libc::SYS_process_vm_writev => {
+                refuse_if(!private_pids)
+            }
+            libc::SYS_clone3 | libc::SYS_openat2 => ENOSYS,
+            libc::SYS_clone => refuse_if(low(0) & namespaces != 0),
+            // CLONE_NEWTIME too.
+            libc::SYS_unshare => refuse_if(low(0) & (namespaces | 0x80) != 0),
+            libc::SYS_socket if network_denied => EPERM,
+            // AF_VSOCK.
+            libc::SYS_socket => refuse_if(low(0) == 40),
+            // Only AF_UNIX pairs of SOCK_STREAM or SOCK_SEQPACKET, whatever
+            // the flags.
+            libc::SYS_socketpair if network_denied => {
+                refuse_if(low(0) != 1 || !matches!(low(1) & 0xf, 1 | 5))
+            }
+            libc::SYS_fchmod => set_id(1),
+            libc::SYS_fchmodat | 452 | libc::SYS_mknodat => set_id(2),
+            libc::SYS_openat => set_id(3),
+            libc::SYS_personality => {
+                refuse_if(!matches!(low(0), 0 | 8 | 0x2_0000 | 0x2_0008 | 0xffff_ffff))
+            }
+            _ => Verdict::Allow,
+        }
+    }
+
+    /// Argument vectors that matter to some rule, each value in each of the
+    /// first four positions (the model says which position counts).
+    fn argument_sets() -> Vec<[u64; 6]> {
+        let mut values: Vec<u64> = vec![
+            0,
+            // SIGCHLD, as fork passes it; the flags of a new thread.
+            17,
+            0x003d_0f00,
+            // CLONE_FILES (unshare(CLONE_FILES) is fine), CLONE_NEWTIME.
+            0x400,
+            0x80,
+            // Only the high half set: the filter reads the low one.
+            0x4000_0000_0000_0000,
+            0xffff_ffff,
+            0xffff_fffe,
+            // Personalities: READ_IMPLIES_EXEC, PER_LINUX32 | ADDR_NO_RANDOMIZE, PER_BSD.
+            0x0040_0000,
+            0x0002_0008,
+            0x0002_0000,
+            6,
+        ];
+        // Every namespace flag alone and with SIGCHLD.
+        for bit in 17..31 {
+            values.push(1 << bit);
+            values.push((1 << bit) | 17);
+        }
+        // Socket families and types 0..=45 (AF_UNIX 1, AF_INET 2, AF_INET6
+        // 10, AF_NETLINK 16, AF_PACKET 17, AF_TIPC 30, AF_VSOCK 40).
+        values.extend(0..=45);
+        // Modes with and without the set-id bits, and with them in the high half only.
+        for mode in [0o644, 0o755, 0o1777, 0o4755, 0o2755, 0o6755, 0o4000, 0o2000] {
+            values.push(mode);
+            values.push(mode | 0x1_0000_0000);
+            values.push((mode << 32) | 0o644);
+        }
+        let mut sets = Vec::new();
+        for &value in &values {
+            for position in 0..4 {
+                let mut arguments = [0_u64; 6];
+                arguments[position] = value;
+                sets.push(arguments);
+            }
+        }
+        // socketpair: family and type together, with the flags and junk in the high halves.
+        for family in [0, 1, 2, 10, 16, 30, 40, 0x1_0000_0001] {
+            for kind in 0..16 {
+                for flags in [0, 0x800, 0x8_0000, 0x8_0800, 0x7_0000_0000] {
+                    sets.push([family, kind | flags, 0, 0, 0, 0]);
+                }
+            }
+        }
+        sets
+    }
+
+    /// Numbers 0..=1023, the edges of the x32 range and -1.
+    fn numbers() -> impl Iterator<Item = u32> {
+        (0..=1023).chain([
+            X32_SYSCALL_BIT - 1,
+            X32_SYSCALL_BIT,
+            X32_SYSCALL_BIT | 1,
+            0xffff_ffff,
+        ])
+    }
+
+    /// A foreign architecture: i386 beside x86_64, arm beside aarch64.
+    const FOREIGN_ARCH: u32 = if cfg!(target_arch = "aarch64") {
+        0x4000_0028
+    } else {
+        0x4000_0003
+    };
+
+    #[test]
+    fn each_program_gives_every_call_what_the_model_says() {
+        let sets = argument_sets();
+        for network_denied in [false, true] {
+            for private_pids in [false, true] {
+                let program = build(network_denied, private_pids);
+                for nr in numbers() {
+                    for x32 in [0, X32_SYSCALL_BIT] {
+                        for arch in [AUDIT_ARCH, FOREIGN_ARCH, 0] {
+                            // The arguments matter only to the native 64-bit calls.
+                            let native = arch == AUDIT_ARCH && x32 == 0;
+                            for args in if native { &sets[..] } else { &sets[..4] } {
+                                let data = Data {
+                                    nr: nr | x32,
+                                    arch,
+                                    args: *args,
+                                };
+                                assert_eq!(
+                                    Verdict::from_return(interpret(&program, &data)),
+                                    model(network_denied, private_pids, &data),
+                                    "network_denied {network_denied}, private_pids {private_pids}, nr {:#x}, arch {arch:#x}, args {args:x?}",
+                                    data.nr,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same rules as a straight list: a second oracle for the search alone.
+    fn linear(rules: &[(u32, Rule)]) -> Vec<libc::sock_filter> {
+        let mut program = header();
+        for &(call, rule) in rules {
+            // A leaf of one number: its own comparison, check and returns.
+            let code = leaf(&[Span {
+                first: call,
+                last: call,
+                rule,
+            }]);
+            program.push(crate::seccomp::jump(
+                0x15,
+                call,
+                0,
+                u8::try_from(code.len()).unwrap(),
+            ));
+            program.extend(code);
+        }
+        program.push(crate::seccomp::statement(0x06, 0x7fff_0000));
+        program
+    }
+
+    #[test]
+    fn the_search_agrees_with_a_straight_list_of_the_same_rules() {
+        let sets = argument_sets();
+        for network_denied in [false, true] {
+            for private_pids in [false, true] {
+                let rules = rules(network_denied, private_pids);
+                let (searched, listed) = (build(network_denied, private_pids), linear(&rules));
+                for nr in numbers() {
+                    // A number without a rule is allowed whatever its arguments.
+                    let has_rule = rules.iter().any(|&(call, _)| call == nr);
+                    for args in if has_rule { &sets[..] } else { &sets[..4] } {
+                        let data = Data {
+                            nr,
+                            arch: AUDIT_ARCH,
+                            args: *args,
+                        };
+                        assert_eq!(
+                            interpret(&searched, &data),
+                            interpret(&listed, &data),
+                            "nr {nr}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_search_too_long_for_a_conditional_jump_takes_an_unconditional_one() {
+        // Every other number up to 1500 refused, every seventh checked: the
+        // lower half of the tree is far longer than 255 instructions.
+        let rules: Vec<(u32, Rule)> = (0..1500)
+            .step_by(2)
+            .map(|call| {
+                let rule = if call % 7 == 0 {
+                    Rule::RefuseBits {
+                        argument: 1,
+                        mask: 0o6000,
+                    }
+                } else {
+                    Rule::Refuse(libc::EPERM)
+                };
+                (call, rule)
+            })
+            .collect();
+        let mut searched = header();
+        searched.extend(search(&spans(&rules)));
+        check_jumps(&searched);
+        assert!(
+            searched
+                .iter()
+                .any(|instruction| instruction.code == BPF_JA)
+        );
+        let listed = linear(&rules);
+        for nr in 0..1600 {
+            for mode in [0o755, 0o4755] {
+                let data = Data {
+                    nr,
+                    arch: AUDIT_ARCH,
+                    args: [0, mode, 0, 0, 0, 0],
+                };
+                assert_eq!(
+                    interpret(&searched, &data),
+                    interpret(&listed, &data),
+                    "nr {nr}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_program_is_within_the_kernels_limits_and_every_jump_lands_inside() {
@@ -414,19 +1054,107 @@ mod tests {
         }
     }
 
+    /// Under the kernel's limit of 4096 instructions, every jump (`JA` too)
+    /// lands inside, every load is an aligned word of `seccomp_data`, and the
+    /// last instruction returns.
     fn check_jumps(program: &[libc::sock_filter]) {
         assert!(program.len() < 4096);
         for (index, instruction) in program.iter().enumerate() {
-            if instruction.code & 0x07 == 0x05 {
-                let furthest = index + 1 + usize::from(instruction.jt.max(instruction.jf));
-                assert!(
-                    furthest < program.len(),
-                    "jump at {index} leaves the program"
-                );
+            let furthest = match instruction.code {
+                BPF_JA => index + 1 + usize::try_from(instruction.k).unwrap(),
+                0x15 | 0x35 | 0x45 => index + 1 + usize::from(instruction.jt.max(instruction.jf)),
+                0x20 => {
+                    assert!(
+                        instruction.k.is_multiple_of(4) && instruction.k < 64,
+                        "load at {index}"
+                    );
+                    continue;
+                }
+                0x06 | 0x54 => continue,
+                code => panic!("instruction {code:#x} at {index}"),
+            };
+            assert!(
+                furthest < program.len(),
+                "jump at {index} leaves the program"
+            );
+        }
+        assert_eq!(program.last().unwrap().code, 0x06, "ends in a return");
+    }
+
+    #[test]
+    fn the_longest_walk_is_short() {
+        // The point of the search: the kernel walks the program for every
+        // number of every architecture when it installs it.
+        let program = build(true, false);
+        let leaves = spans(&rules(true, false)).len().div_ceil(LEAF_SIZE);
+        let depth = usize::try_from(leaves.next_power_of_two().trailing_zeros()).unwrap();
+        for nr in 0..1024 {
+            let data = Data {
+                nr,
+                arch: AUDIT_ARCH,
+                args: [0; 6],
+            };
+            let mut steps = 0;
+            let mut counter = 0;
+            // The walk up to the first load of an argument or return.
+            loop {
+                let instruction = program[counter];
+                steps += 1;
+                counter += 1;
+                match instruction.code {
+                    0x06 => break,
+                    0x20 if instruction.k >= 16 => break,
+                    0x20 => {}
+                    0x15 => {
+                        let value = data.word(0);
+                        counter += usize::from(if value == instruction.k {
+                            instruction.jt
+                        } else {
+                            instruction.jf
+                        });
+                    }
+                    0x35 => {
+                        let value = data.word(0);
+                        counter += usize::from(if value >= instruction.k {
+                            instruction.jt
+                        } else {
+                            instruction.jf
+                        });
+                    }
+                    0x05 => counter += usize::try_from(instruction.k).unwrap(),
+                    code => panic!("{code:#x} before a load of an argument"),
+                }
+            }
+            assert!(
+                steps <= header().len() + 2 * depth + 2 * LEAF_SIZE + 1,
+                "nr {nr} takes {steps} steps"
+            );
+        }
+    }
+
+    #[test]
+    fn under_deny_no_socket_can_name_another_as_prepared_runs_rely_on() {
+        let refused = Verdict::Errno(libc::EPERM);
+        let mut every_socket_refused = true;
+        for private_pids in [false, true] {
+            let program = build(true, private_pids);
+            for family in 0..=64 {
+                for kind in 0..16 {
+                    let call = |nr: libc::c_long| {
+                        let data = Data {
+                            nr: u32::try_from(nr).unwrap(),
+                            arch: AUDIT_ARCH,
+                            args: [family, kind | 0x8_0800, 0, 0, 0, 0],
+                        };
+                        Verdict::from_return(interpret(&program, &data))
+                    };
+                    let connected_pair = family == 1 && matches!(kind, 1 | 5);
+                    every_socket_refused &= call(libc::SYS_socket) == refused
+                        && (connected_pair || call(libc::SYS_socketpair) == refused);
+                }
             }
         }
-        let last = program.last().unwrap();
-        assert_eq!((last.code, last.k), (0x06, 0x7fff_0000), "ends in ALLOW");
+        assert_eq!(every_socket_refused, REFUSES_EVERY_SOCKET_UNDER_DENY);
     }
 
     #[test]
@@ -436,5 +1164,14 @@ mod tests {
         calls.sort_unstable();
         calls.dedup();
         assert_eq!(calls.len(), DENIED.len() + TRACING.len());
+        for network_denied in [false, true] {
+            let mut numbers: Vec<u32> = rules(network_denied, false)
+                .iter()
+                .map(|&(call, _)| call)
+                .collect();
+            let count = numbers.len();
+            numbers.dedup();
+            assert_eq!(numbers.len(), count);
+        }
     }
 }
