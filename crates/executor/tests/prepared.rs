@@ -328,3 +328,34 @@ fn a_sandbox_without_an_init_has_nothing_prepared() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(executor.prepared(), 0);
 }
+
+#[test]
+fn network_denied_runs_of_a_root_executor_share_one_empty_network_namespace() {
+    let _serial = serial();
+    let Some(executor) = executor() else { return };
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !executor.features().seccomp.available {
+        eprintln!(
+            "WARNING: not root or no seccomp: network-denied runs get a namespace each, the shared one is UNTESTED"
+        );
+        return;
+    }
+    let sandbox = strict();
+    let namespace_of = |outcome: &Outcome| {
+        assert!(outcome.success(), "{outcome:?}");
+        assert!(outcome.sandbox.network_denied && outcome.sandbox.syscall_filter);
+        String::from_utf8(outcome.stdout.bytes.clone()).unwrap()
+    };
+    let first = namespace_of(&sh(&executor, &sandbox, "readlink /proc/self/ns/net"));
+    let second = namespace_of(&sh(&executor, &sandbox, "readlink /proc/self/ns/net"));
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_eq!(first, second, "one namespace for every network-denied run");
+    assert_ne!(first.trim(), host.to_string_lossy(), "not the host's");
+    // And no run can make a socket in it, of any family: the filter's half of the bargain.
+    let refused = sh(
+        &executor,
+        &sandbox,
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2>&1 | grep -q 'Operation not permitted' && echo refused",
+    );
+    assert_eq!(refused.stdout.bytes, b"refused\n", "{refused:?}");
+}
