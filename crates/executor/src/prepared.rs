@@ -123,6 +123,9 @@ struct Ready {
     key: Key,
 }
 
+/// The longest a run waits for a preparation under way (`Planner::await_refill`).
+const REFILL_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// At most this many prepared sandboxes wait at once (one per profile in use).
 const MAX_READY: usize = 2;
 
@@ -140,6 +143,10 @@ pub(crate) struct Planner {
     ready: Mutex<Vec<Ready>>,
     /// Refills queued on the spawner thread and not done yet.
     refilling: AtomicUsize,
+    /// The sandbox being prepared, while a refill is under way.
+    refilling_key: Mutex<Option<Key>>,
+    /// Told when a refill ends.
+    refilled: tokio::sync::Notify,
     shared_network: OnceLock<Option<OwnedFd>>,
 }
 
@@ -159,6 +166,8 @@ impl Planner {
             keep_prepared: AtomicBool::new(false),
             ready: Mutex::new(Vec::new()),
             refilling: AtomicUsize::new(0),
+            refilling_key: Mutex::new(None),
+            refilled: tokio::sync::Notify::new(),
             shared_network: OnceLock::new(),
         }
     }
@@ -186,6 +195,24 @@ impl Planner {
         self.ready
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits, briefly, for a preparation of `key` under way on the spawner
+    /// thread: it ends sooner than a set-up started now, which would wait
+    /// behind it on that thread anyway.
+    pub(crate) async fn await_refill(&self, key: &Key) {
+        let notified = self.refilled.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        let under_way = self
+            .refilling_key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_ref()
+            == Some(key);
+        if under_way {
+            let _ignored = tokio::time::timeout(REFILL_WAIT, notified).await;
+        }
     }
 
     /// The sandbox plan of a run and how its namespaces start: a prepared
@@ -304,6 +331,15 @@ impl Planner {
             .as_ref()
     }
 
+    fn refill_done(&self) {
+        *self
+            .refilling_key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        self.refilling.fetch_sub(1, Ordering::AcqRel);
+        self.refilled.notify_waiters();
+    }
+
     /// When the executor keeps sandboxes prepared, queues the preparation of
     /// one more for `key` on the spawner thread, unless one waits already.
     pub(crate) fn refill(self: &Arc<Planner>, key: &Key) {
@@ -325,6 +361,10 @@ impl Planner {
         }
         let planner = Arc::clone(self);
         let key = key.clone();
+        *planner
+            .refilling_key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(key.clone());
         let queued = spawn::on_spawner(Box::new(move || {
             let result = planner
                 .plan(&key)
@@ -344,10 +384,10 @@ impl Planner {
                 Ok(_) => {}
                 Err(error) => tracing::debug!(%error, "could not prepare a sandbox ahead"),
             }
-            planner.refilling.fetch_sub(1, Ordering::AcqRel);
+            planner.refill_done();
         }));
         if queued.is_err() {
-            self.refilling.fetch_sub(1, Ordering::AcqRel);
+            self.refill_done();
         }
     }
 }

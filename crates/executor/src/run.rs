@@ -262,6 +262,9 @@ pub(crate) async fn run(
     let key = Key::new(command.sandbox_profile(), limits.tmp_size);
     // Declared before the guard, so that on cancellation the tree is killed
     // before its temporary directory is removed.
+    if session.is_none() && executor.planner.keeps_prepared() {
+        executor.planner.await_refill(&key).await;
+    }
     let (sandbox, start) = match session.and_then(|session| session.take(&key)) {
         Some((sandbox, prepared)) => (sandbox, Start::Prepared(prepared)),
         None => executor.planner.start(&key)?,
