@@ -35,9 +35,23 @@ pub struct RenderedTool {
 /// The templates: the embedded ones, each replaced by a file of the same name in
 /// `override_dir` when there is one.
 pub fn templates(override_dir: Option<&Path>) -> Result<Tera, Error> {
+    compile(override_dir, &EMBEDDED_TEMPLATES)
+}
+
+/// The one template `language` renders with (see [`templates`]): a request compiles only
+/// its own, so that it neither waits for the others nor fails on another's override.
+pub(crate) fn template_of(override_dir: Option<&Path>, language: Language) -> Result<Tera, Error> {
+    let wanted: Vec<(&str, &str)> = EMBEDDED_TEMPLATES
+        .into_iter()
+        .filter(|(name, _)| *name == language.template())
+        .collect();
+    compile(override_dir, &wanted)
+}
+
+fn compile(override_dir: Option<&Path>, embedded: &[(&str, &str)]) -> Result<Tera, Error> {
     let mut tera = Tera::default();
     tera.autoescape_on(Vec::new());
-    for (name, embedded) in EMBEDDED_TEMPLATES {
+    for &(name, embedded) in embedded {
         let overriding = override_dir
             .map(|dir| dir.join(name))
             .filter(|path| path.is_file());
@@ -94,6 +108,20 @@ pub fn render(tera: &Tera, request: &Request, implementation: &str) -> Result<Re
         contents,
         executable: language != Language::Manifest,
     })
+}
+
+/// What a rendered executable answers its Kodelet probes, `description` and `config`, for
+/// the pipeline to load it while discovery probes the file (`None` for a manifest, which is
+/// read, not run). The embedded templates print exactly these; an overriding template that
+/// prints anything else only loses that head start (see `check_staged` in the pipeline).
+pub(crate) fn kodelet_answers(request: &Request) -> Option<(String, String)> {
+    match request.language {
+        Language::Python | Language::Bash => Some((
+            description_json(request),
+            serde_json::json!({"timeout": format!("{}s", request.timeout_seconds)}).to_string(),
+        )),
+        Language::Manifest => None,
+    }
 }
 
 /// The description JSON of a Kodelet tool (what `tool description` prints): every

@@ -1167,6 +1167,44 @@ fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, ProblemError> {
     register(parts, &candidate.expected)
 }
 
+/// The tool the Kodelet executable at `path` is, had its `description` probe printed
+/// `description` and its `config` probe printed `config`: the same classification, parsing
+/// and registration checks as [`discover`] applies to a probed file (in [`Layer::Explicit`],
+/// from the file's directory), with nothing run. `Ok(None)` when discovery would not probe
+/// the file as a Kodelet tool (a manifest, an ikigai `NAME-tool`, a skipped file).
+///
+/// For a caller that wrote the file and knows what it answers (the generator), so that it
+/// can call the tool while discovery's own probes of the file run. It proves nothing about
+/// what the file really answers: compare the result with the tool [`discover`] loads.
+pub fn load_answered(
+    path: &Path,
+    description: &[u8],
+    config: &[u8],
+) -> Result<Option<Tool>, ProblemError> {
+    let Some(classified) = classify(path)? else {
+        return Ok(None);
+    };
+    if classified.format != Format::Kodelet {
+        return Ok(None);
+    }
+    let candidate = Candidate {
+        path: path.to_path_buf(),
+        source: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        layer: Layer::Explicit,
+        expected: classified.name,
+        format: classified.format,
+        fingerprint: classified.fingerprint,
+    };
+    let probed = Probed {
+        config: ConfigAnswer::Printed(config.to_vec()),
+        ..Probed::only(
+            kodelet::PROTOCOL,
+            ProbeRecord::Output(description.to_vec()),
+        )
+    };
+    load(&probed, &candidate).map(Some)
+}
+
 /// Probes the candidates (ignoring any cache) and loads each: what `validate` reports.
 pub(crate) async fn load_fresh(
     executor: &Arc<Executor>,
