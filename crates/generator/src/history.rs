@@ -294,3 +294,59 @@ pub(crate) fn contents(tools_dir: &Path, version: &Version) -> Result<RenderedTo
         executable: entry.filemode() == 0o100_755,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(contents: &str) -> RenderedTool {
+        RenderedTool {
+            file_name: "say_hi".to_owned(),
+            contents: contents.to_owned(),
+            executable: true,
+        }
+    }
+
+    /// A first history written aside moves into place whole, its version published.
+    #[test]
+    fn a_fresh_history_is_adopted_with_its_version() {
+        let temp = tempfile::tempdir().unwrap();
+        let name = ToolName::new("say_hi").unwrap();
+        let scratch = temp.path().join("scratch.git");
+        let pending = prepare_fresh(&scratch, &name, &tool("v1"), "registered").unwrap();
+        assert!(!exists(temp.path()));
+        let adopted = adopt(pending, temp.path()).unwrap().unwrap();
+        assert!(exists(temp.path()) && !scratch.exists());
+        let versions = history(temp.path(), &name).unwrap();
+        assert_eq!(versions.len(), 1);
+        assert_eq!(versions[0].commit, adopted.commit());
+        assert_eq!(contents(temp.path(), &versions[0]).unwrap(), tool("v1"));
+    }
+
+    /// A history that appeared while a first one was written aside (another process) is
+    /// never replaced: `adopt` declines, and the version goes into the existing one.
+    #[test]
+    fn a_history_that_appeared_meanwhile_is_kept() {
+        let temp = tempfile::tempdir().unwrap();
+        let name = ToolName::new("say_hi").unwrap();
+        let other = ToolName::new("other_tool").unwrap();
+        let pending = prepare_fresh(
+            &temp.path().join("scratch.git"),
+            &name,
+            &tool("mine"),
+            "registered",
+        )
+        .unwrap();
+        let theirs = prepare(temp.path(), &other, &tool("theirs"), "registered").unwrap();
+        publish(&theirs).unwrap();
+        assert!(adopt(pending, temp.path()).unwrap().is_none());
+        assert_eq!(history(temp.path(), &other).unwrap().len(), 1);
+        assert!(matches!(
+            history(temp.path(), &name),
+            Err(Error::NoHistory { .. })
+        ));
+        let mine = prepare(temp.path(), &name, &tool("mine"), "registered").unwrap();
+        publish(&mine).unwrap();
+        assert_eq!(history(temp.path(), &name).unwrap().len(), 1);
+    }
+}

@@ -430,7 +430,10 @@ fn described_difference(left: &Tool, right: &Tool) -> Option<&'static str> {
         ("layer", left.layer() == right.layer()),
         ("kind", left.kind() == right.kind()),
         ("tests", left.tests() == right.tests()),
-        ("env arguments", left.env_arguments() == right.env_arguments()),
+        (
+            "env arguments",
+            left.env_arguments() == right.env_arguments(),
+        ),
         ("shell", left.manifest_shell() == right.manifest_shell()),
     ]
     .into_iter()
@@ -848,5 +851,138 @@ impl Drop for Staging {
         for dir in &self.created {
             let _not_empty = fs::remove_dir(dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+    use toolsmith_executor::{BackendChoice, ExecutorConfig, Limits, filtered_env};
+    use toolsmith_registry::SandboxSettings;
+
+    use super::*;
+
+    struct Staged {
+        _temp: tempfile::TempDir,
+        dir: PathBuf,
+        file: PathBuf,
+        request: Request,
+        executor: Arc<Executor>,
+        run_config: RunConfig,
+    }
+
+    /// `request` rendered from the embedded template into a staging directory of its own.
+    fn stage(request: Value) -> Staged {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("staging");
+        fs::create_dir(&dir).unwrap();
+        let request = Request::from_json(&request).unwrap();
+        let tera = render::template_of(None, request.language).unwrap();
+        let implementation = request.implementation.clone().unwrap();
+        let rendered = render::render(&tera, &request, &implementation).unwrap();
+        let file = dir.join(&rendered.file_name);
+        write_file(&file, &rendered).unwrap();
+        let executor = Arc::new(
+            Executor::new(ExecutorConfig {
+                backend: BackendChoice::Auto,
+                max_concurrent: None,
+            })
+            .unwrap(),
+        );
+        let mut limits = Limits::recommended();
+        limits.timeout = Duration::from_secs(10);
+        let run_config = RunConfig {
+            cwd: temp.path().to_path_buf(),
+            env: filtered_env(&[], &[("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
+            limits,
+            max_timeout: Duration::from_secs(300),
+            overrides: Default::default(),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: temp.path().to_path_buf(),
+            protected: Vec::new(),
+        };
+        Staged {
+            _temp: temp,
+            dir,
+            file,
+            request,
+            executor,
+            run_config,
+        }
+    }
+
+    /// The pipeline calls a generated executable before discovery has probed it, with the
+    /// answers it expects from the embedded template: they must be exactly what the file
+    /// answers, `config` included (which discovery asks only at a tool's first call).
+    #[tokio::test]
+    async fn the_answers_are_what_the_embedded_templates_print() {
+        for (language, implementation) in [("bash", "echo hi"), ("python", "return 'hi'")] {
+            let staged = stage(json!({
+                "name": "say_hi", "description": "Says hi.", "language": language,
+                "parameters": {"who": {"type": "integer", "default": 3}},
+                "output_schema": {"type": "string"}, "requires_network": true,
+                "timeout_seconds": 45, "implementation": implementation,
+                "tests": [{"input": {}, "expect": {"result": "hi"}}],
+            }));
+            let discovered = discover_staged(
+                &staged.executor,
+                &staged.dir,
+                &staged.request.name,
+                &staged.run_config,
+            )
+            .await
+            .unwrap();
+            let discovered = configured(&staged.executor, &discovered, &staged.run_config)
+                .await
+                .unwrap();
+            let (description, config) = render::kodelet_answers(&staged.request).unwrap();
+            let answered = load_answered(&staged.file, description.as_bytes(), config.as_bytes())
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                described_difference(&discovered, &answered),
+                None,
+                "{language}"
+            );
+            assert_eq!(
+                discovered.requested_timeout(),
+                Some(Duration::from_secs(45)),
+                "{language}"
+            );
+            assert_eq!(answered.requested_timeout(), discovered.requested_timeout());
+            assert!(!answered.config_pending() && !discovered.config_pending());
+        }
+    }
+
+    /// When discovery loads another tool than the answers describe, the checks are those of
+    /// discovery's tool: here the answers claim the network, the file declares none, and the
+    /// `network` check reports the runs of the file's own sandbox.
+    #[tokio::test]
+    async fn checks_are_discoverys_when_the_answers_differ() {
+        let staged = stage(json!({
+            "name": "say_hi", "description": "Says hi.", "language": "bash",
+            "implementation": "echo hi",
+            "tests": [{"input": {}, "expect": {"result": "hi"}}],
+        }));
+        let (description, config) = render::kodelet_answers(&staged.request).unwrap();
+        let mut forged: Value = serde_json::from_str(&description).unwrap();
+        forged["sandbox"]["network"] = json!("allow");
+        let checks = check_staged(
+            &staged.executor,
+            &staged.dir,
+            &staged.file,
+            &staged.request,
+            Some((forged.to_string(), config)),
+            &staged.run_config,
+        )
+        .await
+        .unwrap();
+        let failing: Vec<&CheckReport> = checks.iter().filter(|check| !check.ok).collect();
+        assert!(failing.is_empty(), "{failing:?}");
+        let network = checks.iter().find(|check| check.name == "network").unwrap();
+        assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+        assert_eq!(checks[0].name, "registry");
     }
 }

@@ -313,6 +313,64 @@ async fn the_registry_check_explains_a_broken_manifest() {
     assert!(failing[0].1.contains("who"), "{failing:?}");
 }
 
+/// An executable that discovery refuses fails the `registry` check alone, though its test
+/// cases start while discovery probes it: a Python body that does not compile fails its
+/// `description` probe, and nothing is registered or left on disk.
+#[tokio::test]
+async fn the_registry_check_refuses_an_executable_whose_probe_fails() {
+    let world = World::new();
+    let report = world.generate(word_count("python", "return (1 +")).await;
+    assert_eq!(report.status, Status::Rejected);
+    let failing = failing_checks(&report);
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0].0, "registry", "{failing:?}");
+    assert!(failing[0].1.contains("description"), "{failing:?}");
+    assert!(
+        !report
+            .checks
+            .iter()
+            .any(|check| check.name.starts_with("test: ")),
+        "{:?}",
+        report.checks
+    );
+    assert!(!world.temp.path().join(".toolsmith").exists());
+}
+
+/// An overriding template is asked what it answers rather than trusted to answer what the
+/// generator rendered: this one asks for a 1 s timeout whatever the request says, and the
+/// test case that sleeps longer times out.
+#[tokio::test]
+async fn an_overriding_templates_config_is_asked() {
+    let mut world = World::new();
+    let embedded = toolsmith_generator::EMBEDDED_TEMPLATES
+        .iter()
+        .find(|(name, _)| *name == "bash.tera")
+        .unwrap()
+        .1;
+    let asked = "printf '{\"timeout\": \"%s\"}\\n' {{ timeout | shell_quote }}";
+    assert!(embedded.contains(asked));
+    let overrides = world.temp.path().join("templates");
+    fs::create_dir(&overrides).unwrap();
+    fs::write(
+        overrides.join("bash.tera"),
+        embedded.replace(asked, "printf '{\"timeout\": \"1s\"}\\n'"),
+    )
+    .unwrap();
+    world.config.templates_dir = Some(overrides);
+    let report = world
+        .generate(json!({
+            "name": "wait_long", "description": "Waits.", "language": "bash",
+            "implementation": "sleep 2\necho done",
+            "tests": [{"input": {}, "expect": {"result": "done"}}],
+        }))
+        .await;
+    assert_eq!(report.status, Status::Rejected);
+    let failing = failing_checks(&report);
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0].0, "test: case 1", "{failing:?}");
+    assert!(failing[0].1.contains("TIMEOUT"), "{failing:?}");
+}
+
 #[tokio::test]
 async fn existing_names_need_replace_and_reserved_names_are_refused() {
     let world = World::new();
