@@ -1197,10 +1197,7 @@ pub fn load_answered(
     };
     let probed = Probed {
         config: ConfigAnswer::Printed(config.to_vec()),
-        ..Probed::only(
-            kodelet::PROTOCOL,
-            ProbeRecord::Output(description.to_vec()),
-        )
+        ..Probed::only(kodelet::PROTOCOL, ProbeRecord::Output(description.to_vec()))
     };
     load(&probed, &candidate).map(Some)
 }
