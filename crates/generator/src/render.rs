@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 use tera::Tera;
@@ -39,13 +40,33 @@ pub fn templates(override_dir: Option<&Path>) -> Result<Tera, Error> {
 }
 
 /// The one template `language` renders with (see [`templates`]): a request compiles only
-/// its own, so that it neither waits for the others nor fails on another's override.
-pub(crate) fn template_of(override_dir: Option<&Path>, language: Language) -> Result<Tera, Error> {
+/// its own, so that it neither waits for the others nor fails on another's override. An
+/// embedded template is compiled once per process (a server generates many tools); an
+/// overriding file is read and compiled at every request, since it may have changed.
+pub(crate) fn template_of(
+    override_dir: Option<&Path>,
+    language: Language,
+) -> Result<Arc<Tera>, Error> {
+    static EMBEDDED: [OnceLock<Arc<Tera>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let wanted: Vec<(&str, &str)> = EMBEDDED_TEMPLATES
         .into_iter()
         .filter(|(name, _)| *name == language.template())
         .collect();
-    compile(override_dir, &wanted)
+    let overridden = override_dir.is_some_and(|dir| dir.join(language.template()).is_file());
+    if overridden {
+        return compile(override_dir, &wanted).map(Arc::new);
+    }
+    let cell = match language {
+        Language::Python => &EMBEDDED[0],
+        Language::Bash => &EMBEDDED[1],
+        Language::Manifest => &EMBEDDED[2],
+    };
+    if let Some(tera) = cell.get() {
+        return Ok(Arc::clone(tera));
+    }
+    let tera = Arc::new(compile(None, &wanted)?);
+    // Two requests may compile it at once; either result is the same template.
+    Ok(Arc::clone(cell.get_or_init(|| tera)))
 }
 
 fn compile(override_dir: Option<&Path>, embedded: &[(&str, &str)]) -> Result<Tera, Error> {
