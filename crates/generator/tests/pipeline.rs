@@ -365,10 +365,15 @@ async fn an_overriding_templates_config_is_asked() {
         }))
         .await;
     assert_eq!(report.status, Status::Rejected);
+    // The `sleep` the timeout interrupted may also count as a process left behind.
     let failing = failing_checks(&report);
-    assert_eq!(failing.len(), 1, "{failing:?}");
-    assert_eq!(failing[0].0, "test: case 1", "{failing:?}");
-    assert!(failing[0].1.contains("TIMEOUT"), "{failing:?}");
+    assert!(
+        failing
+            .iter()
+            .any(|(name, detail)| name == "test: case 1" && detail.contains("TIMEOUT")),
+        "{failing:?}"
+    );
+    assert!(!world.config.tools_dir.join("wait_long").exists());
 }
 
 #[tokio::test]
