@@ -1472,7 +1472,9 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    use crate::discovery::{classify, first_line};
+    use std::time::Duration;
+
+    use crate::discovery::{ProblemError, classify, first_line, load_answered};
 
     fn check(file: &str, contents: Option<(&str, u32)>, expect: Result<Option<&str>, &str>) {
         let dir = tempfile::tempdir().unwrap();
@@ -1549,6 +1551,40 @@ mod tests {
         let link = dir.path().join("linked");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert_eq!(classify(&link).unwrap().unwrap().name.as_str(), "linked");
+    }
+
+    /// `load_answered` loads what discovery would from the same answers, and refuses what
+    /// discovery would refuse, without running the file (which here would fail if run).
+    #[test]
+    fn answers_load_as_probes_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("say_hi");
+        fs::write(&path, "#!/bin/sh\nexit 9\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        let description = br#"{"name": "say_hi", "description": "Says hi.", "input_schema": {"type": "object", "properties": {}}}"#;
+        let tool = load_answered(&path, description, br#"{"timeout": "45s"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(tool.name().as_str(), "say_hi");
+        assert_eq!(tool.description(), "Says hi.");
+        assert_eq!(tool.requested_timeout(), Some(Duration::from_secs(45)));
+        assert!(!tool.config_pending());
+        assert_eq!(tool.source(), dir.path());
+
+        let renamed = br#"{"name": "say_bye", "description": "Says bye.", "input_schema": {"type": "object"}}"#;
+        let error = load_answered(&path, renamed, b"").unwrap_err();
+        assert!(
+            matches!(error, ProblemError::NameMismatch { .. }),
+            "{error}"
+        );
+
+        let manifest = dir.path().join("say_hi.md");
+        fs::write(&manifest, "---\nname: say_hi\n---\necho hi\n").unwrap();
+        assert!(
+            load_answered(&manifest, description, b"")
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
