@@ -5,7 +5,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -227,7 +227,12 @@ pub async fn generate(
             let scratch = scratch.clone();
             let name = name.clone();
             let rendered = rendered.clone();
-            move || history::prepare_fresh(&scratch, &name, &rendered, message)
+            let sweep = staging.sweeper();
+            move || {
+                let pending = history::prepare_fresh(&scratch, &name, &rendered, message);
+                sweep();
+                pending
+            }
         })
     });
 
@@ -805,6 +810,9 @@ fn sync_file(path: &Path) -> Result<(), Error> {
 struct Staging {
     dir: PathBuf,
     created: Vec<PathBuf>,
+    /// Set when the staging directory is removed, for a blocking task that may still be
+    /// writing in it (see [`Staging::sweeper`]).
+    removed: Arc<AtomicBool>,
 }
 
 /// The staging area's name inside the tools directory.
@@ -834,23 +842,52 @@ impl Staging {
             path: dir.clone(),
             source,
         })?;
-        Ok(Staging { dir, created })
+        Ok(Staging {
+            dir,
+            created,
+            removed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// For a blocking task writing inside the staging directory: the pipeline awaits it
+    /// before dropping the staging directory, but a cancelled generation (an MCP client
+    /// that gave up) drops it at once, maybe while the task still writes. The task calls the
+    /// sweeper when done, which then removes what the drop could not.
+    fn sweeper(&self) -> impl FnOnce() + Send + 'static {
+        let removed = Arc::clone(&self.removed);
+        let dir = self.dir.clone();
+        let created = self.created.clone();
+        move || {
+            if removed.load(Ordering::SeqCst) {
+                remove_staging(&dir, &created);
+            }
+        }
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        if let Err(error) = fs::remove_dir_all(&self.dir) {
-            tracing::warn!(dir = %self.dir.display(), %error, "cannot remove a staging directory");
+        self.removed.store(true, Ordering::SeqCst);
+        remove_staging(&self.dir, &self.created);
+    }
+}
+
+/// Removes a staging directory; the staging area itself goes when empty, and so do the
+/// tools directory and its parents when this run created them and left nothing in them (a
+/// rejected first request).
+fn remove_staging(dir: &Path, created: &[PathBuf]) {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            tracing::warn!(dir = %dir.display(), %error, "cannot remove a staging directory");
         }
-        // The staging area itself goes when empty; so do the tools directory and its parents
-        // when this run created them and left nothing in them (a rejected first request).
-        if let Some(area) = self.dir.parent() {
-            let _empty_or_busy = fs::remove_dir(area);
-        }
-        for dir in &self.created {
-            let _not_empty = fs::remove_dir(dir);
-        }
+    }
+    if let Some(area) = dir.parent() {
+        let _empty_or_busy = fs::remove_dir(area);
+    }
+    for dir in created {
+        let _not_empty = fs::remove_dir(dir);
     }
 }
 

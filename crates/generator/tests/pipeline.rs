@@ -376,6 +376,41 @@ async fn an_overriding_templates_config_is_asked() {
     assert!(!world.config.tools_dir.join("wait_long").exists());
 }
 
+/// A generation dropped part-way (an MCP client that gave up) leaves nothing either, at
+/// whatever point it is dropped: the first history of the tools directory, written aside
+/// while the checks run, may still be being written when the staging directory goes.
+#[tokio::test]
+async fn a_cancelled_generation_leaves_nothing() {
+    for after_ms in [1, 3, 5, 8, 12, 20, 40] {
+        let world = World::new();
+        let existing = world.catalog().await;
+        let request = json!({
+            "name": "wait_long", "description": "Waits.", "language": "bash",
+            "implementation": "sleep 5\necho done",
+            "tests": [{"input": {}, "expect": {"result": "done"}}],
+        });
+        let cancelled = tokio::time::timeout(
+            std::time::Duration::from_millis(after_ms),
+            generate(
+                &world.executor,
+                &request,
+                &existing,
+                None,
+                &world.config,
+                &world.run_config,
+            ),
+        )
+        .await;
+        assert!(cancelled.is_err(), "{after_ms} ms: {cancelled:?}");
+        let left = world.temp.path().join(".toolsmith");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while left.exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(!left.exists(), "{after_ms} ms: something was left on disk");
+    }
+}
+
 #[tokio::test]
 async fn existing_names_need_replace_and_reserved_names_are_refused() {
     let world = World::new();
