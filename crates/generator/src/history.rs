@@ -102,8 +102,8 @@ pub(crate) fn prepare_fresh(
 /// (another process registered a tool): the caller records its version in that one instead.
 pub(crate) fn adopt(pending: Pending, tools_dir: &Path) -> Result<Option<Pending>, Error> {
     let target = tools_dir.join(HISTORY_DIR);
-    // `rename` refuses to replace a directory that is not empty, so a repository that
-    // appeared meanwhile is never lost; an empty one (a crashed `init`) is replaced.
+    // `rename` replaces only an empty directory, so a repository that appeared meanwhile is
+    // never lost.
     match std::fs::rename(&pending.repository, &target) {
         Ok(()) => Ok(Some(Pending {
             repository: target,

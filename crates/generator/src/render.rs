@@ -133,8 +133,8 @@ pub fn render(tera: &Tera, request: &Request, implementation: &str) -> Result<Re
 
 /// What a rendered executable answers its Kodelet probes, `description` and `config`, for
 /// the pipeline to load it while discovery probes the file (`None` for a manifest, which is
-/// read, not run). The embedded templates print exactly these; an overriding template that
-/// prints anything else only loses that head start (see `check_staged` in the pipeline).
+/// read, not run). The embedded templates print exactly these (a test of the pipeline runs
+/// both probes to compare); the pipeline never assumes it of an overriding template.
 pub(crate) fn kodelet_answers(request: &Request) -> Option<(String, String)> {
     match request.language {
         Language::Python | Language::Bash => Some((
