@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository, Signature};
+use git2::{ObjectType, Oid, Repository, RepositoryInitOptions, Signature};
 use serde::Serialize;
 use toolsmith_registry::ToolName;
 
@@ -62,10 +62,66 @@ fn open_or_init(tools_dir: &Path) -> Result<(Repository, PathBuf), Error> {
     let repository = if path.exists() {
         Repository::open_bare(&path)
     } else {
-        Repository::init_bare(&path)
+        init(&path)
     }
     .map_err(git_error(&path))?;
     Ok((repository, path))
+}
+
+/// A new bare repository at `path`, without the sample hooks and other files of git's
+/// template directory: nothing ever runs hooks in it, and each file costs a create.
+fn init(path: &Path) -> Result<Repository, git2::Error> {
+    let mut options = RepositoryInitOptions::new();
+    options.bare(true).external_template(false).mkpath(true);
+    Repository::init_opts(path, &options)
+}
+
+/// Whether the tools directory has a history repository yet.
+pub(crate) fn exists(tools_dir: &Path) -> bool {
+    tools_dir.join(HISTORY_DIR).exists()
+}
+
+/// Writes the first version of `name`, its ref included, into a new repository at `scratch`
+/// (inside the staging directory), for a tools directory that has no history yet: the
+/// pipeline does it while the checks run, and [`adopt`] moves the whole repository into
+/// place once the file is. A rejected request's repository goes with the staging directory.
+pub(crate) fn prepare_fresh(
+    scratch: &Path,
+    name: &ToolName,
+    tool: &RenderedTool,
+    message: &str,
+) -> Result<Pending, Error> {
+    let repository = init(scratch).map_err(git_error(scratch))?;
+    let pending = write_version(&repository, scratch, name, tool, message)?;
+    publish(&pending)?;
+    Ok(pending)
+}
+
+/// Moves a repository written by [`prepare_fresh`] to `<tools_dir>/.history.git` with one
+/// `rename`, which publishes its version. `None` when a repository appeared there meanwhile
+/// (another process registered a tool): the caller records its version in that one instead.
+pub(crate) fn adopt(pending: Pending, tools_dir: &Path) -> Result<Option<Pending>, Error> {
+    let target = tools_dir.join(HISTORY_DIR);
+    // `rename` replaces only an empty directory, so a repository that appeared meanwhile is
+    // never lost.
+    match std::fs::rename(&pending.repository, &target) {
+        Ok(()) => Ok(Some(Pending {
+            repository: target,
+            ..pending
+        })),
+        Err(source)
+            if matches!(
+                source.kind(),
+                std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(source) => Err(Error::Io {
+            path: target,
+            source,
+        }),
+    }
 }
 
 /// Writes the commit of a new version of `name` holding `tool` (blob, tree, commit), without
@@ -77,7 +133,18 @@ pub(crate) fn prepare(
     message: &str,
 ) -> Result<Pending, Error> {
     let (repository, path) = open_or_init(tools_dir)?;
-    let error = git_error(&path);
+    write_version(&repository, &path, name, tool, message)
+}
+
+/// The blob, tree and commit of the next version of `name` in `repository` (at `path`).
+fn write_version(
+    repository: &Repository,
+    path: &Path,
+    name: &ToolName,
+    tool: &RenderedTool,
+    message: &str,
+) -> Result<Pending, Error> {
+    let error = git_error(path);
     let reference = reference(name);
     let parent = match repository.find_reference(&reference) {
         Ok(found) => Some(found.peel_to_commit().map_err(&error)?),
@@ -85,7 +152,7 @@ pub(crate) fn prepare(
         Err(other) => return Err(error(other)),
     };
     let version = match &parent {
-        Some(parent) => chain_length(&repository, parent.id()).map_err(&error)? + 1,
+        Some(parent) => chain_length(repository, parent.id()).map_err(&error)? + 1,
         None => 1,
     };
     let blob = repository.blob(tool.contents.as_bytes()).map_err(&error)?;
@@ -112,7 +179,7 @@ pub(crate) fn prepare(
         )
         .map_err(&error)?;
     Ok(Pending {
-        repository: path.clone(),
+        repository: path.to_path_buf(),
         reference,
         commit,
         parent: parent.as_ref().map(git2::Commit::id),
@@ -226,4 +293,60 @@ pub(crate) fn contents(tools_dir: &Path, version: &Version) -> Result<RenderedTo
         contents: String::from_utf8_lossy(blob.content()).into_owned(),
         executable: entry.filemode() == 0o100_755,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(contents: &str) -> RenderedTool {
+        RenderedTool {
+            file_name: "say_hi".to_owned(),
+            contents: contents.to_owned(),
+            executable: true,
+        }
+    }
+
+    /// A first history written aside moves into place whole, its version published.
+    #[test]
+    fn a_fresh_history_is_adopted_with_its_version() {
+        let temp = tempfile::tempdir().unwrap();
+        let name = ToolName::new("say_hi").unwrap();
+        let scratch = temp.path().join("scratch.git");
+        let pending = prepare_fresh(&scratch, &name, &tool("v1"), "registered").unwrap();
+        assert!(!exists(temp.path()));
+        let adopted = adopt(pending, temp.path()).unwrap().unwrap();
+        assert!(exists(temp.path()) && !scratch.exists());
+        let versions = history(temp.path(), &name).unwrap();
+        assert_eq!(versions.len(), 1);
+        assert_eq!(versions[0].commit, adopted.commit());
+        assert_eq!(contents(temp.path(), &versions[0]).unwrap(), tool("v1"));
+    }
+
+    /// A history that appeared while a first one was written aside (another process) is
+    /// never replaced: `adopt` declines, and the version goes into the existing one.
+    #[test]
+    fn a_history_that_appeared_meanwhile_is_kept() {
+        let temp = tempfile::tempdir().unwrap();
+        let name = ToolName::new("say_hi").unwrap();
+        let other = ToolName::new("other_tool").unwrap();
+        let pending = prepare_fresh(
+            &temp.path().join("scratch.git"),
+            &name,
+            &tool("mine"),
+            "registered",
+        )
+        .unwrap();
+        let theirs = prepare(temp.path(), &other, &tool("theirs"), "registered").unwrap();
+        publish(&theirs).unwrap();
+        assert!(adopt(pending, temp.path()).unwrap().is_none());
+        assert_eq!(history(temp.path(), &other).unwrap().len(), 1);
+        assert!(matches!(
+            history(temp.path(), &name),
+            Err(Error::NoHistory { .. })
+        ));
+        let mine = prepare(temp.path(), &name, &tool("mine"), "registered").unwrap();
+        publish(&mine).unwrap();
+        assert_eq!(history(temp.path(), &name).unwrap().len(), 1);
+    }
 }

@@ -5,14 +5,14 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    Catalog, Envelope, ErrorCode, LiveRegistry, Policy, RunConfig, Tool, ToolName, discover,
-    error_chain, invoke, run_cases,
+    Catalog, DiscoveryCache, Envelope, ErrorCode, LiveRegistry, Policy, Problem, RunConfig, Tool,
+    ToolName, discover, error_chain, invoke, load_answered, resolve_config, run_cases,
 };
 
 use crate::history::{self, Version};
@@ -175,7 +175,7 @@ pub async fn generate(
         (None, _) => checks.push(CheckReport::passed("name", None)),
     }
 
-    let tera = render::templates(config.templates_dir.as_deref())?;
+    let tera = render::template_of(config.templates_dir.as_deref(), request.language)?;
     let Some(implementation) = request.implementation.clone() else {
         let rendered = render::render(&tera, &request, &skeleton(&request))?;
         let draft_dir = config.drafts_dir.join(name.as_str());
@@ -205,39 +205,91 @@ pub async fn generate(
     let rendered = render::render(&tera, &request, &implementation)?;
     checks.push(CheckReport::passed("render", None));
 
-    let staging = Staging::create(&config.tools_dir, &name)?;
-    let staged = staging.dir.join(&rendered.file_name);
-    write_file(&staged, &rendered)?;
-    let catalog = discover(executor, std::slice::from_ref(&staging.dir), run_config).await;
-    let tool = match (catalog.get(&name), catalog.problems().first()) {
-        (Some(tool), None) => tool.clone(),
-        (_, Some(problem)) => {
-            checks.push(CheckReport::failed("registry", problem.message()));
-            return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
-        }
-        (None, None) => {
-            checks.push(CheckReport::failed(
-                "registry",
-                format!("discovery found no tool `{name}` in the staged file"),
-            ));
-            return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
-        }
-    };
-    checks.push(CheckReport::passed("registry", None));
-    let sandbox_checks = check_in_sandbox(executor, &tool, &request, run_config).await?;
-    checks.extend(sandbox_checks);
-    if checks.iter().any(|check| !check.ok) {
-        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
-    }
-
     let message = if request.replace {
         "replaced from a custom_tool request"
     } else {
         "registered from a custom_tool request"
     };
-    let pending = history::prepare(&config.tools_dir, &name, &rendered, message)?;
-    let path = install(&config.tools_dir, &name, &staged, &rendered)?;
-    history::publish(&pending)?;
+    let staging = Staging::create(&config.tools_dir, &name)?;
+    let staged = staging.dir.join(&rendered.file_name);
+    write_unsynced(&staged, &rendered)?;
+    // Off the checks' path, on the blocking pool: the file's fsync (through a read-only
+    // descriptor, since a process that holds a writable one cannot be executed) and, for a
+    // tools directory without history, the new repository holding this version. Both are
+    // awaited before anything else happens to the staging directory.
+    let synced = tokio::task::spawn_blocking({
+        let staged = staged.clone();
+        move || sync_file(&staged)
+    });
+    let scratch = staging.dir.join(history::HISTORY_DIR);
+    let fresh_history = (!history::exists(&config.tools_dir)).then(|| {
+        tokio::task::spawn_blocking({
+            let scratch = scratch.clone();
+            let name = name.clone();
+            let rendered = rendered.clone();
+            let sweep = staging.sweeper();
+            move || {
+                let pending = history::prepare_fresh(&scratch, &name, &rendered, message);
+                sweep();
+                pending
+            }
+        })
+    });
+
+    // An embedded template prints exactly what the generator rendered; an overriding one may
+    // print anything, so its file is asked.
+    let overridden = config
+        .templates_dir
+        .as_deref()
+        .is_some_and(|dir| dir.join(request.language.template()).is_file());
+    let answers = if overridden {
+        None
+    } else {
+        render::kodelet_answers(&request)
+    };
+    let staged_checks = check_staged(
+        executor,
+        &staging.dir,
+        &staged,
+        &request,
+        answers,
+        run_config,
+    )
+    .await;
+    let synced = joined(synced, &staged).await;
+    let fresh_history = match fresh_history {
+        Some(task) => Some(joined(task, &scratch).await),
+        None => None,
+    };
+    checks.extend(staged_checks?);
+    if checks.iter().any(|check| !check.ok) {
+        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+    }
+    synced?;
+
+    // The version is recorded once the file is in place: an existing history gets its commit
+    // first and its ref moved after the `rename`; a new one is moved into place whole.
+    let (path, pending) = match fresh_history {
+        None => {
+            let pending = history::prepare(&config.tools_dir, &name, &rendered, message)?;
+            let path = install(&config.tools_dir, &name, &staged, &rendered)?;
+            history::publish(&pending)?;
+            (path, pending)
+        }
+        Some(fresh) => {
+            let fresh = fresh?;
+            let path = install(&config.tools_dir, &name, &staged, &rendered)?;
+            let pending = match history::adopt(fresh, &config.tools_dir)? {
+                Some(adopted) => adopted,
+                None => {
+                    let pending = history::prepare(&config.tools_dir, &name, &rendered, message)?;
+                    history::publish(&pending)?;
+                    pending
+                }
+            };
+            (path, pending)
+        }
+    };
     drop(staging);
     if let Some(live) = live {
         live.refresh().await;
@@ -251,6 +303,168 @@ pub async fn generate(
         commit: Some(pending.commit()),
         checks,
     })
+}
+
+/// The checks of the staged file from `registry` on: discovery loads it as any tool (its
+/// `description` probe), and [`check_in_sandbox`] calls it as its first caller would (its
+/// `config` answered, then its runs).
+///
+/// A file rendered from an embedded template answers its probes what the generator rendered
+/// (`answers`: the description, and the request's timeout for `config`), so the registry's
+/// own loader turns those answers into the tool at once and the sandbox checks run while
+/// discovery probes the file. They count only if discovery then loads the very same tool from
+/// the file; when it does not, its `config` is asked and the checks run again on the tool
+/// discovery loaded. Without `answers` (a manifest, which discovery reads without running
+/// anything; an overriding template, whose answers only the file knows) the file's
+/// `config` is asked after its description and the checks run on discovery's tool.
+/// When discovery refuses the file, the `registry` check says why and the runs still under
+/// way are dropped (the executor kills them).
+async fn check_staged(
+    executor: &Arc<Executor>,
+    staging_dir: &Path,
+    staged: &Path,
+    request: &Request,
+    answers: Option<(String, String)>,
+    run_config: &RunConfig,
+) -> Result<Vec<CheckReport>, Error> {
+    let discovery = discover_staged(executor, staging_dir, &request.name, run_config);
+    let answered = answers.and_then(|(description, config)| {
+        load_answered(staged, description.as_bytes(), config.as_bytes())
+            .ok()
+            .flatten()
+    });
+    let Some(answered) = answered else {
+        let discovered = match discovery.await {
+            Ok(tool) => configured(executor, &tool, run_config).await,
+            Err(problem) => Err(problem),
+        };
+        return match discovered {
+            Ok(tool) => with_registry(check_in_sandbox(executor, &tool, request, run_config).await),
+            Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
+        };
+    };
+    let early = check_in_sandbox(executor, &answered, request, run_config);
+    tokio::pin!(discovery, early);
+    let (discovered, early) = tokio::select! {
+        discovered = &mut discovery => match discovered {
+            Ok(tool) => (tool, early.await),
+            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
+        },
+        early = &mut early => match discovery.await {
+            Ok(tool) => (tool, early),
+            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
+        },
+    };
+    match described_difference(&discovered, &answered) {
+        None => with_registry(early),
+        Some(field) => {
+            tracing::debug!(
+                field,
+                "discovery loaded another tool than the generator rendered; checking it instead"
+            );
+            match configured(executor, &discovered, run_config).await {
+                Ok(tool) => {
+                    with_registry(check_in_sandbox(executor, &tool, request, run_config).await)
+                }
+                Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
+            }
+        }
+    }
+}
+
+/// The passed `registry` check followed by `checks`.
+fn with_registry(checks: Result<Vec<CheckReport>, Error>) -> Result<Vec<CheckReport>, Error> {
+    let mut all = vec![CheckReport::passed("registry", None)];
+    all.extend(checks?);
+    Ok(all)
+}
+
+/// The tool `name` as discovery loads it from the staging directory; or why not, for the
+/// `registry` check.
+async fn discover_staged(
+    executor: &Arc<Executor>,
+    staging_dir: &Path,
+    name: &ToolName,
+    run_config: &RunConfig,
+) -> Result<Tool, String> {
+    let catalog = discover(executor, &[staging_dir.to_path_buf()], run_config).await;
+    match (catalog.get(name), catalog.problems().first()) {
+        (Some(tool), None) => Ok(tool.clone()),
+        (_, Some(problem)) => Err(problem.message()),
+        (None, None) => Err(format!(
+            "discovery found no tool `{name}` in the staged file"
+        )),
+    }
+}
+
+/// `tool` with its `config` asked, as at its first call; or why it cannot be called, for the
+/// `registry` check.
+async fn configured(
+    executor: &Executor,
+    tool: &Tool,
+    run_config: &RunConfig,
+) -> Result<Tool, String> {
+    resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), run_config)
+        .await
+        .map_err(|error| {
+            Problem {
+                path: tool.path().to_path_buf(),
+                error,
+            }
+            .message()
+        })
+}
+
+/// The first property that a Kodelet tool's description determines in which two tools
+/// differ; `None` when, their `config` aside, a call of one runs exactly as a call of the
+/// other.
+fn described_difference(left: &Tool, right: &Tool) -> Option<&'static str> {
+    let output_schema = |tool: &Tool| tool.output_schema().map(|schema| schema.as_json().clone());
+    [
+        ("name", left.name() == right.name()),
+        ("description", left.description() == right.description()),
+        (
+            "input schema",
+            left.input_schema().as_json() == right.input_schema().as_json(),
+        ),
+        ("output schema", output_schema(left) == output_schema(right)),
+        ("annotations", left.annotations() == right.annotations()),
+        ("sandbox", left.sandbox() == right.sandbox()),
+        ("path", left.path() == right.path()),
+        ("source", left.source() == right.source()),
+        ("layer", left.layer() == right.layer()),
+        ("kind", left.kind() == right.kind()),
+        ("tests", left.tests() == right.tests()),
+        (
+            "env arguments",
+            left.env_arguments() == right.env_arguments(),
+        ),
+        ("shell", left.manifest_shell() == right.manifest_shell()),
+    ]
+    .into_iter()
+    .find(|(_, same)| !same)
+    .map(|(field, _)| field)
+}
+
+/// The result of a blocking task working on `path`; a panic in it is resumed here.
+async fn joined<T>(
+    task: tokio::task::JoinHandle<Result<T, Error>>,
+    path: &Path,
+) -> Result<T, Error> {
+    match task.await {
+        Ok(result) => result,
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Blocking tasks are never aborted: only a runtime shutting down cancels one.
+            Err(_cancelled) => Err(Error::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "cancelled with the runtime",
+                ),
+            }),
+        },
+    }
 }
 
 /// The checks that run the staged tool: its schema is the request's, every test case
@@ -427,7 +641,8 @@ pub fn new_tool(
     templates_dir: Option<&Path>,
 ) -> Result<PathBuf, NewToolError> {
     let request = Request::from_json(request).map_err(NewToolError::Request)?;
-    let tera = render::templates(templates_dir).map_err(NewToolError::Generator)?;
+    let tera =
+        render::template_of(templates_dir, request.language).map_err(NewToolError::Generator)?;
     let rendered =
         render::render(&tera, &request, &skeleton(&request)).map_err(NewToolError::Generator)?;
     for path in tool_files(dir, &request.name) {
@@ -552,7 +767,16 @@ fn write_new_dir(dir: &Path) -> Result<(), Error> {
     })
 }
 
+/// Writes a new file (never replacing one) with the tool's mode, and waits until it is on
+/// the disk.
 fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
+    write_unsynced(path, rendered)?;
+    sync_file(path)
+}
+
+/// Writes a new file (never replacing one) with the tool's mode, without waiting for it to
+/// reach the disk: the pipeline syncs it ([`sync_file`]) while the checks run.
+fn write_unsynced(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
     let io_error = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -566,9 +790,18 @@ fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
         .map_err(io_error)?;
     let mode = if rendered.executable { 0o755 } else { 0o644 };
     file.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(io_error)?;
-    file.sync_all().map_err(io_error)?;
-    Ok(())
+        .map_err(io_error)
+}
+
+/// Waits until the file at `path` is on the disk, through a read-only descriptor: a
+/// writable one, held while a process is spawned, would make the file busy for `execve`.
+fn sync_file(path: &Path) -> Result<(), Error> {
+    fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// A staging directory inside the tools directory (so the final `rename` stays on one
@@ -577,6 +810,9 @@ fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
 struct Staging {
     dir: PathBuf,
     created: Vec<PathBuf>,
+    /// Set when the staging directory is removed, for a blocking task that may still be
+    /// writing in it (see [`Staging::sweeper`]).
+    removed: Arc<AtomicBool>,
 }
 
 /// The staging area's name inside the tools directory.
@@ -606,22 +842,184 @@ impl Staging {
             path: dir.clone(),
             source,
         })?;
-        Ok(Staging { dir, created })
+        Ok(Staging {
+            dir,
+            created,
+            removed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// For a blocking task writing inside the staging directory: the pipeline awaits it
+    /// before dropping the staging directory, but a cancelled generation (an MCP client
+    /// that gave up) drops it at once, maybe while the task still writes. The task calls the
+    /// sweeper when done, which then removes what the drop could not.
+    fn sweeper(&self) -> impl FnOnce() + Send + 'static {
+        let removed = Arc::clone(&self.removed);
+        let dir = self.dir.clone();
+        let created = self.created.clone();
+        move || {
+            if removed.load(Ordering::SeqCst) {
+                remove_staging(&dir, &created);
+            }
+        }
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        if let Err(error) = fs::remove_dir_all(&self.dir) {
-            tracing::warn!(dir = %self.dir.display(), %error, "cannot remove a staging directory");
+        self.removed.store(true, Ordering::SeqCst);
+        remove_staging(&self.dir, &self.created);
+    }
+}
+
+/// Removes a staging directory; the staging area itself goes when empty, and so do the
+/// tools directory and its parents when this run created them and left nothing in them (a
+/// rejected first request).
+fn remove_staging(dir: &Path, created: &[PathBuf]) {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            tracing::warn!(dir = %dir.display(), %error, "cannot remove a staging directory");
         }
-        // The staging area itself goes when empty; so do the tools directory and its parents
-        // when this run created them and left nothing in them (a rejected first request).
-        if let Some(area) = self.dir.parent() {
-            let _empty_or_busy = fs::remove_dir(area);
+    }
+    if let Some(area) = dir.parent() {
+        let _empty_or_busy = fs::remove_dir(area);
+    }
+    for dir in created {
+        let _not_empty = fs::remove_dir(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+    use toolsmith_executor::{BackendChoice, ExecutorConfig, Limits, filtered_env};
+    use toolsmith_registry::SandboxSettings;
+
+    use super::*;
+
+    struct Staged {
+        _temp: tempfile::TempDir,
+        dir: PathBuf,
+        file: PathBuf,
+        request: Request,
+        executor: Arc<Executor>,
+        run_config: RunConfig,
+    }
+
+    /// `request` rendered from the embedded template into a staging directory of its own.
+    fn stage(request: Value) -> Staged {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("staging");
+        fs::create_dir(&dir).unwrap();
+        let request = Request::from_json(&request).unwrap();
+        let tera = render::template_of(None, request.language).unwrap();
+        let implementation = request.implementation.clone().unwrap();
+        let rendered = render::render(&tera, &request, &implementation).unwrap();
+        let file = dir.join(&rendered.file_name);
+        write_file(&file, &rendered).unwrap();
+        let executor = Arc::new(
+            Executor::new(ExecutorConfig {
+                backend: BackendChoice::Auto,
+                max_concurrent: None,
+            })
+            .unwrap(),
+        );
+        let mut limits = Limits::recommended();
+        limits.timeout = Duration::from_secs(10);
+        let run_config = RunConfig {
+            cwd: temp.path().to_path_buf(),
+            env: filtered_env(&[], &[("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
+            limits,
+            max_timeout: Duration::from_secs(300),
+            overrides: Default::default(),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: temp.path().to_path_buf(),
+            protected: Vec::new(),
+        };
+        Staged {
+            _temp: temp,
+            dir,
+            file,
+            request,
+            executor,
+            run_config,
         }
-        for dir in &self.created {
-            let _not_empty = fs::remove_dir(dir);
+    }
+
+    /// The pipeline calls a generated executable before discovery has probed it, with the
+    /// answers it expects from the embedded template: they must be exactly what the file
+    /// answers, `config` included (which discovery asks only at a tool's first call).
+    #[tokio::test]
+    async fn the_answers_are_what_the_embedded_templates_print() {
+        for (language, implementation) in [("bash", "echo hi"), ("python", "return 'hi'")] {
+            let staged = stage(json!({
+                "name": "say_hi", "description": "Says hi.", "language": language,
+                "parameters": {"who": {"type": "integer", "default": 3}},
+                "output_schema": {"type": "string"}, "requires_network": true,
+                "timeout_seconds": 45, "implementation": implementation,
+                "tests": [{"input": {}, "expect": {"result": "hi"}}],
+            }));
+            let discovered = discover_staged(
+                &staged.executor,
+                &staged.dir,
+                &staged.request.name,
+                &staged.run_config,
+            )
+            .await
+            .unwrap();
+            let discovered = configured(&staged.executor, &discovered, &staged.run_config)
+                .await
+                .unwrap();
+            let (description, config) = render::kodelet_answers(&staged.request).unwrap();
+            let answered = load_answered(&staged.file, description.as_bytes(), config.as_bytes())
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                described_difference(&discovered, &answered),
+                None,
+                "{language}"
+            );
+            assert_eq!(
+                discovered.requested_timeout(),
+                Some(Duration::from_secs(45)),
+                "{language}"
+            );
+            assert_eq!(answered.requested_timeout(), discovered.requested_timeout());
+            assert!(!answered.config_pending() && !discovered.config_pending());
         }
+    }
+
+    /// When discovery loads another tool than the answers describe, the checks are those of
+    /// discovery's tool: here the answers claim the network, the file declares none, and the
+    /// `network` check reports the runs of the file's own sandbox.
+    #[tokio::test]
+    async fn checks_are_discoverys_when_the_answers_differ() {
+        let staged = stage(json!({
+            "name": "say_hi", "description": "Says hi.", "language": "bash",
+            "implementation": "echo hi",
+            "tests": [{"input": {}, "expect": {"result": "hi"}}],
+        }));
+        let (description, config) = render::kodelet_answers(&staged.request).unwrap();
+        let mut forged: Value = serde_json::from_str(&description).unwrap();
+        forged["sandbox"]["network"] = json!("allow");
+        let checks = check_staged(
+            &staged.executor,
+            &staged.dir,
+            &staged.file,
+            &staged.request,
+            Some((forged.to_string(), config)),
+            &staged.run_config,
+        )
+        .await
+        .unwrap();
+        let failing: Vec<&CheckReport> = checks.iter().filter(|check| !check.ok).collect();
+        assert!(failing.is_empty(), "{failing:?}");
+        let network = checks.iter().find(|check| check.name == "network").unwrap();
+        assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+        assert_eq!(checks[0].name, "registry");
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 use tera::Tera;
@@ -35,9 +36,43 @@ pub struct RenderedTool {
 /// The templates: the embedded ones, each replaced by a file of the same name in
 /// `override_dir` when there is one.
 pub fn templates(override_dir: Option<&Path>) -> Result<Tera, Error> {
+    compile(override_dir, &EMBEDDED_TEMPLATES)
+}
+
+/// The one template `language` renders with (see [`templates`]): a request compiles only
+/// its own, so that it neither waits for the others nor fails on another's override. An
+/// embedded template is compiled once per process (a server generates many tools); an
+/// overriding file is read and compiled at every request, since it may have changed.
+pub(crate) fn template_of(
+    override_dir: Option<&Path>,
+    language: Language,
+) -> Result<Arc<Tera>, Error> {
+    static EMBEDDED: [OnceLock<Arc<Tera>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let wanted: Vec<(&str, &str)> = EMBEDDED_TEMPLATES
+        .into_iter()
+        .filter(|(name, _)| *name == language.template())
+        .collect();
+    let overridden = override_dir.is_some_and(|dir| dir.join(language.template()).is_file());
+    if overridden {
+        return compile(override_dir, &wanted).map(Arc::new);
+    }
+    let cell = match language {
+        Language::Python => &EMBEDDED[0],
+        Language::Bash => &EMBEDDED[1],
+        Language::Manifest => &EMBEDDED[2],
+    };
+    if let Some(tera) = cell.get() {
+        return Ok(Arc::clone(tera));
+    }
+    let tera = Arc::new(compile(None, &wanted)?);
+    // Two requests may compile it at once; either result is the same template.
+    Ok(Arc::clone(cell.get_or_init(|| tera)))
+}
+
+fn compile(override_dir: Option<&Path>, embedded: &[(&str, &str)]) -> Result<Tera, Error> {
     let mut tera = Tera::default();
     tera.autoescape_on(Vec::new());
-    for (name, embedded) in EMBEDDED_TEMPLATES {
+    for &(name, embedded) in embedded {
         let overriding = override_dir
             .map(|dir| dir.join(name))
             .filter(|path| path.is_file());
@@ -94,6 +129,20 @@ pub fn render(tera: &Tera, request: &Request, implementation: &str) -> Result<Re
         contents,
         executable: language != Language::Manifest,
     })
+}
+
+/// What a rendered executable answers its Kodelet probes, `description` and `config`, for
+/// the pipeline to load it while discovery probes the file (`None` for a manifest, which is
+/// read, not run). The embedded templates print exactly these (a test of the pipeline runs
+/// both probes to compare); the pipeline never assumes it of an overriding template.
+pub(crate) fn kodelet_answers(request: &Request) -> Option<(String, String)> {
+    match request.language {
+        Language::Python | Language::Bash => Some((
+            description_json(request),
+            serde_json::json!({"timeout": format!("{}s", request.timeout_seconds)}).to_string(),
+        )),
+        Language::Manifest => None,
+    }
 }
 
 /// The description JSON of a Kodelet tool (what `tool description` prints): every

@@ -313,6 +313,104 @@ async fn the_registry_check_explains_a_broken_manifest() {
     assert!(failing[0].1.contains("who"), "{failing:?}");
 }
 
+/// An executable that discovery refuses fails the `registry` check alone, though its test
+/// cases start while discovery probes it: a Python body that does not compile fails its
+/// `description` probe, and nothing is registered or left on disk.
+#[tokio::test]
+async fn the_registry_check_refuses_an_executable_whose_probe_fails() {
+    let world = World::new();
+    let report = world.generate(word_count("python", "return (1 +")).await;
+    assert_eq!(report.status, Status::Rejected);
+    let failing = failing_checks(&report);
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0].0, "registry", "{failing:?}");
+    assert!(failing[0].1.contains("description"), "{failing:?}");
+    assert!(
+        !report
+            .checks
+            .iter()
+            .any(|check| check.name.starts_with("test: ")),
+        "{:?}",
+        report.checks
+    );
+    assert!(!world.temp.path().join(".toolsmith").exists());
+}
+
+/// An overriding template is asked what it answers rather than trusted to answer what the
+/// generator rendered: this one asks for a 1 s timeout whatever the request says, and the
+/// test case that sleeps longer times out.
+#[tokio::test]
+async fn an_overriding_templates_config_is_asked() {
+    let mut world = World::new();
+    let embedded = toolsmith_generator::EMBEDDED_TEMPLATES
+        .iter()
+        .find(|(name, _)| *name == "bash.tera")
+        .unwrap()
+        .1;
+    let asked = "printf '{\"timeout\": \"%s\"}\\n' {{ timeout | shell_quote }}";
+    assert!(embedded.contains(asked));
+    let overrides = world.temp.path().join("templates");
+    fs::create_dir(&overrides).unwrap();
+    fs::write(
+        overrides.join("bash.tera"),
+        embedded.replace(asked, "printf '{\"timeout\": \"1s\"}\\n'"),
+    )
+    .unwrap();
+    world.config.templates_dir = Some(overrides);
+    let report = world
+        .generate(json!({
+            "name": "wait_long", "description": "Waits.", "language": "bash",
+            "implementation": "sleep 2\necho done",
+            "tests": [{"input": {}, "expect": {"result": "done"}}],
+        }))
+        .await;
+    assert_eq!(report.status, Status::Rejected);
+    // The `sleep` the timeout interrupted may also count as a process left behind.
+    let failing = failing_checks(&report);
+    assert!(
+        failing
+            .iter()
+            .any(|(name, detail)| name == "test: case 1" && detail.contains("TIMEOUT")),
+        "{failing:?}"
+    );
+    assert!(!world.config.tools_dir.join("wait_long").exists());
+}
+
+/// A generation dropped part-way (an MCP client that gave up) leaves nothing either, at
+/// whatever point it is dropped: the first history of the tools directory, written aside
+/// while the checks run, may still be being written when the staging directory goes.
+#[tokio::test]
+async fn a_cancelled_generation_leaves_nothing() {
+    for after_ms in [1, 3, 5, 8, 12, 20, 40] {
+        let world = World::new();
+        let existing = world.catalog().await;
+        let request = json!({
+            "name": "wait_long", "description": "Waits.", "language": "bash",
+            "implementation": "sleep 5\necho done",
+            "tests": [{"input": {}, "expect": {"result": "done"}}],
+        });
+        let cancelled = tokio::time::timeout(
+            std::time::Duration::from_millis(after_ms),
+            generate(
+                &world.executor,
+                &request,
+                &existing,
+                None,
+                &world.config,
+                &world.run_config,
+            ),
+        )
+        .await;
+        assert!(cancelled.is_err(), "{after_ms} ms: {cancelled:?}");
+        let left = world.temp.path().join(".toolsmith");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while left.exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(!left.exists(), "{after_ms} ms: something was left on disk");
+    }
+}
+
 #[tokio::test]
 async fn existing_names_need_replace_and_reserved_names_are_refused() {
     let world = World::new();

@@ -1225,6 +1225,41 @@ fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, ProblemError> {
     register(parts, &candidate.expected)
 }
 
+/// The tool the Kodelet executable at `path` is, had its `description` probe printed
+/// `description` and its `config` probe printed `config`: the same classification, parsing
+/// and registration checks as [`discover`] applies to a probed file (in [`Layer::Explicit`],
+/// from the file's directory), with nothing run. `Ok(None)` when discovery would not probe
+/// the file as a Kodelet tool (a manifest, an ikigai `NAME-tool`, a skipped file).
+///
+/// For a caller that wrote the file and knows what it answers (the generator), so that it
+/// can call the tool while discovery's own probes of the file run. It proves nothing about
+/// what the file really answers: compare the result with the tool [`discover`] loads.
+pub fn load_answered(
+    path: &Path,
+    description: &[u8],
+    config: &[u8],
+) -> Result<Option<Tool>, ProblemError> {
+    let Some(classified) = classify(path)? else {
+        return Ok(None);
+    };
+    if classified.format != Format::Kodelet {
+        return Ok(None);
+    }
+    let candidate = Candidate {
+        path: path.to_path_buf(),
+        source: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        layer: Layer::Explicit,
+        expected: classified.name,
+        format: classified.format,
+        fingerprint: classified.fingerprint,
+    };
+    let probed = Probed {
+        config: ConfigAnswer::Printed(config.to_vec()),
+        ..Probed::only(kodelet::PROTOCOL, ProbeRecord::Output(description.to_vec()))
+    };
+    load(&probed, &candidate).map(Some)
+}
+
 /// Probes the candidates (ignoring any cache) and loads each: what `validate` reports.
 pub(crate) async fn load_fresh(
     executor: &Arc<Executor>,
@@ -1495,7 +1530,9 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    use crate::discovery::{classify, first_line};
+    use std::time::Duration;
+
+    use crate::discovery::{ProblemError, classify, first_line, load_answered};
 
     fn check(file: &str, contents: Option<(&str, u32)>, expect: Result<Option<&str>, &str>) {
         let dir = tempfile::tempdir().unwrap();
@@ -1572,6 +1609,40 @@ mod tests {
         let link = dir.path().join("linked");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert_eq!(classify(&link).unwrap().unwrap().name.as_str(), "linked");
+    }
+
+    /// `load_answered` loads what discovery would from the same answers, and refuses what
+    /// discovery would refuse, without running the file (which here would fail if run).
+    #[test]
+    fn answers_load_as_probes_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("say_hi");
+        fs::write(&path, "#!/bin/sh\nexit 9\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        let description = br#"{"name": "say_hi", "description": "Says hi.", "input_schema": {"type": "object", "properties": {}}}"#;
+        let tool = load_answered(&path, description, br#"{"timeout": "45s"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(tool.name().as_str(), "say_hi");
+        assert_eq!(tool.description(), "Says hi.");
+        assert_eq!(tool.requested_timeout(), Some(Duration::from_secs(45)));
+        assert!(!tool.config_pending());
+        assert_eq!(tool.source(), dir.path());
+
+        let renamed = br#"{"name": "say_bye", "description": "Says bye.", "input_schema": {"type": "object"}}"#;
+        let error = load_answered(&path, renamed, b"").unwrap_err();
+        assert!(
+            matches!(error, ProblemError::NameMismatch { .. }),
+            "{error}"
+        );
+
+        let manifest = dir.path().join("say_hi.md");
+        fs::write(&manifest, "---\nname: say_hi\n---\necho hi\n").unwrap();
+        assert!(
+            load_answered(&manifest, description, b"")
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

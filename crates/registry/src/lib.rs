@@ -90,7 +90,7 @@ pub use crate::declared_tests::{
 };
 pub use crate::discovery::{
     Catalog, DeniedTool, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError,
-    Shadowed, discover, discover_layers, discover_one, error_chain, resolve_config,
+    Shadowed, discover, discover_layers, discover_one, error_chain, load_answered, resolve_config,
 };
 pub use crate::envelope::{
     Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, METADATA_STDOUT_LIMIT, Metadata,
