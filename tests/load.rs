@@ -180,8 +180,11 @@ pub(crate) struct Footprint {
     leaves: BTreeMap<String, usize>,
     threads: u64,
     rss_kb: u64,
-    /// Live processes below the server.
+    /// Live processes below the server, its prepared inits excepted.
     descendants: usize,
+    /// The sandboxes the server keeps prepared (`Executor::keep_prepared`): each is an idle
+    /// init and the descriptors it shares with the server.
+    prepared: usize,
 }
 
 impl Footprint {
@@ -214,6 +217,7 @@ impl Footprint {
             threads: field("Threads:"),
             rss_kb: field("VmRSS:"),
             descendants: descendants(pid).len(),
+            prepared: prepared_inits(pid).len(),
         }
     }
 
@@ -231,11 +235,60 @@ impl Footprint {
                 .all(|&n_fds| Some(n_fds) == fds_per_leaf)
             && self.rss_kb <= baseline.rss_kb + RSS_SLACK_KB
             && self.descendants == 0
+            && self.prepared == baseline.prepared
     }
 }
 
-/// Live (not zombie) processes whose ancestry includes `pid`.
+/// The sandboxes server `pid` keeps prepared: its children that run its own program without
+/// having called `execve` (toolsmith's init shares the server's memory) in a PID namespace of
+/// their own. The executor keeps at most two; a leaked tool process has another program.
+pub(crate) fn prepared_inits(pid: u32) -> Vec<u32> {
+    let own_exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let children: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    let inits: Vec<u32> = children
+        .into_iter()
+        .filter(|child| {
+            let status =
+                std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+            let own_namespace = status
+                .lines()
+                .find_map(|line| line.strip_prefix("NSpid:"))
+                .is_some_and(|pids| pids.split_whitespace().count() > 1);
+            let alive = !status.lines().any(|line| line.starts_with("State:\tZ"));
+            alive
+                && own_namespace
+                && std::fs::read_link(format!("/proc/{child}/exe")).ok() == own_exe
+        })
+        .collect();
+    assert!(
+        inits.len() <= 2,
+        "more prepared inits than the executor keeps: {inits:?}"
+    );
+    inits
+}
+
+/// Waits (a bound on liveness) until server `pid` keeps a prepared sandbox, when its kernel
+/// allows one, so that a baseline taken next counts it.
+pub(crate) async fn settle_prepared(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while prepared_inits(pid).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Live (not zombie) processes whose ancestry includes `pid`, its prepared inits excepted.
 pub(crate) fn descendants(pid: u32) -> Vec<u32> {
+    let inits = prepared_inits(pid);
     let mut parents = BTreeMap::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(child) = entry
@@ -261,6 +314,7 @@ pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     parents
         .keys()
         .copied()
+        .filter(|candidate| !inits.contains(candidate))
         .filter(|&candidate| {
             let mut current = candidate;
             for _ in 0..64 {
@@ -344,6 +398,7 @@ async fn a_thousand_mixed_calls_with_64_in_flight() {
     // allocator's arenas grow to their working size here.
     drive(&session, 0..200).await;
     quiet(pid).await;
+    settle_prepared(pid).await;
     let baseline = Footprint::of(pid);
     let started = Instant::now();
     drive(&session, 200..1200).await;
@@ -379,6 +434,7 @@ async fn soak_sequential_calls() {
         );
     }
     quiet(pid).await;
+    settle_prepared(pid).await;
     let baseline = Footprint::of(pid);
     let started = Instant::now();
     let mut samples = Vec::new();

@@ -467,7 +467,8 @@ async fn two_hundred_concurrent_calls_are_all_answered() {
         .unwrap();
     assert_eq!(warm_up.is_error, Some(false), "{warm_up:?}");
     // Taken once the runtime has started the threads that a session and a call need, since it
-    // starts them lazily.
+    // starts them lazily, and once the server keeps a sandbox prepared for the next call.
+    crate::load::settle_prepared(server_pid).await;
     let baseline = Resources::of(server_pid);
     let peer = Arc::new(session.peer().clone());
     let mut calls = tokio::task::JoinSet::new();
@@ -523,6 +524,8 @@ struct Resources {
     leaves: BTreeMap<String, usize>,
     /// `Threads:` of `/proc/<pid>/status`.
     threads: usize,
+    /// The sandboxes kept prepared (`crate::load::prepared_inits`).
+    prepared: usize,
 }
 
 impl Resources {
@@ -551,6 +554,7 @@ impl Resources {
             fds,
             leaves,
             threads,
+            prepared: crate::load::prepared_inits(pid).len(),
         }
     }
 
@@ -565,6 +569,7 @@ impl Resources {
     fn back_to(&self, baseline: &Resources) -> bool {
         let fds_per_leaf = baseline.leaves.values().next().copied();
         self.fds == baseline.fds
+            && self.prepared == baseline.prepared
             && self.threads <= baseline.threads
             && self.leaves.len() <= MAX_CONCURRENT.max(baseline.leaves.len())
             && self
