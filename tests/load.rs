@@ -240,11 +240,13 @@ impl Footprint {
 }
 
 /// The sandboxes server `pid` keeps prepared: its children that run its own program without
-/// having called `execve` (toolsmith's init shares the server's memory) in a PID namespace of
-/// their own. The executor keeps at most two; a leaked tool process has another program.
+/// having called `execve` (toolsmith's init shares the server's memory), in a PID namespace of
+/// their own, idle (sleeping until their call). The executor keeps at most two. An init that
+/// is ending (its call is over, the server reaps it in the background) is not idle and counts
+/// as a live process below the server until it is reaped; a leaked tool has another program.
 pub(crate) fn prepared_inits(pid: u32) -> Vec<u32> {
     let own_exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-    let children: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+    std::fs::read_dir(format!("/proc/{pid}/task"))
         .into_iter()
         .flatten()
         .flatten()
@@ -254,9 +256,6 @@ pub(crate) fn prepared_inits(pid: u32) -> Vec<u32> {
                 .filter_map(|child| child.parse().ok())
                 .collect::<Vec<u32>>()
         })
-        .collect();
-    let inits: Vec<u32> = children
-        .into_iter()
         .filter(|child| {
             let status =
                 std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
@@ -264,24 +263,21 @@ pub(crate) fn prepared_inits(pid: u32) -> Vec<u32> {
                 .lines()
                 .find_map(|line| line.strip_prefix("NSpid:"))
                 .is_some_and(|pids| pids.split_whitespace().count() > 1);
-            let alive = !status.lines().any(|line| line.starts_with("State:\tZ"));
-            alive
-                && own_namespace
+            let idle = status.lines().any(|line| line.starts_with("State:\tS"));
+            idle && own_namespace
                 && std::fs::read_link(format!("/proc/{child}/exe")).ok() == own_exe
         })
-        .collect();
-    assert!(
-        inits.len() <= 2,
-        "more prepared inits than the executor keeps: {inits:?}"
-    );
-    inits
+        .collect()
 }
 
 /// Waits (a bound on liveness) until server `pid` keeps a prepared sandbox, when its kernel
-/// allows one, so that a baseline taken next counts it.
+/// allows one, and nothing else runs below it, so that a baseline taken next counts the one
+/// and none of the rest.
 pub(crate) async fn settle_prepared(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(2);
-    while prepared_inits(pid).is_empty() && Instant::now() < deadline {
+    while (prepared_inits(pid).is_empty() || !descendants(pid).is_empty())
+        && Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
