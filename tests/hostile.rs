@@ -1827,6 +1827,27 @@ fn b14_the_calls_init_cannot_be_ptraced_read_or_killed() {
 }
 
 #[test]
+fn b18_the_inits_shared_descriptors_are_out_of_reach() {
+    if !attacks_can_run("b18") {
+        return;
+    }
+    let scenario = Scenario::new("b18-init-descriptors", SHORT);
+    let call = scenario.call(&[]);
+    assert_held(
+        &call,
+        &[
+            "list /proc/1/fd",
+            "list /proc/1/fdinfo",
+            "open /proc/1/fd/N",
+            "pidfd_getfd",
+            "kcmp",
+        ],
+    );
+    call.assert_envelope(&json!({"tool_success": true}));
+    call.assert_clean(bound(1000, 300));
+}
+
+#[test]
 fn b15_the_cgroup_release_agent_is_out_of_reach() {
     if !attacks_can_run("b15") {
         return;

@@ -85,8 +85,14 @@ const PROC_READ_ONLY: [&CStr; 5] = [
 ];
 
 /// Hidden, as Docker does: a file behind `/dev/null`, a directory behind an
-/// empty read-only tmpfs.
-const MASKED: [&CStr; 11] = [
+/// empty read-only tmpfs. And toolsmith's init's descriptors (`/proc/1/fd`,
+/// `/proc/1/fdinfo`): the init shares toolsmith's descriptor table, and a
+/// uid-0 tool may list a non-dumpable process's `fd` directory (only opening
+/// an entry needs ptrace access), which would show toolsmith's open
+/// descriptors (`b18`).
+const MASKED: [&CStr; 13] = [
+    c"/proc/1/fd",
+    c"/proc/1/fdinfo",
     c"/proc/acpi",
     c"/proc/asound",
     c"/proc/kcore",
