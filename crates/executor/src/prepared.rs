@@ -366,6 +366,11 @@ impl Planner {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(key.clone());
         let queued = spawn::on_spawner(Box::new(move || {
+            // Another refill may have made one since this was queued.
+            if planner.lock_ready().iter().any(|ready| ready.key == key) {
+                planner.refill_done();
+                return;
+            }
             let result = planner
                 .plan(&key)
                 .and_then(|(sandbox, setup)| Ok((sandbox, spawn::prepare(setup)?)));

@@ -336,7 +336,11 @@ pub(crate) async fn run(
         Start::Prepared(prepared) => spawn::go_from_spawner(prepared, &plan)?,
         Start::Setup(setup) => spawn::spawn_from_spawner(setup, &plan)?,
     };
-    executor.planner.refill(&key);
+    // A session's runs reuse the session's own init: what the pool holds is
+    // for calls (a probe's sandbox there would only push a call's out).
+    if session.is_none() {
+        executor.planner.refill(&key);
+    }
     drop((stdin_child, stdout_write, stderr_write));
     let mut reports = match (report_pipe, command.report_sink()) {
         (Some((read, write)), Some(sink)) => {

@@ -313,6 +313,43 @@ fn a_sessions_runs_share_one_init_but_no_process() {
 }
 
 #[test]
+fn a_sessions_runs_leave_what_waits_for_calls_alone() {
+    let _serial = serial();
+    let Some(executor) = executor() else { return };
+    // A call's profile (the network allowed) and the probes' (strict).
+    let call = Sandbox {
+        network: Network::Allow,
+        ..strict()
+    };
+    let first = sh(&executor, &call, "echo call");
+    assert!(first.success(), "{first:?}");
+    wait_prepared(&executor, 1);
+    let executor = std::sync::Arc::new(executor);
+    let session = executor.session();
+    for round in 0..3 {
+        let mut command = Command::new(Path::new("/bin/sh"), Path::new("/")).unwrap();
+        command.arg(OsStr::new("-c")).arg(OsStr::new("echo probe"));
+        command.sandbox(strict());
+        let probe = runtime()
+            .block_on(session.run(&command, &Limits::recommended()))
+            .expect("the run should start");
+        assert!(probe.success(), "round {round}: {probe:?}");
+    }
+    drop(session);
+    // A refill would be queued on the spawner thread right after the spawn;
+    // it has had the time to show.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        executor.prepared(),
+        1,
+        "only the call's sandbox waits: a session's runs prepare nothing ahead"
+    );
+    let again = sh(&executor, &call, "echo call");
+    assert!(again.success(), "{again:?}");
+    wait_prepared(&executor, 1);
+}
+
+#[test]
 fn a_sandbox_without_an_init_has_nothing_prepared() {
     let _serial = serial();
     let Some(executor) = executor() else { return };

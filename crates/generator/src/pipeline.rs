@@ -400,7 +400,7 @@ async fn discover_staged(
 /// `tool` with its `config` asked, as at its first call; or why it cannot be called, for the
 /// `registry` check.
 async fn configured(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     run_config: &RunConfig,
 ) -> Result<Tool, String> {
@@ -479,7 +479,7 @@ async fn joined<T>(
 /// Each check is one block pushing one [`CheckReport`]; a new check is one more block
 /// here, using `tool`, `request` and `envelopes` (every envelope of the runs so far).
 async fn check_in_sandbox(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     request: &Request,
     run_config: &RunConfig,

@@ -1,6 +1,7 @@
 //! Declared tests: the `tests` list a tool may carry (in its description JSON or manifest frontmatter), parsed into [`TestCase`]s, and the runner that calls the tool through [`invoke`](crate::invoke) and compares each envelope with its [`Expectation`].
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
@@ -301,7 +302,7 @@ impl CaseOutcome {
 /// Runs `cases` against `tool`, one after the other, each through [`invoke`] (so under the
 /// tool's normal limits, environment and policy).
 pub async fn run_cases(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     cases: &[TestCase],
     config: &RunConfig,
@@ -329,7 +330,7 @@ pub async fn run_cases(
 
 /// Runs the tests `tool` declares (see [`Tool::tests`]).
 pub async fn run_tests(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     config: &RunConfig,
     policy: &Policy,

@@ -925,7 +925,7 @@ pub(crate) async fn probe_all(
             let directory = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let session = sessions.take(&directory, &executor);
             let probe = Probe {
-                runner: ProbeRunner::Session(&session),
+                session: &session,
                 cwd: &cwd,
                 env: &env,
                 limits: &limits,
@@ -999,26 +999,6 @@ impl Sessions {
     }
 }
 
-/// What runs a probe: the executor (a sandbox of its own), or a session of the probes of one
-/// directory.
-enum ProbeRunner<'a> {
-    Executor(&'a Executor),
-    Session(&'a toolsmith_executor::Session),
-}
-
-impl ProbeRunner<'_> {
-    async fn run(
-        &self,
-        command: &Command,
-        limits: &Limits,
-    ) -> Result<toolsmith_executor::Outcome, toolsmith_executor::Error> {
-        match self {
-            ProbeRunner::Executor(executor) => executor.run(command, limits).await,
-            ProbeRunner::Session(session) => session.run(command, limits).await,
-        }
-    }
-}
-
 /// The limits of a probe: the caller's, with the probe's timeout and output cap.
 fn probe_limits(base: &Limits) -> Limits {
     Limits {
@@ -1031,7 +1011,10 @@ fn probe_limits(base: &Limits) -> Limits {
 
 /// What a probe needs to run a candidate.
 struct Probe<'a> {
-    runner: ProbeRunner<'a>,
+    /// Probes run in sessions, never as calls: a session's runs prepare no sandbox ahead
+    /// (`Executor::keep_prepared`), so the probes' sandbox never waits in the place of a
+    /// call's. A lone probe has a session of its own.
+    session: &'a toolsmith_executor::Session,
     cwd: &'a Path,
     env: &'a [(OsString, OsString)],
     limits: &'a Limits,
@@ -1133,7 +1116,7 @@ impl Probe<'_> {
     ) -> Result<ProbeRecord, ProblemError> {
         command.sandbox(self.sandbox.clone());
         let outcome = self
-            .runner
+            .session
             .run(&command, self.limits)
             .await
             .map_err(|source| ProblemError::Spawn { probe, source })?;
@@ -1323,8 +1306,9 @@ pub(crate) async fn ask_configs(
         let path = candidates[index].path.clone();
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
+            let session = executor.session();
             let probe = Probe {
-                runner: ProbeRunner::Executor(&executor),
+                session: &session,
                 cwd: &cwd,
                 env: &env,
                 limits: &limits,
@@ -1359,7 +1343,7 @@ pub(crate) async fn ask_configs(
 /// A `config` that asks for an invalid timeout makes the tool a problem, as it would have
 /// been had discovery asked: the error says why, and the caller runs nothing.
 pub async fn resolve_config(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     cache: &mut DiscoveryCache,
     config: &RunConfig,
@@ -1378,8 +1362,9 @@ pub async fn resolve_config(
         Some(answer) => answer,
         None => {
             let limits = probe_limits(&config.limits);
+            let session = executor.session();
             let probe = Probe {
-                runner: ProbeRunner::Executor(executor),
+                session: &session,
                 cwd: &config.cwd,
                 env: &config.env,
                 limits: &limits,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -62,7 +63,7 @@ pub struct RunConfig {
 ///
 /// An unknown name is a `TOOL_NOT_FOUND` envelope, not an error.
 pub async fn invoke_named(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     catalog: &Catalog,
     name: &str,
     arguments: &Value,
@@ -107,7 +108,7 @@ pub async fn invoke_named(
 /// Only a failure of the executor's own plumbing is an `Err`: everything the
 /// tool does, including failing to start, is an envelope.
 pub async fn invoke(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     arguments: &Value,
     config: &RunConfig,
@@ -123,7 +124,7 @@ pub async fn invoke(
 /// (see [`PROGRESS_FD_VAR`](crate::PROGRESS_FD_VAR)); lines that are not progress reports
 /// are ignored. Without a `progress` callback the variable is not set.
 pub async fn invoke_with_progress(
-    executor: &Executor,
+    executor: &Arc<Executor>,
     tool: &Tool,
     arguments: &Value,
     config: &RunConfig,
