@@ -174,9 +174,9 @@ async fn drive(session: &Session, range: std::ops::Range<u64>) {
 /// What the server holds that a leak would make grow.
 #[derive(Debug, Clone)]
 pub(crate) struct Footprint {
-    /// Entries of `/proc/<pid>/fd`, except the `cgroup.procs` of the executor's pooled leaves.
+    /// Entries of `/proc/<pid>/fd`, except the files of the executor's pooled leaves.
     fds: usize,
-    /// The pooled cgroup leaves and how many fds each holds (one per hierarchy).
+    /// The pooled cgroup leaves and how many fds each holds (the same for every leaf).
     leaves: BTreeMap<String, usize>,
     threads: u64,
     rss_kb: u64,

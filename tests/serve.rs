@@ -517,10 +517,10 @@ const MAX_CONCURRENT: usize = 8;
 /// What a process holds that a leak would make grow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Resources {
-    /// Entries of `/proc/<pid>/fd`, except those of the executor's pooled cgroup leaves.
+    /// Entries of `/proc/<pid>/fd`, except the files of the executor's pooled cgroup leaves.
     fds: usize,
-    /// The pooled cgroup leaves (`run-N`) and how many `cgroup.procs` fds each holds open,
-    /// one per cgroup hierarchy.
+    /// The pooled cgroup leaves (`run-N`) and how many fds each holds open (its files in
+    /// every cgroup hierarchy).
     leaves: BTreeMap<String, usize>,
     /// `Threads:` of `/proc/<pid>/status`.
     threads: usize,
@@ -565,7 +565,7 @@ impl Resources {
     ///   warm-up used may retire while the counts are polled.
     /// - The executor keeps an emptied cgroup leaf open for the next run instead of
     ///   recreating it, so 200 concurrent calls grow its pool from the warm-up's one leaf to
-    ///   at most one per concurrent run. Each leaf holds one fd per hierarchy, as before.
+    ///   at most one per concurrent run. Each leaf holds as many fds as the warm-up's.
     fn back_to(&self, baseline: &Resources) -> bool {
         let fds_per_leaf = baseline.leaves.values().next().copied();
         self.fds == baseline.fds
@@ -579,12 +579,10 @@ impl Resources {
     }
 }
 
-/// `run-N` if `target` is a `cgroup.procs` of a leaf of the executor of process `pid`
-/// (`…/toolsmith-<pid>-<n>/run-N/cgroup.procs`).
+/// `run-N` if `target` is a file of a leaf of the executor of process `pid`
+/// (`…/toolsmith-<pid>-<n>/run-N/cgroup.procs`): a pooled leaf keeps its `cgroup.procs` and
+/// the files each run reads or writes open.
 pub(crate) fn pooled_leaf(target: &Path, pid: u32) -> Option<String> {
-    if target.file_name()? != "cgroup.procs" {
-        return None;
-    }
     let leaf = target.parent()?;
     let executor_dir = leaf.parent()?.file_name()?.to_str()?;
     let leaf = leaf.file_name()?.to_str()?;

@@ -12,6 +12,7 @@
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,11 +42,22 @@ pub(crate) struct Cgroups {
     next_leaf: AtomicU64,
 }
 
-/// One leaf directory with its `cgroup.procs` open for the child to join.
+/// One leaf directory with its `cgroup.procs` open for the child to join,
+/// and the files every run reads or writes kept open: a path lookup in the
+/// cgroup filesystem costs more than the read, and a run makes a dozen.
 #[derive(Debug)]
 struct LeafDir {
     path: PathBuf,
     procs: OwnedFd,
+    kept: Vec<(&'static str, fs::File)>,
+}
+
+/// How a kept cgroup file is used.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    Read,
+    Write,
+    ReadWrite,
 }
 
 /// The cgroup leaves of one run.
@@ -222,7 +234,18 @@ impl Cgroups {
 
     fn create_leaf(&self) -> Result<Leaf, Error> {
         let name = format!("run-{}", self.next_leaf.fetch_add(1, Ordering::Relaxed));
-        let v2 = LeafDir::create(&self.v2_dir.join(&name))?;
+        let mut v2 = LeafDir::create(&self.v2_dir.join(&name))?;
+        v2.keep("cgroup.events", Access::Read);
+        v2.keep("cpu.stat", Access::Read);
+        if self.memory == Some(Placement::V2) {
+            v2.keep("memory.max", Access::Write);
+            v2.keep("memory.swap.max", Access::Write);
+            v2.keep("memory.events", Access::Read);
+            v2.keep("memory.peak", Access::Read);
+        }
+        if self.pids == Some(Placement::V2) {
+            v2.keep("pids.max", Access::Write);
+        }
         let mut leaf = Leaf {
             v2,
             memory_v1: None,
@@ -239,8 +262,19 @@ impl Cgroups {
         };
         let created = (|| -> Result<(), Error> {
             leaf.memory_v1 = v1_leaf(&self.memory)?;
+            if let Some(memory) = &mut leaf.memory_v1 {
+                memory.keep("memory.limit_in_bytes", Access::Write);
+                memory.keep("memory.max_usage_in_bytes", Access::ReadWrite);
+                memory.keep("memory.oom_control", Access::Read);
+            }
             leaf.pids_v1 = v1_leaf(&self.pids)?;
+            if let Some(pids) = &mut leaf.pids_v1 {
+                pids.keep("pids.max", Access::Write);
+            }
             leaf.cpu_v1 = v1_leaf(&self.cpu)?;
+            if let Some(cpu) = &mut leaf.cpu_v1 {
+                cpu.keep("cpuacct.usage", Access::Read);
+            }
             Ok(())
         })();
         match created {
@@ -286,16 +320,56 @@ impl LeafDir {
         Ok(LeafDir {
             path: path.to_path_buf(),
             procs: procs.into(),
+            kept: Vec::new(),
         })
     }
 
+    /// Keeps `file` open for [`LeafDir::read`] and [`LeafDir::write`]. A file
+    /// this kernel lacks (`memory.peak` before Linux 5.19) is left to them
+    /// to find missing.
+    fn keep(&mut self, file: &'static str, access: Access) {
+        let opened = fs::OpenOptions::new()
+            .read(matches!(access, Access::Read | Access::ReadWrite))
+            .write(matches!(access, Access::Write | Access::ReadWrite))
+            .open(self.path.join(file));
+        if let Ok(opened) = opened {
+            self.kept.push((file, opened));
+        }
+    }
+
+    fn kept(&self, file: &str) -> Option<&fs::File> {
+        self.kept
+            .iter()
+            .find_map(|(name, kept)| (*name == file).then_some(kept))
+    }
+
     fn write(&self, file: &str, value: &str) -> Result<(), Error> {
-        let path = self.path.join(file);
-        fs::write(&path, value).map_err(|source| Error::Cgroup { path, source })
+        let path = || self.path.join(file);
+        match self.kept(file) {
+            // A cgroup file takes each write whole, wherever it is made.
+            Some(kept) => kept.write_at(value.as_bytes(), 0).map(drop),
+            None => fs::write(path(), value),
+        }
+        .map_err(|source| Error::Cgroup {
+            path: path(),
+            source,
+        })
     }
 
     fn read(&self, file: &str) -> Option<String> {
-        fs::read_to_string(self.path.join(file)).ok()
+        let Some(kept) = self.kept(file) else {
+            return fs::read_to_string(self.path.join(file)).ok();
+        };
+        // Reading from offset 0 makes the kernel render the file afresh.
+        let mut text = Vec::new();
+        let mut chunk = [0_u8; 512];
+        loop {
+            let offset = u64::try_from(text.len()).ok()?;
+            match kept.read_at(&mut chunk, offset).ok()? {
+                0 => return String::from_utf8(text).ok(),
+                read => text.extend_from_slice(&chunk[..read]),
+            }
+        }
     }
 }
 
@@ -463,7 +537,9 @@ impl Leaf {
         .unwrap_or(0)
     }
 
-    /// True when a program made a cgroup directory inside one of the leaf's.
+    /// True when a program made a cgroup directory inside one of the leaf's:
+    /// a cgroup directory's link count is 2 plus its subdirectories, which
+    /// one `stat` tells without listing its files.
     fn has_children(&self) -> bool {
         [
             Some(&self.v2),
@@ -473,7 +549,7 @@ impl Leaf {
         ]
         .into_iter()
         .flatten()
-        .any(|dir| !child_dirs(&dir.path).is_empty())
+        .any(|dir| fs::symlink_metadata(&dir.path).map_or(true, |metadata| metadata.nlink() > 2))
     }
 
     /// Removes the leaf's directories, killing anything left in them first.
@@ -486,7 +562,7 @@ impl Leaf {
             .into_iter()
             .flatten()
         {
-            drop(dir.procs);
+            drop((dir.procs, dir.kept));
             remove_dir_retrying(&dir.path);
         }
     }
