@@ -2,8 +2,8 @@
 //!
 //! The floor is what no discovery that runs every tool can beat on this machine: 500
 //! sequential plain `std::process::Command` runs of `tool description`, divided by the number
-//! of cores (discovery probes in parallel, one probe per core). Cold discovery probes every
-//! tool through the executor and writes the cache; warm discovery reads the cache and, since no
+//! of cores (discovery probes in parallel, two per core so that waiting probes leave no core
+//! idle). Cold discovery probes every tool through the executor and writes the cache; warm discovery reads the cache and, since no
 //! tool changed, spawns nothing, so it may beat the floor by far. Both are reported as ratios
 //! to the floor measured in the same run. A last measurement times hot reload: how long after
 //! a watched tool is rewritten the live registry reports the change.
