@@ -284,6 +284,9 @@ impl Planner {
             seccomp: sandbox.seccomp.map(seccomp::fprog),
             executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
             with_init: clone_flags & libc::CLONE_NEWPID != 0,
+            bounding: sandbox
+                .privileges
+                .map(|privileges| privileges.last_capability),
         })
     }
 

@@ -130,6 +130,10 @@ pub(crate) struct InitPlan {
     /// A new PID namespace: its first process is toolsmith's init, which
     /// starts the program as its child (see `init.rs`).
     pub(crate) with_init: bool,
+    /// The init empties its bounding set (up to this capability) and locks
+    /// its securebits while it is prepared, when its programs drop their
+    /// privileges: they inherit both, and their own drop only checks them.
+    pub(crate) bounding: Option<u32>,
 }
 
 // SAFETY: the seccomp program is static; the plan is never mutated after construction.
@@ -943,6 +947,14 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         // Ctrl-C to toolsmith's group must not reach the init.
         if libc::setsid() < 0 {
             return fail(context, STAGE_INIT_SETSID);
+        }
+        // The bounding set only limits what an `execve` grants, and the
+        // init never calls it: it keeps the capabilities it holds.
+        if setup
+            .bounding
+            .is_some_and(|last| !privileges::lock_bounding_set(last))
+        {
+            return fail(context, STAGE_BOUNDING_SET);
         }
         // The filter, last of the set-up: the init itself lives under it
         // from here on, and the program inherits it, so a call does not pay
