@@ -28,10 +28,6 @@ fn mcp() {
             "required": [
               "should_fail"
             ]
-          },
-          "annotations": {
-            "readOnlyHint": false,
-            "destructiveHint": false
           }
         },
         {
@@ -45,10 +41,6 @@ fn mcp() {
                 "description": "Repository path (default: the current directory)"
               }
             }
-          },
-          "annotations": {
-            "readOnlyHint": false,
-            "destructiveHint": false
           }
         },
         {
@@ -69,10 +61,6 @@ fn mcp() {
             "required": [
               "name"
             ]
-          },
-          "annotations": {
-            "readOnlyHint": false,
-            "destructiveHint": false
           }
         },
         {
@@ -146,10 +134,6 @@ fn mcp() {
               "characters",
               "most_frequent"
             ]
-          },
-          "annotations": {
-            "readOnlyHint": false,
-            "destructiveHint": false
           }
         }
       ]

@@ -381,6 +381,36 @@ fn alive(pid: &str) -> bool {
     }
 }
 
+/// `serve` lists exactly what `export --format mcp` prints, hints included: both come from one
+/// mapping. The examples have executables (no hint: MCP's cautious defaults apply), a
+/// read-only manifest and tools with output schemas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_lists_exactly_what_export_prints() {
+    let context = TestContext::new();
+    let exported = context
+        .with_examples()
+        .args(["export", "--format", "mcp"])
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{exported:?}");
+    let exported: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    let mut command = context.with_examples();
+    command.arg("serve");
+    let (session, _changes, _server_pid) = connect_to_child(command, legacy()).await;
+    let listed: Vec<Value> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        // The generator's meta-tool is the server's own, not a tool file's.
+        .filter(|tool| tool.name != "custom_tool")
+        .map(|tool| serde_json::to_value(tool).unwrap())
+        .collect();
+    assert!(listed.len() >= 4, "{listed:?}");
+    assert_eq!(Value::from(listed), exported["tools"]);
+    session.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_call_leaves_no_process() {
     let context = TestContext::new();

@@ -4,13 +4,16 @@
 //! A tool that cannot be expressed for a provider is left out with the reason, never sent
 //! broken: one bad tool definition fails a whole request at most providers.
 
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, ToolAnnotations};
 use serde_json::{Map, Value, json};
-use toolsmith_registry::{Approval, Tool};
+use toolsmith_registry::{Approval, Tool, ToolKind};
 
 /// An API to export tool definitions for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Provider {
-    /// MCP `tools/list` entries: `{name, title?, description, inputSchema, outputSchema?, annotations}`.
+    /// MCP `tools/list` entries: `{name, title?, description, inputSchema, outputSchema?, annotations?}`, exactly as `serve` lists them.
     Mcp,
     /// OpenAI Chat Completions: `{"type": "function", "function": {name, description, parameters, strict}}`.
     Openai,
@@ -86,7 +89,10 @@ fn definition(
     let schema = tool.input_schema().as_json();
     let description = tool.description();
     match settings.provider {
-        Provider::Mcp => Ok((mcp_definition(tool, name), None)),
+        Provider::Mcp => Ok((
+            serde_json::to_value(mcp_tool(name, tool)).map_err(|error| error.to_string())?,
+            None,
+        )),
         Provider::Openai | Provider::OpenaiResponses => {
             let (parameters, strict, downgrade) = if settings.strict {
                 match openai_strict(schema) {
@@ -162,34 +168,64 @@ fn definition(
     }
 }
 
-fn mcp_definition(tool: &Tool, name: &str) -> Value {
-    let annotations = tool.annotations();
-    let mut definition = Map::new();
-    definition.insert("name".to_owned(), json!(name));
-    if let Some(title) = &annotations.title {
-        definition.insert("title".to_owned(), json!(title));
-    }
-    definition.insert("description".to_owned(), json!(tool.description()));
-    definition.insert(
-        "inputSchema".to_owned(),
-        tool.input_schema().as_json().clone(),
+/// A tool as MCP lists it: what `serve` (stdio and HTTP) answers to `tools/list`, and what
+/// `export --format mcp` prints, built here once so that the two never disagree.
+pub(crate) fn mcp_tool(listed_name: &str, tool: &Tool) -> rmcp::model::Tool {
+    let input_schema = match tool.input_schema().as_json() {
+        Value::Object(schema) => schema.clone(),
+        // Registration checks that the root is an object schema; this keeps the listing valid
+        // should that ever change.
+        _ => JsonObject::from_iter([("type".to_owned(), Value::from("object"))]),
+    };
+    let mut mcp_tool = rmcp::model::Tool::new(
+        listed_name.to_owned(),
+        tool.description().to_owned(),
+        Arc::new(input_schema),
     );
     // MCP requires an output schema to describe an object; others stay unannounced.
-    if let Some(output) = tool.output_schema()
-        && output.as_json().get("type") == Some(&json!("object"))
+    if let Some(Value::Object(schema)) = tool.output_schema().map(|schema| schema.as_json())
+        && schema.get("type") == Some(&json!("object"))
     {
-        definition.insert("outputSchema".to_owned(), output.as_json().clone());
+        mcp_tool = mcp_tool.with_raw_output_schema(Arc::new(schema.clone()));
     }
-    let mut hints = Map::new();
-    hints.insert("readOnlyHint".to_owned(), json!(annotations.read_only));
-    if !annotations.read_only {
-        hints.insert(
-            "destructiveHint".to_owned(),
-            json!(annotations.approval == Approval::Destructive),
-        );
+    let annotations = tool.annotations();
+    if let Some(title) = &annotations.title {
+        mcp_tool = mcp_tool.with_title(title.clone());
     }
-    definition.insert("annotations".to_owned(), Value::Object(hints));
-    Value::Object(definition)
+    if let Some(hints) = hints(tool) {
+        mcp_tool = mcp_tool.with_annotations(hints);
+    }
+    mcp_tool
+}
+
+/// The MCP hints a tool's annotations support, if any.
+///
+/// MCP's defaults assume the worst (`destructiveHint` is true when absent), which is what an
+/// executable's undeclared annotations mean; only a manifest, which declares its approval,
+/// can say that it is not destructive.
+fn hints(tool: &Tool) -> Option<ToolAnnotations> {
+    let annotations = tool.annotations();
+    // `destructiveHint` means something only for a tool that is not read-only.
+    let destructive = match annotations.approval {
+        _ if annotations.read_only => None,
+        Approval::Destructive => Some(true),
+        Approval::Never | Approval::Always if tool.kind() == ToolKind::Manifest => Some(false),
+        Approval::Never | Approval::Always => None,
+    };
+    if !annotations.read_only && destructive.is_none() && annotations.title.is_none() {
+        return None;
+    }
+    let mut hints = match &annotations.title {
+        Some(title) => ToolAnnotations::with_title(title.clone()),
+        None => ToolAnnotations::new(),
+    };
+    if annotations.read_only {
+        hints = hints.read_only(true);
+    }
+    if let Some(destructive) = destructive {
+        hints = hints.destructive(destructive);
+    }
+    Some(hints)
 }
 
 /// Checks `name` against the provider's rule for function names.

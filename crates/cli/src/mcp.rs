@@ -27,7 +27,7 @@ use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, ToolAnnotations,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{RequestContext, ServerInitializeError, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -36,9 +36,9 @@ use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
-    Approval, AuditLog, AuditRecord, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope,
-    ErrorCode, LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolKind,
-    ToolName, error_chain,
+    AuditLog, AuditRecord, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode,
+    LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
+    error_chain,
 };
 
 /// How many tools one `tools/list` page holds.
@@ -309,7 +309,7 @@ impl ServerHandler for Handler {
         tools.extend(
             listed[page.start..page.end]
                 .iter()
-                .map(|(name, tool)| mcp_tool(name, tool)),
+                .map(|(name, tool)| crate::export::mcp_tool(name, tool)),
         );
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = page.next_cursor;
@@ -461,60 +461,6 @@ fn page(names: &[&str], cursor: Option<&str>, size: usize) -> Option<Page> {
         end,
         next_cursor,
     })
-}
-
-/// A tool as MCP lists it.
-fn mcp_tool(listed_name: &str, tool: &Tool) -> rmcp::model::Tool {
-    let input_schema = match tool.input_schema().as_json() {
-        Value::Object(schema) => schema.clone(),
-        // Registration checks that the root is an object schema; this keeps the listing valid
-        // should that ever change.
-        _ => JsonObject::from_iter([("type".to_owned(), Value::from("object"))]),
-    };
-    let mut mcp_tool = rmcp::model::Tool::new(
-        listed_name.to_owned(),
-        tool.description().to_owned(),
-        Arc::new(input_schema),
-    );
-    if let Some(Value::Object(schema)) = tool.output_schema().map(|schema| schema.as_json()) {
-        mcp_tool = mcp_tool.with_raw_output_schema(Arc::new(schema.clone()));
-    }
-    let annotations = tool.annotations();
-    if let Some(title) = &annotations.title {
-        mcp_tool = mcp_tool.with_title(title.clone());
-    }
-    if let Some(hints) = hints(tool) {
-        mcp_tool = mcp_tool.with_annotations(hints);
-    }
-    mcp_tool
-}
-
-/// The MCP hints a tool's annotations support, if any.
-///
-/// MCP's defaults assume the worst (`destructiveHint` is true when absent), which is what an
-/// executable's undeclared annotations mean; only a manifest, which declares its approval,
-/// can say that it is not destructive.
-fn hints(tool: &Tool) -> Option<ToolAnnotations> {
-    let annotations = tool.annotations();
-    let destructive = match annotations.approval {
-        Approval::Destructive => Some(true),
-        Approval::Never | Approval::Always if tool.kind() == ToolKind::Manifest => Some(false),
-        Approval::Never | Approval::Always => None,
-    };
-    if !annotations.read_only && destructive.is_none() && annotations.title.is_none() {
-        return None;
-    }
-    let mut hints = match &annotations.title {
-        Some(title) => ToolAnnotations::with_title(title.clone()),
-        None => ToolAnnotations::new(),
-    };
-    if annotations.read_only {
-        hints = hints.read_only(true);
-    }
-    if let Some(destructive) = destructive {
-        hints = hints.destructive(destructive);
-    }
-    Some(hints)
 }
 
 /// An envelope as an MCP call result.
