@@ -74,7 +74,9 @@ pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
         shared: Arc::new(context),
         pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
     };
-    let service = match handler.serve(rmcp::transport::stdio()).await {
+    // Pipes (as an MCP client starts a server) are read and written on the runtime's reactor;
+    // `stdio()` would hand every read and write to a blocking thread and back.
+    let service = match handler.serve(rmcp::transport::stdio_pipes()).await {
         Ok(service) => service,
         // A client that goes away before its first request ends the session like any other.
         Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
