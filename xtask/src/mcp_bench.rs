@@ -4,7 +4,9 @@
 //! stdout (legacy `initialize`, then sequential `tools/call` requests), so the figure covers
 //! what a client pays: JSON-RPC framing, argument validation, the executor run and the result
 //! envelope. The direct run is the command the registry builds for the same call (`tool run`
-//! with the arguments on stdin), on the same kind of runtime the server uses. Both get
+//! with the arguments on stdin, in the sandbox the server gives the tool, prepared ahead as the
+//! server does), on the same kind of runtime the server uses: the ratio is what serving over
+//! MCP adds to a call. Both get
 //! warm-ups and interleaved rounds, as the spawn table does.
 
 use std::fs;
@@ -18,6 +20,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::{Value, json};
 use toolsmith_executor::{Executor, Limits, filtered_env};
+use toolsmith_registry::SandboxSettings;
 
 use crate::CheckFailed;
 use crate::bench::{BenchSettings, Stats, micros, render_table};
@@ -54,7 +57,7 @@ impl CallPath {
 
     fn label(self) -> &'static str {
         match self {
-            CallPath::Direct => "executor.run of `echo run` (baseline)",
+            CallPath::Direct => "executor.run of `echo run`, same sandbox (baseline)",
             CallPath::Mcp => "MCP tools/call through toolsmith serve",
         }
     }
@@ -122,6 +125,22 @@ pub(crate) fn build_server(root: &Path) -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
+/// Keeps `executor`'s sandboxes prepared ahead while it lives.
+struct KeepPrepared<'a>(&'a Executor);
+
+impl KeepPrepared<'_> {
+    fn on(executor: &Executor) -> KeepPrepared<'_> {
+        executor.keep_prepared(true);
+        KeepPrepared(executor)
+    }
+}
+
+impl Drop for KeepPrepared<'_> {
+    fn drop(&mut self) {
+        self.0.keep_prepared(false);
+    }
+}
+
 /// Writes the tool, starts the server, and measures both paths.
 pub(crate) fn measure(
     runtime: &tokio::runtime::Runtime,
@@ -146,7 +165,12 @@ pub(crate) fn measure(
     command
         .arg("run".as_ref())
         .envs(filtered_env(&["PATH".to_owned()], &[]))
-        .stdin(arguments().to_string().into_bytes());
+        .stdin(arguments().to_string().into_bytes())
+        // The sandbox the server gives this tool (the default grant; the tool declares none),
+        // so that the ratio is what MCP adds, not what the sandbox costs.
+        .sandbox(SandboxSettings::unrestricted().to_executor(&scratch.0, &[]));
+    // Prepared ahead, as the server runs its calls; restored when the measurement ends.
+    let _prepared = KeepPrepared::on(executor);
     let limits = Limits::recommended();
     let direct_batch = |n_calls: usize, samples: &mut Vec<f64>| -> anyhow::Result<()> {
         runtime.block_on(async {
