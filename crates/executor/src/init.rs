@@ -12,8 +12,8 @@
 //! exits it writes the program's own wait status and resource usage to the
 //! status pipe, where the executor reads them (a [`StatusRecord`]).
 //!
-//! The init is made before the call's program is known (`spawn::prepare`):
-//! it sets up the namespaces, the mounts and the system-call filter, writes
+//! The init is made before the call's program is known (ahead of the call
+//! by `spawn::prepare_on_init_thread`, or inline by `spawn::spawn`): it sets up the namespaces, the mounts and the system-call filter, writes
 //! a ready byte, and waits on its go pipe; the executor then stores the
 //! program's plan and writes the go byte (`spawn::go`). An executor that
 //! keeps a sandbox prepared (`Executor::keep_prepared`) does the first half

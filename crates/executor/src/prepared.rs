@@ -368,15 +368,19 @@ impl Planner {
             .refilling_key
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(key.clone());
-        let queued = spawn::on_spawner(Box::new(move || {
+        let queued = spawn::on_init_thread(Box::new(move || {
             // Another refill may have made one since this was queued.
             if planner.lock_ready().iter().any(|ready| ready.key == key) {
                 planner.refill_done();
-                return;
+                return None;
             }
             let result = planner
                 .plan(&key)
-                .and_then(|(sandbox, setup)| Ok((sandbox, spawn::prepare(setup)?)));
+                .and_then(|(sandbox, setup)| Ok((sandbox, spawn::prepare_on_init_thread(setup)?)));
+            let pidfd = result
+                .as_ref()
+                .ok()
+                .and_then(|(_, prepared)| prepared.pidfd_copy());
             match result {
                 Ok((sandbox, prepared)) if planner.keeps_prepared() => {
                     let mut ready = planner.lock_ready();
@@ -393,6 +397,7 @@ impl Planner {
                 Err(error) => tracing::debug!(%error, "could not prepare a sandbox ahead"),
             }
             planner.refill_done();
+            pidfd
         }));
         if queued.is_err() {
             self.refill_done();

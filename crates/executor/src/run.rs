@@ -333,7 +333,7 @@ pub(crate) async fn run(
 
     let started = Instant::now();
     let spawned = match start {
-        Start::Prepared(prepared) => spawn::go_from_spawner(prepared, &plan)?,
+        Start::Prepared(prepared) => spawn::go_from_any(prepared, &plan)?,
         Start::Setup(setup) => spawn::spawn_from_spawner(setup, &plan)?,
     };
     // A session's runs reuse the session's own init: what the pool holds is

@@ -105,7 +105,7 @@ unsafe fn set_dumpable(value: libc::c_ulong) {
 
 /// What the namespace's first process sets up before any program exists:
 /// everything that follows from the sandbox alone, so that it can be done
-/// ahead of the call (see [`prepare`]).
+/// ahead of the call (see [`prepare_on_init_thread`]).
 #[derive(Debug)]
 pub(crate) struct InitPlan {
     /// Extra `CLONE_NEW*` flags.
@@ -358,6 +358,9 @@ pub(crate) struct InitKeep {
     _signals: OwnedFd,
     _context: Box<ContextBox>,
     _setup: Box<InitPlan>,
+    /// The init was cloned by a thread of its own ([`on_init_thread`]), not
+    /// by the spawner thread: [`go`] may run from any thread.
+    own_thread: bool,
 }
 
 /// [`ChildContext`] with a `Debug` that prints nothing of its pointers.
@@ -388,6 +391,11 @@ impl Prepared {
             pidfd: Some(pidfd),
             keep: Some(keep),
         }
+    }
+
+    /// A duplicate of the init's pidfd, to wait for its end from elsewhere.
+    pub(crate) fn pidfd_copy(&self) -> Option<OwnedFd> {
+        self.pidfd.as_ref()?.try_clone().ok()
     }
 
     /// False when the init has died while it waited (killed from outside).
@@ -603,11 +611,11 @@ fn await_byte(status_read: RawFd, pidfd: RawFd) -> Option<u8> {
 ///
 /// Without a new PID namespace the child is the program: a vfork-style clone
 /// (`CLONE_VM | CLONE_VFORK`) suspends this thread until its `execve`. With
-/// one, the child is toolsmith's init ([`prepare`], then [`go`] at once).
+/// one, the child is toolsmith's init (prepared, then [`go`] at once).
 /// Either way nothing here copies page tables.
 pub(crate) fn spawn(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
     if setup.with_init {
-        let prepared = prepare_or_stage(setup).map_err(|failed| match failed {
+        let prepared = prepare_or_stage(setup, false).map_err(|failed| match failed {
             SetupFailed { stage: 0, errno } => Error::Sys {
                 call: "clone (toolsmith's init)",
                 source: if errno == 0 {
@@ -692,9 +700,10 @@ fn failure(context: &ChildContext, plan: &SpawnPlan) -> Option<Error> {
 /// The init shares the executor's memory (`CLONE_VM`, no `execve`) and its
 /// descriptor table (`CLONE_FILES`): the program it starts later gets a copy
 /// of the table as it is then, with that call's pipes in it, and closes all
-/// but its own before `execve`. Call from the spawner thread.
-pub(crate) fn prepare(setup: Box<InitPlan>) -> Result<Prepared, Error> {
-    prepare_or_stage(setup).map_err(|failed| match failed {
+/// but its own before `execve`. Call from the thread [`on_init_thread`]
+/// started ([`spawn`] does the same on the spawner thread, then [`go`]).
+pub(crate) fn prepare_on_init_thread(setup: Box<InitPlan>) -> Result<Prepared, Error> {
+    prepare_or_stage(setup, true).map_err(|failed| match failed {
         SetupFailed { stage: 0, .. } => Error::Sys {
             call: "setting up the namespaces in toolsmith's init",
             source: io::Error::other("the init ended before it was ready"),
@@ -725,7 +734,7 @@ impl From<Error> for SetupFailed {
     }
 }
 
-fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
+fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, SetupFailed> {
     if !setup.with_init {
         // Without an init the child is the program itself: nothing waits.
         return Err(SetupFailed {
@@ -785,6 +794,7 @@ fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
             _signals: signals,
             _context: context,
             _setup: setup,
+            own_thread,
         }),
     };
     if !ready {
@@ -806,7 +816,10 @@ fn prepare_or_stage(setup: Box<InitPlan>) -> Result<Prepared, SetupFailed> {
 
 /// Has a prepared init start the planned program, and returns once the
 /// program has called `execve` (or failed before it). Call from the spawner
-/// thread, which the init inherited its thread pointer from.
+/// thread when the spawner thread cloned the init (it and its programs write
+/// that thread's `errno`, so that thread must not run meanwhile); an init of
+/// its own thread ([`on_init_thread`]) may be started from any thread: see
+/// [`go_from_any`].
 pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
     let (Some(pidfd), Some(keep)) = (prepared.pidfd.take(), prepared.keep.take()) else {
         return Err(Error::Sys {
@@ -1251,9 +1264,6 @@ enum SpawnJob {
         plan: *const SpawnPlan,
         reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
     },
-    /// Work that clones from this thread and needs no answer: preparing a
-    /// sandbox ahead of a call (`Executor::keep_prepared`).
-    Background(Box<dyn FnOnce() + Send>),
 }
 
 // SAFETY: the plans are Sync and outlive the job (the requester blocks on the reply).
@@ -1299,7 +1309,6 @@ fn send_to_spawner(job: SpawnJob) -> Result<(), Error> {
                             // SAFETY: as above.
                             let _ignored = reply.send(go(prepared, unsafe { &*plan }));
                         }
-                        SpawnJob::Background(work) => work(),
                     }
                 }
             })
@@ -1338,11 +1347,58 @@ pub(crate) fn go_from_spawner(prepared: Prepared, plan: &SpawnPlan) -> Result<Sp
     answer.recv().map_err(|_| spawner_gone())?
 }
 
-/// Runs `work` on the spawner thread, after the jobs already queued; it
-/// may call [`prepare`].
-pub(crate) fn on_spawner(work: Box<dyn FnOnce() + Send>) -> Result<(), Error> {
-    send_to_spawner(SpawnJob::Background(work))
+/// [`go`] from the calling thread when the init has a thread of its own,
+/// else on the spawner thread; blocks until the program has called `execve`.
+pub(crate) fn go_from_any(prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
+    if prepared.keep.as_ref().is_some_and(|keep| keep.own_thread) {
+        go(prepared, plan)
+    } else {
+        go_from_spawner(prepared, plan)
+    }
 }
+
+/// Runs `work` on a new thread that then lives exactly as long as the init
+/// `work` prepares ([`prepare_on_init_thread`]; `work` returns a duplicate
+/// of its pidfd, or `None` when it prepared none).
+///
+/// An init inherits the thread pointer of the thread that cloned it, so it
+/// and every program it starts write that thread's `errno`, and its
+/// `PR_SET_PDEATHSIG` fires when that thread exits. A thread of its own
+/// that only waits satisfies both: nothing else of the executor's runs on
+/// it, so an init prepared ahead never queues a call's start behind it on
+/// the spawner thread, and the call starts the program from its own thread
+/// ([`go_from_any`]).
+pub(crate) fn on_init_thread(
+    work: Box<dyn FnOnce() -> Option<OwnedFd> + Send>,
+) -> Result<(), Error> {
+    std::thread::Builder::new()
+        .name("toolsmith-init".to_owned())
+        .stack_size(INIT_THREAD_STACK)
+        .spawn(move || {
+            let Some(pidfd) = work() else { return };
+            let mut poll = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // Raw: a program may write this thread's `errno` meanwhile. A
+            // pidfd is readable once its process has exited.
+            // SAFETY: ppoll on one valid pollfd, no timeout, no mask change.
+            while unsafe {
+                init::syscall4(libc::SYS_ppoll, ptr::from_mut(&mut poll) as usize, 1, 0, 0)
+            } <= 0
+            {}
+        })
+        .map(drop)
+        .map_err(|source| Error::Sys {
+            call: "starting a thread for toolsmith's init",
+            source,
+        })
+}
+
+/// The stack of a thread of [`on_init_thread`]: it plans a sandbox and
+/// clones the init (which runs on a stack of its own), then waits.
+const INIT_THREAD_STACK: usize = 256 * 1024;
 
 /// Writes `data` to the file at `path` with one `write`; true on success.
 ///

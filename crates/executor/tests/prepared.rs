@@ -99,6 +99,18 @@ fn live_children() -> Vec<i32> {
     children
 }
 
+/// This process's threads that keep a prepared init (`toolsmith-init`).
+fn init_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim() == "toolsmith-init")
+        })
+        .count()
+}
+
 fn own_temp_dirs() -> Vec<String> {
     let prefix = format!("toolsmith-run-{}-", std::process::id());
     std::fs::read_dir(std::env::temp_dir())
@@ -183,8 +195,14 @@ fn nothing_prepared_outlives_the_executor_or_keep_prepared_off() {
         !own_temp_dirs().is_empty(),
         "the prepared sandbox has its TMPDIR"
     );
+    assert_eq!(init_threads(), 1, "the prepared init has its thread");
     executor.keep_prepared(false);
     assert_eq!(executor.prepared(), 0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while init_threads() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(init_threads(), 0, "the thread ends with its init");
     executor.keep_prepared(true);
     assert!(sh(&executor, &sandbox, "true").success());
     wait_prepared(&executor, 1);
