@@ -346,8 +346,16 @@ impl LeafDir {
     fn write(&self, file: &str, value: &str) -> Result<(), Error> {
         let path = || self.path.join(file);
         match self.kept(file) {
-            // A cgroup file takes each write whole, wherever it is made.
-            Some(kept) => kept.write_at(value.as_bytes(), 0).map(drop),
+            // A cgroup file takes each write whole, wherever it is made. A
+            // signal pending on this thread makes a v1 limit write fail with
+            // EINTR before it does anything (`mem_cgroup_resize_max`): it is
+            // made again, as `fs::write` does.
+            Some(kept) => loop {
+                match kept.write_at(value.as_bytes(), 0) {
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    written => break written.map(drop),
+                }
+            },
             None => fs::write(path(), value),
         }
         .map_err(|source| Error::Cgroup {
@@ -365,9 +373,11 @@ impl LeafDir {
         let mut chunk = [0_u8; 512];
         loop {
             let offset = u64::try_from(text.len()).ok()?;
-            match kept.read_at(&mut chunk, offset).ok()? {
-                0 => return String::from_utf8(text).ok(),
-                read => text.extend_from_slice(&chunk[..read]),
+            match kept.read_at(&mut chunk, offset) {
+                Ok(0) => return String::from_utf8(text).ok(),
+                Ok(read) => text.extend_from_slice(&chunk[..read]),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
             }
         }
     }
