@@ -18,6 +18,9 @@
 //!   is in the live registry before the call answers, so the client that asked can call it at
 //!   once; the refresh also announces the change. It is not offered under a policy profile
 //!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
+//! - Over HTTP ([`http_service`], served by `crate::http`), the same handler serves each legacy
+//!   session and each stateless request; a legacy session hears of changes from the moment it
+//!   is initialized, and the audit log names the client ([`ClientIdentity`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,7 +32,11 @@ use rmcp::model::{
     JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
     ServerCapabilities, ServerConfig, SubscriptionFilter, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, ServerInitializeError, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, RequestContext, ServerInitializeError, SubscriptionContext,
+};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -70,10 +77,7 @@ pub(crate) struct ServeContext {
 pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
     // Subscribed before the session starts, so a change while the client connects is not lost.
     let events = context.registry.subscribe();
-    let handler = Handler {
-        shared: Arc::new(context),
-        pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
-    };
+    let handler = Handler::new(Arc::new(context), false);
     let service = match handler.serve(rmcp::transport::stdio()).await {
         Ok(service) => service,
         // A client that goes away before its first request ends the session like any other.
@@ -88,13 +92,47 @@ pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The MCP endpoint over Streamable HTTP, as a tower service `crate::http` serves.
+pub(crate) type HttpService = StreamableHttpService<Handler, LocalSessionManager>;
+
+/// Builds the Streamable HTTP service: one [`Handler`] per legacy session (`initialize`,
+/// `Mcp-Session-Id`) or per stateless request, all on the same [`ServeContext`].
+pub(crate) fn http_service(
+    context: Arc<ServeContext>,
+    config: StreamableHttpServerConfig,
+) -> HttpService {
+    StreamableHttpService::new(
+        move || Ok(Handler::new(Arc::clone(&context), true)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Who sent an HTTP request, as the audit log names the client: the transport puts it in the
+/// request's extensions, the handler reads it back from the request context.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientIdentity(pub(crate) String);
+
+/// How often a legacy HTTP session's announcer checks that the session is still open.
+const SESSION_CHECK: Duration = Duration::from_secs(5);
+
 /// Tells a legacy session (one that began with `initialize`) of every catalog change.
 ///
 /// Modern sessions have no peer to notify outside a request: they hear of changes on their
-/// `subscriptions/listen` streams, see [`Handler::listen`].
+/// `subscriptions/listen` streams, see [`Handler::listen`]. The task ends with the session.
 async fn announce_legacy(mut events: broadcast::Receiver<ChangeEvent>, peer: Peer<RoleServer>) {
+    let mut check = tokio::time::interval(SESSION_CHECK);
     loop {
-        match events.recv().await {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = check.tick() => {
+                if peer.is_transport_closed() {
+                    return;
+                }
+                continue;
+            }
+        };
+        match event {
             // A lagging receiver missed events, but all the client needs is to list again.
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => return,
@@ -111,15 +149,39 @@ async fn announce_legacy(mut events: broadcast::Receiver<ChangeEvent>, peer: Pee
 
 /// The rmcp handler; rmcp clones it per request.
 #[derive(Debug, Clone)]
-struct Handler {
+pub(crate) struct Handler {
     shared: Arc<ServeContext>,
     /// Receivers subscribed when a `subscriptions/listen` was accepted, before rmcp sends its
     /// acknowledgement, so that a change right after the acknowledgement reaches the stream
     /// (rmcp calls `listen` only after acknowledging).
     pending_listeners: Arc<Mutex<VecDeque<broadcast::Receiver<ChangeEvent>>>>,
+    /// Whether an initialized legacy session starts its own announcer (HTTP: a handler per
+    /// session); on stdio, [`serve`] starts the one announcer before the session.
+    announces_on_initialized: bool,
 }
 
 impl Handler {
+    fn new(shared: Arc<ServeContext>, announces_on_initialized: bool) -> Handler {
+        Handler {
+            shared,
+            pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
+            announces_on_initialized,
+        }
+    }
+
+    /// Appends `record` to the audit log, if there is one, naming the HTTP client if known.
+    fn audit(&self, mut record: AuditRecord, context: Option<&RequestContext<RoleServer>>) {
+        let Some(audit) = &self.shared.audit else {
+            return;
+        };
+        record.client = context.and_then(client_identity);
+        // The result is real and the client waits for it: a line that cannot be written
+        // is reported, and the call still answered.
+        if let Err(error) = audit.append(&record) {
+            tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
+        }
+    }
+
     /// The admitted tools with their listed names, sorted by those names.
     fn listed<'a>(&self, catalog: &'a Catalog) -> Vec<(String, &'a Tool)> {
         let mut tools: Vec<(String, &Tool)> = catalog
@@ -202,20 +264,16 @@ impl Handler {
                 McpError::internal_error(error_chain(&error), None)
             })?,
         };
-        if let Some(audit) = &self.shared.audit {
-            let record = AuditRecord::new(
+        self.audit(
+            AuditRecord::new(
                 tool.name().as_str(),
                 arguments,
                 &envelope,
                 started_at,
                 started.elapsed(),
-            );
-            // The result is real and the client waits for it: a line that cannot be written
-            // is reported, and the call still answered.
-            if let Err(error) = audit.append(&record) {
-                tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
-            }
-        }
+            ),
+            Some(context),
+        );
         Ok(call_result(tool, &envelope))
     }
 }
@@ -344,18 +402,18 @@ impl ServerHandler for Handler {
                 sentence.clone(),
                 Metadata::not_started(),
             );
-            if let Some(audit) = &self.shared.audit {
+            if self.shared.audit.is_some() {
                 let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-                let record = AuditRecord::new(
-                    denied.name.as_str(),
-                    &arguments,
-                    &envelope,
-                    SystemTime::now(),
-                    Duration::ZERO,
+                self.audit(
+                    AuditRecord::new(
+                        denied.name.as_str(),
+                        &arguments,
+                        &envelope,
+                        SystemTime::now(),
+                        Duration::ZERO,
+                    ),
+                    Some(&context),
                 );
-                if let Err(error) = audit.append(&record) {
-                    tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
-                }
             }
             let mut meta = JsonObject::new();
             meta.insert(
@@ -394,6 +452,15 @@ impl ServerHandler for Handler {
         Ok(result.into())
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.announces_on_initialized {
+            tokio::spawn(announce_legacy(
+                self.shared.registry.subscribe(),
+                context.peer.clone(),
+            ));
+        }
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -428,6 +495,15 @@ impl ServerHandler for Handler {
             }
         }
     }
+}
+
+/// The HTTP client of a request, as `crate::http` recorded it; `None` on stdio.
+fn client_identity(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientIdentity>())
+        .map(|identity| identity.0.clone())
 }
 
 /// The name a tool is listed and called by.
