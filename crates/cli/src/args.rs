@@ -78,7 +78,7 @@ pub(crate) enum Commands {
     /// directories and their problems, and the effective config, each with a fix.
     #[command(after_help = EXAMPLES_DOCTOR)]
     Doctor(DoctorArgs),
-    /// Serve the tools over MCP on stdin/stdout until stdin closes.
+    /// Serve the tools over MCP: on stdin/stdout until stdin closes, or over HTTP with `--http`.
     #[command(after_help = EXAMPLES_SERVE)]
     Serve(ServeArgs),
     /// Print a shell completion script on stdout.

@@ -20,7 +20,6 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rmcp::transport::StreamableHttpServerConfig;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
@@ -28,7 +27,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::ServeArgs;
-use crate::mcp::{self, ClientIdentity, HttpService, ServeContext};
+use crate::mcp::{self, ClientIdentity, HttpRules, HttpService, ServeContext};
 
 /// The path of the MCP endpoint.
 pub(crate) const MCP_PATH: &str = "/mcp";
@@ -163,20 +162,14 @@ impl HttpSettings {
         if self.tls.is_some() { "https" } else { "http" }
     }
 
-    /// rmcp's configuration: `Host` and `Origin` rules, the body cap, shutdown.
-    fn mcp_config(&self, shutdown: CancellationToken) -> StreamableHttpServerConfig {
-        let mut config = StreamableHttpServerConfig::default()
-            .with_allowed_origins(self.allowed_origins.clone())
-            // An `Origin` not listed is refused, also when none is listed: only a browser
-            // sends one, and a page of a foreign site must not reach the tools.
-            .enforce_origin_validation()
-            .with_max_request_body_bytes(self.max_body)
-            .with_cancellation_token(shutdown);
-        config = match &self.allowed_hosts {
-            Some(hosts) => config.with_allowed_hosts(hosts.clone()),
-            None => config.disable_allowed_hosts(),
-        };
-        config
+    /// What the MCP endpoint enforces itself: `Host` and `Origin` rules, the body cap.
+    fn rules(&self, shutdown: CancellationToken) -> HttpRules {
+        HttpRules {
+            allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            max_body: self.max_body,
+            shutdown,
+        }
     }
 }
 
@@ -216,7 +209,7 @@ pub(crate) struct HttpServer {
 #[derive(Debug)]
 pub(crate) struct Running {
     state: Arc<State>,
-    config: StreamableHttpServerConfig,
+    rules: HttpRules,
     shutdown: CancellationToken,
     accepting: tokio::task::JoinHandle<()>,
 }
@@ -279,7 +272,7 @@ impl HttpServer {
             shutdown.clone(),
         ));
         Running {
-            config: self.settings.mcp_config(shutdown.child_token()),
+            rules: self.settings.rules(shutdown.child_token()),
             state,
             shutdown,
             accepting,
@@ -291,7 +284,7 @@ impl Running {
     /// Serves MCP on `context` until SIGTERM or SIGINT; then stops accepting and ends the
     /// sessions (their calls are dropped, which kills the tools' process trees).
     pub(crate) async fn serve(self, context: ServeContext) -> anyhow::Result<()> {
-        let service = mcp::http_service(Arc::new(context), self.config);
+        let service = mcp::http_service(Arc::new(context), self.rules);
         if self.state.service.set(service).is_err() {
             bail!("the MCP service was installed twice");
         }

@@ -92,20 +92,53 @@ pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The MCP endpoint over Streamable HTTP, as a tower service `crate::http` serves.
-pub(crate) type HttpService = StreamableHttpService<Handler, LocalSessionManager>;
+/// The MCP endpoint over Streamable HTTP, which `crate::http` serves.
+pub(crate) struct HttpService(StreamableHttpService<Handler, LocalSessionManager>);
+
+impl HttpService {
+    /// Answers one HTTP request to the endpoint (a POST of a message, a GET of a session's
+    /// stream, a DELETE of a session).
+    pub(crate) async fn handle(
+        &self,
+        request: http::Request<hyper::body::Incoming>,
+    ) -> http::Response<
+        http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>,
+    > {
+        self.0.handle(request).await
+    }
+}
+
+/// What the Streamable HTTP service enforces before a message reaches the handler.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpRules {
+    /// The `Host` values served (403 otherwise); `None`: any.
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    /// The browser `Origin`s served; any other `Origin` is refused (403), also when none is
+    /// listed: only a browser sends one, and a page of a foreign site must not reach the tools.
+    pub(crate) allowed_origins: Vec<String>,
+    /// The largest request body (413 over it).
+    pub(crate) max_body: usize,
+    /// Cancelled at shutdown: the sessions end.
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
+}
 
 /// Builds the Streamable HTTP service: one [`Handler`] per legacy session (`initialize`,
 /// `Mcp-Session-Id`) or per stateless request, all on the same [`ServeContext`].
-pub(crate) fn http_service(
-    context: Arc<ServeContext>,
-    config: StreamableHttpServerConfig,
-) -> HttpService {
-    StreamableHttpService::new(
+pub(crate) fn http_service(context: Arc<ServeContext>, rules: HttpRules) -> HttpService {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(rules.allowed_origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(rules.max_body)
+        .with_cancellation_token(rules.shutdown);
+    config = match rules.allowed_hosts {
+        Some(hosts) => config.with_allowed_hosts(hosts),
+        None => config.disable_allowed_hosts(),
+    };
+    HttpService(StreamableHttpService::new(
         move || Ok(Handler::new(Arc::clone(&context), true)),
         Arc::new(LocalSessionManager::default()),
         config,
-    )
+    ))
 }
 
 /// Who sent an HTTP request, as the audit log names the client: the transport puts it in the
@@ -149,7 +182,7 @@ async fn announce_legacy(mut events: broadcast::Receiver<ChangeEvent>, peer: Pee
 
 /// The rmcp handler; rmcp clones it per request.
 #[derive(Debug, Clone)]
-pub(crate) struct Handler {
+struct Handler {
     shared: Arc<ServeContext>,
     /// Receivers subscribed when a `subscriptions/listen` was accepted, before rmcp sends its
     /// acknowledgement, so that a change right after the acknowledgement reaches the stream
