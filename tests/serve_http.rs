@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::context::{TestContext, shell_tool};
+use crate::context::{TestContext, repository_root, shell_tool, target_dir};
 use crate::serve::{
     PATIENCE, alive, call, counter_tool, fixtures, host_pids, install, legacy, meta, modern,
     pids_line, text, wait_for_file,
@@ -771,4 +771,85 @@ async fn http_tls_with_a_test_certificate() {
     let mut answer = Vec::new();
     let _ = tokio::time::timeout(PATIENCE, plain.read_to_end(&mut answer)).await;
     assert!(!answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+}
+
+/// The pinned version of the official MCP Python SDK (`.ci/run` installs it).
+const MCP_PYTHON_VERSION: &str = "2.3.0";
+
+/// The Python of the venv holding the MCP Python SDK: `$TOOLSMITH_MCP_PYTHON`, else the one
+/// `.ci/run` makes in the target directory; `None` (said loudly) when it is missing, which
+/// fails the test in CI.
+fn mcp_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("TOOLSMITH_MCP_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("mcp-python/bin/python"));
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test asks the SDK's Python for its version"
+    )]
+    let version = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('mcp'))",
+        ])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    if version.as_deref() == Some(MCP_PYTHON_VERSION) {
+        return Some(python);
+    }
+    let message = format!(
+        "THE MCP PYTHON SDK IS MISSING: {} has mcp {version:?}, not {MCP_PYTHON_VERSION}; \
+         run .ci/run, or: python3 -m venv target/mcp-python && \
+         target/mcp-python/bin/pip install mcp=={MCP_PYTHON_VERSION}",
+        python.display()
+    );
+    assert!(
+        std::env::var_os("CI").is_none_or(|ci| ci.is_empty()),
+        "{message}"
+    );
+    #[expect(clippy::print_stderr, reason = "a test that cannot run says so")]
+    {
+        eprintln!("warning: NOT RUN: {message}");
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_python_sdk_lists_and_calls_in_both_eras() {
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    let server = Server::start(&context, &[], &[("TOOLSMITH_TOKEN", &token)]).await;
+    let script = repository_root().join("tests/acceptance/mcp_http_client.py");
+    let output = tokio::time::timeout(
+        PATIENCE * 3,
+        tokio::process::Command::new(&python)
+            .arg(&script)
+            .arg(server.url())
+            .arg(&token)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client hung")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}\nserver:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        server.log()
+    );
+    for line in [
+        "ok legacy: 2025-11-25, 6 tools",
+        "ok auto: 2026-07-28, 6 tools",
+        "ok refused without the token",
+    ] {
+        assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
+    }
 }
