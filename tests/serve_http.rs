@@ -853,3 +853,86 @@ async fn http_python_sdk_lists_and_calls_in_both_eras() {
         assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
+    let context = TestContext::new();
+    long_tools(&context);
+    let started = context.root.join("brief.started");
+    context.tool(
+        "brief",
+        &shell_tool(
+            "brief",
+            r#"{"type": "object"}"#,
+            &format!(
+                "echo started > {}; sleep 1; echo finished",
+                started.display()
+            ),
+        ),
+    );
+    let mut server = Server::start(&context, &["--shutdown-grace", "3s"], &[]).await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let peer = session.peer().clone();
+    let brief =
+        tokio::spawn(async move { peer.call_tool(call("custom_tool_brief", json!({}))).await });
+    let peer = session.peer().clone();
+    let slow =
+        tokio::spawn(async move { peer.call_tool(call("custom_tool_slow", json!({}))).await });
+    wait_for_file(&started).await;
+    let pids = host_pids(&wait_for_file(&context.root.join("pids")).await);
+    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+
+    let server_pid = i32::try_from(server.child.id()).unwrap();
+    // SAFETY: kill(2) on the server this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(server_pid, libc::SIGTERM) }, 0);
+    // The call that was running finishes within the grace period and is answered.
+    let brief = tokio::time::timeout(PATIENCE, brief)
+        .await
+        .expect("the running call was not answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(text(&brief), "finished");
+    // No new call is taken while draining.
+    let refused = session
+        .call_tool(call("custom_tool_brief", json!({})))
+        .await;
+    assert!(
+        refused.is_err(),
+        "a call was taken after SIGTERM: {refused:?}"
+    );
+    // The slow call outlives the grace period: the server kills it, says so, and exits.
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0), "{}", server.log());
+    let log = server.log();
+    assert!(
+        log.contains("shutting down") && log.contains("running=2"),
+        "{log}"
+    );
+    assert!(log.contains("killed=1"), "{log}");
+    while pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "still alive: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its client never gets a success: an error, or no answer from a server that is gone.
+    if slow.is_finished() {
+        let slow = slow.await.unwrap();
+        assert!(
+            slow.as_ref()
+                .map_or(true, |result| result.is_error == Some(true)),
+            "{slow:?}"
+        );
+    } else {
+        slow.abort();
+    }
+}

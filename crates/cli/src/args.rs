@@ -533,6 +533,11 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted over HTTP (larger: 413).
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = size_arg, requires = "http")]
     pub(crate) max_body: u64,
+
+    /// On SIGTERM or SIGINT, how long the calls running may take to finish (no new call is
+    /// taken meanwhile); those still running then are cancelled and their processes killed.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration_arg, requires = "http")]
+    pub(crate) shutdown_grace: Duration,
 }
 
 /// The longest `--prefix`: with the longest tool name it stays within MCP's 128 characters.

@@ -281,18 +281,40 @@ impl HttpServer {
 }
 
 impl Running {
-    /// Serves MCP on `context` until SIGTERM or SIGINT; then stops accepting and ends the
-    /// sessions (their calls are dropped, which kills the tools' process trees).
-    pub(crate) async fn serve(self, context: ServeContext) -> anyhow::Result<()> {
-        let service = mcp::http_service(Arc::new(context), self.rules);
+    /// Serves MCP on `context` until SIGTERM or SIGINT, then shuts down gracefully: no new
+    /// connection nor call is taken, the calls running may finish within `grace`; then the
+    /// sessions end and the calls still running are dropped, which kills their process trees.
+    pub(crate) async fn serve(
+        self,
+        context: ServeContext,
+        grace: std::time::Duration,
+    ) -> anyhow::Result<()> {
+        let context = Arc::new(context);
+        let service = mcp::http_service(Arc::clone(&context), self.rules);
         if self.state.service.set(service).is_err() {
             bail!("the MCP service was installed twice");
         }
         tracing::info!("ready: the first discovery is done");
         let signal = shutdown_signal().await;
-        tracing::info!(signal, "shutting down");
+        self.accepting.abort();
+        context.calls.drain();
+        let running = context.calls.running();
+        tracing::warn!(
+            signal,
+            running,
+            ?grace,
+            "shutting down: waiting for the running calls"
+        );
+        if tokio::time::timeout(grace, context.calls.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                killed = context.calls.running(),
+                "calls still running after the grace period are cancelled and their processes killed"
+            );
+        }
         self.shutdown.cancel();
-        let _ignored = self.accepting.await;
         Ok(())
     }
 

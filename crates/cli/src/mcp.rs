@@ -71,6 +71,65 @@ pub(crate) struct ServeContext {
     pub(crate) audit: Option<AuditLog>,
     /// Where `custom_tool` writes; `None` when it is not offered.
     pub(crate) generator: Option<GeneratorConfig>,
+    /// The calls in flight, for a graceful shutdown.
+    pub(crate) calls: Calls,
+}
+
+/// The calls in flight, and whether the server still takes new ones.
+#[derive(Debug, Default)]
+pub(crate) struct Calls {
+    running: std::sync::atomic::AtomicUsize,
+    draining: std::sync::atomic::AtomicBool,
+    idle: tokio::sync::Notify,
+}
+
+impl Calls {
+    /// Refuses new calls from now on; the running ones go on.
+    pub(crate) fn drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many calls are running.
+    pub(crate) fn running(&self) -> usize {
+        self.running.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until no call runs.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.running() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Counts a call until the guard drops (answered, failed or cancelled); `None` once
+    /// draining.
+    fn start(&self) -> Option<CallGuard<'_>> {
+        self.running
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let guard = CallGuard(self);
+        (!self.draining.load(std::sync::atomic::Ordering::SeqCst)).then_some(guard)
+    }
+}
+
+/// One call counted by [`Calls`].
+struct CallGuard<'a>(&'a Calls);
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        if self
+            .0
+            .running
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            == 1
+        {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// Serves MCP on stdin/stdout until stdin closes.
@@ -412,6 +471,12 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let Some(_counted) = self.shared.calls.start() else {
+            return Err(McpError::internal_error(
+                "the server is shutting down and takes no new calls; try again on another instance",
+                None,
+            ));
+        };
         if request.name == RESERVED_NAME
             && let Some(generator) = &self.shared.generator
         {

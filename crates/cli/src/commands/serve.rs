@@ -58,7 +58,7 @@ pub(crate) async fn serve(
     // run before this, each in a sandbox of its own made at once.
     executor.keep_prepared(true);
     let served = match http {
-        Some(running) => running.serve(context).await,
+        Some(running) => running.serve(context, args.shutdown_grace).await,
         None => mcp::serve(context).await,
     };
     // What waits prepared goes now: its init and its TMPDIR.
@@ -116,5 +116,6 @@ async fn context(
         prefix: args.prefix.clone(),
         audit,
         generator,
+        calls: mcp::Calls::default(),
     })
 }
