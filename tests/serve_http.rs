@@ -936,3 +936,57 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
         slow.abort();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_metrics_count_the_calls_made() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    let server = Server::start(
+        &context,
+        &["--profile", "plan"],
+        &[("TOOLSMITH_TOKEN", &token)],
+    )
+    .await;
+    let (session, _events) = server.connect(Some(&token), modern()).await;
+    for _ in 0..2 {
+        let peek = session
+            .call_tool(call("custom_tool_peek", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(text(&peek), "looked");
+    }
+    let denied = session
+        .call_tool(call("custom_tool_wipe", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(meta(&denied, "toolsmith/error_code"), "POLICY_DENIED");
+    let unknown = session.call_tool(call("custom_tool_nope", json!({}))).await;
+    assert!(unknown.is_err());
+    session.cancel().await.unwrap();
+
+    let refused = server.request("GET", "/metrics", &[], "").await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    let bearer = format!("Bearer {token}");
+    let scraped = server
+        .request("GET", "/metrics", &[("Authorization", &bearer)], "")
+        .await;
+    assert_eq!(scraped.status, 200, "{scraped:?}");
+    let body = scraped.body;
+    for line in [
+        r#"toolsmith_calls_total{tool="peek",outcome="ok"} 2"#,
+        r#"toolsmith_calls_total{tool="wipe",outcome="POLICY_DENIED"} 1"#,
+        r#"toolsmith_sandbox_refusals_total{tool="wipe"} 1"#,
+        r#"toolsmith_call_duration_seconds_count{tool="peek"} 2"#,
+        "toolsmith_calls_in_flight 0",
+    ] {
+        assert!(body.contains(line), "{line:?} missing from:\n{body}");
+    }
+    // A tool that does not exist adds no series: clients cannot grow the label set.
+    assert!(!body.contains("nope"), "{body}");
+    assert!(
+        body.contains("toolsmith_discovery_duration_seconds "),
+        "{body}"
+    );
+    assert!(body.contains("toolsmith_backend{backend="), "{body}");
+}

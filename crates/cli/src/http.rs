@@ -219,6 +219,8 @@ struct State {
     tls: Option<TlsAcceptor>,
     /// Set once the first discovery is done.
     service: OnceLock<HttpService>,
+    /// The context served, for `/metrics`; set with `service`.
+    context: OnceLock<Arc<ServeContext>>,
 }
 
 impl std::fmt::Debug for State {
@@ -265,6 +267,7 @@ impl HttpServer {
             token: self.settings.token.clone(),
             tls: self.settings.tls.clone().map(TlsAcceptor::from),
             service: OnceLock::new(),
+            context: OnceLock::new(),
         });
         let accepting = tokio::spawn(accept_loop(
             self.listener,
@@ -291,7 +294,9 @@ impl Running {
     ) -> anyhow::Result<()> {
         let context = Arc::new(context);
         let service = mcp::http_service(Arc::clone(&context), self.rules);
-        if self.state.service.set(service).is_err() {
+        if self.state.context.set(Arc::clone(&context)).is_err()
+            || self.state.service.set(service).is_err()
+        {
             bail!("the MCP service was installed twice");
         }
         tracing::info!("ready: the first discovery is done");
@@ -402,25 +407,30 @@ async fn route(state: &State, peer: SocketAddr, mut request: Request<Incoming>) 
         "/healthz" => text(StatusCode::OK, "ok\n"),
         "/readyz" if state.service.get().is_some() => text(StatusCode::OK, "ready\n"),
         "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "discovering tools\n"),
-        MCP_PATH => {
-            let authenticated = match &state.token {
-                Some(token) => {
-                    if !presents(&request, token) {
-                        tracing::info!(%peer, "refused: no valid bearer token");
-                        let mut response = text(
-                            StatusCode::UNAUTHORIZED,
-                            "Unauthorized: send Authorization: Bearer <token>\n",
-                        );
-                        response.headers_mut().insert(
-                            header::WWW_AUTHENTICATE,
-                            header::HeaderValue::from_static("Bearer"),
-                        );
-                        return response;
-                    }
-                    true
+        "/metrics" => {
+            if let Some(refused) = unauthorized(state, &request, peer) {
+                return refused;
+            }
+            match state.context.get() {
+                Some(context) => {
+                    let mut response =
+                        Response::new(Full::new(Bytes::from(context.metrics.encode())).boxed());
+                    response.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        header::HeaderValue::from_static(
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        ),
+                    );
+                    response
                 }
-                None => false,
-            };
+                None => text(StatusCode::SERVICE_UNAVAILABLE, "discovering tools\n"),
+            }
+        }
+        MCP_PATH => {
+            if let Some(refused) = unauthorized(state, &request, peer) {
+                return refused;
+            }
+            let authenticated = state.token.is_some();
             let Some(service) = state.service.get() else {
                 let mut response = text(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -441,6 +451,28 @@ async fn route(state: &State, peer: SocketAddr, mut request: Request<Incoming>) 
         }
         _ => text(StatusCode::NOT_FOUND, "Not Found\n"),
     }
+}
+
+/// The 401 a request without the token gets, if a token is required.
+fn unauthorized(
+    state: &State,
+    request: &Request<Incoming>,
+    peer: SocketAddr,
+) -> Option<BoxResponse> {
+    let token = state.token.as_ref()?;
+    if presents(request, token) {
+        return None;
+    }
+    tracing::info!(%peer, "refused: no valid bearer token");
+    let mut response = text(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: send Authorization: Bearer <token>\n",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    Some(response)
 }
 
 /// Whether the request carries `Authorization: Bearer <token>`.

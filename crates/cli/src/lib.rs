@@ -28,6 +28,7 @@ mod export;
 mod http;
 mod logging;
 mod mcp;
+mod metrics;
 mod output;
 mod progress;
 mod settings;

@@ -73,6 +73,8 @@ pub(crate) struct ServeContext {
     pub(crate) generator: Option<GeneratorConfig>,
     /// The calls in flight, for a graceful shutdown.
     pub(crate) calls: Calls,
+    /// What `/metrics` shows (served over HTTP only).
+    pub(crate) metrics: crate::metrics::Metrics,
 }
 
 /// The calls in flight, and whether the server still takes new ones.
@@ -294,6 +296,7 @@ impl Handler {
     ) -> Result<CallToolResult, McpError> {
         let started_at = SystemTime::now();
         let started = Instant::now();
+        let _in_flight = self.shared.metrics.call_started();
         let token = context.meta.get_progress_token();
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let shared = &self.shared;
@@ -350,12 +353,26 @@ impl Handler {
                 // whatever a cancelled request answers; an error here would only be logged as
                 // a failure.
                 tracing::info!(tool = %tool.name(), "call cancelled by the client");
+                self.shared.metrics.call_ended(
+                    tool.name().as_str(),
+                    "cancelled",
+                    started.elapsed().as_secs_f64(),
+                );
                 return Ok(CallToolResult::error(vec![ContentBlock::text("The call was cancelled.")]));
             }
             result = call => result.map_err(|error| {
                 McpError::internal_error(error_chain(&error), None)
             })?,
         };
+        let outcome = match &envelope.body {
+            Body::Success { .. } => "ok",
+            Body::Failure { error_code, .. } => error_code.as_str(),
+        };
+        self.shared.metrics.call_ended(
+            tool.name().as_str(),
+            outcome,
+            started.elapsed().as_secs_f64(),
+        );
         self.audit(
             AuditRecord::new(
                 tool.name().as_str(),
@@ -495,6 +512,11 @@ impl ServerHandler for Handler {
             && let Some(denied) = name.as_ref().and_then(|name| catalog.get_denied(name))
         {
             let sentence = format!("Tool {} may not be called: {}.", denied.name, denied.denial);
+            self.shared.metrics.call_ended(
+                denied.name.as_str(),
+                ErrorCode::PolicyDenied.as_str(),
+                0.0,
+            );
             let envelope = Envelope::failure(
                 ErrorCode::PolicyDenied,
                 sentence.clone(),

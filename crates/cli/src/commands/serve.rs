@@ -81,6 +81,7 @@ async fn context(
         .as_deref()
         .map(AuditLog::open)
         .transpose()?;
+    let discovery = std::time::Instant::now();
     let registry = LiveRegistry::start(
         Arc::clone(executor),
         global.layers.clone(),
@@ -90,6 +91,11 @@ async fn context(
     )
     .await
     .context("cannot watch the tool directories")?;
+    let metrics = crate::metrics::Metrics::default();
+    metrics.started(
+        discovery.elapsed().as_secs_f64(),
+        executor.backend().as_str(),
+    );
     let catalog = registry.snapshot();
     tracing::info!(
         tools = catalog.tools().len(),
@@ -117,5 +123,6 @@ async fn context(
         audit,
         generator,
         calls: mcp::Calls::default(),
+        metrics,
     })
 }
