@@ -990,3 +990,62 @@ async fn http_metrics_count_the_calls_made() {
     );
     assert!(body.contains("toolsmith_backend{backend="), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_client_over_its_concurrency_limit_is_told_and_loses_no_call() {
+    let context = TestContext::new();
+    let started = context.root.join("nap.started");
+    context.tool(
+        "nap",
+        &shell_tool(
+            "nap",
+            r#"{"type": "object"}"#,
+            &format!("echo x >> {}; sleep 1.5; echo rested", started.display()),
+        ),
+    );
+    let server = Server::start(&context, &["--max-calls-per-client", "2"], &[]).await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let running: Vec<_> = (0..2)
+        .map(|_| {
+            let peer = session.peer().clone();
+            tokio::spawn(async move { peer.call_tool(call("custom_tool_nap", json!({}))).await })
+        })
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    while std::fs::read_to_string(&started).map_or(0, |text| text.lines().count()) < 2 {
+        assert!(Instant::now() < deadline, "the two calls never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A third call at once: refused with the reason, never started.
+    let over = session
+        .call_tool(call("custom_tool_nap", json!({})))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = over else {
+        panic!("expected a JSON-RPC error, got {over:?}");
+    };
+    assert!(
+        error.message.contains("too many concurrent calls") && error.message.contains("at most 2"),
+        "{error:?}"
+    );
+    // The two running calls are answered; nothing was lost or started twice.
+    for call in running {
+        let result = tokio::time::timeout(PATIENCE, call)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(text(&result), "rested");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&started).unwrap().lines().count(),
+        2
+    );
+    // Under the limit again, the call is served.
+    let again = session
+        .call_tool(call("custom_tool_nap", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&again), "rested");
+    session.cancel().await.unwrap();
+}

@@ -538,6 +538,11 @@ pub(crate) struct ServeArgs {
     /// taken meanwhile); those still running then are cancelled and their processes killed.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration_arg, requires = "http")]
     pub(crate) shutdown_grace: Duration,
+
+    /// At most this many calls at once from one client (IP address); a call over it is
+    /// refused with a JSON-RPC error saying so (it never starts), `0` for no limit.
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
+    pub(crate) max_calls_per_client: usize,
 }
 
 /// The longest `--prefix`: with the longest tool name it stays within MCP's 128 characters.

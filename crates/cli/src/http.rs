@@ -441,12 +441,15 @@ async fn route(state: &State, peer: SocketAddr, mut request: Request<Incoming>) 
                     .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
                 return response;
             };
-            let identity = if authenticated {
+            let text = if authenticated {
                 format!("{peer} (token)")
             } else {
                 format!("{peer} (no token)")
             };
-            request.extensions_mut().insert(ClientIdentity(identity));
+            request.extensions_mut().insert(ClientIdentity {
+                text,
+                ip: peer.ip(),
+            });
             service.handle(request).await
         }
         _ => text(StatusCode::NOT_FOUND, "Not Found\n"),

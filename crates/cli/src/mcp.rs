@@ -75,6 +75,67 @@ pub(crate) struct ServeContext {
     pub(crate) calls: Calls,
     /// What `/metrics` shows (served over HTTP only).
     pub(crate) metrics: crate::metrics::Metrics,
+    /// At most this many calls at once from one HTTP client (IP address); `None`: no limit.
+    pub(crate) per_client: Option<PerClient>,
+}
+
+/// The calls each HTTP client (by IP address) has running, and the limit.
+#[derive(Debug)]
+pub(crate) struct PerClient {
+    limit: usize,
+    running: Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl PerClient {
+    pub(crate) fn new(limit: usize) -> PerClient {
+        PerClient {
+            limit,
+            running: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Counts a call of `ip` until the guard drops, or says why it may not start.
+    fn start(&self, ip: std::net::IpAddr) -> Result<ClientGuard<'_>, McpError> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = running.entry(ip).or_insert(0);
+        if *count >= self.limit {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode(-32000),
+                format!(
+                    "too many concurrent calls from {ip}: at most {} at once; this call was not started, send it again when one of yours has finished",
+                    self.limit
+                ),
+                Some(serde_json::json!({"limit": self.limit})),
+            ));
+        }
+        *count += 1;
+        Ok(ClientGuard {
+            per_client: self,
+            ip,
+        })
+    }
+}
+
+/// One running call of an HTTP client, counted by [`PerClient`].
+struct ClientGuard<'a> {
+    per_client: &'a PerClient,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for ClientGuard<'_> {
+    fn drop(&mut self) {
+        let mut running = self
+            .per_client
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = running.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// The calls in flight, and whether the server still takes new ones.
@@ -205,7 +266,12 @@ pub(crate) fn http_service(context: Arc<ServeContext>, rules: HttpRules) -> Http
 /// Who sent an HTTP request, as the audit log names the client: the transport puts it in the
 /// request's extensions, the handler reads it back from the request context.
 #[derive(Debug, Clone)]
-pub(crate) struct ClientIdentity(pub(crate) String);
+pub(crate) struct ClientIdentity {
+    /// The peer address and whether it authenticated, as the audit log shows it.
+    pub(crate) text: String,
+    /// The peer's IP address: one client for the per-client limit.
+    pub(crate) ip: std::net::IpAddr,
+}
 
 /// How often a legacy HTTP session's announcer checks that the session is still open.
 const SESSION_CHECK: Duration = Duration::from_secs(5);
@@ -494,6 +560,10 @@ impl ServerHandler for Handler {
                 None,
             ));
         };
+        let _client = match (&self.shared.per_client, client_ip(&context)) {
+            (Some(per_client), Some(ip)) => Some(per_client.start(ip)?),
+            _ => None,
+        };
         if request.name == RESERVED_NAME
             && let Some(generator) = &self.shared.generator
         {
@@ -623,7 +693,16 @@ fn client_identity(context: &RequestContext<RoleServer>) -> Option<String> {
         .extensions
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<ClientIdentity>())
-        .map(|identity| identity.0.clone())
+        .map(|identity| identity.text.clone())
+}
+
+/// The HTTP client's IP address, as `crate::http` recorded it; `None` on stdio.
+fn client_ip(context: &RequestContext<RoleServer>) -> Option<std::net::IpAddr> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientIdentity>())
+        .map(|identity| identity.ip)
 }
 
 /// The name a tool is listed and called by.

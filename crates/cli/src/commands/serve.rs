@@ -124,5 +124,7 @@ async fn context(
         generator,
         calls: mcp::Calls::default(),
         metrics,
+        per_client: (args.http.is_some() && args.max_calls_per_client > 0)
+            .then(|| mcp::PerClient::new(args.max_calls_per_client)),
     })
 }
