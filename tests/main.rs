@@ -22,6 +22,7 @@ mod probes;
 mod run;
 mod sandbox;
 mod serve;
+mod serve_http;
 mod show;
 mod system_tools;
 mod trust;

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::context::{TestContext, ikigai_tool, shell_tool, write_executable};
 
 /// How long a test waits for something the server should do promptly.
-const PATIENCE: Duration = Duration::from_secs(20);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A client that reports every `notifications/tools/list_changed` of a legacy session.
 #[derive(Debug, Clone)]
@@ -71,7 +71,7 @@ pub(crate) fn legacy() -> ClientLifecycleMode {
     ClientLifecycleMode::Initialize
 }
 
-fn modern() -> ClientLifecycleMode {
+pub(crate) fn modern() -> ClientLifecycleMode {
     ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     }
@@ -100,7 +100,7 @@ pub(crate) fn meta(result: &CallToolResult, key: &str) -> Value {
 
 /// Writes a tool the way a generator would: complete, then renamed into place, so the live
 /// registry registers it at once.
-fn install(context: &TestContext, name: &str, script: &str) {
+pub(crate) fn install(context: &TestContext, name: &str, script: &str) {
     let staging = context.root.join(format!("staging-{name}"));
     write_executable(&staging, script);
     std::fs::rename(&staging, context.tools.join(name)).unwrap();
@@ -108,7 +108,7 @@ fn install(context: &TestContext, name: &str, script: &str) {
 
 /// The fixture set: a plain tool, one with an output schema, a failing one, one with a required
 /// argument, a read-only and a destructive manifest.
-fn fixtures(context: &TestContext) {
+pub(crate) fn fixtures(context: &TestContext) {
     context.tool(
         "hello",
         &shell_tool(
@@ -328,13 +328,13 @@ async fn modern_session_lists_calls_and_listens() {
 ///
 /// Tools run in a PID namespace of their own where the kernel allows it, so `$$` is a pid of
 /// that namespace; [`host_pids`] turns the line back into the test's pids.
-fn pids_line(pids: &str) -> String {
+pub(crate) fn pids_line(pids: &str) -> String {
     format!("$(readlink /proc/self/ns/pid) {pids}")
 }
 
 /// The host pids of a line written with [`pids_line`]: the processes whose pid namespace is
 /// the one named and whose innermost pid is one of those listed.
-fn host_pids(line: &str) -> Vec<String> {
+pub(crate) fn host_pids(line: &str) -> Vec<String> {
     let mut words = line.split_whitespace();
     let namespace = words.next().unwrap_or_default().to_owned();
     let inner: Vec<&str> = words.collect();
@@ -371,7 +371,7 @@ fn host_pids(line: &str) -> Vec<String> {
 }
 
 /// Whether `pid` is a live process (a zombie is not).
-fn alive(pid: &str) -> bool {
+pub(crate) fn alive(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat.rsplit(')').next().unwrap_or("").trim_start();
@@ -456,7 +456,7 @@ async fn cancelled_call_leaves_no_process() {
     session.cancel().await.unwrap();
 }
 
-async fn wait_for_file(path: &Path) -> String {
+pub(crate) async fn wait_for_file(path: &Path) -> String {
     let deadline = Instant::now() + PATIENCE;
     loop {
         if let Ok(text) = std::fs::read_to_string(path)
@@ -820,7 +820,7 @@ async fn long_listings_are_paginated() {
 }
 
 /// A tool that reports three steps on `$TOOLSMITH_PROGRESS_FD`, writing its pid first.
-fn counter_tool() -> String {
+pub(crate) fn counter_tool() -> String {
     shell_tool(
         "counter",
         r#"{"type": "object"}"#,

@@ -39,8 +39,9 @@ fn help_without_color() {
       run          Call a tool and print its result envelope
       export       Print the tool definitions in one LLM API's exact shape (MCP, OpenAI, Anthropic, Gemini); a tool a provider cannot take is left out with a warning
       doctor       Check this machine and set-up: what the kernel allows, the tool directories and their problems, and the effective config, each with a fix
-      serve        Serve the tools over MCP on stdin/stdout until stdin closes
+      serve        Serve the tools over MCP: on stdin/stdout until stdin closes, or over HTTP with `--http`
       completions  Print a shell completion script on stdout
+      token        Mint the bearer token of `serve --http`
       generate     Generate a tool from a custom_tool request: render it, test it in the sandbox, and register it only when every check passes
       new          Write a working skeleton of a new tool, for a human to complete
       test         Run the test cases tools declare (`tests`), one line per case

@@ -78,12 +78,15 @@ pub(crate) enum Commands {
     /// directories and their problems, and the effective config, each with a fix.
     #[command(after_help = EXAMPLES_DOCTOR)]
     Doctor(DoctorArgs),
-    /// Serve the tools over MCP on stdin/stdout until stdin closes.
+    /// Serve the tools over MCP: on stdin/stdout until stdin closes, or over HTTP with `--http`.
     #[command(after_help = EXAMPLES_SERVE)]
     Serve(ServeArgs),
     /// Print a shell completion script on stdout.
     #[command(after_help = EXAMPLES_COMPLETIONS)]
     Completions(CompletionsArgs),
+    /// Mint the bearer token of `serve --http`.
+    #[command(subcommand, after_help = EXAMPLES_TOKEN)]
+    Token(TokenCommand),
     /// Generate a tool from a custom_tool request: render it, test it in the
     /// sandbox, and register it only when every check passes.
     #[command(after_help = EXAMPLES_GENERATE)]
@@ -209,9 +212,16 @@ const EXAMPLES_SERVE: &str = "\
 Examples:
   toolsmith serve
   toolsmith serve --profile plan --prefix ''
+  toolsmith serve --http 127.0.0.1:8848
+  toolsmith serve --http 0.0.0.0:8848 --token-file token --tls-cert cert.pem --tls-key key.pem
 
 Claude Code: claude mcp add toolsmith -- toolsmith serve
 See docs/agents.md for Codex, Cursor and goose.";
+
+const EXAMPLES_TOKEN: &str = "\
+Examples:
+  (umask 077; toolsmith token new > ~/.config/toolsmith/token)
+  toolsmith serve --http 0.0.0.0:8848 --token-file ~/.config/toolsmith/token";
 
 const EXAMPLES_COMPLETIONS: &str = "\
 Examples:
@@ -224,6 +234,12 @@ pub(crate) struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Print a fresh random token (256 bits from the OS, in hex) on stdout.
+    New,
 }
 
 #[derive(Debug, Args)]
@@ -485,6 +501,48 @@ pub(crate) struct ServeArgs {
     /// What goes before each tool's name in the MCP listing; may be empty.
     #[arg(long, value_name = "PREFIX", default_value = toolsmith_registry::EXPOSED_PREFIX, value_parser = prefix_arg)]
     pub(crate) prefix: String,
+
+    /// Serve MCP over Streamable HTTP on this address (e.g. `127.0.0.1:8848`),
+    /// at `/mcp`, instead of on stdin/stdout. A non-loopback address needs a token.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
+
+    /// The file whose first line is the bearer token clients must send
+    /// (`Authorization: Bearer TOKEN`) [env: TOOLSMITH_TOKEN].
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) token_file: Option<PathBuf>,
+
+    /// The TLS certificate chain (PEM) to serve HTTPS with; needs `--tls-key`.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"])]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// The TLS private key (PEM) of `--tls-cert`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+
+    /// A `Host` the server answers to besides loopback names and the bound
+    /// address (e.g. `tools.example.com` or `tools.example.com:8848`); repeat it for several.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub(crate) allow_hosts: Vec<String>,
+
+    /// A browser `Origin` allowed to call (e.g. `https://app.example.com:443`);
+    /// repeat it for several. A request with any other `Origin` is refused (403).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub(crate) allow_origins: Vec<String>,
+
+    /// The largest request body accepted over HTTP (larger: 413).
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = size_arg, requires = "http")]
+    pub(crate) max_body: u64,
+
+    /// On SIGTERM or SIGINT, how long the calls running may take to finish (no new call is
+    /// taken meanwhile); those still running then are cancelled and their processes killed.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration_arg, requires = "http")]
+    pub(crate) shutdown_grace: Duration,
+
+    /// At most this many calls at once from one client (IP address); a call over it is
+    /// refused with a JSON-RPC error saying so (it never starts), `0` for no limit.
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
+    pub(crate) max_calls_per_client: usize,
 }
 
 /// The longest `--prefix`: with the longest tool name it stays within MCP's 128 characters.

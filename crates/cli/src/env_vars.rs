@@ -46,6 +46,11 @@ impl EnvVars {
     /// `--profile` wins over it.
     pub const TOOLSMITH_PROFILE: &'static str = "TOOLSMITH_PROFILE";
 
+    /// The bearer token `serve --http` requires of clients, when `--token-file`
+    /// is not given. It is read once at start and dropped from toolsmith's
+    /// environment: no tool receives it.
+    pub const TOOLSMITH_TOKEN: &'static str = "TOOLSMITH_TOKEN";
+
     /// The base directory of user caches (XDG); the discovery cache is
     /// `$XDG_CACHE_HOME/toolsmith/discovery.json`, default `~/.cache/toolsmith/`.
     /// A relative value is ignored, as the XDG specification asks.

@@ -25,8 +25,10 @@ mod config_reference;
 mod env_vars;
 mod exit;
 mod export;
+mod http;
 mod logging;
 mod mcp;
+mod metrics;
 mod output;
 mod progress;
 mod settings;
@@ -47,7 +49,7 @@ pub use crate::exit::ExitStatus;
 
 use crate::args::{
     Cli, Commands, CompletionsArgs, DoctorArgs, ExportArgs, GenerateArgs, HistoryArgs, ListArgs,
-    NewArgs, RollbackArgs, RunArgs, ServeArgs, ShowArgs, TestArgs, ValidateArgs,
+    NewArgs, RollbackArgs, RunArgs, ServeArgs, ShowArgs, TestArgs, TokenCommand, ValidateArgs,
 };
 use crate::config::ConfigError;
 use crate::settings::{ConfigLayers, GlobalSettings, Options, RunSettings};
@@ -152,6 +154,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     if let Commands::Completions(args) = &cli.command {
         return completions(args);
     }
+    if let Commands::Token(TokenCommand::New) = &cli.command {
+        return token_new();
+    }
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let lookup = |name: &str| std::env::var(name).ok();
     let env_options = Options::from_env(&lookup)?;
@@ -231,6 +236,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     // Every variable that no tool receives and toolsmith does not read is
     // dropped (its heap copy zeroed), so that a tool that could read
     // toolsmith's memory would not find the operator's secrets in it.
+    // Read before the scrub below drops it: the token stays in toolsmith's memory only.
+    let env_token = matches!(cli.command, Commands::Serve(_))
+        .then(|| lookup(EnvVars::TOOLSMITH_TOKEN))
+        .flatten();
     let keep = global.kept_environment();
     // SAFETY: the process still has one thread: no executor, runtime or
     // progress bar exists yet, and the logger writes from the caller's thread.
@@ -259,8 +268,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Validate(args) => Prepared::Validate(args),
         Commands::Export(args) => Prepared::Export(args),
         Commands::Doctor(args) => Prepared::Doctor(args),
-        Commands::Serve(args) => Prepared::Serve(args),
+        Commands::Serve(args) => Prepared::Serve(
+            args,
+            http::HttpSettings::resolve(args, env_token.as_deref(), &cwd)?,
+        ),
         Commands::Completions(args) => return completions(args),
+        // Handled before any config is read; repeated so the match is whole.
+        Commands::Token(TokenCommand::New) => return token_new(),
         Commands::Generate(args) if args.print_schema => {
             return commands::generate::print_schema();
         }
@@ -299,7 +313,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Executor::new(ExecutorConfig {
             backend: global.backend,
             max_concurrent: match prepared {
-                Prepared::Serve(_) => commands::serve::max_concurrent(&global),
+                Prepared::Serve(..) => commands::serve::max_concurrent(&global),
                 _ => global.max_concurrent,
             },
         })
@@ -323,7 +337,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             }
             Prepared::Export(args) => commands::export::export(args, &global, &executor).await,
             Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor).await,
-            Prepared::Serve(args) => commands::serve::serve(args, &global, &executor).await,
+            Prepared::Serve(args, http) => {
+                commands::serve::serve(args, http, &global, &executor).await
+            }
             Prepared::Generate { args, request } => {
                 commands::generate::generate(args, &request, &global, &executor).await
             }
@@ -352,7 +368,7 @@ enum Prepared<'a> {
     Validate(&'a ValidateArgs),
     Export(&'a ExportArgs),
     Doctor(&'a DoctorArgs),
-    Serve(&'a ServeArgs),
+    Serve(&'a ServeArgs, Option<http::HttpSettings>),
     Generate {
         args: &'a GenerateArgs,
         request: serde_json::Value,
@@ -403,6 +419,12 @@ fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitStatus> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "toolsmith", &mut script);
     output::write_text(&String::from_utf8_lossy(&script))?;
+    Ok(ExitStatus::Success)
+}
+
+/// `toolsmith token new`: a fresh bearer token for `serve --http` on stdout.
+fn token_new() -> anyhow::Result<ExitStatus> {
+    output::write_text(&format!("{}\n", http::Token::generate()?.as_str()))?;
     Ok(ExitStatus::Success)
 }
 

@@ -18,6 +18,9 @@
 //!   is in the live registry before the call answers, so the client that asked can call it at
 //!   once; the refresh also announces the change. It is not offered under a policy profile
 //!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
+//! - Over HTTP ([`http_service`], served by `crate::http`), the same handler serves each legacy
+//!   session and each stateless request; a legacy session hears of changes from the moment it
+//!   is initialized, and the audit log names the client ([`ClientIdentity`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,7 +32,11 @@ use rmcp::model::{
     JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{RequestContext, ServerInitializeError, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, RequestContext, ServerInitializeError, SubscriptionContext,
+};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -64,16 +71,135 @@ pub(crate) struct ServeContext {
     pub(crate) audit: Option<AuditLog>,
     /// Where `custom_tool` writes; `None` when it is not offered.
     pub(crate) generator: Option<GeneratorConfig>,
+    /// The calls in flight, for a graceful shutdown.
+    pub(crate) calls: Calls,
+    /// What `/metrics` shows (served over HTTP only).
+    pub(crate) metrics: crate::metrics::Metrics,
+    /// At most this many calls at once from one HTTP client (IP address); `None`: no limit.
+    pub(crate) per_client: Option<PerClient>,
+}
+
+/// The calls each HTTP client (by IP address) has running, and the limit.
+#[derive(Debug)]
+pub(crate) struct PerClient {
+    limit: usize,
+    running: Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl PerClient {
+    pub(crate) fn new(limit: usize) -> PerClient {
+        PerClient {
+            limit,
+            running: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Counts a call of `ip` until the guard drops, or says why it may not start.
+    fn start(&self, ip: std::net::IpAddr) -> Result<ClientGuard<'_>, McpError> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = running.entry(ip).or_insert(0);
+        if *count >= self.limit {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode(-32000),
+                format!(
+                    "too many concurrent calls from {ip}: at most {} at once; this call was not started, send it again when one of yours has finished",
+                    self.limit
+                ),
+                Some(serde_json::json!({"limit": self.limit})),
+            ));
+        }
+        *count += 1;
+        Ok(ClientGuard {
+            per_client: self,
+            ip,
+        })
+    }
+}
+
+/// One running call of an HTTP client, counted by [`PerClient`].
+struct ClientGuard<'a> {
+    per_client: &'a PerClient,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for ClientGuard<'_> {
+    fn drop(&mut self) {
+        let mut running = self
+            .per_client
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = running.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// The calls in flight, and whether the server still takes new ones.
+#[derive(Debug, Default)]
+pub(crate) struct Calls {
+    running: std::sync::atomic::AtomicUsize,
+    draining: std::sync::atomic::AtomicBool,
+    idle: tokio::sync::Notify,
+}
+
+impl Calls {
+    /// Refuses new calls from now on; the running ones go on.
+    pub(crate) fn drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many calls are running.
+    pub(crate) fn running(&self) -> usize {
+        self.running.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until no call runs.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.running() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Counts a call until the guard drops (answered, failed or cancelled); `None` once
+    /// draining.
+    fn start(&self) -> Option<CallGuard<'_>> {
+        self.running
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let guard = CallGuard(self);
+        (!self.draining.load(std::sync::atomic::Ordering::SeqCst)).then_some(guard)
+    }
+}
+
+/// One call counted by [`Calls`].
+struct CallGuard<'a>(&'a Calls);
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        if self
+            .0
+            .running
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            == 1
+        {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// Serves MCP on stdin/stdout until stdin closes.
 pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
     // Subscribed before the session starts, so a change while the client connects is not lost.
     let events = context.registry.subscribe();
-    let handler = Handler {
-        shared: Arc::new(context),
-        pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
-    };
+    let handler = Handler::new(Arc::new(context), false);
     // Pipes (as an MCP client starts a server) are read and written on the runtime's reactor;
     // `stdio()` would hand every read and write to a blocking thread and back.
     let service = match handler.serve(rmcp::transport::stdio_pipes()).await {
@@ -90,13 +216,85 @@ pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The MCP endpoint over Streamable HTTP, which `crate::http` serves.
+pub(crate) struct HttpService(StreamableHttpService<Handler, LocalSessionManager>);
+
+impl HttpService {
+    /// Answers one HTTP request to the endpoint (a POST of a message, a GET of a session's
+    /// stream, a DELETE of a session).
+    pub(crate) async fn handle(
+        &self,
+        request: http::Request<hyper::body::Incoming>,
+    ) -> http::Response<
+        http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>,
+    > {
+        self.0.handle(request).await
+    }
+}
+
+/// What the Streamable HTTP service enforces before a message reaches the handler.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpRules {
+    /// The `Host` values served (403 otherwise); `None`: any.
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    /// The browser `Origin`s served; any other `Origin` is refused (403), also when none is
+    /// listed: only a browser sends one, and a page of a foreign site must not reach the tools.
+    pub(crate) allowed_origins: Vec<String>,
+    /// The largest request body (413 over it).
+    pub(crate) max_body: usize,
+    /// Cancelled at shutdown: the sessions end.
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// Builds the Streamable HTTP service: one [`Handler`] per legacy session (`initialize`,
+/// `Mcp-Session-Id`) or per stateless request, all on the same [`ServeContext`].
+pub(crate) fn http_service(context: Arc<ServeContext>, rules: HttpRules) -> HttpService {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(rules.allowed_origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(rules.max_body)
+        .with_cancellation_token(rules.shutdown);
+    config = match rules.allowed_hosts {
+        Some(hosts) => config.with_allowed_hosts(hosts),
+        None => config.disable_allowed_hosts(),
+    };
+    HttpService(StreamableHttpService::new(
+        move || Ok(Handler::new(Arc::clone(&context), true)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    ))
+}
+
+/// Who sent an HTTP request, as the audit log names the client: the transport puts it in the
+/// request's extensions, the handler reads it back from the request context.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientIdentity {
+    /// The peer address and whether it authenticated, as the audit log shows it.
+    pub(crate) text: String,
+    /// The peer's IP address: one client for the per-client limit.
+    pub(crate) ip: std::net::IpAddr,
+}
+
+/// How often a legacy HTTP session's announcer checks that the session is still open.
+const SESSION_CHECK: Duration = Duration::from_secs(5);
+
 /// Tells a legacy session (one that began with `initialize`) of every catalog change.
 ///
 /// Modern sessions have no peer to notify outside a request: they hear of changes on their
-/// `subscriptions/listen` streams, see [`Handler::listen`].
+/// `subscriptions/listen` streams, see [`Handler::listen`]. The task ends with the session.
 async fn announce_legacy(mut events: broadcast::Receiver<ChangeEvent>, peer: Peer<RoleServer>) {
+    let mut check = tokio::time::interval(SESSION_CHECK);
     loop {
-        match events.recv().await {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = check.tick() => {
+                if peer.is_transport_closed() {
+                    return;
+                }
+                continue;
+            }
+        };
+        match event {
             // A lagging receiver missed events, but all the client needs is to list again.
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => return,
@@ -119,9 +317,33 @@ struct Handler {
     /// acknowledgement, so that a change right after the acknowledgement reaches the stream
     /// (rmcp calls `listen` only after acknowledging).
     pending_listeners: Arc<Mutex<VecDeque<broadcast::Receiver<ChangeEvent>>>>,
+    /// Whether an initialized legacy session starts its own announcer (HTTP: a handler per
+    /// session); on stdio, [`serve`] starts the one announcer before the session.
+    announces_on_initialized: bool,
 }
 
 impl Handler {
+    fn new(shared: Arc<ServeContext>, announces_on_initialized: bool) -> Handler {
+        Handler {
+            shared,
+            pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
+            announces_on_initialized,
+        }
+    }
+
+    /// Appends `record` to the audit log, if there is one, naming the HTTP client if known.
+    fn audit(&self, mut record: AuditRecord, context: Option<&RequestContext<RoleServer>>) {
+        let Some(audit) = &self.shared.audit else {
+            return;
+        };
+        record.client = context.and_then(client_identity);
+        // The result is real and the client waits for it: a line that cannot be written
+        // is reported, and the call still answered.
+        if let Err(error) = audit.append(&record) {
+            tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
+        }
+    }
+
     /// The admitted tools with their listed names, sorted by those names.
     fn listed<'a>(&self, catalog: &'a Catalog) -> Vec<(String, &'a Tool)> {
         let mut tools: Vec<(String, &Tool)> = catalog
@@ -142,6 +364,7 @@ impl Handler {
     ) -> Result<CallToolResult, McpError> {
         let started_at = SystemTime::now();
         let started = Instant::now();
+        let _in_flight = self.shared.metrics.call_started();
         let token = context.meta.get_progress_token();
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let shared = &self.shared;
@@ -198,26 +421,36 @@ impl Handler {
                 // whatever a cancelled request answers; an error here would only be logged as
                 // a failure.
                 tracing::info!(tool = %tool.name(), "call cancelled by the client");
+                self.shared.metrics.call_ended(
+                    tool.name().as_str(),
+                    "cancelled",
+                    started.elapsed().as_secs_f64(),
+                );
                 return Ok(CallToolResult::error(vec![ContentBlock::text("The call was cancelled.")]));
             }
             result = call => result.map_err(|error| {
                 McpError::internal_error(error_chain(&error), None)
             })?,
         };
-        if let Some(audit) = &self.shared.audit {
-            let record = AuditRecord::new(
+        let outcome = match &envelope.body {
+            Body::Success { .. } => "ok",
+            Body::Failure { error_code, .. } => error_code.as_str(),
+        };
+        self.shared.metrics.call_ended(
+            tool.name().as_str(),
+            outcome,
+            started.elapsed().as_secs_f64(),
+        );
+        self.audit(
+            AuditRecord::new(
                 tool.name().as_str(),
                 arguments,
                 &envelope,
                 started_at,
                 started.elapsed(),
-            );
-            // The result is real and the client waits for it: a line that cannot be written
-            // is reported, and the call still answered.
-            if let Err(error) = audit.append(&record) {
-                tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
-            }
-        }
+            ),
+            Some(context),
+        );
         Ok(call_result(tool, &envelope))
     }
 }
@@ -323,6 +556,16 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let Some(_counted) = self.shared.calls.start() else {
+            return Err(McpError::internal_error(
+                "the server is shutting down and takes no new calls; try again on another instance",
+                None,
+            ));
+        };
+        let _client = match (&self.shared.per_client, client_ip(&context)) {
+            (Some(per_client), Some(ip)) => Some(per_client.start(ip)?),
+            _ => None,
+        };
         if request.name == RESERVED_NAME
             && let Some(generator) = &self.shared.generator
         {
@@ -341,23 +584,28 @@ impl ServerHandler for Handler {
             && let Some(denied) = name.as_ref().and_then(|name| catalog.get_denied(name))
         {
             let sentence = format!("Tool {} may not be called: {}.", denied.name, denied.denial);
+            self.shared.metrics.call_ended(
+                denied.name.as_str(),
+                ErrorCode::PolicyDenied.as_str(),
+                0.0,
+            );
             let envelope = Envelope::failure(
                 ErrorCode::PolicyDenied,
                 sentence.clone(),
                 Metadata::not_started(),
             );
-            if let Some(audit) = &self.shared.audit {
+            if self.shared.audit.is_some() {
                 let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-                let record = AuditRecord::new(
-                    denied.name.as_str(),
-                    &arguments,
-                    &envelope,
-                    SystemTime::now(),
-                    Duration::ZERO,
+                self.audit(
+                    AuditRecord::new(
+                        denied.name.as_str(),
+                        &arguments,
+                        &envelope,
+                        SystemTime::now(),
+                        Duration::ZERO,
+                    ),
+                    Some(&context),
                 );
-                if let Err(error) = audit.append(&record) {
-                    tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
-                }
             }
             let mut meta = JsonObject::new();
             meta.insert(
@@ -396,6 +644,15 @@ impl ServerHandler for Handler {
         Ok(result.into())
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.announces_on_initialized {
+            tokio::spawn(announce_legacy(
+                self.shared.registry.subscribe(),
+                context.peer.clone(),
+            ));
+        }
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -430,6 +687,24 @@ impl ServerHandler for Handler {
             }
         }
     }
+}
+
+/// The HTTP client of a request, as `crate::http` recorded it; `None` on stdio.
+fn client_identity(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientIdentity>())
+        .map(|identity| identity.text.clone())
+}
+
+/// The HTTP client's IP address, as `crate::http` recorded it; `None` on stdio.
+fn client_ip(context: &RequestContext<RoleServer>) -> Option<std::net::IpAddr> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientIdentity>())
+        .map(|identity| identity.ip)
 }
 
 /// The name a tool is listed and called by.

@@ -151,6 +151,9 @@ pub struct AuditRecord {
     pub signal: Option<i32>,
     /// The containment backend, if a process ran.
     pub backend: Option<String>,
+    /// Who asked for the call, when a transport knows (`serve --http`: the peer
+    /// address and whether it authenticated); not written when `None`.
+    pub client: Option<String>,
 }
 
 impl AuditRecord {
@@ -175,12 +178,13 @@ impl AuditRecord {
             exit_code: envelope.metadata.exit_code,
             signal: envelope.metadata.signal,
             backend: envelope.metadata.backend.clone(),
+            client: None,
         }
     }
 
     /// The record as the JSON object of its line.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut line = json!({
             "time": rfc3339_utc(self.time),
             "tool": self.tool,
             "arguments_sha256": self.arguments_sha256,
@@ -189,7 +193,11 @@ impl AuditRecord {
             "exit_code": self.exit_code,
             "signal": self.signal,
             "backend": self.backend,
-        })
+        });
+        if let (Some(client), Value::Object(fields)) = (&self.client, &mut line) {
+            fields.insert("client".to_owned(), Value::from(client.as_str()));
+        }
+        line
     }
 }
 

@@ -1,4 +1,4 @@
-//! `toolsmith serve`: follow the tool directories with a live registry and serve the tools over MCP on stdin/stdout.
+//! `toolsmith serve`: follow the tool directories with a live registry and serve the tools over MCP on stdin/stdout, or over Streamable HTTP (`--http`).
 
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use toolsmith_registry::{AuditLog, LiveRegistry};
 
 use crate::args::ServeArgs;
 use crate::exit::ExitStatus;
+use crate::http::{HttpServer, HttpSettings};
 use crate::mcp::{self, ServeContext};
 use crate::settings::GlobalSettings;
 
@@ -27,15 +28,52 @@ pub(crate) fn max_concurrent(global: &GlobalSettings) -> Option<usize> {
     })
 }
 
-/// Serves until the client closes stdin; the status is success then.
+/// Serves until the client closes stdin (over HTTP: until SIGTERM or SIGINT); the status is
+/// success then.
 ///
 /// The audit log is opened and the first discovery done before the first message is read,
-/// so a configuration that cannot work fails at once (status 2).
+/// so a configuration that cannot work fails at once (status 2). Over HTTP the address is
+/// bound first, so that `/healthz` answers while the tools are discovered.
 pub(crate) async fn serve(
     args: &ServeArgs,
+    http: Option<HttpSettings>,
     global: &GlobalSettings,
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
+    let http = match http {
+        Some(settings) => Some(HttpServer::bind(settings).await?.start()),
+        None => None,
+    };
+    let context = match context(args, global, executor).await {
+        Ok(context) => context,
+        Err(error) => {
+            if let Some(running) = http {
+                running.abort();
+            }
+            return Err(error);
+        }
+    };
+    // A server runs calls in a loop: each call's sandbox is set up while the
+    // previous one runs (`Executor::keep_prepared`). Discovery's probes, above,
+    // run before this, each in a sandbox of its own made at once.
+    executor.keep_prepared(true);
+    let served = match http {
+        Some(running) => running.serve(context, args.shutdown_grace).await,
+        None => mcp::serve(context).await,
+    };
+    // What waits prepared goes now: its init and its TMPDIR.
+    executor.keep_prepared(false);
+    served?;
+    Ok(ExitStatus::Success)
+}
+
+/// The audit log, the live registry after its first discovery, and the rest of what the MCP
+/// handler needs.
+async fn context(
+    args: &ServeArgs,
+    global: &GlobalSettings,
+    executor: &Arc<Executor>,
+) -> anyhow::Result<ServeContext> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let audit = global
@@ -43,6 +81,7 @@ pub(crate) async fn serve(
         .as_deref()
         .map(AuditLog::open)
         .transpose()?;
+    let discovery = std::time::Instant::now();
     let registry = LiveRegistry::start(
         Arc::clone(executor),
         global.layers.clone(),
@@ -52,11 +91,16 @@ pub(crate) async fn serve(
     )
     .await
     .context("cannot watch the tool directories")?;
+    let metrics = crate::metrics::Metrics::default();
+    metrics.started(
+        discovery.elapsed().as_secs_f64(),
+        executor.backend().as_str(),
+    );
     let catalog = registry.snapshot();
     tracing::info!(
         tools = catalog.tools().len(),
         problems = catalog.problems().len(),
-        "serving MCP on stdin/stdout"
+        "the first discovery is done"
     );
     for problem in catalog.problems() {
         tracing::warn!(
@@ -70,11 +114,7 @@ pub(crate) async fn serve(
         .profile
         .is_none()
         .then(|| crate::commands::generate::generator_config(global));
-    // A server runs calls in a loop: each call's sandbox is set up while the
-    // previous one runs (`Executor::keep_prepared`). Discovery's probes, above,
-    // run before this, each in a sandbox of its own made at once.
-    executor.keep_prepared(true);
-    let served = mcp::serve(ServeContext {
+    Ok(ServeContext {
         executor: Arc::clone(executor),
         registry,
         config,
@@ -82,10 +122,9 @@ pub(crate) async fn serve(
         prefix: args.prefix.clone(),
         audit,
         generator,
+        calls: mcp::Calls::default(),
+        metrics,
+        per_client: (args.http.is_some() && args.max_calls_per_client > 0)
+            .then(|| mcp::PerClient::new(args.max_calls_per_client)),
     })
-    .await;
-    // What waits prepared goes now: its init and its TMPDIR.
-    executor.keep_prepared(false);
-    served?;
-    Ok(ExitStatus::Success)
 }

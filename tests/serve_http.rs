@@ -1,0 +1,1051 @@
+//! `toolsmith serve --http`: rmcp's Streamable HTTP client in both eras, and every security
+//! rule (token, Origin and Host, body cap, refused binds, TLS) tested from outside.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, ClientRequest, NumberOrString, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestParamsMeta, ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RunningService,
+    ServiceError,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::context::{TestContext, repository_root, shell_tool, target_dir};
+use crate::serve::{
+    PATIENCE, alive, call, counter_tool, fixtures, host_pids, install, legacy, meta, modern,
+    pids_line, text, wait_for_file,
+};
+
+/// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
+struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`, as the server printed it.
+    authority: String,
+    /// `http` or `https`.
+    scheme: String,
+    /// Everything the server wrote on stderr so far, for failure messages.
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts the server with `args` after `serve --http 127.0.0.1:0` and waits until it is ready.
+    async fn start(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut command = context.with_tools();
+        command
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (address, addresses) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        let log = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { return };
+                if let Some(rest) = line.strip_prefix("toolsmith: serving MCP on ") {
+                    let url = rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let _ignored = address.send(url);
+                }
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let url = match addresses.recv_timeout(PATIENCE) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the server never said where it listens: {}",
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let authority = rest.strip_suffix("/mcp").unwrap().to_owned();
+        let server = Server {
+            child,
+            authority,
+            scheme: scheme.to_owned(),
+            stderr,
+        };
+        if server.scheme == "http" {
+            server.wait_ready().await;
+        }
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("{}://{}/mcp", self.scheme, self.authority)
+    }
+
+    /// Polls `/readyz` until it says ready.
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let response = self.request("GET", "/readyz", &[], "").await;
+            if response.status == 200 {
+                return;
+            }
+            assert_eq!(response.status, 503, "{response:?}");
+            assert!(Instant::now() < deadline, "never ready: {}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// One plain-HTTP request on a fresh connection.
+    async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> RawResponse {
+        let stream = tokio::net::TcpStream::connect(&self.authority)
+            .await
+            .unwrap();
+        exchange(stream, &self.authority, method, path, headers, body).await
+    }
+
+    /// Connects rmcp's Streamable HTTP client, with `token` as its bearer token.
+    async fn connect(
+        &self,
+        token: Option<&str>,
+        lifecycle: ClientLifecycleMode,
+    ) -> (Session, Events) {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let (changed, changes) = mpsc::unbounded_channel();
+        let (progressed, progress) = mpsc::unbounded_channel();
+        let session = Recorder {
+            changed,
+            progressed,
+        }
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap_or_else(|error| panic!("cannot connect: {error}\n{}", self.log()));
+        (session, Events { changes, progress })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client that reports list changes and progress notifications.
+#[derive(Debug, Clone)]
+struct Recorder {
+    changed: mpsc::UnboundedSender<()>,
+    progressed: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ignored = self.changed.send(());
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ignored = self.progressed.send(params);
+    }
+}
+
+type Session = RunningService<RoleClient, Recorder>;
+
+/// What a [`Recorder`] heard.
+struct Events {
+    changes: mpsc::UnboundedReceiver<()>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+}
+
+#[derive(Debug)]
+struct RawResponse {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+/// Sends one HTTP/1.1 request with `Connection: close` and reads the whole response.
+async fn exchange(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> RawResponse {
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {host}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    // The server may answer before reading a body it refuses, and close: keep what came.
+    let _ = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response)).await;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
+    RawResponse {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// The headers of an MCP POST.
+const MCP_HEADERS: [(&str, &str); 2] = [
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+];
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// A fresh token from `toolsmith token new`.
+fn new_token(context: &TestContext) -> String {
+    let output = context.command().args(["token", "new"]).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let token = String::from_utf8(output.stdout).unwrap();
+    assert!(token.ends_with('\n'), "{token:?}");
+    token.trim_end().to_owned()
+}
+
+/// The checks both eras share: list, call, a failing tool, invalid arguments, an unknown tool.
+async fn lists_and_calls(session: &Session) {
+    let tools = session.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "custom_tool",
+            "custom_tool_fail",
+            "custom_tool_hello",
+            "custom_tool_peek",
+            "custom_tool_stats",
+            "custom_tool_wipe"
+        ]
+    );
+    let hello = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(hello.is_error, Some(false));
+    assert_eq!(text(&hello), "Hello, Ada!");
+    let stats = session
+        .call_tool(call("custom_tool_stats", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(stats.structured_content, Some(json!({"count": 3})));
+    let fail = session
+        .call_tool(call("custom_tool_fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(fail.is_error, Some(true));
+    assert_eq!(meta(&fail, "toolsmith/error_code"), "TOOL_CRASHED");
+    let invalid = session
+        .call_tool(call("custom_tool_hello", json!({"name": 7})))
+        .await
+        .unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    assert_eq!(meta(&invalid, "toolsmith/error_code"), "INVALID_PARAMS");
+    let unknown = session
+        .call_tool(call("custom_tool_nope", json!({})))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = unknown else {
+        panic!("expected a JSON-RPC error, got {unknown:?}");
+    };
+    assert_eq!(error.code.0, -32602);
+    assert!(error.message.contains("custom_tool_nope"), "{error:?}");
+}
+
+/// Calls the counter tool with a progress token and checks the three steps arrive.
+async fn progress_is_forwarded(session: &Session, events: &mut Events) {
+    // rmcp's client puts a progress token of its own on the request; all that matters is
+    // that one is there, and that every notification names the same.
+    let mut params = call("custom_tool_counter", json!({}));
+    params.set_progress_token(ProgressToken(NumberOrString::String("count".into())));
+    let done = session.call_tool(params).await.unwrap();
+    assert_eq!(text(&done), "done");
+    let mut steps = Vec::new();
+    let mut tokens = Vec::new();
+    while steps.len() < 3 {
+        let progress = tokio::time::timeout(PATIENCE, events.progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("only {steps:?} arrived"))
+            .unwrap();
+        tokens.push(progress.progress_token.clone());
+        steps.push((progress.progress, progress.total, progress.message));
+    }
+    assert!(events.progress.try_recv().is_err(), "more than three steps");
+    tokens.dedup();
+    assert_eq!(tokens.len(), 1, "{tokens:?}");
+    assert_eq!(
+        steps,
+        [
+            (1.0, Some(3.0), Some("step 1".to_owned())),
+            (2.0, Some(3.0), Some("step 2".to_owned())),
+            (3.0, Some(3.0), Some("step 3".to_owned())),
+        ]
+    );
+}
+
+/// Starts the slow tool, cancels the call once its processes run, and checks from outside
+/// that its whole tree is gone.
+async fn cancelled_call_leaves_no_process(context: &TestContext, session: &Session) {
+    let pids_file = context.root.join("pids");
+    let _ = std::fs::remove_file(&pids_file);
+    let handle = session
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call(
+                "custom_tool_slow",
+                json!({}),
+            ))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let written = wait_for_file(&pids_file).await;
+    let pids = host_pids(&written);
+    assert_eq!(pids.len(), 2, "{written:?}");
+    assert!(pids.iter().all(|pid| alive(pid)));
+    handle
+        .cancel(Some("the test gave up".to_owned()))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "still alive: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The counter (it reports progress) and a slow tool that writes its pids.
+fn long_tools(context: &TestContext) {
+    context.tool("counter", &counter_tool());
+    context.tool(
+        "slow",
+        &shell_tool(
+            "slow",
+            r#"{"type": "object"}"#,
+            &format!(
+                "sleep 60 & echo \"{}\" > {}; wait",
+                pids_line("$$ $!"),
+                context.root.join("pids").display()
+            ),
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_legacy_session_lists_calls_and_hears_of_a_new_tool() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    let (session, mut events) = server.connect(None, legacy()).await;
+    assert_ne!(
+        session.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    lists_and_calls(&session).await;
+    install(
+        &context,
+        "fresh",
+        &shell_tool("fresh", r#"{"type": "object"}"#, "echo new"),
+    );
+    tokio::time::timeout(PATIENCE, events.changes.recv())
+        .await
+        .expect("no notifications/tools/list_changed")
+        .unwrap();
+    let fresh = session
+        .call_tool(call("custom_tool_fresh", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&fresh), "new");
+    session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_modern_requests_list_call_and_listen() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    let (session, _events) = server.connect(None, modern()).await;
+    assert_eq!(
+        session.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    lists_and_calls(&session).await;
+    let mut subscription = session
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    install(
+        &context,
+        "fresh",
+        &shell_tool("fresh", r#"{"type": "object"}"#, "echo new"),
+    );
+    let notification = tokio::time::timeout(PATIENCE, subscription.next())
+        .await
+        .expect("no list_changed on the subscription")
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(
+            notification,
+            ServerNotification::ToolListChangedNotification(_)
+        ),
+        "{notification:?}"
+    );
+    let fresh = session
+        .call_tool(call("custom_tool_fresh", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&fresh), "new");
+    session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_progress_and_cancellation_in_both_eras() {
+    let context = TestContext::new();
+    long_tools(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    for lifecycle in [legacy(), modern()] {
+        let (session, mut events) = server.connect(None, lifecycle).await;
+        progress_is_forwarded(&session, &mut events).await;
+        cancelled_call_leaves_no_process(&context, &session).await;
+        // The server goes on: the two tools and the `custom_tool` meta-tool.
+        assert_eq!(session.list_all_tools().await.unwrap().len(), 3);
+        session.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_bearer_token_is_required_on_mcp_only() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    assert_eq!(token.len(), 64, "{token:?}");
+    assert_ne!(token, new_token(&context), "two tokens were the same");
+    let server = Server::start(&context, &[], &[("TOOLSMITH_TOKEN", &token)]).await;
+    // Health and readiness answer anyone.
+    let health = server.request("GET", "/healthz", &[], "").await;
+    assert_eq!(health.status, 200, "{health:?}");
+    // No token, a wrong one, another scheme: 401, and the client is told how to authenticate.
+    let wrong = format!(
+        "Bearer {}",
+        token.replace(&token[..1], if &token[..1] == "0" { "1" } else { "0" })
+    );
+    let basic = format!("Basic {token}");
+    for authorization in [
+        None,
+        Some(wrong.as_str()),
+        Some(basic.as_str()),
+        Some("Bearer "),
+    ] {
+        let mut headers = MCP_HEADERS.to_vec();
+        if let Some(value) = authorization {
+            headers.push(("Authorization", value));
+        }
+        let refused = server.request("POST", "/mcp", &headers, INITIALIZE).await;
+        assert_eq!(refused.status, 401, "{authorization:?}: {refused:?}");
+        assert!(
+            refused
+                .head
+                .to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{refused:?}"
+        );
+    }
+    let bearer = format!("Bearer {token}");
+    let mut headers = MCP_HEADERS.to_vec();
+    headers.push(("Authorization", &bearer));
+    let accepted = server.request("POST", "/mcp", &headers, INITIALIZE).await;
+    assert_eq!(accepted.status, 200, "{accepted:?}");
+    assert!(
+        accepted.body.contains("\"protocolVersion\""),
+        "{accepted:?}"
+    );
+
+    // rmcp's client with the token works; without it, it cannot connect.
+    let (session, _events) = server.connect(Some(&token), modern()).await;
+    assert_eq!(session.list_all_tools().await.unwrap().len(), 6);
+    session.cancel().await.unwrap();
+    let transport = StreamableHttpClientTransport::from_uri(server.url());
+    let (changed, _changes) = mpsc::unbounded_channel();
+    let (progressed, _progress) = mpsc::unbounded_channel();
+    let refused = Recorder {
+        changed,
+        progressed,
+    }
+    .serve_with_lifecycle(transport, legacy())
+    .await;
+    assert!(refused.is_err(), "a client without the token connected");
+}
+
+#[test]
+fn http_token_file_wins_over_the_environment() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    let file = context.root.join("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    let other = new_token(&context);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(Server::start(
+        &context,
+        &["--token-file", file.to_str().unwrap()],
+        &[("TOOLSMITH_TOKEN", &other)],
+    ));
+    let status = |token: &str| {
+        let bearer = format!("Bearer {token}");
+        let mut headers = MCP_HEADERS.to_vec();
+        headers.push(("Authorization", &bearer));
+        runtime
+            .block_on(server.request("POST", "/mcp", &headers, INITIALIZE))
+            .status
+    };
+    assert_eq!(status(&token), 200);
+    assert_eq!(status(&other), 401);
+
+    // A token too short to be a secret is refused at start.
+    std::fs::write(&file, "hunter2\n").unwrap();
+    let output = context
+        .with_tools()
+        .args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("shorter than 16 characters"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn http_non_loopback_bind_without_a_token_is_refused() {
+    let context = TestContext::new();
+    for address in ["0.0.0.0:0", "[::]:0"] {
+        let output = context
+            .with_tools()
+            .args(["serve", "--http", address])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("without a token") && stderr.contains("toolsmith token new"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("serving MCP"), "{stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_foreign_origin_and_host_are_forbidden() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(
+        &context,
+        &["--allow-origin", "https://app.example.com:443"],
+        &[],
+    )
+    .await;
+    let with = |extra: (&'static str, &'static str)| {
+        let mut headers = MCP_HEADERS.to_vec();
+        headers.push(extra);
+        headers
+    };
+    // A page of another site (DNS rebinding or a plain cross-site request): 403.
+    for origin in [
+        "http://evil.example",
+        "https://app.example.com:8443",
+        "null",
+    ] {
+        let response = server
+            .request("POST", "/mcp", &with(("Origin", origin)), INITIALIZE)
+            .await;
+        assert_eq!(response.status, 403, "{origin}: {response:?}");
+    }
+    // A rebound name reaches the server with its own Host: 403.
+    let response = server
+        .request("POST", "/mcp", &with(("Host", "evil.example")), INITIALIZE)
+        .await;
+    assert_eq!(response.status, 403, "{response:?}");
+    // The allowed origin, and a client that sends none, are served.
+    let response = server
+        .request(
+            "POST",
+            "/mcp",
+            &with(("Origin", "https://app.example.com")),
+            INITIALIZE,
+        )
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let response = server
+        .request("POST", "/mcp", &MCP_HEADERS, INITIALIZE)
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    // Anything else is not found.
+    let response = server.request("GET", "/other", &[], "").await;
+    assert_eq!(response.status, 404, "{response:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_oversized_body_is_refused() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &["--max-body", "4KiB"], &[]).await;
+    let padding = "x".repeat(8 * 1024);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"{padding}","version":"1"}}}}}}"#
+    );
+    let response = server.request("POST", "/mcp", &MCP_HEADERS, &big).await;
+    assert_eq!(response.status, 413, "{response:?}");
+    // Under the cap, the same request is served.
+    let response = server
+        .request("POST", "/mcp", &MCP_HEADERS, INITIALIZE)
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_audit_log_names_the_client() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let config = context.root.join("config.toml");
+    std::fs::write(&config, "[audit]\npath = \"audit.jsonl\"\n").unwrap();
+    let token = new_token(&context);
+    let server = Server::start(
+        &context,
+        &[],
+        &[
+            ("TOOLSMITH_TOKEN", &token),
+            ("TOOLSMITH_CONFIG", config.to_str().unwrap()),
+        ],
+    )
+    .await;
+    let (session, _events) = server.connect(Some(&token), legacy()).await;
+    let hello = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&hello), "Hello, Ada!");
+    session.cancel().await.unwrap();
+    let log = std::fs::read_to_string(context.root.join("audit.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(line["tool"], "hello", "{line}");
+    let client = line["client"].as_str().unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        client.starts_with("127.0.0.1:") && client.ends_with(" (token)"),
+        "{client}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_tls_with_a_test_certificate() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert = context.root.join("cert.pem");
+    let key = context.root.join("key.pem");
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let server = Server::start(
+        &context,
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(server.scheme, "https");
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certified.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let port = server.authority.rsplit(':').next().unwrap().to_owned();
+    let host = format!("localhost:{port}");
+    let tls = |path: &'static str, body: &'static str| {
+        let connector = connector.clone();
+        let name = name.clone();
+        let authority = server.authority.clone();
+        let host = host.clone();
+        async move {
+            let tcp = tokio::net::TcpStream::connect(&authority).await.unwrap();
+            let stream = connector.connect(name, tcp).await.unwrap();
+            let method = if body.is_empty() { "GET" } else { "POST" };
+            exchange(stream, &host, method, path, &MCP_HEADERS, body).await
+        }
+    };
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let ready = tls("/readyz", "").await;
+        if ready.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ready: {}", server.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let initialized = tls("/mcp", INITIALIZE).await;
+    assert_eq!(initialized.status, 200, "{initialized:?}");
+    assert!(
+        initialized
+            .head
+            .to_ascii_lowercase()
+            .contains("mcp-session-id:"),
+        "{initialized:?}"
+    );
+    assert!(
+        initialized.body.contains("\"toolsmith\""),
+        "{initialized:?}"
+    );
+
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let mut plain = tokio::net::TcpStream::connect(&server.authority)
+        .await
+        .unwrap();
+    plain
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(PATIENCE, plain.read_to_end(&mut answer)).await;
+    assert!(!answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+}
+
+/// The pinned version of the official MCP Python SDK (`.ci/run` installs it).
+const MCP_PYTHON_VERSION: &str = "2.3.0";
+
+/// The Python of the venv holding the MCP Python SDK: `$TOOLSMITH_MCP_PYTHON`, else the one
+/// `.ci/run` makes in the target directory; `None` (said loudly) when it is missing, which
+/// fails the test in CI.
+fn mcp_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("TOOLSMITH_MCP_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("mcp-python/bin/python"));
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test asks the SDK's Python for its version"
+    )]
+    let version = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('mcp'))",
+        ])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    if version.as_deref() == Some(MCP_PYTHON_VERSION) {
+        return Some(python);
+    }
+    let message = format!(
+        "THE MCP PYTHON SDK IS MISSING: {} has mcp {version:?}, not {MCP_PYTHON_VERSION}; \
+         run .ci/run, or: python3 -m venv target/mcp-python && \
+         target/mcp-python/bin/pip install mcp=={MCP_PYTHON_VERSION}",
+        python.display()
+    );
+    assert!(
+        std::env::var_os("CI").is_none_or(|ci| ci.is_empty()),
+        "{message}"
+    );
+    #[expect(clippy::print_stderr, reason = "a test that cannot run says so")]
+    {
+        eprintln!("warning: NOT RUN: {message}");
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_python_sdk_lists_and_calls_in_both_eras() {
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    let server = Server::start(&context, &[], &[("TOOLSMITH_TOKEN", &token)]).await;
+    let script = repository_root().join("tests/acceptance/mcp_http_client.py");
+    let output = tokio::time::timeout(
+        PATIENCE * 3,
+        tokio::process::Command::new(&python)
+            .arg(&script)
+            .arg(server.url())
+            .arg(&token)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client hung")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}\nserver:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        server.log()
+    );
+    for line in [
+        "ok legacy: 2025-11-25, 6 tools",
+        "ok auto: 2026-07-28, 6 tools",
+        "ok refused without the token",
+    ] {
+        assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
+    let context = TestContext::new();
+    long_tools(&context);
+    let started = context.root.join("brief.started");
+    context.tool(
+        "brief",
+        &shell_tool(
+            "brief",
+            r#"{"type": "object"}"#,
+            &format!(
+                "echo started > {}; sleep 1; echo finished",
+                started.display()
+            ),
+        ),
+    );
+    let mut server = Server::start(&context, &["--shutdown-grace", "3s"], &[]).await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let peer = session.peer().clone();
+    let brief =
+        tokio::spawn(async move { peer.call_tool(call("custom_tool_brief", json!({}))).await });
+    let peer = session.peer().clone();
+    let slow =
+        tokio::spawn(async move { peer.call_tool(call("custom_tool_slow", json!({}))).await });
+    wait_for_file(&started).await;
+    let pids = host_pids(&wait_for_file(&context.root.join("pids")).await);
+    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+
+    let server_pid = i32::try_from(server.child.id()).unwrap();
+    // SAFETY: kill(2) on the server this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(server_pid, libc::SIGTERM) }, 0);
+    // The call that was running finishes within the grace period and is answered.
+    let brief = tokio::time::timeout(PATIENCE, brief)
+        .await
+        .expect("the running call was not answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(text(&brief), "finished");
+    // No new call is taken while draining.
+    let refused = session
+        .call_tool(call("custom_tool_brief", json!({})))
+        .await;
+    assert!(
+        refused.is_err(),
+        "a call was taken after SIGTERM: {refused:?}"
+    );
+    // The slow call outlives the grace period: the server kills it, says so, and exits.
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0), "{}", server.log());
+    let log = server.log();
+    assert!(
+        log.contains("shutting down") && log.contains("running=2"),
+        "{log}"
+    );
+    assert!(log.contains("killed=1"), "{log}");
+    while pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "still alive: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its client never gets a success: an error, or no answer from a server that is gone.
+    if slow.is_finished() {
+        let slow = slow.await.unwrap();
+        assert!(
+            slow.as_ref()
+                .map_or(true, |result| result.is_error == Some(true)),
+            "{slow:?}"
+        );
+    } else {
+        slow.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_metrics_count_the_calls_made() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    let server = Server::start(
+        &context,
+        &["--profile", "plan"],
+        &[("TOOLSMITH_TOKEN", &token)],
+    )
+    .await;
+    let (session, _events) = server.connect(Some(&token), modern()).await;
+    for _ in 0..2 {
+        let peek = session
+            .call_tool(call("custom_tool_peek", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(text(&peek), "looked");
+    }
+    let denied = session
+        .call_tool(call("custom_tool_wipe", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(meta(&denied, "toolsmith/error_code"), "POLICY_DENIED");
+    let unknown = session.call_tool(call("custom_tool_nope", json!({}))).await;
+    assert!(unknown.is_err());
+    session.cancel().await.unwrap();
+
+    let refused = server.request("GET", "/metrics", &[], "").await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    let bearer = format!("Bearer {token}");
+    let scraped = server
+        .request("GET", "/metrics", &[("Authorization", &bearer)], "")
+        .await;
+    assert_eq!(scraped.status, 200, "{scraped:?}");
+    let body = scraped.body;
+    for line in [
+        r#"toolsmith_calls_total{tool="peek",outcome="ok"} 2"#,
+        r#"toolsmith_calls_total{tool="wipe",outcome="POLICY_DENIED"} 1"#,
+        r#"toolsmith_sandbox_refusals_total{tool="wipe"} 1"#,
+        r#"toolsmith_call_duration_seconds_count{tool="peek"} 2"#,
+        "toolsmith_calls_in_flight 0",
+    ] {
+        assert!(body.contains(line), "{line:?} missing from:\n{body}");
+    }
+    // A tool that does not exist adds no series: clients cannot grow the label set.
+    assert!(!body.contains("nope"), "{body}");
+    assert!(
+        body.contains("toolsmith_discovery_duration_seconds "),
+        "{body}"
+    );
+    assert!(body.contains("toolsmith_backend{backend="), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_client_over_its_concurrency_limit_is_told_and_loses_no_call() {
+    let context = TestContext::new();
+    let started = context.root.join("nap.started");
+    context.tool(
+        "nap",
+        &shell_tool(
+            "nap",
+            r#"{"type": "object"}"#,
+            &format!("echo x >> {}; sleep 1.5; echo rested", started.display()),
+        ),
+    );
+    let server = Server::start(&context, &["--max-calls-per-client", "2"], &[]).await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let running: Vec<_> = (0..2)
+        .map(|_| {
+            let peer = session.peer().clone();
+            tokio::spawn(async move { peer.call_tool(call("custom_tool_nap", json!({}))).await })
+        })
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    while std::fs::read_to_string(&started).map_or(0, |text| text.lines().count()) < 2 {
+        assert!(Instant::now() < deadline, "the two calls never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A third call at once: refused with the reason, never started.
+    let over = session
+        .call_tool(call("custom_tool_nap", json!({})))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = over else {
+        panic!("expected a JSON-RPC error, got {over:?}");
+    };
+    assert!(
+        error.message.contains("too many concurrent calls") && error.message.contains("at most 2"),
+        "{error:?}"
+    );
+    // The two running calls are answered; nothing was lost or started twice.
+    for call in running {
+        let result = tokio::time::timeout(PATIENCE, call)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(text(&result), "rested");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&started).unwrap().lines().count(),
+        2
+    );
+    // Under the limit again, the call is served.
+    let again = session
+        .call_tool(call("custom_tool_nap", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(text(&again), "rested");
+    session.cancel().await.unwrap();
+}
