@@ -48,6 +48,10 @@ struct DocCommand {
 /// The marker of a command that is shown but not run.
 const SKIP_MARKER: &str = "# docs-test: skip";
 
+/// The marker of a command the test runs with more arguments, written after it
+/// (`cargo xtask install --prefix ~/.local # docs-test: with --debug`).
+const WITH_MARKER: &str = "# docs-test: with ";
+
 /// The commands of every `sh` block of `markdown`, or the line of a block
 /// whose info string looks runnable but is not `sh`.
 fn commands(markdown: &str) -> Result<Vec<DocCommand>, String> {
@@ -118,6 +122,11 @@ fn commands(markdown: &str) -> Result<Vec<DocCommand>, String> {
                 let last = command.text.lines().last().unwrap_or("").trim_end();
                 if last.contains(SKIP_MARKER) {
                     command.skipped = true;
+                } else if let Some((shown, extra)) = last.split_once(WITH_MARKER) {
+                    let run = format!("{} {}", shown.trim_end(), extra.trim());
+                    let start =
+                        command.text.len() - command.text.lines().last().unwrap_or("").len();
+                    command.text.replace_range(start.., &run);
                 } else if let Some((_, status)) = last.rsplit_once("# exit ") {
                     command.expected = status
                         .trim()
@@ -401,6 +410,7 @@ toolsmith run nope # exit 1
 toolsmith run hello \\
   --input '{}'
 cargo xtask ci  # docs-test: skip (it runs this test)
+cargo xtask install --prefix ~/.local # docs-test: with --debug
 ```
 ```text
 not run
@@ -432,6 +442,12 @@ not run
                 "cargo xtask ci  # docs-test: skip (it runs this test)",
                 0,
                 true
+            ),
+            (
+                10,
+                "cargo xtask install --prefix ~/.local --debug",
+                0,
+                false
             ),
         ]
     );
