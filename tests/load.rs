@@ -282,6 +282,27 @@ pub(crate) async fn settle_prepared(pid: u32) {
     }
 }
 
+/// The footprint of server `pid` at rest, to compare later ones with: taken (polling, a bound on
+/// liveness) at a moment when it keeps a prepared sandbox and nothing else runs below it. The
+/// check is made on the footprint itself, not before taking it: a probe the watcher starts
+/// meanwhile (a re-probe of a tool written just before the server started) would otherwise
+/// be counted as the server's own.
+async fn footprint_at_rest(pid: u32) -> Footprint {
+    let deadline = Instant::now() + LINGER_PATIENCE;
+    loop {
+        settle_prepared(pid).await;
+        let footprint = Footprint::of(pid);
+        if footprint.descendants == 0 {
+            return footprint;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server {pid} never came to rest: {footprint:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Live (not zombie) processes whose ancestry includes `pid`, its prepared inits excepted.
 pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     let inits = prepared_inits(pid);
@@ -394,8 +415,7 @@ async fn a_thousand_mixed_calls_with_64_in_flight() {
     // allocator's arenas grow to their working size here.
     drive(&session, 0..200).await;
     quiet(pid).await;
-    settle_prepared(pid).await;
-    let baseline = Footprint::of(pid);
+    let baseline = footprint_at_rest(pid).await;
     let started = Instant::now();
     drive(&session, 200..1200).await;
     let elapsed = started.elapsed();
@@ -430,8 +450,7 @@ async fn soak_sequential_calls() {
         );
     }
     quiet(pid).await;
-    settle_prepared(pid).await;
-    let baseline = Footprint::of(pid);
+    let baseline = footprint_at_rest(pid).await;
     let started = Instant::now();
     let mut samples = Vec::new();
     for n in 0..soak_calls {
