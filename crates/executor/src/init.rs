@@ -163,14 +163,19 @@ pub(crate) unsafe fn wait(signal_fd: c_int, go_fd: c_int) -> Wake {
 }
 
 /// Forwards `signal` to the program's process group, as a shell's job
-/// control does for a foreground job; the program made that group (setsid)
-/// and, as a session leader, cannot leave it.
+/// control does for a foreground job (the program made that group with
+/// `setpgid` in the init's session); to the program alone when it moved to
+/// another group.
 ///
 /// # Safety
 /// Raw system calls only.
 pub(crate) unsafe fn forward(tool: libc::pid_t, signal: c_int) {
-    // SAFETY: kill of a process group.
-    unsafe { syscall4(libc::SYS_kill, (-tool) as usize, signal as usize, 0, 0) };
+    // SAFETY: kill of a process group, then of one process.
+    unsafe {
+        if syscall4(libc::SYS_kill, (-tool) as usize, signal as usize, 0, 0) < 0 {
+            syscall4(libc::SYS_kill, tool as usize, signal as usize, 0, 0);
+        }
+    }
 }
 
 /// Resets every signal disposition to the default, in the init before the

@@ -325,6 +325,9 @@ impl Executor {
 impl Drop for Executor {
     fn drop(&mut self) {
         self.planner.set_keep_prepared(false);
+        // Finished runs' inits, and what goes after them (their TMPDIRs), are
+        // the reaper thread's: gone before the process may exit.
+        pidfd::wait_reaped(std::time::Duration::from_secs(2));
         if self.backend == Backend::Subreaper {
             subreaper::release();
         }

@@ -52,8 +52,25 @@ pub(crate) fn reap_blocking(pid: libc::pid_t) -> io::Result<Option<Reaped>> {
     reap(pid, 0)
 }
 
+/// How many [`reap_later`] jobs the reaper thread has not finished, and its
+/// signal when that number drops.
+static REAPS_PENDING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// Waits, up to `budget`, until the reaper thread has finished every job
+/// handed to it: what a job drops after its reap (a run's TMPDIR) is gone
+/// then. For an executor being dropped, whose process may exit next.
+pub(crate) fn wait_reaped(budget: Duration) {
+    let (pending, finished) = &REAPS_PENDING;
+    let pending = pending
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _waited = finished.wait_timeout_while(pending, budget, |pending| *pending > 0);
+}
+
 /// Reaps `pid`, our child, on the reaper thread, and drops `keep` after it:
-/// what the process may still use until it is gone (an init's stack).
+/// what the process may still use until it is gone (an init's stack), and
+/// what is cleaned up once it is (a run's TMPDIR).
 pub(crate) fn reap_later(pid: libc::pid_t, keep: Box<dyn std::fmt::Debug + Send>) {
     type Job = (libc::pid_t, Box<dyn std::fmt::Debug + Send>);
     static REAPER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Job>>> =
@@ -68,6 +85,12 @@ pub(crate) fn reap_later(pid: libc::pid_t, keep: Box<dyn std::fmt::Debug + Send>
             .spawn(move || {
                 for (pid, keep) in jobs {
                     finish_reap(pid, keep);
+                    let (pending, finished) = &REAPS_PENDING;
+                    let mut pending = pending
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    *pending = pending.saturating_sub(1);
+                    finished.notify_all();
                 }
             });
         if started.is_ok() {
@@ -76,10 +99,23 @@ pub(crate) fn reap_later(pid: libc::pid_t, keep: Box<dyn std::fmt::Debug + Send>
     }
     let job = (pid, keep);
     let job = match reaper.as_ref() {
-        Some(sender) => match sender.send(job) {
-            Ok(()) => return,
-            Err(std::sync::mpsc::SendError(job)) => job,
-        },
+        Some(sender) => {
+            *REAPS_PENDING
+                .0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) += 1;
+            match sender.send(job) {
+                Ok(()) => return,
+                Err(std::sync::mpsc::SendError(job)) => {
+                    let mut pending = REAPS_PENDING
+                        .0
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    *pending = pending.saturating_sub(1);
+                    job
+                }
+            }
+        }
         None => job,
     };
     // No reaper thread: reap here.

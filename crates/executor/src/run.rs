@@ -332,15 +332,29 @@ pub(crate) async fn run(
     )?;
 
     let started = Instant::now();
-    let spawned = match start {
-        Start::Prepared(prepared) => spawn::go_from_any(prepared, &plan)?,
-        Start::Setup(setup) => spawn::spawn_from_spawner(setup, &plan)?,
+    // The next call's sandbox is prepared while this one runs, so that
+    // back-to-back calls find it ready: it is queued as soon as this run's
+    // program is on its way, on another core. A session's runs reuse the
+    // session's own init: what the pool holds is for calls (a probe's
+    // sandbox there would only push a call's out).
+    let refill = || {
+        if session.is_none() {
+            executor.planner.refill(&key);
+        }
     };
-    // A session's runs reuse the session's own init: what the pool holds is
-    // for calls (a probe's sandbox there would only push a call's out).
-    if session.is_none() {
-        executor.planner.refill(&key);
-    }
+    let spawned = match start {
+        Start::Prepared(prepared) => spawn::go_from_any(prepared, &plan, refill)?,
+        // A session's init serves its later runs too: on a thread of its own,
+        // their programs start from their own threads, not one after another
+        // on the spawner thread (discovery runs several sessions at once).
+        Start::Setup(setup) if session.is_some() && setup.with_init => {
+            spawn::spawn_apart(setup, &plan)?
+        }
+        Start::Setup(setup) => {
+            refill();
+            spawn::spawn_from_spawner(setup, &plan)?
+        }
+    };
     drop((stdin_child, stdout_write, stderr_write));
     let mut reports = match (report_pipe, command.report_sink()) {
         (Some((read, write)), Some(sink)) => {
@@ -490,12 +504,16 @@ pub(crate) async fn run(
             None
         }
     };
+    let applied = sandbox.applied.clone();
+    let mut sandbox = Some(sandbox);
     let reaped = match leader {
         // Its program is reaped and the leftovers are killed: what is left is
         // the kernel tearing the namespaces down as the init exits, which an
-        // executor that keeps sandboxes prepared does not wait for.
+        // executor that keeps sandboxes prepared does not wait for. The
+        // sandbox's own clean-up (its temporary directory) follows, on the
+        // reaper thread, once the namespace is gone.
         Some(leader) if leader.is_init() && executor.planner.keeps_prepared() => {
-            pidfd::reap_later(leader.pid, Box::new(leader));
+            pidfd::reap_later(leader.pid, Box::new((leader, sandbox.take())));
             None
         }
         Some(leader) => pidfd::reap_blocking(leader.pid).map_err(|source| Error::Sys {
@@ -512,20 +530,18 @@ pub(crate) async fn run(
     if !tree_gone {
         tracing::debug!("processes of the run may remain (weak containment backend)");
     }
-    let applied = sandbox.applied.clone();
-    match reusable {
-        Some((session, init)) if tree_gone => {
+    match (reusable, sandbox) {
+        (Some((session, init)), Some(sandbox)) if tree_gone => {
             let Leader { pid, pidfd, init } = init;
             if let Some(keep) = init {
                 session.put(key, sandbox, Prepared::reuse(pid, pidfd, keep));
             }
         }
-        Some((_, init)) => {
+        (Some((_, init)), sandbox) => {
             pidfd::send_signal(&init.pidfd, libc::SIGKILL);
-            pidfd::reap_later(init.pid, Box::new(init));
-            drop(sandbox);
+            pidfd::reap_later(init.pid, Box::new((init, sandbox)));
         }
-        None => drop(sandbox),
+        (None, sandbox) => drop(sandbox),
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_BUDGET;
     let reports_open = |reports: &Option<Reports>| reports.as_ref().is_some_and(Reports::open);

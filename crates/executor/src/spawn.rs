@@ -615,22 +615,9 @@ fn await_byte(status_read: RawFd, pidfd: RawFd) -> Option<u8> {
 /// Either way nothing here copies page tables.
 pub(crate) fn spawn(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
     if setup.with_init {
-        let prepared = prepare_or_stage(setup, false).map_err(|failed| match failed {
-            SetupFailed { stage: 0, errno } => Error::Sys {
-                call: "clone (toolsmith's init)",
-                source: if errno == 0 {
-                    io::Error::other("the init ended before it was ready")
-                } else {
-                    io::Error::from_raw_os_error(errno)
-                },
-            },
-            SetupFailed { stage, errno } => Error::Spawn {
-                program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
-                stage: STAGES[stage],
-                source: io::Error::from_raw_os_error(errno),
-            },
-        })?;
-        return go(prepared, plan);
+        let prepared =
+            prepare_or_stage(setup, false).map_err(|failed| setup_error(failed, plan))?;
+        return go(prepared, plan, || ());
     }
     let stack = ChildStack::new(1)?;
     let context = ChildContext {
@@ -713,6 +700,50 @@ pub(crate) fn prepare_on_init_thread(setup: Box<InitPlan>) -> Result<Prepared, E
             source: io::Error::from_raw_os_error(errno),
         },
     })
+}
+
+/// [`spawn`] of a plan with an init, the init on a thread of its own
+/// ([`on_init_thread`]) rather than the spawner thread: for an init that
+/// serves more runs after this one (a session's), which then start their
+/// programs from their own threads ([`go_from_any`]) instead of queuing on
+/// the spawner thread. Blocks the calling thread likewise.
+pub(crate) fn spawn_apart(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
+    let (answer, prepared) = std::sync::mpsc::sync_channel(1);
+    on_init_thread(Box::new(move || {
+        let result = prepare_or_stage(setup, true);
+        let pidfd = result.as_ref().ok().and_then(Prepared::pidfd_copy);
+        // A caller that is gone drops the init, which the thread then outlives.
+        let _ignored = answer.send(result);
+        pidfd
+    }))?;
+    let prepared = prepared
+        .recv()
+        .map_err(|_| Error::Sys {
+            call: "preparing toolsmith's init",
+            source: io::Error::other("the init's thread ended without an answer"),
+        })?
+        .map_err(|failed| setup_error(failed, plan))?;
+    go(prepared, plan, || ())
+}
+
+/// The error of a failed set-up of `plan`'s init: the executor's own call, or
+/// the step that failed in the init (a spawn error of the program).
+fn setup_error(failed: SetupFailed, plan: &SpawnPlan) -> Error {
+    match failed {
+        SetupFailed { stage: 0, errno } => Error::Sys {
+            call: "clone (toolsmith's init)",
+            source: if errno == 0 {
+                io::Error::other("the init ended before it was ready")
+            } else {
+                io::Error::from_raw_os_error(errno)
+            },
+        },
+        SetupFailed { stage, errno } => Error::Spawn {
+            program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
+            stage: STAGES[stage],
+            source: io::Error::from_raw_os_error(errno),
+        },
+    }
 }
 
 /// How a preparation failed: the step that failed in the init and its errno
@@ -820,7 +851,11 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
 /// that thread's `errno`, so that thread must not run meanwhile); an init of
 /// its own thread ([`on_init_thread`]) may be started from any thread: see
 /// [`go_from_any`].
-pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
+pub(crate) fn go(
+    mut prepared: Prepared,
+    plan: &SpawnPlan,
+    meanwhile: impl FnOnce(),
+) -> Result<Spawned, Error> {
     let (Some(pidfd), Some(keep)) = (prepared.pidfd.take(), prepared.keep.take()) else {
         return Err(Error::Sys {
             call: "starting the program from toolsmith's init",
@@ -846,6 +881,9 @@ pub(crate) fn go(mut prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Er
                 0,
             )
         };
+        if written == 1 {
+            meanwhile();
+        }
         written == 1 && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
     };
     if !started {
@@ -1116,7 +1154,17 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             }
         }
         // C1 step 3: session, signals, limits, descriptors.
-        if libc::setsid() < 0 {
+        // Under an init, a process group of its own in the init's session,
+        // as a shell makes for a job: the init left toolsmith's session
+        // already, and a session of its own would also cost an autogroup of
+        // the scheduler's, created and joined on the call's path. Without
+        // one, a new session leaves toolsmith's session and terminal.
+        let own_group = if setup.with_init {
+            libc::setpgid(0, 0) == 0
+        } else {
+            libc::setsid() >= 0
+        };
+        if !own_group {
             return fail(context, STAGE_SETSID);
         }
         // Dispositions the executor set to "ignore" would survive execve.
@@ -1307,7 +1355,7 @@ fn send_to_spawner(job: SpawnJob) -> Result<(), Error> {
                             reply,
                         } => {
                             // SAFETY: as above.
-                            let _ignored = reply.send(go(prepared, unsafe { &*plan }));
+                            let _ignored = reply.send(go(prepared, unsafe { &*plan }, || ()));
                         }
                     }
                 }
@@ -1336,24 +1384,36 @@ pub(crate) fn spawn_from_spawner(setup: Box<InitPlan>, plan: &SpawnPlan) -> Resu
     answer.recv().map_err(|_| spawner_gone())?
 }
 
-/// [`go`] on the spawner thread, blocking likewise.
-pub(crate) fn go_from_spawner(prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
+/// [`go`] on the spawner thread, blocking likewise; `meanwhile` runs on the
+/// calling thread once the job is handed over.
+fn go_from_spawner(
+    prepared: Prepared,
+    plan: &SpawnPlan,
+    meanwhile: impl FnOnce(),
+) -> Result<Spawned, Error> {
     let (reply, answer) = std::sync::mpsc::sync_channel(1);
     send_to_spawner(SpawnJob::Go {
         prepared,
         plan: ptr::from_ref(plan),
         reply,
     })?;
+    meanwhile();
     answer.recv().map_err(|_| spawner_gone())?
 }
 
 /// [`go`] from the calling thread when the init has a thread of its own,
 /// else on the spawner thread; blocks until the program has called `execve`.
-pub(crate) fn go_from_any(prepared: Prepared, plan: &SpawnPlan) -> Result<Spawned, Error> {
+/// `meanwhile` runs on the calling thread while the init starts the program
+/// (it may set that thread's `errno`, which no init of its own shares).
+pub(crate) fn go_from_any(
+    prepared: Prepared,
+    plan: &SpawnPlan,
+    meanwhile: impl FnOnce(),
+) -> Result<Spawned, Error> {
     if prepared.keep.as_ref().is_some_and(|keep| keep.own_thread) {
-        go(prepared, plan)
+        go(prepared, plan, meanwhile)
     } else {
-        go_from_spawner(prepared, plan)
+        go_from_spawner(prepared, plan, meanwhile)
     }
 }
 
