@@ -7,24 +7,23 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequest, ClientRequest, NumberOrString, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestParamsMeta, ServerNotification, SubscriptionFilter,
+    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestParamsMeta,
+    ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RunningService,
-    ServiceError,
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService, ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
 use crate::serve::{
-    PATIENCE, alive, call, counter_tool, fixtures, host_pids, install, legacy, meta, modern,
-    pids_line, text, wait_for_file,
+    PATIENCE, alive, call, cancelled_call_leaves_no_process, counter_tool, fixtures, install,
+    legacy, meta, modern, slow_tool, slow_tool_pids, text, wait_for_file, wait_until_gone,
 };
 
 /// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
@@ -333,51 +332,10 @@ async fn progress_is_forwarded(session: &Session, events: &mut Events) {
     );
 }
 
-/// Starts the slow tool, cancels the call once its processes run, and checks from outside
-/// that its whole tree is gone.
-async fn cancelled_call_leaves_no_process(context: &TestContext, session: &Session) {
-    let pids_file = context.root.join("pids");
-    let _ = std::fs::remove_file(&pids_file);
-    let handle = session
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(call(
-                "custom_tool_slow",
-                json!({}),
-            ))),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
-    let written = wait_for_file(&pids_file).await;
-    let pids = host_pids(&written);
-    assert_eq!(pids.len(), 2, "{written:?}");
-    assert!(pids.iter().all(|pid| alive(pid)));
-    handle
-        .cancel(Some("the test gave up".to_owned()))
-        .await
-        .unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    while pids.iter().any(|pid| alive(pid)) {
-        assert!(Instant::now() < deadline, "still alive: {pids:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The counter (it reports progress) and a slow tool that writes its pids.
+/// The counter (it reports progress) and the slow tool (it runs until cancelled).
 fn long_tools(context: &TestContext) {
     context.tool("counter", &counter_tool());
-    context.tool(
-        "slow",
-        &shell_tool(
-            "slow",
-            r#"{"type": "object"}"#,
-            &format!(
-                "sleep 60 & echo \"{}\" > {}; wait",
-                pids_line("$$ $!"),
-                context.root.join("pids").display()
-            ),
-        ),
-    );
+    slow_tool(context);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -457,7 +415,7 @@ async fn http_progress_and_cancellation_in_both_eras() {
     for lifecycle in [legacy(), modern()] {
         let (session, mut events) = server.connect(None, lifecycle).await;
         progress_is_forwarded(&session, &mut events).await;
-        cancelled_call_leaves_no_process(&context, &session).await;
+        cancelled_call_leaves_no_process(&context, session.peer()).await;
         // The server goes on: the two tools and the `custom_tool` meta-tool.
         assert_eq!(session.list_all_tools().await.unwrap().len(), 3);
         session.cancel().await.unwrap();
@@ -816,41 +774,87 @@ fn mcp_python() -> Option<std::path::PathBuf> {
     None
 }
 
+/// Acceptance 1 with the official Python SDK: `tests/acceptance/mcp_http_client.py` runs every
+/// check in both eras; this test answers what it asks (see the script's docstring): it notes
+/// the slow tool's processes, checks from outside that cancelling kills them, and adds tool
+/// files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_python_sdk_lists_and_calls_in_both_eras() {
+async fn http_python_sdk_runs_every_check_in_both_eras() {
     let Some(python) = mcp_python() else {
         return;
     };
     let context = TestContext::new();
     fixtures(&context);
+    long_tools(&context);
     let token = new_token(&context);
     let server = Server::start(&context, &[], &[("TOOLSMITH_TOKEN", &token)]).await;
     let script = repository_root().join("tests/acceptance/mcp_http_client.py");
-    let output = tokio::time::timeout(
-        PATIENCE * 3,
-        tokio::process::Command::new(&python)
-            .arg(&script)
-            .arg(server.url())
-            .arg(&token)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client hung")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut client = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(server.url())
+        .arg(&token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut answers = client.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(client.stdout.take().unwrap()).lines();
+    let mut errors = client.stderr.take().unwrap();
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = errors.read_to_string(&mut text).await;
+        text
+    });
+    let mut transcript = String::new();
+    let conversation = async {
+        let mut running = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            transcript.push_str(&line);
+            transcript.push('\n');
+            let Some(asked) = line.strip_prefix("ask ") else {
+                continue;
+            };
+            match asked.split_once(' ').unwrap() {
+                ("running", _) => running = slow_tool_pids(&context).await,
+                ("cancelled", _) => wait_until_gone(&running).await,
+                ("install", era) => {
+                    let name = format!("fresh_{era}");
+                    let script =
+                        shell_tool(&name, r#"{"type": "object"}"#, &format!("echo new {era}"));
+                    install(&context, &name, &script);
+                }
+                other => panic!("the script asked {other:?}"),
+            }
+            answers.write_all(b"go\n").await.unwrap();
+        }
+    };
+    let finished = tokio::time::timeout(PATIENCE * 4, conversation).await;
+    let status = client.wait().await.unwrap();
+    let stderr = stderr.await.unwrap();
     assert!(
-        output.status.success(),
-        "{stdout}\n{}\nserver:\n{}",
-        String::from_utf8_lossy(&output.stderr),
+        finished.is_ok() && status.success(),
+        "{transcript}\n{stderr}\nserver:\n{}",
         server.log()
     );
     for line in [
-        "ok legacy: 2025-11-25, 6 tools",
-        "ok auto: 2026-07-28, 6 tools",
+        "ok legacy: 2025-11-25",
+        "ok legacy calls: 8 tools, hello, stats, failing, invalid arguments, unknown tool",
+        "ok legacy progress: 3 steps",
+        "ok legacy cancellation",
+        "ok legacy list_changed: custom_tool_fresh_legacy listed and called",
+        "ok modern: 2026-07-28",
+        "ok modern calls: 8 tools, hello, stats, failing, invalid arguments, unknown tool",
+        "ok modern progress: 3 steps",
+        "ok modern cancellation",
+        "ok modern list_changed: custom_tool_fresh_modern listed and called",
         "ok refused without the token",
     ] {
-        assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
+        assert!(
+            transcript.contains(line),
+            "{line:?} missing from:\n{transcript}"
+        );
     }
 }
 
@@ -879,8 +883,7 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let slow =
         tokio::spawn(async move { peer.call_tool(call("custom_tool_slow", json!({}))).await });
     wait_for_file(&started).await;
-    let pids = host_pids(&wait_for_file(&context.root.join("pids")).await);
-    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+    let pids = slow_tool_pids(&context).await;
 
     let server_pid = i32::try_from(server.child.id()).unwrap();
     // SAFETY: kill(2) on the server this test started and has not reaped.
