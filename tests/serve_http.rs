@@ -21,6 +21,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
+use crate::load::{LOAD_MARKER, footprint_at_rest, marked, quiet, settle};
 use crate::serve::{
     PATIENCE, alive, call, cancelled_call_leaves_no_process, counter_tool, fixtures, install,
     legacy, meta, modern, slow_tool, slow_tool_pids, text, wait_for_file, wait_until_gone,
@@ -1051,4 +1052,158 @@ async fn http_a_client_over_its_concurrency_limit_is_told_and_loses_no_call() {
         .unwrap();
     assert_eq!(text(&again), "rested");
     session.cancel().await.unwrap();
+}
+
+/// The load test's clients, each its own connection and session.
+const LOAD_CLIENTS: u64 = 8;
+
+/// The calls each load client keeps in flight: 64 in all.
+const LOAD_IN_FLIGHT_PER_CLIENT: usize = 8;
+
+/// The server's limit on concurrent tool processes during the load test.
+const LOAD_MAX_CONCURRENT: usize = 16;
+
+/// Which tool call `n` of the HTTP load goes to: one in ten fails, the rest echo.
+fn load_tool_of(n: u64) -> &'static str {
+    if n % 10 == 3 { "failing" } else { "echo" }
+}
+
+/// A short tool that answers `{"n": n}`, one that fails naming `n`, both marked in their
+/// environment so that a process that outlived its call is found.
+fn load_fixtures(context: &TestContext, marker: &str) -> std::path::PathBuf {
+    let schema =
+        r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#;
+    let read_n = r#"n=$(sed 's/[^0-9]//g')"#;
+    context.tool(
+        "echo",
+        &shell_tool(
+            "echo",
+            schema,
+            &format!(r#"{read_n}; echo "{{\"n\": $n}}""#),
+        ),
+    );
+    context.tool(
+        "failing",
+        &shell_tool(
+            "failing",
+            schema,
+            &format!(r#"{read_n}; echo "failed $n" >&2; exit 3"#),
+        ),
+    );
+    let config = context.root.join("load.toml");
+    std::fs::write(
+        &config,
+        format!("[env]\nset = {{ {LOAD_MARKER} = \"{marker}\" }}\n"),
+    )
+    .unwrap();
+    config
+}
+
+/// Connects `LOAD_CLIENTS` clients, half in each era, sends calls `range` spread over them
+/// (`LOAD_IN_FLIGHT_PER_CLIENT` in flight each), checks that every call is answered once with
+/// its own answer, and disconnects them.
+async fn drive_http_load(server: &Server, range: std::ops::Range<u64>) {
+    let mut clients = tokio::task::JoinSet::new();
+    for client in 0..LOAD_CLIENTS {
+        let lifecycle = if client % 2 == 0 { legacy() } else { modern() };
+        let (session, _events) = server.connect(None, lifecycle).await;
+        let range = range.clone();
+        clients.spawn(async move {
+            let peer = Arc::new(session.peer().clone());
+            let slots = Arc::new(tokio::sync::Semaphore::new(LOAD_IN_FLIGHT_PER_CLIENT));
+            let mut calls = tokio::task::JoinSet::new();
+            for n in range.filter(|n| n % LOAD_CLIENTS == client) {
+                let peer = Arc::clone(&peer);
+                let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
+                calls.spawn(async move {
+                    let tool = load_tool_of(n);
+                    let result = peer
+                        .call_tool(call(&format!("custom_tool_{tool}"), json!({"n": n})))
+                        .await
+                        .unwrap_or_else(|error| panic!("call {n} failed: {error}"));
+                    drop(permit);
+                    (n, result)
+                });
+            }
+            let mut answered = Vec::new();
+            while let Some(joined) = calls.join_next().await {
+                let (n, result) = joined.unwrap();
+                match load_tool_of(n) {
+                    "echo" => {
+                        assert_eq!(result.is_error, Some(false), "{n}: {result:?}");
+                        let value: Value = serde_json::from_str(&text(&result)).unwrap();
+                        assert_eq!(value, json!({"n": n}), "call {n} got another call's answer");
+                    }
+                    _ => {
+                        assert_eq!(meta(&result, "toolsmith/error_code"), "TOOL_CRASHED");
+                        assert_eq!(
+                            meta(&result, "toolsmith/metadata")["stderr"],
+                            json!(format!("failed {n}\n")),
+                            "call {n} got another call's answer"
+                        );
+                    }
+                }
+                answered.push(n);
+            }
+            session.cancel().await.unwrap();
+            answered
+        });
+    }
+    let mut answers: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+    while let Some(joined) = clients.join_next().await {
+        for n in joined.unwrap() {
+            *answers.entry(n).or_insert(0) += 1;
+        }
+    }
+    assert_eq!(
+        answers.keys().copied().collect::<Vec<u64>>(),
+        range.collect::<Vec<u64>>(),
+        "calls went unanswered"
+    );
+    assert!(
+        answers.values().all(|&count| count == 1),
+        "a call was answered twice"
+    );
+}
+
+/// Acceptance 3 over HTTP: 8 clients (4 legacy sessions, 4 stateless 2026-07-28 clients),
+/// 1000 calls, 64 in flight; every call answered once with its own answer; the server's fds,
+/// threads, memory and processes back to their baseline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
+    let context = TestContext::new();
+    let marker = format!("http-load-{}", std::process::id());
+    let config = load_fixtures(&context, &marker);
+    let server = Server::start(
+        &context,
+        // All the clients are 127.0.0.1, one client for the per-client limits.
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--max-calls-per-client",
+            "64",
+        ],
+        &[("TOOLSMITH_MAX_CONCURRENT", &LOAD_MAX_CONCURRENT.to_string())],
+    )
+    .await;
+    let pid = server.child.id();
+    // A warm-up of the same shape: the runtime's threads, the leaf pool and the allocator's
+    // arenas grow to their working size here. Its clients are gone before the baseline.
+    drive_http_load(&server, 0..200).await;
+    quiet(pid).await;
+    let baseline = footprint_at_rest(pid).await;
+    let started = Instant::now();
+    drive_http_load(&server, 200..1200).await;
+    let elapsed = started.elapsed();
+    let after = settle(pid, &baseline, LOAD_MAX_CONCURRENT).await;
+    assert_eq!(marked(&marker), 0, "tool processes outlived their calls");
+    #[expect(
+        clippy::print_stderr,
+        reason = "the figures a load test measured are worth seeing"
+    )]
+    {
+        eprintln!(
+            "http load: 1000 calls, 8 clients, 64 in flight, in {elapsed:?}; baseline {baseline:?}; after {after:?}"
+        );
+    }
 }
