@@ -1052,6 +1052,14 @@ async fn http_a_client_over_its_concurrency_limit_is_told_and_loses_no_call() {
         .unwrap();
     assert_eq!(text(&again), "rested");
     session.cancel().await.unwrap();
+    let metrics = server.request("GET", "/metrics", &[], "").await;
+    assert!(
+        metrics
+            .body
+            .contains(r#"toolsmith_calls_refused_total{reason="concurrency"} 1"#),
+        "{}",
+        metrics.body
+    );
 }
 
 /// The load test's clients, each its own connection and session.
@@ -1182,6 +1190,8 @@ async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
             config.to_str().unwrap(),
             "--max-calls-per-client",
             "64",
+            "--max-call-rate",
+            "0",
         ],
         &[("TOOLSMITH_MAX_CONCURRENT", &LOAD_MAX_CONCURRENT.to_string())],
     )
@@ -1206,4 +1216,108 @@ async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
             "http load: 1000 calls, 8 clients, 64 in flight, in {elapsed:?}; baseline {baseline:?}; after {after:?}"
         );
     }
+}
+
+/// A client over its rate is told when to come back, and no call is lost: each call is either
+/// run once and answered, or refused before it starts and then served when sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_client_over_its_rate_is_told_when_to_retry_and_loses_no_call() {
+    const CALLS: u64 = 10;
+    let context = TestContext::new();
+    let ran = context.root.join("ran");
+    context.tool(
+        "tally",
+        &shell_tool(
+            "tally",
+            r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#,
+            &format!(
+                r#"n=$(sed 's/[^0-9]//g'); echo "$n" >> {}; echo "$n""#,
+                ran.display()
+            ),
+        ),
+    );
+    let server = Server::start(&context, &["--max-call-rate", "1"], &[]).await;
+    let (session, _events) = server.connect(None, modern()).await;
+    // Ten calls at once against a bucket of one: all but about one are refused.
+    let first: Vec<_> = (0..CALLS)
+        .map(|n| {
+            let peer = session.peer().clone();
+            tokio::spawn(async move {
+                (
+                    n,
+                    peer.call_tool(call("custom_tool_tally", json!({"n": n})))
+                        .await,
+                )
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    let mut answered = Vec::new();
+    for handle in first {
+        let (n, outcome) = handle.await.unwrap();
+        match outcome {
+            Ok(result) => {
+                assert_eq!(text(&result), n.to_string());
+                answered.push(n);
+            }
+            Err(ServiceError::McpError(error)) => {
+                assert!(
+                    error.message.contains("too many calls")
+                        && error.message.contains("at most 1 per second"),
+                    "{error:?}"
+                );
+                let data = error.data.unwrap();
+                assert_eq!(data["limit_per_second"], 1, "{data}");
+                let retry_after = data["retry_after_ms"].as_u64().unwrap();
+                assert!((1..=1001).contains(&retry_after), "{data}");
+                refused.push((n, retry_after));
+            }
+            Err(other) => panic!("call {n}: {other:?}"),
+        }
+    }
+    assert!(
+        !refused.is_empty(),
+        "ten calls at once were all admitted at one per second"
+    );
+    let mut n_refused = refused.len();
+    // Each refused call, sent again when told, is served in the end.
+    for (n, mut retry_after) in refused {
+        loop {
+            tokio::time::sleep(Duration::from_millis(retry_after)).await;
+            match session
+                .call_tool(call("custom_tool_tally", json!({"n": n})))
+                .await
+            {
+                Ok(result) => {
+                    assert_eq!(text(&result), n.to_string());
+                    answered.push(n);
+                    break;
+                }
+                Err(ServiceError::McpError(error)) => {
+                    n_refused += 1;
+                    retry_after = error.data.unwrap()["retry_after_ms"].as_u64().unwrap();
+                }
+                Err(other) => panic!("call {n}: {other:?}"),
+            }
+        }
+    }
+    // Every call ran exactly once: a refused call never started.
+    answered.sort_unstable();
+    assert_eq!(answered, (0..CALLS).collect::<Vec<u64>>());
+    let mut runs: Vec<u64> = std::fs::read_to_string(&ran)
+        .unwrap()
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect();
+    runs.sort_unstable();
+    assert_eq!(runs, answered);
+    session.cancel().await.unwrap();
+    let metrics = server.request("GET", "/metrics", &[], "").await;
+    // Every refusal is counted.
+    let counted = format!(r#"toolsmith_calls_refused_total{{reason="rate"}} {n_refused}"#);
+    assert!(
+        metrics.body.contains(&counted),
+        "{counted} missing from:\n{}",
+        metrics.body
+    );
 }

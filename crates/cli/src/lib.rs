@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod admission;
 mod args;
 mod commands;
 mod config;
