@@ -36,6 +36,8 @@ struct Server {
     scheme: String,
     /// Everything the server wrote on stderr so far, for failure messages.
     stderr: Arc<Mutex<String>>,
+    /// The thread that reads stderr; it ends when the server's stderr closes.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Server {
@@ -54,7 +56,7 @@ impl Server {
         let (address, addresses) = std::sync::mpsc::channel();
         let pipe = child.stderr.take().unwrap();
         let log = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { return };
                 if let Some(rest) = line.strip_prefix("toolsmith: serving MCP on ") {
@@ -64,6 +66,13 @@ impl Server {
                         .unwrap_or_default()
                         .to_owned();
                     let _ignored = address.send(url);
+                }
+                // With `--log-format json`, the same as a log line.
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && event["fields"]["message"] == "serving MCP"
+                    && let Some(url) = event["fields"]["url"].as_str()
+                {
+                    let _ignored = address.send(url.to_owned());
                 }
                 let mut log = log.lock().unwrap();
                 log.push_str(&line);
@@ -88,6 +97,7 @@ impl Server {
             authority,
             scheme: scheme.to_owned(),
             stderr,
+            reader: Some(reader),
         };
         if server.scheme == "http" {
             server.wait_ready().await;
@@ -115,6 +125,30 @@ impl Server {
 
     fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM, waits (a bound on liveness) until the server exits and its stderr is
+    /// read to the end, and returns its exit status and everything it wrote on stderr.
+    async fn terminate(&mut self) -> (std::process::ExitStatus, String) {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on the server this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit: {}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status, self.log())
     }
 
     /// One plain-HTTP request on a fresh connection.
@@ -1320,4 +1354,102 @@ async fn http_a_client_over_its_rate_is_told_when_to_retry_and_loses_no_call() {
         "{counted} missing from:\n{}",
         metrics.body
     );
+}
+
+/// `--log-format json`: every line the server writes on stderr, from its start to its exit
+/// on SIGTERM, is one JSON object with the level, the target and the fields; a call's line
+/// names the tool, the outcome and the client. `TOOLSMITH_LOG_FORMAT=json` does the same, an
+/// error that stops the start included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_logs_are_json_lines_when_asked() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let mut server = Server::start(
+        &context,
+        &["--log-format", "json"],
+        &[("TOOLSMITH_LOG", "debug")],
+    )
+    .await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let hello = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&hello), "Hello, Ada!");
+    let fail = session
+        .call_tool(call("custom_tool_fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(fail.is_error, Some(true));
+    session.cancel().await.unwrap();
+    let (status, log) = server.terminate().await;
+    assert_eq!(status.code(), Some(0), "{log}");
+
+    let events: Vec<Value> = log
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("not a JSON line ({error}): {line:?}"));
+            for key in ["timestamp", "level", "target"] {
+                assert!(event[key].is_string(), "no {key}: {line}");
+            }
+            assert!(event["fields"]["message"].is_string(), "no message: {line}");
+            event
+        })
+        .collect();
+    let find = |message: &str| {
+        events
+            .iter()
+            .filter(|event| event["fields"]["message"] == message)
+            .collect::<Vec<&Value>>()
+    };
+    let serving = find("serving MCP");
+    assert_eq!(serving.len(), 1, "{log}");
+    assert_eq!(serving[0]["level"], "INFO");
+    assert_eq!(serving[0]["fields"]["url"], server.url());
+    let calls = find("call answered");
+    let outcomes: Vec<(&Value, &Value)> = calls
+        .iter()
+        .map(|event| (&event["fields"]["tool"], &event["fields"]["outcome"]))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (&json!("hello"), &json!("ok")),
+            (&json!("fail"), &json!("TOOL_CRASHED"))
+        ],
+        "{log}"
+    );
+    for event in calls {
+        let client = event["fields"]["client"].as_str().unwrap();
+        assert!(
+            client.starts_with("127.0.0.1:") && client.ends_with(" (no token)"),
+            "{event}"
+        );
+        assert!(event["fields"]["duration_ms"].is_u64(), "{event}");
+    }
+    assert_eq!(
+        find("shutting down: waiting for the running calls").len(),
+        1,
+        "{log}"
+    );
+
+    // From the environment; an error that stops the start is a JSON line too.
+    let output = context
+        .with_tools()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .env("TOOLSMITH_LOG_FORMAT", "json")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{stderr}")))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert_eq!(lines[0]["level"], "ERROR", "{stderr}");
+    let message = lines[0]["fields"]["message"].as_str().unwrap();
+    assert!(message.contains("without a token"), "{message}");
 }

@@ -50,6 +50,11 @@ pub(crate) struct GlobalArgs {
     #[arg(long, value_name = "WHEN", global = true, default_value = "auto")]
     pub(crate) color: clap::ColorChoice,
 
+    /// How logs are written on stderr: `text`, or `json` (one JSON object per
+    /// line: timestamp, level, target, fields) [env: TOOLSMITH_LOG_FORMAT] [default: text].
+    #[arg(long, value_name = "FORMAT", global = true)]
+    pub(crate) log_format: Option<crate::logging::LogFormat>,
+
     /// Print the resolved settings as JSON instead of running the command.
     #[arg(long, global = true, hide = true)]
     pub(crate) show_settings: bool,

@@ -363,7 +363,12 @@ impl Handler {
                 // Returning drops the call, which kills the tool's process tree. rmcp drops
                 // whatever a cancelled request answers; an error here would only be logged as
                 // a failure.
-                tracing::info!(tool = %tool.name(), "call cancelled by the client");
+                tracing::info!(
+                    tool = %tool.name(),
+                    outcome = "cancelled",
+                    client = client_identity(context).as_deref().unwrap_or("stdio"),
+                    "call cancelled by the client"
+                );
                 self.shared.metrics.call_ended(
                     tool.name().as_str(),
                     "cancelled",
@@ -383,6 +388,13 @@ impl Handler {
             tool.name().as_str(),
             outcome,
             started.elapsed().as_secs_f64(),
+        );
+        tracing::info!(
+            tool = %tool.name(),
+            outcome,
+            client = client_identity(context).as_deref().unwrap_or("stdio"),
+            duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "call answered"
         );
         self.audit(
             AuditRecord::new(
@@ -510,7 +522,13 @@ impl ServerHandler for Handler {
                 Ok(admitted) => Some(admitted),
                 Err(refusal) => {
                     self.shared.metrics.call_refused(refusal.reason());
-                    tracing::info!(client = %ip, tool = %request.name, reason = refusal.reason(), "call refused: over a per-client limit");
+                    tracing::info!(
+                        client = %ip,
+                        tool = %request.name,
+                        outcome = "refused",
+                        reason = refusal.reason(),
+                        "call refused: over a per-client limit"
+                    );
                     return Err(refused(ip, &refusal));
                 }
             },
