@@ -417,7 +417,8 @@ impl HttpServer {
         let child = std::process::Command::new(binary)
             .arg("--tools-dir")
             .arg(tools)
-            .args(["serve", "--http", "127.0.0.1:0"])
+            // One client calling as fast as it can is over the default per-client rate.
+            .args(["serve", "--http", "127.0.0.1:0", "--max-call-rate", "0"])
             .current_dir(cwd)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
