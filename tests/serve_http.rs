@@ -1,5 +1,7 @@
-//! `toolsmith serve --http`: rmcp's Streamable HTTP client in both eras, and every security
-//! rule (token, Origin and Host, body cap, refused binds, TLS) tested from outside.
+//! `toolsmith serve --http`: rmcp's Streamable HTTP client and the official MCP Python SDK in
+//! both eras, every security rule (token, Origin and Host, body cap, refused binds, TLS,
+//! per-client concurrency and rate), load with the server's footprint checked, metrics, JSON
+//! logs and graceful shutdown, all tested from outside.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
