@@ -20,7 +20,9 @@
 //!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
 //! - Over HTTP ([`http_service`], served by `crate::http`), the same handler serves each legacy
 //!   session and each stateless request; a legacy session hears of changes from the moment it
-//!   is initialized, and the audit log names the client ([`ClientIdentity`]).
+//!   is initialized, and the audit log names the client ([`ClientIdentity`]). A call over its
+//!   client's limits (`crate::admission`: calls running, calls per second) is refused with a
+//!   JSON-RPC error before it starts.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
