@@ -28,7 +28,7 @@ const MAX_CONCURRENT: usize = 16;
 /// Requests the client keeps in flight.
 const IN_FLIGHT: usize = 64;
 
-const LOAD_MARKER: &str = "TOOLSMITH_LOAD_MARKER";
+pub(crate) const LOAD_MARKER: &str = "TOOLSMITH_LOAD_MARKER";
 
 /// Growth of the server's resident set allowed over the warmed-up baseline. The allocator
 /// keeps freed pages of the warm-up (64 responses of up to 256 KiB of flood in flight, each
@@ -287,7 +287,7 @@ pub(crate) async fn settle_prepared(pid: u32) {
 /// check is made on the footprint itself, not before taking it: a probe the watcher starts
 /// meanwhile (a re-probe of a tool written just before the server started) would otherwise
 /// be counted as the server's own.
-async fn footprint_at_rest(pid: u32) -> Footprint {
+pub(crate) async fn footprint_at_rest(pid: u32) -> Footprint {
     let deadline = Instant::now() + LINGER_PATIENCE;
     loop {
         settle_prepared(pid).await;
@@ -348,7 +348,7 @@ pub(crate) fn descendants(pid: u32) -> Vec<u32> {
 
 /// Live processes carrying `LOAD_MARKER=marker` in their environment (a setsid child that
 /// escaped the server's tree would still carry it).
-fn marked(marker: &str) -> usize {
+pub(crate) fn marked(marker: &str) -> usize {
     let needle = format!("{LOAD_MARKER}={marker}");
     std::fs::read_dir("/proc")
         .unwrap()
@@ -365,7 +365,7 @@ fn marked(marker: &str) -> usize {
 }
 
 /// Polls until the server's footprint is back to `baseline`, failing after `LINGER_PATIENCE`.
-async fn settle(pid: u32, baseline: &Footprint, max_leaves: usize) -> Footprint {
+pub(crate) async fn settle(pid: u32, baseline: &Footprint, max_leaves: usize) -> Footprint {
     let deadline = Instant::now() + LINGER_PATIENCE;
     loop {
         let now = Footprint::of(pid);
@@ -382,7 +382,7 @@ async fn settle(pid: u32, baseline: &Footprint, max_leaves: usize) -> Footprint 
 }
 
 /// Waits until no process of the server's tree is alive, so a baseline counts none.
-async fn quiet(pid: u32) {
+pub(crate) async fn quiet(pid: u32) {
     let deadline = Instant::now() + LINGER_PATIENCE;
     while !descendants(pid).is_empty() {
         assert!(

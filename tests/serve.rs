@@ -14,7 +14,7 @@ use rmcp::service::{
     ServiceError,
 };
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -411,10 +411,9 @@ async fn serve_lists_exactly_what_export_prints() {
     session.cancel().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelled_call_leaves_no_process() {
-    let context = TestContext::new();
-    let pids = context.root.join("pids");
+/// A tool that starts `sleep 60`, writes its own and the sleep's pids to `<root>/pids` (with
+/// [`pids_line`]), and waits: a call of it runs until it is cancelled.
+pub(crate) fn slow_tool(context: &TestContext) {
     context.tool(
         "slow",
         &shell_tool(
@@ -423,12 +422,40 @@ async fn cancelled_call_leaves_no_process() {
             &format!(
                 "sleep 60 & echo \"{}\" > {}; wait",
                 pids_line("$$ $!"),
-                pids.display()
+                context.root.join("pids").display()
             ),
         ),
     );
-    let (session, _changes) = connect(&context, &[], legacy()).await;
-    let handle = session
+}
+
+/// The host pids the [`slow_tool`] wrote once it runs, all alive; the file is removed, so the
+/// next call writes it afresh.
+pub(crate) async fn slow_tool_pids(context: &TestContext) -> Vec<String> {
+    let file = context.root.join("pids");
+    let written = wait_for_file(&file).await;
+    let pids = host_pids(&written);
+    assert_eq!(pids.len(), 2, "{written:?}");
+    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+    std::fs::remove_file(&file).unwrap();
+    pids
+}
+
+/// Waits (a bound on liveness) until none of `pids` is alive.
+pub(crate) async fn wait_until_gone(pids: &[String]) {
+    let deadline = Instant::now() + PATIENCE;
+    while pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "still alive: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls the [`slow_tool`] through `peer`, cancels the call once its processes run, and checks
+/// from outside that its whole tree is gone.
+pub(crate) async fn cancelled_call_leaves_no_process(
+    context: &TestContext,
+    peer: &Peer<RoleClient>,
+) {
+    let handle = peer
         .send_cancellable_request(
             ClientRequest::CallToolRequest(CallToolRequest::new(call(
                 "custom_tool_slow",
@@ -438,19 +465,20 @@ async fn cancelled_call_leaves_no_process() {
         )
         .await
         .unwrap();
-    let written = wait_for_file(&pids).await;
-    let pids = host_pids(&written);
-    assert_eq!(pids.len(), 2, "{written:?}");
-    assert!(pids.iter().all(|pid| alive(pid)));
+    let pids = slow_tool_pids(context).await;
     handle
         .cancel(Some("the test gave up".to_owned()))
         .await
         .unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    while pids.iter().any(|pid| alive(pid)) {
-        assert!(Instant::now() < deadline, "still alive: {pids:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_gone(&pids).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_call_kills_the_tree_and_the_session_goes_on() {
+    let context = TestContext::new();
+    slow_tool(&context);
+    let (session, _changes) = connect(&context, &[], legacy()).await;
+    cancelled_call_leaves_no_process(&context, session.peer()).await;
     // The session goes on (the tool and the `custom_tool` meta-tool).
     assert_eq!(session.list_all_tools().await.unwrap().len(), 2);
     session.cancel().await.unwrap();

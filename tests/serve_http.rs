@@ -1,5 +1,7 @@
-//! `toolsmith serve --http`: rmcp's Streamable HTTP client in both eras, and every security
-//! rule (token, Origin and Host, body cap, refused binds, TLS) tested from outside.
+//! `toolsmith serve --http`: rmcp's Streamable HTTP client and the official MCP Python SDK in
+//! both eras, every security rule (token, Origin and Host, body cap, refused binds, TLS,
+//! per-client concurrency and rate), load with the server's footprint checked, metrics, JSON
+//! logs and graceful shutdown, all tested from outside.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -7,24 +9,24 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequest, ClientRequest, NumberOrString, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestParamsMeta, ServerNotification, SubscriptionFilter,
+    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestParamsMeta,
+    ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RunningService,
-    ServiceError,
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService, ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
+use crate::load::{LOAD_MARKER, footprint_at_rest, marked, quiet, settle};
 use crate::serve::{
-    PATIENCE, alive, call, counter_tool, fixtures, host_pids, install, legacy, meta, modern,
-    pids_line, text, wait_for_file,
+    PATIENCE, alive, call, cancelled_call_leaves_no_process, counter_tool, fixtures, install,
+    legacy, meta, modern, slow_tool, slow_tool_pids, text, wait_for_file, wait_until_gone,
 };
 
 /// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
@@ -36,6 +38,8 @@ struct Server {
     scheme: String,
     /// Everything the server wrote on stderr so far, for failure messages.
     stderr: Arc<Mutex<String>>,
+    /// The thread that reads stderr; it ends when the server's stderr closes.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Server {
@@ -54,7 +58,7 @@ impl Server {
         let (address, addresses) = std::sync::mpsc::channel();
         let pipe = child.stderr.take().unwrap();
         let log = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { return };
                 if let Some(rest) = line.strip_prefix("toolsmith: serving MCP on ") {
@@ -64,6 +68,13 @@ impl Server {
                         .unwrap_or_default()
                         .to_owned();
                     let _ignored = address.send(url);
+                }
+                // With `--log-format json`, the same as a log line.
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && event["fields"]["message"] == "serving MCP"
+                    && let Some(url) = event["fields"]["url"].as_str()
+                {
+                    let _ignored = address.send(url.to_owned());
                 }
                 let mut log = log.lock().unwrap();
                 log.push_str(&line);
@@ -88,6 +99,7 @@ impl Server {
             authority,
             scheme: scheme.to_owned(),
             stderr,
+            reader: Some(reader),
         };
         if server.scheme == "http" {
             server.wait_ready().await;
@@ -115,6 +127,30 @@ impl Server {
 
     fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM, waits (a bound on liveness) until the server exits and its stderr is
+    /// read to the end, and returns its exit status and everything it wrote on stderr.
+    async fn terminate(&mut self) -> (std::process::ExitStatus, String) {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on the server this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit: {}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status, self.log())
     }
 
     /// One plain-HTTP request on a fresh connection.
@@ -333,51 +369,10 @@ async fn progress_is_forwarded(session: &Session, events: &mut Events) {
     );
 }
 
-/// Starts the slow tool, cancels the call once its processes run, and checks from outside
-/// that its whole tree is gone.
-async fn cancelled_call_leaves_no_process(context: &TestContext, session: &Session) {
-    let pids_file = context.root.join("pids");
-    let _ = std::fs::remove_file(&pids_file);
-    let handle = session
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(call(
-                "custom_tool_slow",
-                json!({}),
-            ))),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
-    let written = wait_for_file(&pids_file).await;
-    let pids = host_pids(&written);
-    assert_eq!(pids.len(), 2, "{written:?}");
-    assert!(pids.iter().all(|pid| alive(pid)));
-    handle
-        .cancel(Some("the test gave up".to_owned()))
-        .await
-        .unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    while pids.iter().any(|pid| alive(pid)) {
-        assert!(Instant::now() < deadline, "still alive: {pids:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The counter (it reports progress) and a slow tool that writes its pids.
+/// The counter (it reports progress) and the slow tool (it runs until cancelled).
 fn long_tools(context: &TestContext) {
     context.tool("counter", &counter_tool());
-    context.tool(
-        "slow",
-        &shell_tool(
-            "slow",
-            r#"{"type": "object"}"#,
-            &format!(
-                "sleep 60 & echo \"{}\" > {}; wait",
-                pids_line("$$ $!"),
-                context.root.join("pids").display()
-            ),
-        ),
-    );
+    slow_tool(context);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -457,7 +452,7 @@ async fn http_progress_and_cancellation_in_both_eras() {
     for lifecycle in [legacy(), modern()] {
         let (session, mut events) = server.connect(None, lifecycle).await;
         progress_is_forwarded(&session, &mut events).await;
-        cancelled_call_leaves_no_process(&context, &session).await;
+        cancelled_call_leaves_no_process(&context, session.peer()).await;
         // The server goes on: the two tools and the `custom_tool` meta-tool.
         assert_eq!(session.list_all_tools().await.unwrap().len(), 3);
         session.cancel().await.unwrap();
@@ -816,41 +811,87 @@ fn mcp_python() -> Option<std::path::PathBuf> {
     None
 }
 
+/// Acceptance 1 with the official Python SDK: `tests/acceptance/mcp_http_client.py` runs every
+/// check in both eras; this test answers what it asks (see the script's docstring): it notes
+/// the slow tool's processes, checks from outside that cancelling kills them, and adds tool
+/// files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_python_sdk_lists_and_calls_in_both_eras() {
+async fn http_python_sdk_runs_every_check_in_both_eras() {
     let Some(python) = mcp_python() else {
         return;
     };
     let context = TestContext::new();
     fixtures(&context);
+    long_tools(&context);
     let token = new_token(&context);
     let server = Server::start(&context, &[], &[("TOOLSMITH_TOKEN", &token)]).await;
     let script = repository_root().join("tests/acceptance/mcp_http_client.py");
-    let output = tokio::time::timeout(
-        PATIENCE * 3,
-        tokio::process::Command::new(&python)
-            .arg(&script)
-            .arg(server.url())
-            .arg(&token)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client hung")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut client = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(server.url())
+        .arg(&token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut answers = client.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(client.stdout.take().unwrap()).lines();
+    let mut errors = client.stderr.take().unwrap();
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = errors.read_to_string(&mut text).await;
+        text
+    });
+    let mut transcript = String::new();
+    let conversation = async {
+        let mut running = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            transcript.push_str(&line);
+            transcript.push('\n');
+            let Some(asked) = line.strip_prefix("ask ") else {
+                continue;
+            };
+            match asked.split_once(' ').unwrap() {
+                ("running", _) => running = slow_tool_pids(&context).await,
+                ("cancelled", _) => wait_until_gone(&running).await,
+                ("install", era) => {
+                    let name = format!("fresh_{era}");
+                    let script =
+                        shell_tool(&name, r#"{"type": "object"}"#, &format!("echo new {era}"));
+                    install(&context, &name, &script);
+                }
+                other => panic!("the script asked {other:?}"),
+            }
+            answers.write_all(b"go\n").await.unwrap();
+        }
+    };
+    let finished = tokio::time::timeout(PATIENCE * 4, conversation).await;
+    let status = client.wait().await.unwrap();
+    let stderr = stderr.await.unwrap();
     assert!(
-        output.status.success(),
-        "{stdout}\n{}\nserver:\n{}",
-        String::from_utf8_lossy(&output.stderr),
+        finished.is_ok() && status.success(),
+        "{transcript}\n{stderr}\nserver:\n{}",
         server.log()
     );
     for line in [
-        "ok legacy: 2025-11-25, 6 tools",
-        "ok auto: 2026-07-28, 6 tools",
+        "ok legacy: 2025-11-25",
+        "ok legacy calls: 8 tools, hello, stats, failing, invalid arguments, unknown tool",
+        "ok legacy progress: 3 steps",
+        "ok legacy cancellation",
+        "ok legacy list_changed: custom_tool_fresh_legacy listed and called",
+        "ok modern: 2026-07-28",
+        "ok modern calls: 8 tools, hello, stats, failing, invalid arguments, unknown tool",
+        "ok modern progress: 3 steps",
+        "ok modern cancellation",
+        "ok modern list_changed: custom_tool_fresh_modern listed and called",
         "ok refused without the token",
     ] {
-        assert!(stdout.contains(line), "{line:?} missing from:\n{stdout}");
+        assert!(
+            transcript.contains(line),
+            "{line:?} missing from:\n{transcript}"
+        );
     }
 }
 
@@ -879,8 +920,7 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let slow =
         tokio::spawn(async move { peer.call_tool(call("custom_tool_slow", json!({}))).await });
     wait_for_file(&started).await;
-    let pids = host_pids(&wait_for_file(&context.root.join("pids")).await);
-    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+    let pids = slow_tool_pids(&context).await;
 
     let server_pid = i32::try_from(server.child.id()).unwrap();
     // SAFETY: kill(2) on the server this test started and has not reaped.
@@ -1048,4 +1088,370 @@ async fn http_a_client_over_its_concurrency_limit_is_told_and_loses_no_call() {
         .unwrap();
     assert_eq!(text(&again), "rested");
     session.cancel().await.unwrap();
+    let metrics = server.request("GET", "/metrics", &[], "").await;
+    assert!(
+        metrics
+            .body
+            .contains(r#"toolsmith_calls_refused_total{reason="concurrency"} 1"#),
+        "{}",
+        metrics.body
+    );
+}
+
+/// The load test's clients, each its own connection and session.
+const LOAD_CLIENTS: u64 = 8;
+
+/// The calls each load client keeps in flight: 64 in all.
+const LOAD_IN_FLIGHT_PER_CLIENT: usize = 8;
+
+/// The server's limit on concurrent tool processes during the load test.
+const LOAD_MAX_CONCURRENT: usize = 16;
+
+/// Which tool call `n` of the HTTP load goes to: one in ten fails, the rest echo.
+fn load_tool_of(n: u64) -> &'static str {
+    if n % 10 == 3 { "failing" } else { "echo" }
+}
+
+/// A short tool that answers `{"n": n}`, one that fails naming `n`, both marked in their
+/// environment so that a process that outlived its call is found.
+fn load_fixtures(context: &TestContext, marker: &str) -> std::path::PathBuf {
+    let schema =
+        r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#;
+    let read_n = r#"n=$(sed 's/[^0-9]//g')"#;
+    context.tool(
+        "echo",
+        &shell_tool(
+            "echo",
+            schema,
+            &format!(r#"{read_n}; echo "{{\"n\": $n}}""#),
+        ),
+    );
+    context.tool(
+        "failing",
+        &shell_tool(
+            "failing",
+            schema,
+            &format!(r#"{read_n}; echo "failed $n" >&2; exit 3"#),
+        ),
+    );
+    let config = context.root.join("load.toml");
+    std::fs::write(
+        &config,
+        format!("[env]\nset = {{ {LOAD_MARKER} = \"{marker}\" }}\n"),
+    )
+    .unwrap();
+    config
+}
+
+/// Connects `LOAD_CLIENTS` clients, half in each era, sends calls `range` spread over them
+/// (`LOAD_IN_FLIGHT_PER_CLIENT` in flight each), checks that every call is answered once with
+/// its own answer, and disconnects them.
+async fn drive_http_load(server: &Server, range: std::ops::Range<u64>) {
+    let mut clients = tokio::task::JoinSet::new();
+    for client in 0..LOAD_CLIENTS {
+        let lifecycle = if client % 2 == 0 { legacy() } else { modern() };
+        let (session, _events) = server.connect(None, lifecycle).await;
+        let range = range.clone();
+        clients.spawn(async move {
+            let peer = Arc::new(session.peer().clone());
+            let slots = Arc::new(tokio::sync::Semaphore::new(LOAD_IN_FLIGHT_PER_CLIENT));
+            let mut calls = tokio::task::JoinSet::new();
+            for n in range.filter(|n| n % LOAD_CLIENTS == client) {
+                let peer = Arc::clone(&peer);
+                let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
+                calls.spawn(async move {
+                    let tool = load_tool_of(n);
+                    let result = peer
+                        .call_tool(call(&format!("custom_tool_{tool}"), json!({"n": n})))
+                        .await
+                        .unwrap_or_else(|error| panic!("call {n} failed: {error}"));
+                    drop(permit);
+                    (n, result)
+                });
+            }
+            let mut answered = Vec::new();
+            while let Some(joined) = calls.join_next().await {
+                let (n, result) = joined.unwrap();
+                match load_tool_of(n) {
+                    "echo" => {
+                        assert_eq!(result.is_error, Some(false), "{n}: {result:?}");
+                        let value: Value = serde_json::from_str(&text(&result)).unwrap();
+                        assert_eq!(value, json!({"n": n}), "call {n} got another call's answer");
+                    }
+                    _ => {
+                        assert_eq!(meta(&result, "toolsmith/error_code"), "TOOL_CRASHED");
+                        assert_eq!(
+                            meta(&result, "toolsmith/metadata")["stderr"],
+                            json!(format!("failed {n}\n")),
+                            "call {n} got another call's answer"
+                        );
+                    }
+                }
+                answered.push(n);
+            }
+            session.cancel().await.unwrap();
+            answered
+        });
+    }
+    let mut answers: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+    while let Some(joined) = clients.join_next().await {
+        for n in joined.unwrap() {
+            *answers.entry(n).or_insert(0) += 1;
+        }
+    }
+    assert_eq!(
+        answers.keys().copied().collect::<Vec<u64>>(),
+        range.collect::<Vec<u64>>(),
+        "calls went unanswered"
+    );
+    assert!(
+        answers.values().all(|&count| count == 1),
+        "a call was answered twice"
+    );
+}
+
+/// Acceptance 3 over HTTP: 8 clients (4 legacy sessions, 4 stateless 2026-07-28 clients),
+/// 1000 calls, 64 in flight; every call answered once with its own answer; the server's fds,
+/// threads, memory and processes back to their baseline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
+    let context = TestContext::new();
+    let marker = format!("http-load-{}", std::process::id());
+    let config = load_fixtures(&context, &marker);
+    let server = Server::start(
+        &context,
+        // All the clients are 127.0.0.1, one client for the per-client limits.
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--max-calls-per-client",
+            "64",
+            "--max-call-rate",
+            "0",
+        ],
+        &[("TOOLSMITH_MAX_CONCURRENT", &LOAD_MAX_CONCURRENT.to_string())],
+    )
+    .await;
+    let pid = server.child.id();
+    // A warm-up of the same shape: the runtime's threads, the leaf pool and the allocator's
+    // arenas grow to their working size here. Its clients are gone before the baseline.
+    drive_http_load(&server, 0..200).await;
+    quiet(pid).await;
+    let baseline = footprint_at_rest(pid).await;
+    let started = Instant::now();
+    drive_http_load(&server, 200..1200).await;
+    let elapsed = started.elapsed();
+    let after = settle(pid, &baseline, LOAD_MAX_CONCURRENT).await;
+    assert_eq!(marked(&marker), 0, "tool processes outlived their calls");
+    #[expect(
+        clippy::print_stderr,
+        reason = "the figures a load test measured are worth seeing"
+    )]
+    {
+        eprintln!(
+            "http load: 1000 calls, 8 clients, 64 in flight, in {elapsed:?}; baseline {baseline:?}; after {after:?}"
+        );
+    }
+}
+
+/// A client over its rate is told when to come back, and no call is lost: each call is either
+/// run once and answered, or refused before it starts and then served when sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_client_over_its_rate_is_told_when_to_retry_and_loses_no_call() {
+    const CALLS: u64 = 10;
+    let context = TestContext::new();
+    let ran = context.root.join("ran");
+    context.tool(
+        "tally",
+        &shell_tool(
+            "tally",
+            r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#,
+            &format!(
+                r#"n=$(sed 's/[^0-9]//g'); echo "$n" >> {}; echo "$n""#,
+                ran.display()
+            ),
+        ),
+    );
+    let server = Server::start(&context, &["--max-call-rate", "1"], &[]).await;
+    let (session, _events) = server.connect(None, modern()).await;
+    // Ten calls at once against a bucket of one: all but about one are refused.
+    let first: Vec<_> = (0..CALLS)
+        .map(|n| {
+            let peer = session.peer().clone();
+            tokio::spawn(async move {
+                (
+                    n,
+                    peer.call_tool(call("custom_tool_tally", json!({"n": n})))
+                        .await,
+                )
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    let mut answered = Vec::new();
+    for handle in first {
+        let (n, outcome) = handle.await.unwrap();
+        match outcome {
+            Ok(result) => {
+                assert_eq!(text(&result), n.to_string());
+                answered.push(n);
+            }
+            Err(ServiceError::McpError(error)) => {
+                assert!(
+                    error.message.contains("too many calls")
+                        && error.message.contains("at most 1 per second"),
+                    "{error:?}"
+                );
+                let data = error.data.unwrap();
+                assert_eq!(data["limit_per_second"], 1, "{data}");
+                let retry_after = data["retry_after_ms"].as_u64().unwrap();
+                assert!((1..=1001).contains(&retry_after), "{data}");
+                refused.push((n, retry_after));
+            }
+            Err(other) => panic!("call {n}: {other:?}"),
+        }
+    }
+    assert!(
+        !refused.is_empty(),
+        "ten calls at once were all admitted at one per second"
+    );
+    let mut n_refused = refused.len();
+    // Each refused call, sent again when told, is served in the end.
+    for (n, mut retry_after) in refused {
+        loop {
+            tokio::time::sleep(Duration::from_millis(retry_after)).await;
+            match session
+                .call_tool(call("custom_tool_tally", json!({"n": n})))
+                .await
+            {
+                Ok(result) => {
+                    assert_eq!(text(&result), n.to_string());
+                    answered.push(n);
+                    break;
+                }
+                Err(ServiceError::McpError(error)) => {
+                    n_refused += 1;
+                    retry_after = error.data.unwrap()["retry_after_ms"].as_u64().unwrap();
+                }
+                Err(other) => panic!("call {n}: {other:?}"),
+            }
+        }
+    }
+    // Every call ran exactly once: a refused call never started.
+    answered.sort_unstable();
+    assert_eq!(answered, (0..CALLS).collect::<Vec<u64>>());
+    let mut runs: Vec<u64> = std::fs::read_to_string(&ran)
+        .unwrap()
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect();
+    runs.sort_unstable();
+    assert_eq!(runs, answered);
+    session.cancel().await.unwrap();
+    let metrics = server.request("GET", "/metrics", &[], "").await;
+    // Every refusal is counted.
+    let counted = format!(r#"toolsmith_calls_refused_total{{reason="rate"}} {n_refused}"#);
+    assert!(
+        metrics.body.contains(&counted),
+        "{counted} missing from:\n{}",
+        metrics.body
+    );
+}
+
+/// `--log-format json`: every line the server writes on stderr, from its start to its exit
+/// on SIGTERM, is one JSON object with the level, the target and the fields; a call's line
+/// names the tool, the outcome and the client. `TOOLSMITH_LOG_FORMAT=json` does the same, an
+/// error that stops the start included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_logs_are_json_lines_when_asked() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let mut server = Server::start(
+        &context,
+        &["--log-format", "json"],
+        &[("TOOLSMITH_LOG", "debug")],
+    )
+    .await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let hello = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&hello), "Hello, Ada!");
+    let fail = session
+        .call_tool(call("custom_tool_fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(fail.is_error, Some(true));
+    session.cancel().await.unwrap();
+    let (status, log) = server.terminate().await;
+    assert_eq!(status.code(), Some(0), "{log}");
+
+    let events: Vec<Value> = log
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("not a JSON line ({error}): {line:?}"));
+            for key in ["timestamp", "level", "target"] {
+                assert!(event[key].is_string(), "no {key}: {line}");
+            }
+            assert!(event["fields"]["message"].is_string(), "no message: {line}");
+            event
+        })
+        .collect();
+    let find = |message: &str| {
+        events
+            .iter()
+            .filter(|event| event["fields"]["message"] == message)
+            .collect::<Vec<&Value>>()
+    };
+    let serving = find("serving MCP");
+    assert_eq!(serving.len(), 1, "{log}");
+    assert_eq!(serving[0]["level"], "INFO");
+    assert_eq!(serving[0]["fields"]["url"], server.url());
+    let calls = find("call answered");
+    let outcomes: Vec<(&Value, &Value)> = calls
+        .iter()
+        .map(|event| (&event["fields"]["tool"], &event["fields"]["outcome"]))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (&json!("hello"), &json!("ok")),
+            (&json!("fail"), &json!("TOOL_CRASHED"))
+        ],
+        "{log}"
+    );
+    for event in calls {
+        let client = event["fields"]["client"].as_str().unwrap();
+        assert!(
+            client.starts_with("127.0.0.1:") && client.ends_with(" (no token)"),
+            "{event}"
+        );
+        assert!(event["fields"]["duration_ms"].is_u64(), "{event}");
+    }
+    assert_eq!(
+        find("shutting down: waiting for the running calls").len(),
+        1,
+        "{log}"
+    );
+
+    // From the environment; an error that stops the start is a JSON line too.
+    let output = context
+        .with_tools()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .env("TOOLSMITH_LOG_FORMAT", "json")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{stderr}")))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert_eq!(lines[0]["level"], "ERROR", "{stderr}");
+    let message = lines[0]["fields"]["message"].as_str().unwrap();
+    assert!(message.contains("without a token"), "{message}");
 }

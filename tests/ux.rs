@@ -52,12 +52,13 @@ fn help_without_color() {
       help         Print this message or the help of the given subcommand(s)
 
     Options:
-          --tools-dir <DIR>  A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
-          --config <FILE>    The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
-          --no-cache         Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
-          --color <WHEN>     When to colour the output: `auto` colours a terminal only, and not when NO_COLOR is set (CLICOLOR_FORCE=1 forces it) [default: auto] [possible values: auto, always, never]
-      -h, --help             Print help
-      -V, --version          Print version
+          --tools-dir <DIR>      A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
+          --config <FILE>        The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
+          --no-cache             Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
+          --color <WHEN>         When to colour the output: `auto` colours a terminal only, and not when NO_COLOR is set (CLICOLOR_FORCE=1 forces it) [default: auto] [possible values: auto, always, never]
+          --log-format <FORMAT>  How logs are written on stderr: `text`, or `json` (one JSON object per line: timestamp, level, target, fields) [env: TOOLSMITH_LOG_FORMAT] [default: text] [possible values: text, json]
+      -h, --help                 Print help
+      -V, --version              Print version
 
     Examples:
       toolsmith list                                    the tools of the default directories
@@ -134,6 +135,11 @@ fn help_with_color() {
 
               [default: auto]
               [possible values: auto, always, never]
+
+          [ESC][1m--log-format[ESC][0m <FORMAT>
+              How logs are written on stderr: `text`, or `json` (one JSON object per line: timestamp, level, target, fields) [env: TOOLSMITH_LOG_FORMAT] [default: text]
+
+              [possible values: text, json]
 
       [ESC][1m-h[ESC][0m, [ESC][1m--help[ESC][0m
               Print help (see a summary with '-h')

@@ -50,6 +50,11 @@ pub(crate) struct GlobalArgs {
     #[arg(long, value_name = "WHEN", global = true, default_value = "auto")]
     pub(crate) color: clap::ColorChoice,
 
+    /// How logs are written on stderr: `text`, or `json` (one JSON object per
+    /// line: timestamp, level, target, fields) [env: TOOLSMITH_LOG_FORMAT] [default: text].
+    #[arg(long, value_name = "FORMAT", global = true)]
+    pub(crate) log_format: Option<crate::logging::LogFormat>,
+
     /// Print the resolved settings as JSON instead of running the command.
     #[arg(long, global = true, hide = true)]
     pub(crate) show_settings: bool,
@@ -543,6 +548,12 @@ pub(crate) struct ServeArgs {
     /// refused with a JSON-RPC error saying so (it never starts), `0` for no limit.
     #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
     pub(crate) max_calls_per_client: usize,
+
+    /// At most this many calls per second from one client (IP address), in bursts of up to
+    /// as many; a call over it is refused with a JSON-RPC error that says when to send it
+    /// again (it never starts), `0` for no limit.
+    #[arg(long, value_name = "N", default_value_t = 50, requires = "http")]
+    pub(crate) max_call_rate: u32,
 }
 
 /// The longest `--prefix`: with the longest tool name it stays within MCP's 128 characters.

@@ -22,6 +22,10 @@ impl EnvVars {
     /// `toolsmith_registry=trace`. Default: `warn`.
     pub const TOOLSMITH_LOG: &'static str = "TOOLSMITH_LOG";
 
+    /// How logs are written on stderr, like `--log-format` (which wins): `text`
+    /// (the default) or `json`, one JSON object per line.
+    pub const TOOLSMITH_LOG_FORMAT: &'static str = "TOOLSMITH_LOG_FORMAT";
+
     /// The containment backend: `auto`, `cgroup`, `pidns`, `subreaper` or
     /// `pgroup`. Overrides `[executor] backend`.
     pub const TOOLSMITH_BACKEND: &'static str = "TOOLSMITH_BACKEND";

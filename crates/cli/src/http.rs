@@ -245,17 +245,22 @@ impl HttpServer {
         let local = listener
             .local_addr()
             .context("the listener has no address")?;
-        let line = format!(
-            "toolsmith: serving MCP on {}://{local}{MCP_PATH}{}\n",
-            settings.scheme(),
-            if settings.token.is_some() {
-                " (bearer token required)"
-            } else {
-                ""
-            }
-        );
-        use std::io::Write;
-        let _ignored = std::io::stderr().lock().write_all(line.as_bytes());
+        let url = format!("{}://{local}{MCP_PATH}", settings.scheme());
+        let token_required = settings.token.is_some();
+        if crate::logging::format() == crate::logging::LogFormat::Json {
+            tracing::info!(target: crate::logging::ANNOUNCE_TARGET, %url, token_required, "serving MCP");
+        } else {
+            let line = format!(
+                "toolsmith: serving MCP on {url}{}\n",
+                if token_required {
+                    " (bearer token required)"
+                } else {
+                    ""
+                }
+            );
+            use std::io::Write;
+            let _ignored = std::io::stderr().lock().write_all(line.as_bytes());
+        }
         Ok(HttpServer { listener, settings })
     }
 

@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod admission;
 mod args;
 mod commands;
 mod config;
@@ -119,7 +120,7 @@ pub fn main() -> ExitCode {
         }
     };
     output::init_color(cli.global.color);
-    logging::init();
+    logging::init(cli.global.log_format);
     match run(cli) {
         Ok(status) => status.into(),
         Err(error) if is_broken_pipe(&error) => ExitStatus::Success.into(),
@@ -439,6 +440,11 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// Prints `error: <message>: <cause>: ...` and an optional `hint:` line to stderr.
 fn report(error: &anyhow::Error) {
     let message: Vec<String> = error.chain().map(ToString::to_string).collect();
+    if logging::format() == logging::LogFormat::Json {
+        let hint = hint(error);
+        tracing::error!(target: logging::ANNOUNCE_TARGET, hint, "{}", message.join(": "));
+        return;
+    }
     let color = output::colors().stderr;
     let mut text = format!(
         "{} {}\n",

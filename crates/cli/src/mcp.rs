@@ -20,7 +20,9 @@
 //!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
 //! - Over HTTP ([`http_service`], served by `crate::http`), the same handler serves each legacy
 //!   session and each stateless request; a legacy session hears of changes from the moment it
-//!   is initialized, and the audit log names the client ([`ClientIdentity`]).
+//!   is initialized, and the audit log names the client ([`ClientIdentity`]). A call over its
+//!   client's limits (`crate::admission`: calls running, calls per second) is refused with a
+//!   JSON-RPC error before it starts.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -47,6 +49,8 @@ use toolsmith_registry::{
     LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
     error_chain,
 };
+
+use crate::admission::{PerClient, Refusal};
 
 /// How many tools one `tools/list` page holds.
 const PAGE_SIZE: usize = 100;
@@ -75,67 +79,8 @@ pub(crate) struct ServeContext {
     pub(crate) calls: Calls,
     /// What `/metrics` shows (served over HTTP only).
     pub(crate) metrics: crate::metrics::Metrics,
-    /// At most this many calls at once from one HTTP client (IP address); `None`: no limit.
+    /// The limits on each HTTP client's (IP address's) calls; `None`: no limit.
     pub(crate) per_client: Option<PerClient>,
-}
-
-/// The calls each HTTP client (by IP address) has running, and the limit.
-#[derive(Debug)]
-pub(crate) struct PerClient {
-    limit: usize,
-    running: Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
-}
-
-impl PerClient {
-    pub(crate) fn new(limit: usize) -> PerClient {
-        PerClient {
-            limit,
-            running: Mutex::new(std::collections::HashMap::new()),
-        }
-    }
-
-    /// Counts a call of `ip` until the guard drops, or says why it may not start.
-    fn start(&self, ip: std::net::IpAddr) -> Result<ClientGuard<'_>, McpError> {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = running.entry(ip).or_insert(0);
-        if *count >= self.limit {
-            return Err(McpError::new(
-                rmcp::model::ErrorCode(-32000),
-                format!(
-                    "too many concurrent calls from {ip}: at most {} at once; this call was not started, send it again when one of yours has finished",
-                    self.limit
-                ),
-                Some(serde_json::json!({"limit": self.limit})),
-            ));
-        }
-        *count += 1;
-        Ok(ClientGuard {
-            per_client: self,
-            ip,
-        })
-    }
-}
-
-/// One running call of an HTTP client, counted by [`PerClient`].
-struct ClientGuard<'a> {
-    per_client: &'a PerClient,
-    ip: std::net::IpAddr,
-}
-
-impl Drop for ClientGuard<'_> {
-    fn drop(&mut self) {
-        let mut running = self
-            .per_client
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = running.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                running.remove(&self.ip);
-            }
-        }
-    }
 }
 
 /// The calls in flight, and whether the server still takes new ones.
@@ -420,7 +365,12 @@ impl Handler {
                 // Returning drops the call, which kills the tool's process tree. rmcp drops
                 // whatever a cancelled request answers; an error here would only be logged as
                 // a failure.
-                tracing::info!(tool = %tool.name(), "call cancelled by the client");
+                tracing::info!(
+                    tool = %tool.name(),
+                    outcome = "cancelled",
+                    client = client_identity(context).as_deref().unwrap_or("stdio"),
+                    "call cancelled by the client"
+                );
                 self.shared.metrics.call_ended(
                     tool.name().as_str(),
                     "cancelled",
@@ -440,6 +390,13 @@ impl Handler {
             tool.name().as_str(),
             outcome,
             started.elapsed().as_secs_f64(),
+        );
+        tracing::info!(
+            tool = %tool.name(),
+            outcome,
+            client = client_identity(context).as_deref().unwrap_or("stdio"),
+            duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "call answered"
         );
         self.audit(
             AuditRecord::new(
@@ -563,7 +520,20 @@ impl ServerHandler for Handler {
             ));
         };
         let _client = match (&self.shared.per_client, client_ip(&context)) {
-            (Some(per_client), Some(ip)) => Some(per_client.start(ip)?),
+            (Some(per_client), Some(ip)) => match per_client.admit(ip) {
+                Ok(admitted) => Some(admitted),
+                Err(refusal) => {
+                    self.shared.metrics.call_refused(refusal.reason());
+                    tracing::info!(
+                        client = %ip,
+                        tool = %request.name,
+                        outcome = "refused",
+                        reason = refusal.reason(),
+                        "call refused: over a per-client limit"
+                    );
+                    return Err(refused(ip, &refusal));
+                }
+            },
             _ => None,
         };
         if request.name == RESERVED_NAME
@@ -687,6 +657,33 @@ impl ServerHandler for Handler {
             }
         }
     }
+}
+
+/// The JSON-RPC error of a call over a per-client limit: it was not started, and the client
+/// may send it again (for the rate, after `retry_after_ms`).
+fn refused(ip: std::net::IpAddr, refusal: &Refusal) -> McpError {
+    let (message, data) = match refusal {
+        Refusal::Concurrency { limit } => (
+            format!(
+                "too many concurrent calls from {ip}: at most {limit} at once; this call was not started, send it again when one of yours has finished"
+            ),
+            serde_json::json!({"limit": limit}),
+        ),
+        Refusal::Rate {
+            per_second,
+            retry_after,
+        } => {
+            // Rounded up, so that a client that waits as told finds a token.
+            let retry_after_ms = retry_after.as_millis() + 1;
+            (
+                format!(
+                    "too many calls from {ip}: at most {per_second} per second; this call was not started, send it again in {retry_after_ms} ms"
+                ),
+                serde_json::json!({"limit_per_second": per_second, "retry_after_ms": retry_after_ms}),
+            )
+        }
+    };
+    McpError::new(rmcp::model::ErrorCode(-32000), message, Some(data))
 }
 
 /// The HTTP client of a request, as `crate::http` recorded it; `None` on stdio.

@@ -1,5 +1,6 @@
 //! The Prometheus metrics of `serve --http` (`/metrics`, text format): calls by tool and
-//! outcome, their latency, the calls in flight, sandbox refusals, discovery time, the backend.
+//! outcome, their latency, the calls in flight, calls refused by a per-client limit, sandbox
+//! refusals, discovery time, the backend.
 //!
 //! Label values are tool names the registry knows and outcomes toolsmith defines (`ok`, an
 //! error code, `cancelled`): a client cannot add series by naming tools that do not exist.
@@ -25,6 +26,11 @@ struct ToolLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BackendLabel {
     backend: String,
 }
@@ -36,6 +42,7 @@ pub(crate) struct Metrics {
     calls: Family<CallLabels, Counter>,
     latency: Family<ToolLabel, Histogram>,
     in_flight: Gauge,
+    refused: Family<ReasonLabel, Counter>,
     sandbox_refusals: Family<ToolLabel, Counter>,
     discovery_seconds: Gauge<f64, AtomicU64>,
     backend: Family<BackendLabel, Gauge>,
@@ -65,6 +72,12 @@ impl Default for Metrics {
             "Tool calls running now",
             in_flight.clone(),
         );
+        let refused = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "calls_refused",
+            "Calls not started because their client was over a per-client limit (reason: concurrency or rate)",
+            refused.clone(),
+        );
         let sandbox_refusals = Family::<ToolLabel, Counter>::default();
         registry.register(
             "sandbox_refusals",
@@ -88,6 +101,7 @@ impl Default for Metrics {
             calls,
             latency,
             in_flight,
+            refused,
             sandbox_refusals,
             discovery_seconds,
             backend,
@@ -122,6 +136,11 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// A call was not started: its client was over the limit named by `reason`.
+    pub(crate) fn call_refused(&self, reason: &'static str) {
+        self.refused.get_or_create(&ReasonLabel { reason }).inc();
     }
 
     /// The first discovery took `seconds`; `backend` is the containment in use.
@@ -168,6 +187,7 @@ mod tests {
         metrics.call_ended("hello", "ok", 0.01);
         metrics.call_ended("hello", "ok", 0.02);
         metrics.call_ended("wipe", "POLICY_DENIED", 0.0);
+        metrics.call_refused("rate");
         let text = metrics.encode();
         assert!(text.contains("toolsmith_calls_in_flight 0"), "{text}");
         assert!(
@@ -188,6 +208,10 @@ mod tests {
         );
         assert!(
             text.contains("toolsmith_discovery_duration_seconds 0.25"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"toolsmith_calls_refused_total{reason="rate"} 1"#),
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");

@@ -6,6 +6,7 @@ use anyhow::Context;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{AuditLog, LiveRegistry};
 
+use crate::admission::{ClientLimits, PerClient};
 use crate::args::ServeArgs;
 use crate::exit::ExitStatus;
 use crate::http::{HttpServer, HttpSettings};
@@ -124,7 +125,11 @@ async fn context(
         generator,
         calls: mcp::Calls::default(),
         metrics,
-        per_client: (args.http.is_some() && args.max_calls_per_client > 0)
-            .then(|| mcp::PerClient::new(args.max_calls_per_client)),
+        per_client: Some(ClientLimits::new(
+            args.max_calls_per_client,
+            args.max_call_rate,
+        ))
+        .filter(|limits| args.http.is_some() && limits.any())
+        .map(PerClient::new),
     })
 }
