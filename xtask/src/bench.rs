@@ -3,7 +3,11 @@
 //!
 //! Method (as in section 4 of the isolation research): every variant gets warm-ups, then
 //! the calls are spread over interleaved rounds that rotate the order of the variants, so
-//! drift in machine load hits all of them alike. The whole measurement runs twice: with
+//! drift in machine load hits all of them alike, and each batch starts on a settled machine
+//! ([`settle`]): a sandboxed batch leaves the kernel deferred work (namespaces and cgroups
+//! torn down on workqueues and after RCU grace periods) that would otherwise slow the batch
+//! after it, which in the fixed rotation is always the same one (it made the baseline look
+//! 60% slower than it is). The whole measurement runs twice: with
 //! this process small, then holding 1 GiB of resident memory, where a `fork` (as opposed
 //! to `vfork`/`posix_spawn`) must copy page tables and slows down by an order of magnitude.
 //! Only ratios against the baseline of the same run mean anything across machines.
@@ -370,6 +374,44 @@ pub(crate) fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
+/// The longest [`settle`] waits.
+const SETTLE_BUDGET: Duration = Duration::from_secs(2);
+
+/// One look of [`settle`] at the machine's CPU time.
+const SETTLE_WINDOW: Duration = Duration::from_millis(50);
+
+/// Waits until the machine is idle: every core at least 90% idle over a 50 ms window (the
+/// deferred work of the last batch is done), or [`SETTLE_BUDGET`] has passed (a machine
+/// busy with other work; the bench then measures in it, as before).
+pub(crate) fn settle() {
+    let deadline = Instant::now() + SETTLE_BUDGET;
+    while Instant::now() < deadline {
+        let Some(before) = cpu_times() else { return };
+        std::thread::sleep(SETTLE_WINDOW);
+        let Some(after) = cpu_times() else { return };
+        let (busy, total) = (after.0 - before.0, after.1 - before.1);
+        if total > 0 && busy * 10 <= total {
+            return;
+        }
+    }
+}
+
+/// The busy and total CPU time of every core, in clock ticks, from `/proc/stat`.
+fn cpu_times() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .map(|field| field.parse().unwrap_or(0))
+        .collect();
+    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
 /// The distribution of one variant's call durations, in µs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Stats {
@@ -436,6 +478,7 @@ fn measure_pass(
             n_calls / settings.rounds + usize::from(round < n_calls % settings.rounds);
         for offset in 0..variants.len() {
             let variant_idx = (round + offset) % variants.len();
+            settle();
             harness.run_batch(
                 variants[variant_idx],
                 calls_this_round,

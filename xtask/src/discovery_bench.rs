@@ -95,12 +95,17 @@ pub(crate) fn measure(
     let mut floor = Vec::new();
     let mut cold = Vec::new();
     let mut warm = Vec::new();
+    // Each measurement starts on a settled machine (`bench::settle`): a cold discovery's
+    // deferred kernel work would otherwise slow the floor measured after it.
     for _ in 0..repetitions {
+        crate::bench::settle();
         floor.push(plain_spawns(&paths)? / n_cpus as f64);
         let _ignored = fs::remove_dir_all(&cache_dir);
+        crate::bench::settle();
         cold.push(timed_discovery(
             runtime, executor, &layers, &cache_dir, &config,
         )?);
+        crate::bench::settle();
         warm.push(timed_discovery(
             runtime, executor, &layers, &cache_dir, &config,
         )?);

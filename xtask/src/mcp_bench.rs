@@ -217,6 +217,7 @@ pub(crate) fn measure(
         let calls_this_round = n_calls / rounds + usize::from(round < n_calls % rounds);
         for offset in 0..CallPath::ALL.len() {
             let path_idx = (round + offset) % CallPath::ALL.len();
+            crate::bench::settle();
             match CallPath::ALL[path_idx] {
                 CallPath::Direct => direct_batch(calls_this_round, &mut samples[path_idx])?,
                 CallPath::Mcp => server.call_batch(calls_this_round, &mut samples[path_idx])?,
