@@ -21,6 +21,7 @@ mod policy;
 mod probes;
 mod run;
 mod sandbox;
+mod scale;
 mod serve;
 mod serve_http;
 mod show;
