@@ -1,14 +1,23 @@
 //! Scale-out: processes sharing one tools directory. Generations in two processes take turns on the directory's lock; replicas of `serve --http` see each other's tools and announce them; two replicas behind HAProxy survive the loss of one.
 
 use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rmcp::model::{ServerNotification, SubscriptionFilter};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
 
 use crate::context::TestContext;
-use crate::serve::PATIENCE;
+use crate::serve::{PATIENCE, call, legacy, modern, text};
 
 /// A request for a bash tool `name` that prints `answer`.
 fn request(name: &str, answer: &str) -> Value {
@@ -202,4 +211,227 @@ fn a_name_registered_meanwhile_by_another_process_is_not_replaced() {
     assert_eq!(report(&output)["result"], winner);
     // Nothing of the loser is left in the staging area.
     assert!(!tools_dir.join(".staging").exists());
+}
+
+/// A `toolsmith serve --http 127.0.0.1:0` replica serving (and generating into) the shared
+/// tools directory, killed and reaped when dropped.
+struct Replica {
+    child: Child,
+    /// `127.0.0.1:PORT`, as the replica printed it.
+    authority: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Replica {
+    /// Starts a replica of the shared tools directory `context.tools`, with `token_file`,
+    /// and waits until `/readyz` says ready.
+    async fn start(context: &TestContext, token_file: &Path) -> Replica {
+        let config = context.root.join("replica.toml");
+        std::fs::write(
+            &config,
+            format!("[generator]\ntools_dir = {:?}\n", context.tools.display().to_string()),
+        )
+        .unwrap();
+        let mut child = context
+            .with_tools()
+            .arg("--config")
+            .arg(&config)
+            .args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+            .arg(token_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (address, addresses) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        let log = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { return };
+                if let Some(rest) = line.strip_prefix("toolsmith: serving MCP on http://") {
+                    let authority = rest.split('/').next().unwrap_or_default().to_owned();
+                    let _ignored = address.send(authority);
+                }
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let Ok(authority) = addresses.recv_timeout(PATIENCE) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the replica never said where it listens: {}", stderr.lock().unwrap());
+        };
+        let replica = Replica {
+            child,
+            authority,
+            stderr,
+        };
+        wait_ready(&replica.authority, &replica.log()).await;
+        replica
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.authority)
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status code of `GET path` on `authority`, or `None` when nothing answers.
+async fn get_status(authority: &str, path: &str) -> Option<u16> {
+    let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .ok()?
+        .ok()?;
+    String::from_utf8_lossy(&response)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+}
+
+/// Polls `/readyz` on `authority` until it answers 200.
+async fn wait_ready(authority: &str, log: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while get_status(authority, "/readyz").await != Some(200) {
+        assert!(Instant::now() < deadline, "{authority} never ready: {log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A client that reports `notifications/tools/list_changed`.
+#[derive(Debug, Clone)]
+struct Listener {
+    changed: mpsc::UnboundedSender<Instant>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ignored = self.changed.send(Instant::now());
+    }
+}
+
+type Session = RunningService<RoleClient, Listener>;
+
+/// Connects rmcp's Streamable HTTP client to `url` with the bearer `token`.
+async fn connect(
+    url: &str,
+    token: &str,
+    lifecycle: ClientLifecycleMode,
+) -> (Session, mpsc::UnboundedReceiver<Instant>) {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let (changed, changes) = mpsc::unbounded_channel();
+    let session = Listener { changed }
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap_or_else(|error| panic!("cannot connect to {url}: {error}"));
+    (session, changes)
+}
+
+/// A fresh token in a file, for the replicas.
+fn token_file(context: &TestContext) -> (String, std::path::PathBuf) {
+    let output = context.command().args(["token", "new"]).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let token = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+    let path = context.root.join("token");
+    std::fs::write(&path, format!("{token}\n")).unwrap();
+    (token, path)
+}
+
+/// Calls `custom_tool` with a request for the bash tool `name` printing `answer`, and checks
+/// it was registered.
+async fn generate_through(session: &Session, name: &str, answer: &str) {
+    let generated = session
+        .call_tool(call("custom_tool", request(name, answer)))
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_str(&text(&generated)).unwrap();
+    assert_eq!(report["status"], "registered", "{report}");
+}
+
+/// Whether `session` lists `exposed` and a call of it prints `answer`.
+async fn lists_and_calls(session: &Session, exposed: &str, answer: &str) -> bool {
+    let tools = session.list_all_tools().await.unwrap();
+    if !tools.iter().any(|tool| tool.name == exposed) {
+        return false;
+    }
+    let result = session.call_tool(call(exposed, json!({}))).await.unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(text(&result).trim(), answer);
+    true
+}
+
+/// The bound: a tool generated through one replica is listed, and announced, by
+/// another within 2 s.
+const ACROSS_REPLICAS: Duration = Duration::from_secs(2);
+
+/// Acceptance (scale-out): a tool generated through replica A is announced to a legacy
+/// session and to a `subscriptions/listen` stream on replica B, and B lists and calls it,
+/// within 2 s of A's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_generated_on_one_replica_is_announced_and_served_by_the_other() {
+    let context = TestContext::new();
+    let (token, token_path) = token_file(&context);
+    let replica_a = Replica::start(&context, &token_path).await;
+    let replica_b = Replica::start(&context, &token_path).await;
+    let (on_a, _) = connect(&replica_a.url(), &token, modern()).await;
+    let (legacy_on_b, mut legacy_changes) = connect(&replica_b.url(), &token, legacy()).await;
+    let (modern_on_b, _) = connect(&replica_b.url(), &token, modern()).await;
+    let mut subscription = modern_on_b
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+
+    generate_through(&on_a, "shared_answer", "forty-two").await;
+    let generated_at = Instant::now();
+    let heard_legacy = tokio::time::timeout(ACROSS_REPLICAS, legacy_changes.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no list_changed on B's legacy session: {}", replica_b.log()))
+        .unwrap();
+    let remaining = ACROSS_REPLICAS.saturating_sub(generated_at.elapsed());
+    let notification = tokio::time::timeout(remaining, subscription.next())
+        .await
+        .unwrap_or_else(|_| panic!("no list_changed on B's subscription: {}", replica_b.log()))
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(notification, ServerNotification::ToolListChangedNotification(_)),
+        "{notification:?}"
+    );
+    let heard_modern = generated_at.elapsed();
+    assert!(
+        lists_and_calls(&legacy_on_b, "custom_tool_shared_answer", "forty-two").await,
+        "B announced the change but does not list the tool"
+    );
+    assert!(lists_and_calls(&modern_on_b, "custom_tool_shared_answer", "forty-two").await);
+    let served = generated_at.elapsed();
+    assert!(served < ACROSS_REPLICAS, "B served the tool after {served:?}");
+    eprintln!(
+        "across replicas: legacy list_changed after {:?}, subscription after {heard_modern:?}, listed and called after {served:?}",
+        heard_legacy.duration_since(generated_at)
+    );
+    for session in [on_a, legacy_on_b, modern_on_b] {
+        session.cancel().await.unwrap();
+    }
 }
