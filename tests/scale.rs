@@ -16,8 +16,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::context::TestContext;
-use crate::serve::{PATIENCE, call, legacy, modern, text};
+use crate::context::{TestContext, repository_root, shell_tool};
+use crate::serve::{
+    PATIENCE, alive, call, host_pids, legacy, modern, pids_line, text, wait_for_file,
+};
 
 /// A request for a bash tool `name` that prints `answer`.
 fn request(name: &str, answer: &str) -> Value {
@@ -229,7 +231,10 @@ impl Replica {
         let config = context.root.join("replica.toml");
         std::fs::write(
             &config,
-            format!("[generator]\ntools_dir = {:?}\n", context.tools.display().to_string()),
+            format!(
+                "[generator]\ntools_dir = {:?}\n",
+                context.tools.display().to_string()
+            ),
         )
         .unwrap();
         let mut child = context
@@ -262,7 +267,10 @@ impl Replica {
         let Ok(authority) = addresses.recv_timeout(PATIENCE) else {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the replica never said where it listens: {}", stderr.lock().unwrap());
+            panic!(
+                "the replica never said where it listens: {}",
+                stderr.lock().unwrap()
+            );
         };
         let replica = Replica {
             child,
@@ -416,7 +424,10 @@ async fn a_tool_generated_on_one_replica_is_announced_and_served_by_the_other() 
         .unwrap()
         .unwrap();
     assert!(
-        matches!(notification, ServerNotification::ToolListChangedNotification(_)),
+        matches!(
+            notification,
+            ServerNotification::ToolListChangedNotification(_)
+        ),
         "{notification:?}"
     );
     let heard_modern = generated_at.elapsed();
@@ -426,7 +437,10 @@ async fn a_tool_generated_on_one_replica_is_announced_and_served_by_the_other() 
     );
     assert!(lists_and_calls(&modern_on_b, "custom_tool_shared_answer", "forty-two").await);
     let served = generated_at.elapsed();
-    assert!(served < ACROSS_REPLICAS, "B served the tool after {served:?}");
+    assert!(
+        served < ACROSS_REPLICAS,
+        "B served the tool after {served:?}"
+    );
     eprintln!(
         "across replicas: legacy list_changed after {:?}, subscription after {heard_modern:?}, listed and called after {served:?}",
         heard_legacy.duration_since(generated_at)
@@ -434,4 +448,264 @@ async fn a_tool_generated_on_one_replica_is_announced_and_served_by_the_other() 
     for session in [on_a, legacy_on_b, modern_on_b] {
         session.cancel().await.unwrap();
     }
+}
+
+/// A `haproxy` in the foreground with a generated config, killed and reaped when dropped.
+struct Balancer {
+    child: Child,
+    authority: String,
+    _config: std::path::PathBuf,
+}
+
+/// The HAProxy config of docs/deploy.md (deploy/haproxy/toolsmith.cfg), with the test's
+/// ports: the shipped file's frontend and backend sections, the listening port and the
+/// servers replaced.
+fn balancer_config(port: u16, replicas: &[&Replica]) -> String {
+    let shipped =
+        std::fs::read_to_string(repository_root().join("deploy/haproxy/toolsmith.cfg")).unwrap();
+    let mut config = String::new();
+    let mut servers_written = false;
+    for line in shipped.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("server ") {
+            if !servers_written {
+                for (index, replica) in replicas.iter().enumerate() {
+                    config.push_str(&format!(
+                        "    server replica{index} {} check inter 200ms fall 2 rise 1\n",
+                        replica.authority
+                    ));
+                }
+                servers_written = true;
+            }
+            continue;
+        }
+        if trimmed.starts_with("bind ") {
+            config.push_str(&format!("    bind 127.0.0.1:{port}\n"));
+            continue;
+        }
+        // The shipped file logs to syslog and runs as a daemon user; the test's haproxy runs
+        // in the foreground as the test's user.
+        if [
+            "log ",
+            "user ",
+            "group ",
+            "chroot ",
+            "stats socket ",
+            "pidfile ",
+        ]
+        .iter()
+        .any(|prefix| trimmed.starts_with(prefix))
+        {
+            continue;
+        }
+        config.push_str(line);
+        config.push('\n');
+    }
+    assert!(servers_written, "the shipped config names no server");
+    config
+}
+
+impl Balancer {
+    /// Starts haproxy in front of `replicas`; fails loudly when it is not installed (CI
+    /// installs it: .ci/run).
+    async fn start(context: &TestContext, replicas: &[&Replica]) -> Balancer {
+        let haproxy = std::env::var_os("PATH")
+            .and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join("haproxy"))
+                    .find(|candidate| candidate.is_file())
+            })
+            .or_else(|| {
+                let sbin = Path::new("/usr/sbin/haproxy");
+                sbin.is_file().then(|| sbin.to_path_buf())
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "haproxy is not installed: the scale-out test needs it (.ci/run installs the Debian package `haproxy`; here run `apt-get install -y haproxy`)"
+                )
+            });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config_path = context.root.join("haproxy.cfg");
+        std::fs::write(&config_path, balancer_config(port, replicas)).unwrap();
+        let checked = std::process::Command::new(&haproxy)
+            .arg("-c")
+            .arg("-f")
+            .arg(&config_path)
+            .output()
+            .unwrap();
+        assert!(
+            checked.status.success(),
+            "the config is refused: {checked:?}"
+        );
+        // `-db`: in the foreground, not a daemon, so the test owns its one process.
+        let child = std::process::Command::new(&haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&config_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let balancer = Balancer {
+            child,
+            authority: format!("127.0.0.1:{port}"),
+            _config: config_path,
+        };
+        wait_ready(&balancer.authority, "haproxy").await;
+        balancer
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.authority)
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The pid of `pid`'s parent.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Which of `replicas` (by pid) `pid` descends from.
+fn owning_replica(pid: u32, replicas: &[u32]) -> Option<u32> {
+    let mut current = pid;
+    for _ in 0..32 {
+        if replicas.contains(&current) {
+            return Some(current);
+        }
+        current = parent_of(current)?;
+    }
+    None
+}
+
+/// Acceptance 4: two replicas behind HAProxy share a tools directory. A legacy session
+/// through the balancer sticks to one replica (on `Mcp-Session-Id`); a `custom_tool` request
+/// through it registers a tool both replicas list and call within 2 s; killing (SIGKILL) the
+/// replica running a call fails that call with an error, not a hang, kills its processes,
+/// and later calls through the balancer succeed on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
+    let context = TestContext::new();
+    let pids_file = context.root.join("pids");
+    context.tool(
+        "slow",
+        &shell_tool(
+            "slow",
+            r#"{"type": "object"}"#,
+            &format!(
+                "sleep 60 & echo \"{}\" > {}; wait",
+                pids_line("$$ $!"),
+                pids_file.display()
+            ),
+        ),
+    );
+    let (token, token_path) = token_file(&context);
+    let replica_a = Replica::start(&context, &token_path).await;
+    let mut replica_b = Some(Replica::start(&context, &token_path).await);
+    let balancer = Balancer::start(&context, &[&replica_a, replica_b.as_ref().unwrap()]).await;
+
+    // Round robin would send every other request of a session to the replica that does not
+    // know it (404): these calls pass only when the session sticks.
+    let (sticky, _) = connect(&balancer.url(), &token, legacy()).await;
+    for _ in 0..4 {
+        let listed = sticky.list_all_tools().await.unwrap();
+        assert!(listed.iter().any(|tool| tool.name == "custom_tool_slow"));
+    }
+
+    let (through, _) = connect(&balancer.url(), &token, modern()).await;
+    generate_through(&through, "balanced", "both").await;
+    let generated_at = Instant::now();
+    let mut direct = Vec::new();
+    for replica in [&replica_a, replica_b.as_ref().unwrap()] {
+        direct.push(connect(&replica.url(), &token, modern()).await.0);
+    }
+    for session in &direct {
+        while !lists_and_calls(session, "custom_tool_balanced", "both").await {
+            assert!(
+                generated_at.elapsed() < ACROSS_REPLICAS,
+                "a replica did not list the tool within 2 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let served_everywhere = generated_at.elapsed();
+    for _ in 0..4 {
+        assert!(lists_and_calls(&through, "custom_tool_balanced", "both").await);
+    }
+
+    // A slow call through the balancer; the replica that runs it is killed mid-call.
+    let slow = tokio::spawn({
+        let url = balancer.url();
+        let token = token.clone();
+        async move {
+            let (session, _) = connect(&url, &token, modern()).await;
+            let outcome = session.call_tool(call("custom_tool_slow", json!({}))).await;
+            (outcome.map(|result| format!("{result:?}")), session)
+        }
+    });
+    let written = wait_for_file(&pids_file).await;
+    let tool_pids = host_pids(&written);
+    let replica_pids = [replica_a.pid(), replica_b.as_ref().unwrap().pid()];
+    let running_on = owning_replica(tool_pids[0].parse().unwrap(), &replica_pids)
+        .unwrap_or_else(|| panic!("the tool {tool_pids:?} runs under no replica"));
+    // The survivor is the other one; name them so the killed one can be dropped.
+    let (victim, survivor) = if running_on == replica_a.pid() {
+        (replica_a, replica_b.take().unwrap())
+    } else {
+        (replica_b.take().unwrap(), replica_a)
+    };
+    let killed_at = Instant::now();
+    // SIGKILL by pid: the replica gets no chance to answer.
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &victim.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (outcome, slow_session) = tokio::time::timeout(PATIENCE, slow)
+        .await
+        .expect("the call on the killed replica hangs")
+        .unwrap();
+    let failed_after = killed_at.elapsed();
+    let error = outcome.expect_err("the call on the killed replica succeeded");
+    eprintln!("the call on the killed replica failed after {failed_after:?}: {error}");
+    drop(slow_session);
+    // The killed replica's tool processes do not outlive it.
+    let deadline = Instant::now() + PATIENCE;
+    while tool_pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "left behind: {tool_pids:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(victim);
+
+    // Later calls through the balancer succeed, on the survivor.
+    for _ in 0..6 {
+        let (session, _) = connect(&balancer.url(), &token, modern()).await;
+        assert!(lists_and_calls(&session, "custom_tool_balanced", "both").await);
+        session.cancel().await.unwrap();
+    }
+    eprintln!(
+        "behind haproxy: listed and called on both replicas {served_everywhere:?} after the generation"
+    );
+    for session in direct.into_iter().chain([sticky, through]) {
+        let _ = session.cancel().await;
+    }
+    drop(survivor);
+    drop(balancer);
 }
