@@ -227,7 +227,7 @@ struct Replica {
 impl Replica {
     /// Starts a replica of the shared tools directory `context.tools`, with `token_file`,
     /// and waits until `/readyz` says ready.
-    async fn start(context: &TestContext, token_file: &Path) -> Replica {
+    async fn start(context: &TestContext, token_file: &Path, extra_args: &[&str]) -> Replica {
         let config = context.root.join("replica.toml");
         std::fs::write(
             &config,
@@ -243,6 +243,7 @@ impl Replica {
             .arg(&config)
             .args(["serve", "--http", "127.0.0.1:0", "--token-file"])
             .arg(token_file)
+            .args(extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -395,13 +396,24 @@ const ACROSS_REPLICAS: Duration = Duration::from_secs(2);
 
 /// Acceptance (scale-out): a tool generated through replica A is announced to a legacy
 /// session and to a `subscriptions/listen` stream on replica B, and B lists and calls it,
-/// within 2 s of A's answer.
+/// within 2 s of A's answer; B watches with the kernel's events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_generated_on_one_replica_is_announced_and_served_by_the_other() {
+    across_replicas(&[]).await;
+}
+
+/// The same with B scanning its directories every second (`--poll-interval 1s`), as replicas
+/// on several machines sharing an NFS volume do: B sees no kernel event for what A writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_replica_announces_and_serves_a_tool_generated_on_another() {
+    across_replicas(&["--poll-interval", "1s"]).await;
+}
+
+async fn across_replicas(args_of_b: &[&str]) {
     let context = TestContext::new();
     let (token, token_path) = token_file(&context);
-    let replica_a = Replica::start(&context, &token_path).await;
-    let replica_b = Replica::start(&context, &token_path).await;
+    let replica_a = Replica::start(&context, &token_path, &[]).await;
+    let replica_b = Replica::start(&context, &token_path, args_of_b).await;
     let (on_a, _) = connect(&replica_a.url(), &token, modern()).await;
     let (legacy_on_b, mut legacy_changes) = connect(&replica_b.url(), &token, legacy()).await;
     let (modern_on_b, _) = connect(&replica_b.url(), &token, modern()).await;
@@ -442,7 +454,7 @@ async fn a_tool_generated_on_one_replica_is_announced_and_served_by_the_other() 
         "B served the tool after {served:?}"
     );
     eprintln!(
-        "across replicas: legacy list_changed after {:?}, subscription after {heard_modern:?}, listed and called after {served:?}",
+        "across replicas {args_of_b:?}: legacy list_changed after {:?}, subscription after {heard_modern:?}, listed and called after {served:?}",
         heard_legacy.duration_since(generated_at)
     );
     for session in [on_a, legacy_on_b, modern_on_b] {
@@ -617,8 +629,8 @@ async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
         ),
     );
     let (token, token_path) = token_file(&context);
-    let replica_a = Replica::start(&context, &token_path).await;
-    let mut replica_b = Some(Replica::start(&context, &token_path).await);
+    let replica_a = Replica::start(&context, &token_path, &[]).await;
+    let mut replica_b = Some(Replica::start(&context, &token_path, &[]).await);
     let balancer = Balancer::start(&context, &[&replica_a, replica_b.as_ref().unwrap()]).await;
 
     // Round robin would send every other request of a session to the replica that does not
