@@ -5,6 +5,7 @@ mod context;
 
 mod audit;
 mod config;
+mod deploy;
 mod docs;
 mod doctor;
 mod export;

@@ -543,6 +543,10 @@ impl Balancer {
             .port();
         let config_path = context.root.join("haproxy.cfg");
         std::fs::write(&config_path, balancer_config(port, replicas)).unwrap();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test's own balancer, killed by pid on drop"
+        )]
         let checked = std::process::Command::new(&haproxy)
             .arg("-c")
             .arg("-f")
@@ -554,6 +558,10 @@ impl Balancer {
             "the config is refused: {checked:?}"
         );
         // `-db`: in the foreground, not a daemon, so the test owns its one process.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test's own balancer, killed by pid on drop"
+        )]
         let child = std::process::Command::new(&haproxy)
             .arg("-db")
             .arg("-f")
@@ -685,11 +693,9 @@ async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
     };
     let killed_at = Instant::now();
     // SIGKILL by pid: the replica gets no chance to answer.
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &victim.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let victim_pid = libc::pid_t::try_from(victim.pid()).unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is our unreaped child's.
+    assert_eq!(unsafe { libc::kill(victim_pid, libc::SIGKILL) }, 0);
     let (outcome, slow_session) = tokio::time::timeout(PATIENCE, slow)
         .await
         .expect("the call on the killed replica hangs")
