@@ -1,5 +1,10 @@
 //! The deployment files of `deploy/`: every Kubernetes manifest parses and names what toolsmith depends on (command, ports, probes, volumes, the token, the autoscaler's metric, the securityContext of docs/deploy.md), checked against the binary itself where it can be (its config parser, its argument parser, its `/metrics`).
 
+#![expect(
+    clippy::print_stderr,
+    reason = "a test that cannot run without root says so"
+)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
