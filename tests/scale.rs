@@ -22,9 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool};
-use crate::serve::{
-    PATIENCE, alive, call, host_pids, legacy, modern, pids_line, text, wait_for_file,
-};
+use crate::serve::{PATIENCE, alive, call, host_pids, legacy, modern, pids_line, text};
 
 /// A request for a bash tool `name` that prints `answer`.
 fn request(name: &str, answer: &str) -> Value {
@@ -620,24 +618,67 @@ fn owning_replica(pid: u32, replicas: &[u32]) -> Option<u32> {
     None
 }
 
+/// How many slow calls run through the balancer when a replica is killed, and how long each
+/// runs: long enough that the kill comes mid-call, short enough for the survivor's to finish.
+const SLOW_CALLS: usize = 4;
+const SLOW_CALL: Duration = Duration::from_secs(4);
+
+/// Waits until `n_calls` files of `pids_dir` hold a complete pids line, and returns each
+/// call's owning replica (among `replicas`) and host pids.
+async fn running_calls(
+    pids_dir: &Path,
+    n_calls: usize,
+    replicas: &[u32],
+) -> Vec<(u32, Vec<String>)> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let lines: Vec<String> = std::fs::read_dir(pids_dir)
+            .unwrap()
+            .filter_map(|entry| std::fs::read_to_string(entry.unwrap().path()).ok())
+            .filter(|text| text.ends_with('\n'))
+            .collect();
+        if lines.len() == n_calls {
+            return lines
+                .iter()
+                .map(|line| {
+                    let pids = host_pids(line);
+                    let owner = owning_replica(pids[0].parse().unwrap(), replicas)
+                        .unwrap_or_else(|| panic!("the call {pids:?} runs under no replica"));
+                    (owner, pids)
+                })
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n_calls} calls started",
+            lines.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Acceptance 4: two replicas behind HAProxy share a tools directory. A legacy session
 /// through the balancer sticks to one replica (on `Mcp-Session-Id`); a `custom_tool` request
-/// through it registers a tool both replicas list and call within 2 s; killing (SIGKILL) the
-/// replica running a call fails that call with an error, not a hang, kills its processes,
-/// and later calls through the balancer succeed on the other.
+/// through it registers a tool both replicas list and call within 2 s; killing (SIGKILL) one
+/// replica while calls run on both fails exactly that replica's calls with an error, not a
+/// hang, kills their processes, lets the other replica's calls finish, and later calls
+/// through the balancer succeed on the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
     let context = TestContext::new();
-    let pids_file = context.root.join("pids");
+    // Each call writes its pids into a file of its own, then runs for SLOW_CALL.
+    let pids_dir = context.root.join("pids");
+    std::fs::create_dir(&pids_dir).unwrap();
     context.tool(
         "slow",
         &shell_tool(
             "slow",
             r#"{"type": "object"}"#,
             &format!(
-                "sleep 60 & echo \"{}\" > {}; wait",
+                "sleep {} & echo \"{}\" > $(mktemp {}/call.XXXXXX); wait; echo done",
+                SLOW_CALL.as_secs(),
                 pids_line("$$ $!"),
-                pids_file.display()
+                pids_dir.display()
             ),
         ),
     );
@@ -675,44 +716,86 @@ async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
         assert!(lists_and_calls(&through, "custom_tool_balanced", "both").await);
     }
 
-    // A slow call through the balancer; the replica that runs it is killed mid-call.
-    let slow = tokio::spawn({
-        let url = balancer.url();
-        let token = token.clone();
-        async move {
-            let (session, _) = connect(&url, &token, modern()).await;
-            let outcome = session.call_tool(call("custom_tool_slow", json!({}))).await;
-            (outcome.map(|result| format!("{result:?}")), session)
-        }
-    });
-    let written = wait_for_file(&pids_file).await;
-    let tool_pids = host_pids(&written);
+    // Slow calls through the balancer, which round robin spreads over both replicas; the
+    // replica running one of them is killed mid-call.
+    let slow_calls: Vec<_> = (0..SLOW_CALLS)
+        .map(|_| {
+            tokio::spawn({
+                let url = balancer.url();
+                let token = token.clone();
+                async move {
+                    let (session, _) = connect(&url, &token, modern()).await;
+                    let outcome = session.call_tool(call("custom_tool_slow", json!({}))).await;
+                    (outcome.map(|result| text(&result)), session, Instant::now())
+                }
+            })
+        })
+        .collect();
     let replica_pids = [replica_a.pid(), replica_b.as_ref().unwrap().pid()];
-    let running_on = owning_replica(tool_pids[0].parse().unwrap(), &replica_pids)
-        .unwrap_or_else(|| panic!("the tool {tool_pids:?} runs under no replica"));
-    // The survivor is the other one; name them so the killed one can be dropped.
-    let (victim, survivor) = if running_on == replica_a.pid() {
+    // (owning replica, the call's host pids), once every call runs.
+    let running = running_calls(&pids_dir, SLOW_CALLS, &replica_pids).await;
+    let victim_pid = running[0].0;
+    assert!(
+        running.iter().any(|(owner, _)| *owner != victim_pid),
+        "round robin put every call on one replica: {running:?}"
+    );
+    // Name the replicas by their fate, so the killed one can be dropped.
+    let (victim, survivor) = if victim_pid == replica_a.pid() {
         (replica_a, replica_b.take().unwrap())
     } else {
         (replica_b.take().unwrap(), replica_a)
     };
     let killed_at = Instant::now();
     // SIGKILL by pid: the replica gets no chance to answer.
-    let victim_pid = libc::pid_t::try_from(victim.pid()).unwrap();
+    let signalled = libc::pid_t::try_from(victim.pid()).unwrap();
     // SAFETY: kill has no memory preconditions; the pid is our unreaped child's.
-    assert_eq!(unsafe { libc::kill(victim_pid, libc::SIGKILL) }, 0);
-    let (outcome, slow_session) = tokio::time::timeout(PATIENCE, slow)
-        .await
-        .expect("the call on the killed replica hangs")
-        .unwrap();
-    let failed_after = killed_at.elapsed();
-    let error = outcome.expect_err("the call on the killed replica succeeded");
-    eprintln!("the call on the killed replica failed after {failed_after:?}: {error}");
-    drop(slow_session);
+    assert_eq!(unsafe { libc::kill(signalled, libc::SIGKILL) }, 0);
+    // Which call ran where is known from the pids files, not from the calls: the calls on
+    // the victim fail at once, the others finish; the counts must match the files.
+    let mut failed = 0;
+    let mut finished = 0;
+    let mut sessions = Vec::new();
+    for slow in slow_calls {
+        let (outcome, session, ended_at) = tokio::time::timeout(PATIENCE, slow)
+            .await
+            .expect("a call hangs after a replica was killed")
+            .unwrap();
+        sessions.push(session);
+        match outcome {
+            Ok(answer) => {
+                assert_eq!(answer.trim(), "done");
+                finished += 1;
+            }
+            Err(error) => {
+                let after = ended_at.saturating_duration_since(killed_at);
+                eprintln!("a call on the killed replica failed {after:?} after the kill: {error}");
+                assert!(
+                    after < SLOW_CALL / 2,
+                    "the error came only when the call would have ended anyway"
+                );
+                failed += 1;
+            }
+        }
+    }
+    let on_victim = running
+        .iter()
+        .filter(|(owner, _)| *owner == victim_pid)
+        .count();
+    assert_eq!(
+        (failed, finished),
+        (on_victim, SLOW_CALLS - on_victim),
+        "only the killed replica's calls may fail: {running:?}"
+    );
+    drop(sessions);
     // The killed replica's tool processes do not outlive it.
     let deadline = Instant::now() + PATIENCE;
-    while tool_pids.iter().any(|pid| alive(pid)) {
-        assert!(Instant::now() < deadline, "left behind: {tool_pids:?}");
+    let victims_pids: Vec<&String> = running
+        .iter()
+        .filter(|(owner, _)| *owner == victim_pid)
+        .flat_map(|(_, pids)| pids)
+        .collect();
+    while victims_pids.iter().any(|pid| alive(pid)) {
+        assert!(Instant::now() < deadline, "left behind: {victims_pids:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(victim);
@@ -731,4 +814,20 @@ async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
     }
     drop(survivor);
     drop(balancer);
+}
+
+/// `--poll-interval` below 100 ms is refused before anything starts: each scan reads every
+/// tool file's metadata.
+#[test]
+fn a_poll_interval_too_short_is_refused() {
+    let context = TestContext::new();
+    let output = context
+        .with_tools()
+        .args(["serve", "--poll-interval", "10ms"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("at least 100ms"), "{stderr}");
 }
