@@ -272,7 +272,7 @@ pub async fn generate(
     // Other processes sharing the tools directory take turns from here: the name is checked
     // again on disk (another replica may have registered it since the first check), the file
     // goes in place and the version is recorded, all under the lock.
-    let _locked = lock::lock(&config.tools_dir, lock::LOCK_PATIENCE).await?;
+    let locked = lock::lock(&config.tools_dir, lock::LOCK_PATIENCE).await?;
     if !request.replace
         && let Some(path) = tool_files(&config.tools_dir, &name)
             .into_iter()
@@ -311,6 +311,8 @@ pub async fn generate(
             (path, pending)
         }
     };
+    // The refresh below probes every file: other processes need not wait for it.
+    drop(locked);
     drop(staging);
     if let Some(live) = live {
         live.refresh().await;
@@ -634,7 +636,7 @@ pub async fn rollback(
     let staging = Staging::create(tools_dir, name)?;
     let staged = staging.dir.join(&rendered.file_name);
     write_file(&staged, &rendered)?;
-    let _locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
+    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
     let pending = history::prepare(
         tools_dir,
         name,
@@ -643,6 +645,7 @@ pub async fn rollback(
     )?;
     install(tools_dir, name, &staged, &rendered)?;
     history::publish(&pending)?;
+    drop(locked);
     drop(staging);
     if let Some(live) = live {
         live.refresh().await;
