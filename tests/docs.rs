@@ -13,7 +13,7 @@
 //!   with a comment `# docs-test: skip` (maybe followed by the reason) is shown to readers but not run (only for commands
 //!   that cannot run inside a test, like `cargo xtask ci`, which runs this test).
 //! - `docs/*.md` run in a fresh temporary directory holding a copy of the
-//!   repository's `examples/` (so commands are written as from the repository
+//!   repository's `examples/` and `deploy/` (so commands are written as from the repository
 //!   root: `toolsmith --tools-dir examples/tools list`), with `toolsmith` on
 //!   `PATH` the binary under test and no user config (`HOME`, `TOOLSMITH_HOME`
 //!   and `XDG_*` point into the temporary directory).
@@ -307,6 +307,7 @@ fn docs_commands_run() {
         let world = World::new();
         let work = world.root.join("work");
         copy_dir(&repository_root().join("examples"), &work.join("examples"));
+        copy_dir(&repository_root().join("deploy"), &work.join("deploy"));
         run += commands(&fs::read_to_string(file).unwrap()).map_or(0, |commands| commands.len());
         failures.extend(run_file(file, &world, &work, &[]));
     }

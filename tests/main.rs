@@ -5,6 +5,7 @@ mod context;
 
 mod audit;
 mod config;
+mod deploy;
 mod docs;
 mod doctor;
 mod export;
@@ -21,6 +22,7 @@ mod policy;
 mod probes;
 mod run;
 mod sandbox;
+mod scale;
 mod serve;
 mod serve_http;
 mod show;

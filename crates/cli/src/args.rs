@@ -507,6 +507,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PREFIX", default_value = toolsmith_registry::EXPOSED_PREFIX, value_parser = prefix_arg)]
     pub(crate) prefix: String,
 
+    /// Scan the tool directories every DUR (e.g. `1s`) instead of waiting for the kernel's
+    /// file events, which never come for what another machine writes on a network
+    /// filesystem: for replicas on several machines sharing a tools directory over NFS.
+    #[arg(long, value_name = "DUR", value_parser = poll_interval_arg)]
+    pub(crate) poll_interval: Option<Duration>,
+
     /// Serve MCP over Streamable HTTP on this address (e.g. `127.0.0.1:8848`),
     /// at `/mcp`, instead of on stdin/stdout. A non-loopback address needs a token.
     #[arg(long, value_name = "ADDR")]
@@ -585,6 +591,20 @@ fn prefix_arg(text: &str) -> Result<String, PrefixError> {
 
 fn duration_arg(text: &str) -> Result<Duration, units::UnitError> {
     units::parse_duration(text)
+}
+
+/// The shortest `--poll-interval`: each scan reads every tool file's metadata.
+const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+fn poll_interval_arg(text: &str) -> Result<Duration, String> {
+    let interval = units::parse_duration(text).map_err(|error| error.to_string())?;
+    if interval < MIN_POLL_INTERVAL {
+        return Err(format!(
+            "expected at least {}ms: each scan reads every tool file's metadata",
+            MIN_POLL_INTERVAL.as_millis()
+        ));
+    }
+    Ok(interval)
 }
 
 fn duration_cap_arg(text: &str) -> Result<Cap<Duration>, units::UnitError> {

@@ -61,6 +61,14 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// Another process held the tools directory's lock for too long.
+    #[error("the lock {} was held by another process for more than {}s", path.display(), waited.as_secs())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this process waited.
+        waited: std::time::Duration,
+    },
     /// A registry operation failed.
     #[error(transparent)]
     Registry(#[from] toolsmith_registry::Error),

@@ -54,12 +54,14 @@
 
 mod error;
 mod history;
+mod lock;
 mod pipeline;
 mod render;
 mod request;
 
 pub use crate::error::Error;
 pub use crate::history::{HISTORY_DIR, Version, history};
+pub use crate::lock::LOCK_FILE;
 pub use crate::pipeline::{
     CheckReport, GeneratorConfig, NewToolError, Report, Status, generate, new_tool, rollback,
 };

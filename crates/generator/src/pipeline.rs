@@ -16,6 +16,7 @@ use toolsmith_registry::{
 };
 
 use crate::history::{self, Version};
+use crate::lock;
 use crate::render::{self, RenderedTool};
 use crate::{Error, Language, Request};
 
@@ -115,7 +116,8 @@ impl Report {
 /// Held for the whole of a generation or rollback in this process, so that concurrent
 /// requests (an MCP client may send several) see each other's tools: the name check, the
 /// `rename` and the history commit of one never interleave with another's. Across processes,
-/// the history's compare-and-swap on the tool's ref refuses the loser.
+/// the lock on the tools directory ([`lock::lock`]) serializes the `rename` and the commit,
+/// and the history's compare-and-swap on the tool's ref stays as the last guard.
 static PIPELINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Runs the whole pipeline for `request` (JSON). `existing` is the catalog the name is
@@ -267,6 +269,25 @@ pub async fn generate(
     }
     synced?;
 
+    // Other processes sharing the tools directory take turns from here: the name is checked
+    // again on disk (another replica may have registered it since the first check), the file
+    // goes in place and the version is recorded, all under the lock.
+    let locked = lock::lock(&config.tools_dir, lock::LOCK_PATIENCE).await?;
+    if !request.replace
+        && let Some(path) = tool_files(&config.tools_dir, &name)
+            .into_iter()
+            .find(|path| path.exists())
+    {
+        let detail = format!(
+            "tool `{name}` was registered meanwhile by another process ({}); send \"replace\": true to replace it",
+            path.display()
+        );
+        for check in checks.iter_mut().filter(|check| check.name == "name") {
+            *check = CheckReport::failed("name", detail.clone());
+        }
+        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+    }
+
     // The version is recorded once the file is in place: an existing history gets its commit
     // first and its ref moved after the `rename`; a new one is moved into place whole.
     let (path, pending) = match fresh_history {
@@ -290,6 +311,8 @@ pub async fn generate(
             (path, pending)
         }
     };
+    // The refresh below probes every file: other processes need not wait for it.
+    drop(locked);
     drop(staging);
     if let Some(live) = live {
         live.refresh().await;
@@ -613,6 +636,7 @@ pub async fn rollback(
     let staging = Staging::create(tools_dir, name)?;
     let staged = staging.dir.join(&rendered.file_name);
     write_file(&staged, &rendered)?;
+    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
     let pending = history::prepare(
         tools_dir,
         name,
@@ -621,6 +645,7 @@ pub async fn rollback(
     )?;
     install(tools_dir, name, &staged, &rendered)?;
     history::publish(&pending)?;
+    drop(locked);
     drop(staging);
     if let Some(live) = live {
         live.refresh().await;

@@ -212,7 +212,7 @@ async fn each_language_registers_a_callable_tool() {
             outcomes.iter().all(|outcome| outcome.passed()),
             "{outcomes:?}"
         );
-        // Nothing but the tool and its history is in the tools directory.
+        // Nothing but the tool, its history and the lock of the tools directory is there.
         let mut entries: Vec<String> = fs::read_dir(&world.config.tools_dir)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().into_string().unwrap())
@@ -223,7 +223,7 @@ async fn each_language_registers_a_callable_tool() {
         } else {
             "count_words"
         };
-        assert_eq!(entries, [".history.git", file]);
+        assert_eq!(entries, [".history.git", ".toolsmith.lock", file]);
     }
 }
 

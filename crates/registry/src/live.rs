@@ -121,7 +121,8 @@ struct Shared {
 }
 
 impl LiveRegistry {
-    /// Starts watching `layers`, then discovers them (with `cache`) before returning.
+    /// Starts watching `layers` with the kernel's file events (inotify), then discovers them
+    /// (with `cache`) before returning.
     ///
     /// The watch is set up first, so a change during the first discovery is not missed.
     /// No discovery, first or later, runs a file `policy` refuses.
@@ -133,12 +134,68 @@ impl LiveRegistry {
         policy: Policy,
     ) -> Result<LiveRegistry, Error> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let mut debouncer =
+        let debouncer =
             notify_debouncer_mini::new_debouncer(SETTLE, move |result: DebounceEventResult| {
                 // The receiver is gone only when the registry is dropped; nothing is left to tell.
                 let _ignored = sender.send(result);
             })
             .map_err(|source| Error::Watch { source })?;
+        LiveRegistry::start_with(
+            executor,
+            layers,
+            cache,
+            config,
+            policy,
+            Watch::Events(debouncer),
+            receiver,
+        )
+        .await
+    }
+
+    /// As [`start`](LiveRegistry::start), but the directories are scanned every `interval`
+    /// (their entries' metadata) instead of waiting for the kernel's events, which never come
+    /// for changes another machine makes on a shared network filesystem (NFS, a Kubernetes
+    /// ReadWriteMany volume): replicas on several machines see each other's tools this way.
+    pub async fn start_polling(
+        executor: Arc<Executor>,
+        layers: Vec<LayerDir>,
+        cache: DiscoveryCache,
+        config: RunConfig,
+        policy: Policy,
+        interval: Duration,
+    ) -> Result<LiveRegistry, Error> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let debouncer = notify_debouncer_mini::new_debouncer_opt::<_, notify::PollWatcher>(
+            notify_debouncer_mini::Config::default()
+                .with_timeout(SETTLE)
+                .with_notify_config(notify::Config::default().with_poll_interval(interval)),
+            move |result: DebounceEventResult| {
+                // The receiver is gone only when the registry is dropped; nothing is left to tell.
+                let _ignored = sender.send(result);
+            },
+        )
+        .map_err(|source| Error::Watch { source })?;
+        LiveRegistry::start_with(
+            executor,
+            layers,
+            cache,
+            config,
+            policy,
+            Watch::Polls(debouncer),
+            receiver,
+        )
+        .await
+    }
+
+    async fn start_with(
+        executor: Arc<Executor>,
+        layers: Vec<LayerDir>,
+        cache: DiscoveryCache,
+        config: RunConfig,
+        policy: Policy,
+        mut debouncer: Watch,
+        receiver: mpsc::UnboundedReceiver<DebounceEventResult>,
+    ) -> Result<LiveRegistry, Error> {
         let targets = watch_targets(&layers, &config.cwd);
         let mut watched = HashSet::new();
         update_watches(&mut debouncer, &targets, &HashSet::new(), &mut watched)?;
@@ -269,7 +326,7 @@ fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
 /// Watches the new targets, stops watching the old ones, and watches again a target that an
 /// event named (it may have been removed and created again, which ends an inotify watch).
 fn update_watches(
-    debouncer: &mut Debouncer<notify::RecommendedWatcher>,
+    debouncer: &mut Watch,
     targets: &HashSet<PathBuf>,
     touched: &HashSet<PathBuf>,
     watched: &mut HashSet<PathBuf>,
@@ -310,10 +367,25 @@ fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
     })
 }
 
+/// How the directories are watched: the kernel's events, or a scan every interval.
+enum Watch {
+    Events(Debouncer<notify::RecommendedWatcher>),
+    Polls(Debouncer<notify::PollWatcher>),
+}
+
+impl Watch {
+    fn watcher(&mut self) -> &mut dyn notify::Watcher {
+        match self {
+            Watch::Events(debouncer) => debouncer.watcher(),
+            Watch::Polls(debouncer) => debouncer.watcher(),
+        }
+    }
+}
+
 /// Waits for file-system events (or for a file left for later to settle), then rescans.
 async fn watch_loop(
     shared: Arc<Shared>,
-    mut debouncer: Debouncer<notify::RecommendedWatcher>,
+    mut debouncer: Watch,
     mut receiver: mpsc::UnboundedReceiver<DebounceEventResult>,
     mut watched: HashSet<PathBuf>,
 ) {

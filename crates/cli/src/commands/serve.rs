@@ -83,14 +83,29 @@ async fn context(
         .map(AuditLog::open)
         .transpose()?;
     let discovery = std::time::Instant::now();
-    let registry = LiveRegistry::start(
-        Arc::clone(executor),
-        global.layers.clone(),
-        global.discovery_cache(),
-        config.clone(),
-        policy.clone(),
-    )
-    .await
+    let registry = match args.poll_interval {
+        None => {
+            LiveRegistry::start(
+                Arc::clone(executor),
+                global.layers.clone(),
+                global.discovery_cache(),
+                config.clone(),
+                policy.clone(),
+            )
+            .await
+        }
+        Some(interval) => {
+            LiveRegistry::start_polling(
+                Arc::clone(executor),
+                global.layers.clone(),
+                global.discovery_cache(),
+                config.clone(),
+                policy.clone(),
+                interval,
+            )
+            .await
+        }
+    }
     .context("cannot watch the tool directories")?;
     let metrics = crate::metrics::Metrics::default();
     metrics.started(
