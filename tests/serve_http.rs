@@ -26,7 +26,8 @@ use crate::context::{TestContext, repository_root, shell_tool, target_dir};
 use crate::load::{LOAD_MARKER, footprint_at_rest, marked, quiet, settle};
 use crate::serve::{
     PATIENCE, alive, call, cancelled_call_leaves_no_process, counter_tool, fixtures, install,
-    legacy, meta, modern, slow_tool, slow_tool_pids, text, wait_for_file, wait_until_gone,
+    host_pids, legacy, meta, modern, pids_line, slow_tool, slow_tool_pids, text, wait_for_file,
+    wait_until_gone,
 };
 
 /// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
@@ -895,43 +896,72 @@ async fn http_python_sdk_runs_every_check_in_both_eras() {
     }
 }
 
+/// How many calls run when the server gets SIGTERM: the brief ones finish within the grace
+/// period, the stuck ones outlive it.
+const BRIEF_CALLS: usize = 6;
+const STUCK_CALLS: usize = 4;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let context = TestContext::new();
-    long_tools(&context);
-    let started = context.root.join("brief.started");
+    let started = context.root.join("started");
+    let stuck_pids = context.root.join("stuck.pids");
     context.tool(
         "brief",
         &shell_tool(
             "brief",
             r#"{"type": "object"}"#,
+            &format!("echo >> {}; sleep 1; echo finished", started.display()),
+        ),
+    );
+    context.tool(
+        "stuck",
+        &shell_tool(
+            "stuck",
+            r#"{"type": "object"}"#,
             &format!(
-                "echo started > {}; sleep 1; echo finished",
+                "sleep 60 & echo \"{}\" >> {}; echo >> {}; wait",
+                pids_line("$$ $!"),
+                stuck_pids.display(),
                 started.display()
             ),
         ),
     );
     let mut server = Server::start(&context, &["--shutdown-grace", "3s"], &[]).await;
     let (session, _events) = server.connect(None, legacy()).await;
-    let peer = session.peer().clone();
-    let brief =
-        tokio::spawn(async move { peer.call_tool(call("custom_tool_brief", json!({}))).await });
-    let peer = session.peer().clone();
-    let slow =
-        tokio::spawn(async move { peer.call_tool(call("custom_tool_slow", json!({}))).await });
-    wait_for_file(&started).await;
-    let pids = slow_tool_pids(&context).await;
+    let calls: Vec<_> = (0..BRIEF_CALLS + STUCK_CALLS)
+        .map(|index| {
+            let peer = session.peer().clone();
+            let name = if index < BRIEF_CALLS {
+                "custom_tool_brief"
+            } else {
+                "custom_tool_stuck"
+            };
+            tokio::spawn(async move { peer.call_tool(call(name, json!({}))).await })
+        })
+        .collect();
+    // Every call's program runs before the signal.
+    let deadline = Instant::now() + PATIENCE;
+    while std::fs::read_to_string(&started).map_or(0, |text| text.lines().count())
+        < BRIEF_CALLS + STUCK_CALLS
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not every call started: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pids: Vec<String> = std::fs::read_to_string(&stuck_pids)
+        .unwrap()
+        .lines()
+        .flat_map(host_pids)
+        .collect();
+    assert_eq!(pids.len(), 2 * STUCK_CALLS, "{pids:?}");
 
     let server_pid = i32::try_from(server.child.id()).unwrap();
     // SAFETY: kill(2) on the server this test started and has not reaped.
     assert_eq!(unsafe { libc::kill(server_pid, libc::SIGTERM) }, 0);
-    // The call that was running finishes within the grace period and is answered.
-    let brief = tokio::time::timeout(PATIENCE, brief)
-        .await
-        .expect("the running call was not answered")
-        .unwrap()
-        .unwrap();
-    assert_eq!(text(&brief), "finished");
     // No new call is taken while draining.
     let refused = session
         .call_tool(call("custom_tool_brief", json!({})))
@@ -940,7 +970,28 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
         refused.is_err(),
         "a call was taken after SIGTERM: {refused:?}"
     );
-    // The slow call outlives the grace period: the server kills it, says so, and exits.
+    // The calls that finish within the grace period are answered; the stuck ones are killed
+    // after it, and each is answered with an error that says so.
+    let mut answers = Vec::new();
+    for call in calls {
+        let answer = tokio::time::timeout(PATIENCE, call)
+            .await
+            .expect("a call was never answered")
+            .unwrap();
+        answers.push(answer);
+    }
+    for answer in &answers[..BRIEF_CALLS] {
+        let result = answer.as_ref().expect("a brief call failed");
+        assert_eq!(text(result), "finished");
+    }
+    for answer in &answers[BRIEF_CALLS..] {
+        let error = answer.as_ref().expect_err("a stuck call succeeded");
+        assert!(
+            error.to_string().contains("shut down")
+                && error.to_string().contains("processes were killed"),
+            "{error}"
+        );
+    }
     let deadline = Instant::now() + PATIENCE;
     let status = loop {
         if let Some(status) = server.child.try_wait().unwrap() {
@@ -956,25 +1007,13 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     assert_eq!(status.code(), Some(0), "{}", server.log());
     let log = server.log();
     assert!(
-        log.contains("shutting down") && log.contains("running=2"),
+        log.contains("shutting down")
+            && log.contains(&format!("running={}", BRIEF_CALLS + STUCK_CALLS)),
         "{log}"
     );
-    assert!(log.contains("killed=1"), "{log}");
-    while pids.iter().any(|pid| alive(pid)) {
-        assert!(Instant::now() < deadline, "still alive: {pids:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Its client never gets a success: an error, or no answer from a server that is gone.
-    if slow.is_finished() {
-        let slow = slow.await.unwrap();
-        assert!(
-            slow.as_ref()
-                .map_or(true, |result| result.is_error == Some(true)),
-            "{slow:?}"
-        );
-    } else {
-        slow.abort();
-    }
+    assert!(log.contains(&format!("killed={STUCK_CALLS}")), "{log}");
+    // Nothing of the killed calls is left.
+    wait_until_gone(&pids).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -291,7 +291,8 @@ impl HttpServer {
 impl Running {
     /// Serves MCP on `context` until SIGTERM or SIGINT, then shuts down gracefully: no new
     /// connection nor call is taken, the calls running may finish within `grace`; then the
-    /// sessions end and the calls still running are dropped, which kills their process trees.
+    /// calls still running are killed (their process trees with them) and each answers its
+    /// client with an error that says so, and the sessions end.
     pub(crate) async fn serve(
         self,
         context: ServeContext,
@@ -321,8 +322,13 @@ impl Running {
         {
             tracing::warn!(
                 killed = context.calls.running(),
-                "calls still running after the grace period are cancelled and their processes killed"
+                "calls still running after the grace period are killed, and their clients told"
             );
+            context.calls.kill_running();
+            // A killed call returns as soon as its process tree is dead; its answer then
+            // still has to leave through its client's stream before the sessions end.
+            let _ignored = tokio::time::timeout(KILL_BUDGET, context.calls.idle()).await;
+            tokio::time::sleep(ANSWER_FLUSH).await;
         }
         self.shutdown.cancel();
         Ok(())
@@ -334,6 +340,12 @@ impl Running {
         self.accepting.abort();
     }
 }
+
+/// How long a shutdown waits for the calls it killed to return.
+const KILL_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a shutdown lets the killed calls' answers reach their clients' streams.
+const ANSWER_FLUSH: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Waits for SIGTERM or SIGINT and names it.
 async fn shutdown_signal() -> &'static str {

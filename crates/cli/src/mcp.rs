@@ -89,9 +89,18 @@ pub(crate) struct Calls {
     running: std::sync::atomic::AtomicUsize,
     draining: std::sync::atomic::AtomicBool,
     idle: tokio::sync::Notify,
+    /// Cancelled when a shutdown's grace period is over: the calls still running are killed
+    /// and each answers its client with an error that says so.
+    killing: tokio_util::sync::CancellationToken,
 }
 
 impl Calls {
+    /// Kills every running call; each still answers its client, with an error that says
+    /// the server shut down.
+    pub(crate) fn kill_running(&self) {
+        self.killing.cancel();
+    }
+
     /// Refuses new calls from now on; the running ones go on.
     pub(crate) fn drain(&self) {
         self.draining
@@ -377,6 +386,26 @@ impl Handler {
                     started.elapsed().as_secs_f64(),
                 );
                 return Ok(CallToolResult::error(vec![ContentBlock::text("The call was cancelled.")]));
+            }
+            () = self.shared.calls.killing.cancelled() => {
+                // As for a cancellation, returning drops the call and kills its process tree;
+                // the client is answered, so it knows to send the call again elsewhere.
+                tracing::warn!(
+                    tool = %tool.name(),
+                    outcome = "killed",
+                    client = client_identity(context).as_deref().unwrap_or("stdio"),
+                    "call killed: still running when the shutdown's grace period ended"
+                );
+                self.shared.metrics.call_ended(
+                    tool.name().as_str(),
+                    "killed",
+                    started.elapsed().as_secs_f64(),
+                );
+                return Err(McpError::internal_error(
+                    "the server shut down: the call was still running when the shutdown's grace \
+                     period ended, and its processes were killed; send it again to another instance",
+                    Some(serde_json::json!({ "killed": true })),
+                ));
             }
             result = call => result.map_err(|error| {
                 McpError::internal_error(error_chain(&error), None)
