@@ -25,9 +25,8 @@ use tokio::sync::mpsc;
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
 use crate::load::{LOAD_MARKER, footprint_at_rest, marked, quiet, settle};
 use crate::serve::{
-    PATIENCE, alive, call, cancelled_call_leaves_no_process, counter_tool, fixtures, install,
-    host_pids, legacy, meta, modern, pids_line, slow_tool, slow_tool_pids, text, wait_for_file,
-    wait_until_gone,
+    PATIENCE, call, cancelled_call_leaves_no_process, counter_tool, fixtures, host_pids, install,
+    legacy, meta, modern, pids_line, slow_tool, slow_tool_pids, text, wait_until_gone,
 };
 
 /// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
@@ -905,13 +904,20 @@ const STUCK_CALLS: usize = 4;
 async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let context = TestContext::new();
     let started = context.root.join("started");
+    let released = context.root.join("released");
     let stuck_pids = context.root.join("stuck.pids");
+    // A brief call runs until the test releases it, right after the signal: all ten calls
+    // are running when the server gets it, whatever the machine's speed.
     context.tool(
         "brief",
         &shell_tool(
             "brief",
             r#"{"type": "object"}"#,
-            &format!("echo >> {}; sleep 1; echo finished", started.display()),
+            &format!(
+                "echo >> {}; while [ ! -e {} ]; do sleep 0.05; done; echo finished",
+                started.display(),
+                released.display()
+            ),
         ),
     );
     context.tool(
@@ -927,7 +933,13 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
             ),
         ),
     );
-    let mut server = Server::start(&context, &["--shutdown-grace", "3s"], &[]).await;
+    // Room for all ten at once (`serve` runs 4 per core by default; the rest would wait).
+    let mut server = Server::start(
+        &context,
+        &["--shutdown-grace", "3s"],
+        &[("TOOLSMITH_MAX_CONCURRENT", "16")],
+    )
+    .await;
     let (session, _events) = server.connect(None, legacy()).await;
     let calls: Vec<_> = (0..BRIEF_CALLS + STUCK_CALLS)
         .map(|index| {
@@ -962,6 +974,7 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let server_pid = i32::try_from(server.child.id()).unwrap();
     // SAFETY: kill(2) on the server this test started and has not reaped.
     assert_eq!(unsafe { libc::kill(server_pid, libc::SIGTERM) }, 0);
+    std::fs::write(&released, "").unwrap();
     // No new call is taken while draining.
     let refused = session
         .call_tool(call("custom_tool_brief", json!({})))
