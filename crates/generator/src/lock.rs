@@ -91,7 +91,18 @@ mod tests {
             "{error:?}"
         );
         drop(held);
-        busy.try_lock().unwrap();
+        // The waiter that timed out still takes the lock once it is free, and lets it go at
+        // once: the lock is free again within moments, not necessarily at this instant.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match busy.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(error) => panic!("the lock was never freed: {error:?}"),
+            }
+        }
         busy.unlock().unwrap();
         let again = lock(temp.path(), Duration::from_secs(5)).await.unwrap();
         drop(again);
