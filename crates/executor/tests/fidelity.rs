@@ -207,6 +207,36 @@ fn a_busy_loop_dies_of_sigterm_at_the_deadline_without_escalation() {
 }
 
 #[test]
+fn a_program_that_leaves_its_process_group_still_gets_sigterm_at_the_deadline() {
+    let _serial = serial();
+    // Under toolsmith's init the program has a group of its own in the init's session, and
+    // may move to the init's group; the init then forwards signals to the program alone.
+    // Without an init the move is refused (another session), and the program just loops.
+    let script = "exec python3 -c 'import os\ntry:\n    os.setpgid(0, os.getpgid(os.getppid()))\nexcept OSError:\n    pass\nwhile True:\n    pass\n'";
+    for (executor, private_pids) in setups() {
+        let limits = limits(1000, 3000);
+        let (outcome, elapsed) = sh(&executor, private_pids, script, &limits);
+        let setup = name(&executor, private_pids);
+        assert_eq!(
+            outcome.limit,
+            Some(LimitKind::Timeout),
+            "{setup}: {outcome:?}"
+        );
+        assert!(!outcome.escalated, "{setup}: SIGTERM did not reach it");
+        assert_eq!(
+            outcome.termination,
+            Termination::Signaled(libc::SIGTERM),
+            "{setup}"
+        );
+        // A liveness bound: well before the grace would have ended.
+        assert!(
+            elapsed < limits.timeout + limits.grace,
+            "{setup}: took {elapsed:?}"
+        );
+    }
+}
+
+#[test]
 fn a_self_stopped_program_ends_at_the_deadline() {
     let _serial = serial();
     for (executor, private_pids) in setups() {
