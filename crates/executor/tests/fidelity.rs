@@ -184,15 +184,19 @@ fn a_self_sent_term_is_a_crash_with_signal_15() {
     }
 }
 
-#[test]
-fn a_busy_loop_dies_of_sigterm_at_the_deadline_without_escalation() {
-    let _serial = serial();
+/// Runs `script` on every setup with a 1 s timeout and checks that SIGTERM at the deadline
+/// alone ended it: no escalation to SIGKILL.
+fn dies_of_sigterm_at_the_deadline(script: &str) {
     for (executor, private_pids) in setups() {
         let limits = limits(1000, 3000);
-        let (outcome, elapsed) = sh(&executor, private_pids, "while :; do :; done", &limits);
+        let (outcome, elapsed) = sh(&executor, private_pids, script, &limits);
         let setup = name(&executor, private_pids);
-        assert_eq!(outcome.limit, Some(LimitKind::Timeout), "{setup}");
-        assert!(!outcome.escalated, "{setup}: SIGTERM was not enough");
+        assert_eq!(
+            outcome.limit,
+            Some(LimitKind::Timeout),
+            "{setup}: {outcome:?}"
+        );
+        assert!(!outcome.escalated, "{setup}: SIGTERM did not end it");
         assert_eq!(
             outcome.termination,
             Termination::Signaled(libc::SIGTERM),
@@ -207,33 +211,20 @@ fn a_busy_loop_dies_of_sigterm_at_the_deadline_without_escalation() {
 }
 
 #[test]
+fn a_busy_loop_dies_of_sigterm_at_the_deadline_without_escalation() {
+    let _serial = serial();
+    dies_of_sigterm_at_the_deadline("while :; do :; done");
+}
+
+#[test]
 fn a_program_that_leaves_its_process_group_still_gets_sigterm_at_the_deadline() {
     let _serial = serial();
     // Under toolsmith's init the program has a group of its own in the init's session, and
     // may move to the init's group; the init then forwards signals to the program alone.
     // Without an init the move is refused (another session), and the program just loops.
-    let script = "exec python3 -c 'import os\ntry:\n    os.setpgid(0, os.getpgid(os.getppid()))\nexcept OSError:\n    pass\nwhile True:\n    pass\n'";
-    for (executor, private_pids) in setups() {
-        let limits = limits(1000, 3000);
-        let (outcome, elapsed) = sh(&executor, private_pids, script, &limits);
-        let setup = name(&executor, private_pids);
-        assert_eq!(
-            outcome.limit,
-            Some(LimitKind::Timeout),
-            "{setup}: {outcome:?}"
-        );
-        assert!(!outcome.escalated, "{setup}: SIGTERM did not reach it");
-        assert_eq!(
-            outcome.termination,
-            Termination::Signaled(libc::SIGTERM),
-            "{setup}"
-        );
-        // A liveness bound: well before the grace would have ended.
-        assert!(
-            elapsed < limits.timeout + limits.grace,
-            "{setup}: took {elapsed:?}"
-        );
-    }
+    dies_of_sigterm_at_the_deadline(
+        "exec python3 -c 'import os\ntry:\n    os.setpgid(0, os.getpgid(os.getppid()))\nexcept OSError:\n    pass\nwhile True:\n    pass\n'",
+    );
 }
 
 #[test]
