@@ -140,7 +140,16 @@ enum Variant {
     /// The same on an executor that keeps a sandbox prepared ahead
     /// (`Executor::keep_prepared`), as `toolsmith serve` runs calls.
     Prepared(usize),
+    /// [`Variant::StdCommand`] with [`APART`] of idle before each call.
+    StdApart,
+    /// [`Variant::Prepared`] with [`APART`] of idle before each call, once the
+    /// prepared sandbox is ready: calls as an agent makes them, with time to
+    /// think between them.
+    PreparedApart(usize),
 }
+
+/// The idle time before each call of the "apart" variants.
+const APART: Duration = Duration::from_millis(10);
 
 /// How many of [`MECHANISMS`] make the default profile of a tool call.
 const DEFAULT_PROFILE: usize = 5;
@@ -157,11 +166,20 @@ impl Variant {
         variants.extend((1..=MECHANISMS.len()).map(Variant::Sandboxed));
         variants.push(Variant::Prepared(DEFAULT_PROFILE));
         variants.push(Variant::Prepared(MECHANISMS.len()));
+        variants.push(Variant::StdApart);
+        variants.push(Variant::PreparedApart(DEFAULT_PROFILE));
+        variants.push(Variant::PreparedApart(MECHANISMS.len()));
         variants
     }
 
-    /// The variant every ratio is taken against.
-    const BASELINE: Variant = Variant::StdCommand;
+    /// The variant this one's ratio is taken against: std Command, made the
+    /// same way (back to back, or apart).
+    fn baseline(self) -> Variant {
+        match self {
+            Variant::StdApart | Variant::PreparedApart(_) => Variant::StdApart,
+            _ => Variant::StdCommand,
+        }
+    }
 
     fn label(self) -> &'static str {
         match self {
@@ -174,6 +192,11 @@ impl Variant {
                 "default profile, prepared ahead (as `serve` runs)"
             }
             Variant::Prepared(_) => "strictest profile, prepared ahead (as `serve` runs)",
+            Variant::StdApart => "std Command, calls 10 ms apart (baseline)",
+            Variant::PreparedApart(DEFAULT_PROFILE) => {
+                "default profile, prepared, calls 10 ms apart"
+            }
+            Variant::PreparedApart(_) => "strictest profile, prepared, calls 10 ms apart",
         }
     }
 
@@ -267,8 +290,9 @@ impl Harness {
         samples: &mut Vec<f64>,
     ) -> anyhow::Result<()> {
         match variant {
-            Variant::StdCommand => std_batch(false, n_calls, samples),
-            Variant::StdPreExec => std_batch(true, n_calls, samples),
+            Variant::StdCommand => std_batch(false, None, n_calls, samples),
+            Variant::StdPreExec => std_batch(true, None, n_calls, samples),
+            Variant::StdApart => std_batch(false, Some(APART), n_calls, samples),
             Variant::ExecutorMultiThread => self.executor_batch(
                 &self.executor,
                 &self.multi_thread,
@@ -297,6 +321,14 @@ impl Harness {
                 n_calls,
                 samples,
             ),
+            Variant::PreparedApart(n_mechanisms) => self.runtime_batch(
+                &self.prepared,
+                &self.multi_thread,
+                &self.sandboxed[n_mechanisms - 1],
+                Some(APART),
+                n_calls,
+                samples,
+            ),
         }
     }
 
@@ -309,8 +341,32 @@ impl Harness {
         n_calls: usize,
         samples: &mut Vec<f64>,
     ) -> anyhow::Result<()> {
+        self.runtime_batch(executor, runtime, command, None, n_calls, samples)
+    }
+
+    /// [`Harness::executor_batch`], with `apart` of idle before each call, once the
+    /// executor's prepared sandbox (if it keeps one) is ready (at most 50 ms).
+    fn runtime_batch(
+        &self,
+        executor: &Executor,
+        runtime: &tokio::runtime::Runtime,
+        command: &toolsmith_executor::Command,
+        apart: Option<Duration>,
+        n_calls: usize,
+        samples: &mut Vec<f64>,
+    ) -> anyhow::Result<()> {
         runtime.block_on(async {
             for _ in 0..n_calls {
+                if let Some(idle) = apart {
+                    let ready_by = Instant::now() + Duration::from_millis(50);
+                    while executor.keeps_prepared()
+                        && executor.prepared() == 0
+                        && Instant::now() < ready_by
+                    {
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                    }
+                    tokio::time::sleep(idle).await;
+                }
                 let started = Instant::now();
                 let result = executor.run(command, &self.limits).await;
                 let elapsed = started.elapsed();
@@ -338,8 +394,16 @@ fn ensure_success(outcome: &Outcome) -> anyhow::Result<()> {
     .into())
 }
 
-fn std_batch(force_fork: bool, n_calls: usize, samples: &mut Vec<f64>) -> anyhow::Result<()> {
+fn std_batch(
+    force_fork: bool,
+    apart: Option<Duration>,
+    n_calls: usize,
+    samples: &mut Vec<f64>,
+) -> anyhow::Result<()> {
     for _ in 0..n_calls {
+        if let Some(idle) = apart {
+            std::thread::sleep(idle);
+        }
         let started = Instant::now();
         #[expect(
             clippy::disallowed_methods,
@@ -699,7 +763,7 @@ fn render_report(
     };
     let mut table: Vec<[String; 9]> = Vec::new();
     for row in rows {
-        let baseline = median_of(Variant::BASELINE, row.parent);
+        let baseline = median_of(row.variant.baseline(), row.parent);
         // What this mechanism adds to the ones above it.
         let share = row
             .variant
