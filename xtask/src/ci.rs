@@ -42,9 +42,22 @@ const CARGO_STEPS: &[CargoStep] = &[
         args: &["test", "--workspace"],
         rustdoc_flags: None,
     },
+    // `--examples` makes cargo resolve features with the dev-dependencies, as clippy's
+    // `--all-targets` did: the dependencies are then the ones clippy checked, not some sixty
+    // crates checked again with a smaller feature set (libc without `extra_traits`, tokio
+    // without `test-util`, ...). Naming a target kind drops the default set, so `--lib --bins`
+    // name what a plain `cargo doc` documents (`--bins` also takes the test crate's copy of
+    // the binary, `doc = false`: five lines, and rustdoc's checks cover it too).
     CargoStep {
         name: "doc",
-        args: &["doc", "--workspace", "--no-deps"],
+        args: &[
+            "doc",
+            "--workspace",
+            "--no-deps",
+            "--lib",
+            "--bins",
+            "--examples",
+        ],
         rustdoc_flags: Some("-D warnings"),
     },
 ];

@@ -18,10 +18,13 @@ const SOAK_CALLS: &str = "10000";
 /// Runs the soak test in `root`; its output (with the measured figures) is inherited.
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    // `--workspace`, as CI's `cargo test --workspace` step: the same packages give the same
+    // feature set (tokio with the executor's `test-util`, ...), so the soak reuses that build
+    // instead of building the workspace and the test binary again; `--test main` picks the one
+    // binary that holds the soak.
     let args = [
         "test",
-        "-p",
-        "toolsmith-tests",
+        "--workspace",
         "--test",
         "main",
         "--",
