@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -64,15 +63,11 @@ const CARGO_STEPS: &[CargoStep] = &[
 
 /// Runs every step in `root`, printing each step's name and duration on stderr.
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let cargo = crate::cargo::program();
     let mut timings: Vec<(&str, Duration)> = Vec::new();
     for step in CARGO_STEPS {
         let started = step_started(step.name, &format!("cargo {}", step.args.join(" ")));
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "xtask drives cargo; it runs no tools"
-        )]
-        let mut command = Command::new(&cargo);
+        let mut command = crate::cargo::command();
         command.args(step.args).current_dir(root);
         if let Some(flags) = step.rustdoc_flags {
             command.env("RUSTDOCFLAGS", rustdoc_flags_with(flags));
