@@ -10,6 +10,9 @@ use anyhow::Context;
 
 use crate::CheckFailed;
 
+/// The black-box test that soaks, in the test binary `main` of `toolsmith-tests`.
+pub(crate) const TEST: &str = "load::soak_sequential_calls";
+
 /// The number of calls of the long soak.
 const SOAK_CALLS: &str = "10000";
 
@@ -27,7 +30,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
         "main",
         "--",
         "--exact",
-        "load::soak_sequential_calls",
+        TEST,
         "--nocapture",
     ];
     let status = crate::cargo::command()
