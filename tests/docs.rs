@@ -238,6 +238,11 @@ impl World {
         if let Some(toolchain) = std::env::var_os("RUSTUP_TOOLCHAIN") {
             command.env("RUSTUP_TOOLCHAIN", toolchain);
         }
+        // Part of the build's identity: a cargo without the `CARGO_INCREMENTAL=0` of CI's
+        // build made units of its own and rebuilt the workspace (minutes on 2 cores).
+        if let Some(incremental) = std::env::var_os("CARGO_INCREMENTAL") {
+            command.env("CARGO_INCREMENTAL", incremental);
+        }
         command
     }
 }

@@ -8,13 +8,35 @@ use serde_json::Value;
 
 use crate::context::{repository_root, target_dir};
 
-/// `cargo`, as the test was built with.
+/// `cargo`, as the test was built with, in the environment of a cargo started from a shell.
+///
+/// Without the variables cargo set for this test's package (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, ...): ring's build script tracks some of them, and a cargo that saw them
+/// change rebuilt ring, rustls and the workspace above them (a minute a switch on 2 cores).
 fn cargo() -> Command {
     #[expect(
         clippy::disallowed_methods,
         reason = "the install test runs `cargo xtask install` as a user would"
     )]
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let set_for_this_package = name.to_str().is_some_and(|name| {
+            name.starts_with("CARGO_PKG_")
+                || name.starts_with("CARGO_MANIFEST_")
+                || matches!(
+                    name,
+                    "CARGO_CRATE_NAME"
+                        | "CARGO_BIN_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "CARGO_RUSTC_CURRENT_DIR"
+                        | "OUT_DIR"
+                )
+        });
+        if set_for_this_package {
+            command.env_remove(name);
+        }
+    }
     command
         .current_dir(repository_root())
         .env("CARGO_TARGET_DIR", target_dir());

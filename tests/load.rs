@@ -431,7 +431,7 @@ async fn a_thousand_mixed_calls_with_64_in_flight() {
 ///
 /// 10 000 sequential calls take about 100 s on 2 loaded cores in a debug build, too long for
 /// every `cargo test`: a plain run soaks 1000 calls, and `cargo xtask soak` (part of
-/// `cargo xtask ci`) runs this test alone with 10 000.
+/// `cargo xtask ci`, whose test step skips this test for it) runs this test alone with 10 000.
 const SOAK_CALLS_VAR: &str = "TOOLSMITH_SOAK_CALLS";
 const SOAK_CALLS_DEFAULT: u64 = 1000;
 

@@ -698,13 +698,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
 }
 
 fn run_release_build(root: &Path) -> anyhow::Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let cargo = crate::cargo::program();
     eprintln!("bench: building and running xtask in release mode");
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "xtask drives cargo; it runs no tools"
-    )]
-    let status = std::process::Command::new(&cargo)
+    let status = crate::cargo::command()
         .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
         .args(std::env::args_os().skip(1))
         .current_dir(root)

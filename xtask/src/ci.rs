@@ -1,9 +1,8 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first failure; the long
-//! soak (`cargo xtask soak`) last.
+//! soak (`cargo xtask soak`) last, in place of the short run of its test in `cargo test`.
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -37,29 +36,47 @@ const CARGO_STEPS: &[CargoStep] = &[
         ],
         rustdoc_flags: None,
     },
+    // The soak's test is skipped here: the soak step (last) runs the same test with ten times
+    // its plain 1000 calls, which proves all the 1000 would, and the 1000 cost some 20 s.
     CargoStep {
         name: "test",
-        args: &["test", "--workspace"],
+        args: &[
+            "test",
+            "--workspace",
+            "--",
+            "--exact",
+            "--skip",
+            crate::soak::TEST,
+        ],
         rustdoc_flags: None,
     },
+    // `--examples` makes cargo resolve features with the dev-dependencies, as clippy's
+    // `--all-targets` did: the dependencies are then the ones clippy checked, not some sixty
+    // crates checked again with a smaller feature set (libc without `extra_traits`, tokio
+    // without `test-util`, ...). Naming a target kind drops the default set, so `--lib --bins`
+    // name what a plain `cargo doc` documents (`--bins` also takes the test crate's copy of
+    // the binary, `doc = false`: five lines, and rustdoc's checks cover it too).
     CargoStep {
         name: "doc",
-        args: &["doc", "--workspace", "--no-deps"],
+        args: &[
+            "doc",
+            "--workspace",
+            "--no-deps",
+            "--lib",
+            "--bins",
+            "--examples",
+        ],
         rustdoc_flags: Some("-D warnings"),
     },
 ];
 
 /// Runs every step in `root`, printing each step's name and duration on stderr.
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let cargo = crate::cargo::program();
     let mut timings: Vec<(&str, Duration)> = Vec::new();
     for step in CARGO_STEPS {
         let started = step_started(step.name, &format!("cargo {}", step.args.join(" ")));
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "xtask drives cargo; it runs no tools"
-        )]
-        let mut command = Command::new(&cargo);
+        let mut command = crate::cargo::command();
         command.args(step.args).current_dir(root);
         if let Some(flags) = step.rustdoc_flags {
             command.env("RUSTDOCFLAGS", rustdoc_flags_with(flags));

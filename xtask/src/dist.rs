@@ -13,11 +13,9 @@
 //! PREFIX/share/fish/vendor_completions.d/toolsmith.fish
 //! ```
 
-use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, bail};
 use clap_complete::Shell;
@@ -62,17 +60,13 @@ fn target_dir(root: &Path) -> PathBuf {
 pub(crate) fn install(root: &Path, prefix: &Path, debug: bool) -> anyhow::Result<()> {
     let prefix = std::path::absolute(prefix)
         .with_context(|| format!("cannot resolve {}", prefix.display()))?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let cargo = crate::cargo::program();
     let mut args = vec!["build", "--package", "toolsmith", "--bin", "toolsmith"];
     if !debug {
         args.push("--release");
     }
     eprintln!("install: cargo {}", args.join(" "));
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "xtask drives cargo; it runs no tools"
-    )]
-    let status = Command::new(&cargo)
+    let status = crate::cargo::command()
         .args(&args)
         .current_dir(root)
         .status()

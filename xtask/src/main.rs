@@ -8,6 +8,7 @@
 )]
 
 mod bench;
+mod cargo;
 mod ci;
 mod discovery_bench;
 mod dist;

@@ -93,13 +93,9 @@ impl Drop for Scratch {
 /// Builds the release `toolsmith` binary and returns its path: next to this (release) xtask
 /// binary, in whatever target directory cargo uses (`CARGO_TARGET_DIR` included).
 pub(crate) fn build_server(root: &Path) -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let cargo = crate::cargo::program();
     eprintln!("bench: building the release toolsmith binary");
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "xtask drives cargo; it runs no tools"
-    )]
-    let status = std::process::Command::new(&cargo)
+    let status = crate::cargo::command()
         .args([
             "build",
             "--release",
