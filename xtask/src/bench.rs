@@ -48,6 +48,8 @@ pub(crate) struct BenchSettings {
     discovery_repetitions: usize,
     /// Calls of each tool in the generated vs hand-written section.
     generated_calls: usize,
+    /// `--only discovery`: measure and report the discovery section alone.
+    only_discovery: bool,
 }
 
 impl BenchSettings {
@@ -65,6 +67,15 @@ impl BenchSettings {
             rounds: calls_large_parent.min(10),
             discovery_repetitions: if quick { 1 } else { 5 },
             generated_calls: if quick { 10 } else { 100 },
+            only_discovery: false,
+        }
+    }
+
+    /// The same settings, measuring the discovery section alone (`--only discovery`).
+    pub(crate) fn only_discovery(self) -> BenchSettings {
+        BenchSettings {
+            only_discovery: true,
+            ..self
         }
     }
 
@@ -643,6 +654,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         return run_release_build(root);
     }
+    if settings.only_discovery {
+        return run_discovery_only(settings);
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -693,6 +707,23 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(report.as_bytes())
+        .context("could not write the report")?;
+    stdout.flush().context("could not write the report")
+}
+
+/// `--only discovery`: the discovery section alone, for work on discovery's speed.
+fn run_discovery_only(settings: &BenchSettings) -> anyhow::Result<()> {
+    let harness = Harness::new()?;
+    let facts = machine_facts();
+    let discovery = crate::discovery_bench::measure(
+        &harness.multi_thread,
+        &harness.executor_handle(),
+        settings.discovery_repetitions,
+        facts.n_cpus,
+    )?;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(discovery.render().as_bytes())
         .context("could not write the report")?;
     stdout.flush().context("could not write the report")
 }

@@ -14,7 +14,7 @@ tasks:
   soak                     10 000 sequential calls through one `toolsmith serve`: the
                            server's fds, threads, memory and processes must not grow
   tidy                     check house-style rules over every file of the workspace
-  bench [--quick] [--calls N]
+  bench [--quick] [--calls N] [--only discovery]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
@@ -22,6 +22,7 @@ tasks:
                            then cold and warm discovery of 500 tiny tools against
                            the floor of 500 plain spawns / cores (median of 5);
                            --quick: a few calls and one discovery, for a smoke run;
+                           --only discovery: the discovery section alone;
                            then request-to-registered of a generated bash tool
                            against running its one test case alone
   man [--out DIR]          write the man pages (toolsmith.1 and one per subcommand),
@@ -132,6 +133,7 @@ fn parse_new_tool(args: &mut impl Iterator<Item = String>) -> Result<Task, Strin
 fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings, String> {
     let mut quick = false;
     let mut calls = None;
+    let mut only_discovery = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -150,10 +152,24 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
                     .ok_or_else(|| format!("`--calls` needs a positive number, not `{value}`"))?;
                 calls = Some(n_calls);
             }
+            ("--only", value) => match value.or_else(|| args.next()).as_deref() {
+                Some("discovery") => only_discovery = true,
+                Some(section) => {
+                    return Err(format!(
+                        "`--only` knows the section `discovery`, not `{section}`"
+                    ));
+                }
+                None => return Err("`--only` needs a section (`discovery`)".to_owned()),
+            },
             _ => return Err(format!("unknown option `{arg}` for `bench`")),
         }
     }
-    Ok(BenchSettings::resolve(quick, calls))
+    let settings = BenchSettings::resolve(quick, calls);
+    Ok(if only_discovery {
+        settings.only_discovery()
+    } else {
+        settings
+    })
 }
 
 #[cfg(test)]
@@ -202,6 +218,18 @@ mod tests {
         check(
             &["bench", "--calls=40", "--quick"],
             Ok(Task::Bench(BenchSettings::resolve(true, Some(40)))),
+        );
+        check(
+            &["bench", "--only", "discovery"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(false, None).only_discovery(),
+            )),
+        );
+        check(
+            &["bench", "--quick", "--only=discovery"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_discovery(),
+            )),
         );
     }
 
@@ -253,6 +281,14 @@ mod tests {
         check(
             &["bench", "--quick=1"],
             Err("unknown option `--quick=1` for `bench`"),
+        );
+        check(
+            &["bench", "--only"],
+            Err("`--only` needs a section (`discovery`)"),
+        );
+        check(
+            &["bench", "--only", "mcp"],
+            Err("`--only` knows the section `discovery`, not `mcp`"),
         );
         check(
             &["bench", "--slow"],
