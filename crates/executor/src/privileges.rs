@@ -198,7 +198,7 @@ pub(crate) enum PrivilegeStep {
 ///
 /// What is already done is only read, not done again: each drop replaces
 /// the process's credentials, and an init that did this while it was
-/// prepared (`InitPlan::bounding`) spares its programs 41 of them.
+/// prepared (`InitPlan::bounding`) spares its programs the whole step.
 ///
 /// # Safety
 /// Async-signal-safe and allocation-free: only `prctl`.
@@ -247,14 +247,19 @@ pub(crate) unsafe fn lock_bounding_set(last: u32) -> bool {
 
 /// Drops every privilege of the calling process: the bounding set is
 /// emptied and the securebits locked (when it holds `CAP_SETPCAP`, which a
-/// process that holds no capability does not need), the identity is
+/// process that holds no capability does not need, and unless
+/// `bounding_locked`: an init that did both while it was prepared leaves
+/// its programs nothing to do there but inherit them), the identity is
 /// switched (when asked), then the ambient, inheritable, permitted and
 /// effective sets are cleared and checked empty.
 ///
 /// # Safety
 /// Async-signal-safe and allocation-free: only `capget`, `capset`, `prctl`,
 /// `setgroups`, `setresgid` and `setresuid`. Meant for the clone child.
-pub(crate) unsafe fn drop_privileges(plan: &PrivilegePlan) -> Result<(), PrivilegeStep> {
+pub(crate) unsafe fn drop_privileges(
+    plan: &PrivilegePlan,
+    bounding_locked: bool,
+) -> Result<(), PrivilegeStep> {
     // SAFETY: plain system calls on the calling process's credentials,
     // with headers and buffers on this stack.
     unsafe {
@@ -266,7 +271,10 @@ pub(crate) unsafe fn drop_privileges(plan: &PrivilegePlan) -> Result<(), Privile
         if libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) != 0 {
             return Err(PrivilegeStep::Capabilities);
         }
-        if data[0].effective & (1 << CAP_SETPCAP) != 0 && !lock_bounding_set(plan.last_capability) {
+        if !bounding_locked
+            && data[0].effective & (1 << CAP_SETPCAP) != 0
+            && !lock_bounding_set(plan.last_capability)
+        {
             return Err(PrivilegeStep::Bounding);
         }
         if let Some(run_as) = plan.run_as
