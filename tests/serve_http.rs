@@ -974,6 +974,19 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let server_pid = i32::try_from(server.child.id()).unwrap();
     // SAFETY: kill(2) on the server this test started and has not reaped.
     assert_eq!(unsafe { libc::kill(server_pid, libc::SIGTERM) }, 0);
+    // `kill` returns before the server has handled the signal: it says when it drains.
+    let deadline = Instant::now() + PATIENCE;
+    while !server
+        .log()
+        .contains("shutting down: waiting for the running calls")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the server did not start draining: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     std::fs::write(&released, "").unwrap();
     // No new call is taken while draining.
     let refused = session
