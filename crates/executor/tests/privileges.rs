@@ -310,3 +310,50 @@ fn run_as_switches_the_identity_and_the_private_tmp_belongs_to_it() {
     let written = std::fs::metadata(project.path().join("written.txt")).unwrap();
     assert_eq!((written.uid(), written.gid()), (65534, 65534));
 }
+
+/// Attack (2026-11-24): a program under toolsmith's init no longer empties the bounding set,
+/// locks the securebits or resets its signal dispositions itself; it relies on the init,
+/// which did all three before any program existed. A root tool looks for what it would find
+/// if the init had not: a signal the executor ignores (SIGPIPE, as every Rust binary does)
+/// still ignored, a capability left in the bounding set, securebits it can clear. The filter
+/// is off, so that only the init's work stands between the tool and each of them.
+#[test]
+fn under_an_init_a_root_tool_inherits_no_ignored_signal_no_bounding_set_and_locked_securebits() {
+    if python().is_none() || !is_root() {
+        return;
+    }
+    if !available("private /proc", &executor().features().private_proc) {
+        return;
+    }
+    let sandbox = with(Privileges::Drop(None), Syscalls::Unfiltered);
+    // Python ignores SIGPIPE and SIGXFSZ itself at start: the signals are read by grep.
+    let signals = run(
+        Path::new("/bin/grep"),
+        &["SigIgn", "/proc/self/status"],
+        Path::new("/"),
+        sandbox.clone(),
+    );
+    assert!(signals.sandbox.private_pids, "{signals:?}");
+    assert_eq!(signals.stdout.text_lossy(), "SigIgn:\t0000000000000000\n");
+    let script = r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines() if ':' in line)
+print('capbnd', status['CapBnd'].strip())
+print('securebits', hex(libc.prctl(27, 0, 0, 0, 0)))
+print('clear', 'refused' if libc.prctl(28, 0, 0, 0, 0) != 0 else 'done')
+"#;
+    let outcome = run(python().unwrap(), &["-c", script], Path::new("/"), sandbox);
+    let found: BTreeMap<String, String> = outcome
+        .stdout
+        .text_lossy()
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect();
+    assert!(outcome.sandbox.private_pids, "{outcome:?}");
+    assert_eq!(found["capbnd"], "0000000000000000", "{found:?}");
+    // NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked, KEEP_CAPS locked off.
+    assert_eq!(found["securebits"], "0xef", "{found:?}");
+    assert_eq!(found["clear"], "refused", "{found:?}");
+}
