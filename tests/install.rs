@@ -19,6 +19,7 @@ fn cargo() -> Command {
         reason = "the install test runs `cargo xtask install` as a user would"
     )]
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    // The rule of `xtask/src/cargo.rs`, which this crate cannot import (xtask is a binary).
     for (name, _) in std::env::vars_os() {
         let set_for_this_package = name.to_str().is_some_and(|name| {
             name.starts_with("CARGO_PKG_")

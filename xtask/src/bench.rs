@@ -704,6 +704,11 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&generator.render());
     report.push('\n');
     report.push_str(&generated.render());
+    print_report(&report)
+}
+
+/// Writes the report to stdout.
+fn print_report(report: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(report.as_bytes())
@@ -721,11 +726,7 @@ fn run_discovery_only(settings: &BenchSettings) -> anyhow::Result<()> {
         settings.discovery_repetitions,
         facts.n_cpus,
     )?;
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(discovery.render().as_bytes())
-        .context("could not write the report")?;
-    stdout.flush().context("could not write the report")
+    print_report(&discovery.render())
 }
 
 fn run_release_build(root: &Path) -> anyhow::Result<()> {
