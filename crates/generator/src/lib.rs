@@ -58,6 +58,8 @@ mod lock;
 mod pipeline;
 mod render;
 mod request;
+mod staged_checks;
+mod staging;
 
 pub use crate::error::Error;
 pub use crate::history::{HISTORY_DIR, Version, history};

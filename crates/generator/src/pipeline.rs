@@ -1,23 +1,21 @@
 //! The pipeline of a request: check it, render it into a staging directory, check the staged tool as the registry would and run it in the sandbox, and only then move it into place atomically, record the version and tell the live registry; plus rollback and the `new` skeletons.
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{
-    Catalog, DiscoveryCache, Envelope, ErrorCode, LiveRegistry, Policy, Problem, RunConfig, Tool,
-    ToolName, discover, error_chain, invoke, load_answered, resolve_config, run_cases,
-};
+use toolsmith_registry::{Catalog, LiveRegistry, RunConfig, ToolName, error_chain};
 
 use crate::history::{self, Version};
 use crate::lock;
 use crate::render::{self, RenderedTool};
+use crate::staged_checks::check_staged;
+use crate::staging::{
+    Staging, install, sync_file, tool_files, write_file, write_new_dir, write_unsynced,
+};
 use crate::{Error, Language, Request};
 
 /// Where the generator reads templates and writes tools.
@@ -58,7 +56,7 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    fn passed(name: &str, detail: Option<String>) -> CheckReport {
+    pub(crate) fn passed(name: &str, detail: Option<String>) -> CheckReport {
         CheckReport {
             name: name.to_owned(),
             ok: true,
@@ -66,7 +64,7 @@ impl CheckReport {
         }
     }
 
-    fn failed(name: &str, detail: String) -> CheckReport {
+    pub(crate) fn failed(name: &str, detail: String) -> CheckReport {
         CheckReport {
             name: name.to_owned(),
             ok: false,
@@ -132,77 +130,15 @@ pub async fn generate(
     run_config: &RunConfig,
 ) -> Result<Report, Error> {
     let _serialized = PIPELINE.lock().await;
-    let requested_name = request
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let request = match Request::from_json(request) {
-        Ok(request) => request,
-        Err(error) => {
-            return Ok(Report::rejected(
-                requested_name,
-                None,
-                vec![CheckReport::failed("request", error_chain(&error))],
-            ));
-        }
+    let (request, mut checks) = match checked_request(request, existing, config) {
+        Ok(checked) => checked,
+        Err(rejected) => return Ok(rejected),
     };
     let name = request.name.clone();
-    let mut checks = vec![CheckReport::passed("request", None)];
     let exposed = Some(name.exposed());
-
-    let existing_file = tool_files(&config.tools_dir, &name)
-        .into_iter()
-        .find(|path| path.exists());
-    // A file policy refuses was not probed, but it is there all the same.
-    let existing_tool = existing
-        .get(&name)
-        .map(|tool| tool.path().to_path_buf())
-        .or_else(|| existing.get_denied(&name).map(|denied| denied.path.clone()));
-    match (existing_tool.or(existing_file), request.replace) {
-        (Some(path), false) => {
-            checks.push(CheckReport::failed(
-                "name",
-                format!(
-                    "tool `{name}` exists already ({}); send \"replace\": true to replace it",
-                    path.display()
-                ),
-            ));
-            return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
-        }
-        (Some(path), true) => checks.push(CheckReport::passed(
-            "name",
-            Some(format!("replaces {}", path.display())),
-        )),
-        (None, _) => checks.push(CheckReport::passed("name", None)),
-    }
-
     let tera = render::template_of(config.templates_dir.as_deref(), request.language)?;
     let Some(implementation) = request.implementation.clone() else {
-        let rendered = render::render(&tera, &request, &skeleton(&request))?;
-        let draft_dir = config.drafts_dir.join(name.as_str());
-        write_new_dir(&draft_dir)?;
-        let path = draft_dir.join(&rendered.file_name);
-        write_file(&path, &rendered)?;
-        fs::write(
-            draft_dir.join("request.json"),
-            serde_json::to_string_pretty(&request_json(&request))
-                .unwrap_or_default()
-                .as_bytes(),
-        )
-        .map_err(|source| Error::Io {
-            path: draft_dir.join("request.json"),
-            source,
-        })?;
-        return Ok(Report {
-            status: Status::Scaffolded,
-            name: name.as_str().to_owned(),
-            exposed_name: exposed,
-            path: Some(draft_dir),
-            version: None,
-            commit: None,
-            checks,
-        });
+        return scaffold(&tera, &request, config, checks);
     };
     let rendered = render::render(&tera, &request, &implementation)?;
     checks.push(CheckReport::passed("render", None));
@@ -268,13 +204,134 @@ pub async fn generate(
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
     synced?;
+    let staged = Staged {
+        staging,
+        file: staged,
+        rendered,
+        fresh_history,
+        message,
+    };
+    register(&request, staged, config, live, checks).await
+}
 
+/// The request parsed and its name checked against `existing` and the tools directory: the
+/// request with the checks passed so far, or the report rejecting it.
+fn checked_request(
+    request: &Value,
+    existing: &Catalog,
+    config: &GeneratorConfig,
+) -> Result<(Request, Vec<CheckReport>), Report> {
+    let requested_name = request
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let request = match Request::from_json(request) {
+        Ok(request) => request,
+        Err(error) => {
+            return Err(Report::rejected(
+                requested_name,
+                None,
+                vec![CheckReport::failed("request", error_chain(&error))],
+            ));
+        }
+    };
+    let name = &request.name;
+    let mut checks = vec![CheckReport::passed("request", None)];
+    let existing_file = tool_files(&config.tools_dir, name)
+        .into_iter()
+        .find(|path| path.exists());
+    // A file policy refuses was not probed, but it is there all the same.
+    let existing_tool = existing
+        .get(name)
+        .map(|tool| tool.path().to_path_buf())
+        .or_else(|| existing.get_denied(name).map(|denied| denied.path.clone()));
+    match (existing_tool.or(existing_file), request.replace) {
+        (Some(path), false) => {
+            checks.push(CheckReport::failed(
+                "name",
+                format!(
+                    "tool `{name}` exists already ({}); send \"replace\": true to replace it",
+                    path.display()
+                ),
+            ));
+            return Err(Report::rejected(
+                name.as_str().to_owned(),
+                Some(name.exposed()),
+                checks,
+            ));
+        }
+        (Some(path), true) => checks.push(CheckReport::passed(
+            "name",
+            Some(format!("replaces {}", path.display())),
+        )),
+        (None, _) => checks.push(CheckReport::passed("name", None)),
+    }
+    Ok((request, checks))
+}
+
+/// A request without an implementation: its skeleton and the request itself written to a
+/// draft directory, for a person or an agent to fill in.
+fn scaffold(
+    tera: &tera::Tera,
+    request: &Request,
+    config: &GeneratorConfig,
+    checks: Vec<CheckReport>,
+) -> Result<Report, Error> {
+    let name = &request.name;
+    let rendered = render::render(tera, request, &skeleton(request))?;
+    let draft_dir = config.drafts_dir.join(name.as_str());
+    write_new_dir(&draft_dir)?;
+    let path = draft_dir.join(&rendered.file_name);
+    write_file(&path, &rendered)?;
+    fs::write(
+        draft_dir.join("request.json"),
+        serde_json::to_string_pretty(&request_json(request))
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+    .map_err(|source| Error::Io {
+        path: draft_dir.join("request.json"),
+        source,
+    })?;
+    Ok(Report {
+        status: Status::Scaffolded,
+        name: name.as_str().to_owned(),
+        exposed_name: Some(name.exposed()),
+        path: Some(draft_dir),
+        version: None,
+        commit: None,
+        checks,
+    })
+}
+
+/// A tool that passed its checks in the staging directory, ready to move into place.
+struct Staged {
+    staging: Staging,
+    file: PathBuf,
+    rendered: RenderedTool,
+    /// The new repository holding this version, for a tools directory without history.
+    fresh_history: Option<Result<history::Pending, Error>>,
+    message: &'static str,
+}
+
+/// Moves `staged` into the tools directory and records its version, under the directory's
+/// lock, then tells `live`.
+async fn register(
+    request: &Request,
+    staged: Staged,
+    config: &GeneratorConfig,
+    live: Option<&LiveRegistry>,
+    mut checks: Vec<CheckReport>,
+) -> Result<Report, Error> {
+    let name = &request.name;
+    let exposed = Some(name.exposed());
     // Other processes sharing the tools directory take turns from here: the name is checked
     // again on disk (another replica may have registered it since the first check), the file
     // goes in place and the version is recorded, all under the lock.
     let locked = lock::lock(&config.tools_dir, lock::LOCK_PATIENCE).await?;
     if !request.replace
-        && let Some(path) = tool_files(&config.tools_dir, &name)
+        && let Some(path) = tool_files(&config.tools_dir, name)
             .into_iter()
             .find(|path| path.exists())
     {
@@ -290,20 +347,27 @@ pub async fn generate(
 
     // The version is recorded once the file is in place: an existing history gets its commit
     // first and its ref moved after the `rename`; a new one is moved into place whole.
+    let Staged {
+        staging,
+        file,
+        rendered,
+        fresh_history,
+        message,
+    } = staged;
     let (path, pending) = match fresh_history {
         None => {
-            let pending = history::prepare(&config.tools_dir, &name, &rendered, message)?;
-            let path = install(&config.tools_dir, &name, &staged, &rendered)?;
+            let pending = history::prepare(&config.tools_dir, name, &rendered, message)?;
+            let path = install(&config.tools_dir, name, &file, &rendered)?;
             history::publish(&pending)?;
             (path, pending)
         }
         Some(fresh) => {
             let fresh = fresh?;
-            let path = install(&config.tools_dir, &name, &staged, &rendered)?;
+            let path = install(&config.tools_dir, name, &file, &rendered)?;
             let pending = match history::adopt(fresh, &config.tools_dir)? {
                 Some(adopted) => adopted,
                 None => {
-                    let pending = history::prepare(&config.tools_dir, &name, &rendered, message)?;
+                    let pending = history::prepare(&config.tools_dir, name, &rendered, message)?;
                     history::publish(&pending)?;
                     pending
                 }
@@ -328,147 +392,6 @@ pub async fn generate(
     })
 }
 
-/// The checks of the staged file from `registry` on: discovery loads it as any tool (its
-/// `description` probe), and [`check_in_sandbox`] calls it as its first caller would (its
-/// `config` answered, then its runs).
-///
-/// A file rendered from an embedded template answers its probes what the generator rendered
-/// (`answers`: the description, and the request's timeout for `config`), so the registry's
-/// own loader turns those answers into the tool at once and the sandbox checks run while
-/// discovery probes the file. They count only if discovery then loads the very same tool from
-/// the file; when it does not, its `config` is asked and the checks run again on the tool
-/// discovery loaded. Without `answers` (a manifest, which discovery reads without running
-/// anything; an overriding template, whose answers only the file knows) the file's
-/// `config` is asked after its description and the checks run on discovery's tool.
-/// When discovery refuses the file, the `registry` check says why and the runs still under
-/// way are dropped (the executor kills them).
-async fn check_staged(
-    executor: &Arc<Executor>,
-    staging_dir: &Path,
-    staged: &Path,
-    request: &Request,
-    answers: Option<(String, String)>,
-    run_config: &RunConfig,
-) -> Result<Vec<CheckReport>, Error> {
-    let discovery = discover_staged(executor, staging_dir, &request.name, run_config);
-    let answered = answers.and_then(|(description, config)| {
-        load_answered(staged, description.as_bytes(), config.as_bytes())
-            .ok()
-            .flatten()
-    });
-    let Some(answered) = answered else {
-        let discovered = match discovery.await {
-            Ok(tool) => configured(executor, &tool, run_config).await,
-            Err(problem) => Err(problem),
-        };
-        return match discovered {
-            Ok(tool) => with_registry(check_in_sandbox(executor, &tool, request, run_config).await),
-            Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
-        };
-    };
-    let early = check_in_sandbox(executor, &answered, request, run_config);
-    tokio::pin!(discovery, early);
-    let (discovered, early) = tokio::select! {
-        discovered = &mut discovery => match discovered {
-            Ok(tool) => (tool, early.await),
-            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
-        },
-        early = &mut early => match discovery.await {
-            Ok(tool) => (tool, early),
-            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
-        },
-    };
-    match described_difference(&discovered, &answered) {
-        None => with_registry(early),
-        Some(field) => {
-            tracing::debug!(
-                field,
-                "discovery loaded another tool than the generator rendered; checking it instead"
-            );
-            match configured(executor, &discovered, run_config).await {
-                Ok(tool) => {
-                    with_registry(check_in_sandbox(executor, &tool, request, run_config).await)
-                }
-                Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
-            }
-        }
-    }
-}
-
-/// The passed `registry` check followed by `checks`.
-fn with_registry(checks: Result<Vec<CheckReport>, Error>) -> Result<Vec<CheckReport>, Error> {
-    let mut all = vec![CheckReport::passed("registry", None)];
-    all.extend(checks?);
-    Ok(all)
-}
-
-/// The tool `name` as discovery loads it from the staging directory; or why not, for the
-/// `registry` check.
-async fn discover_staged(
-    executor: &Arc<Executor>,
-    staging_dir: &Path,
-    name: &ToolName,
-    run_config: &RunConfig,
-) -> Result<Tool, String> {
-    let catalog = discover(executor, &[staging_dir.to_path_buf()], run_config).await;
-    match (catalog.get(name), catalog.problems().first()) {
-        (Some(tool), None) => Ok(tool.clone()),
-        (_, Some(problem)) => Err(problem.message()),
-        (None, None) => Err(format!(
-            "discovery found no tool `{name}` in the staged file"
-        )),
-    }
-}
-
-/// `tool` with its `config` asked, as at its first call; or why it cannot be called, for the
-/// `registry` check.
-async fn configured(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    run_config: &RunConfig,
-) -> Result<Tool, String> {
-    resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), run_config)
-        .await
-        .map_err(|error| {
-            Problem {
-                path: tool.path().to_path_buf(),
-                error,
-            }
-            .message()
-        })
-}
-
-/// The first property that a Kodelet tool's description determines in which two tools
-/// differ; `None` when, their `config` aside, a call of one runs exactly as a call of the
-/// other.
-fn described_difference(left: &Tool, right: &Tool) -> Option<&'static str> {
-    let output_schema = |tool: &Tool| tool.output_schema().map(|schema| schema.as_json().clone());
-    [
-        ("name", left.name() == right.name()),
-        ("description", left.description() == right.description()),
-        (
-            "input schema",
-            left.input_schema().as_json() == right.input_schema().as_json(),
-        ),
-        ("output schema", output_schema(left) == output_schema(right)),
-        ("annotations", left.annotations() == right.annotations()),
-        ("sandbox", left.sandbox() == right.sandbox()),
-        ("path", left.path() == right.path()),
-        ("source", left.source() == right.source()),
-        ("layer", left.layer() == right.layer()),
-        ("kind", left.kind() == right.kind()),
-        ("tests", left.tests() == right.tests()),
-        (
-            "env arguments",
-            left.env_arguments() == right.env_arguments(),
-        ),
-        ("shell", left.manifest_shell() == right.manifest_shell()),
-    ]
-    .into_iter()
-    .find(|(_, same)| !same)
-    .map(|(field, _)| field)
-}
-
 /// The result of a blocking task working on `path`; a panic in it is resumed here.
 async fn joined<T>(
     task: tokio::task::JoinHandle<Result<T, Error>>,
@@ -488,126 +411,6 @@ async fn joined<T>(
             }),
         },
     }
-}
-
-/// The checks that run the staged tool: its schema is the request's, every test case
-/// passes, a call without a required argument is `INVALID_PARAMS`, no run leaves a
-/// process behind, and the network was denied to it unless the request says
-/// `requires_network`.
-///
-/// The runs get exactly the sandbox of every later call (a private PID namespace
-/// included: toolsmith's init outlives the tool, so the executor counts what it
-/// leaves behind there too).
-///
-/// Each check is one block pushing one [`CheckReport`]; a new check is one more block
-/// here, using `tool`, `request` and `envelopes` (every envelope of the runs so far).
-async fn check_in_sandbox(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    request: &Request,
-    run_config: &RunConfig,
-) -> Result<Vec<CheckReport>, Error> {
-    let policy = Policy::allow_all();
-    let mut checks = Vec::new();
-    let mut envelopes: Vec<Envelope> = Vec::new();
-
-    let expected = request.input_schema();
-    let declared = tool.input_schema().as_json();
-    if *declared == expected {
-        checks.push(CheckReport::passed("schema", None));
-    } else {
-        checks.push(CheckReport::failed(
-            "schema",
-            format!("expected the input schema {expected}, the tool declares {declared}"),
-        ));
-    }
-
-    let outcomes = run_cases(executor, tool, &request.tests, run_config, &policy).await?;
-    for outcome in outcomes {
-        let name = format!("test: {}", outcome.name);
-        checks.push(match &outcome.mismatch {
-            None => CheckReport::passed(&name, None),
-            Some(mismatch) => CheckReport::failed(&name, mismatch.clone()),
-        });
-        envelopes.push(outcome.envelope);
-    }
-
-    if let Some(missing) = request
-        .parameters
-        .iter()
-        .find(|parameter| parameter.required)
-    {
-        let mut arguments = request
-            .tests
-            .first()
-            .map(|case| case.input.clone())
-            .unwrap_or_default();
-        arguments.remove(&missing.name);
-        let envelope = invoke(
-            executor,
-            tool,
-            &Value::Object(arguments),
-            run_config,
-            &policy,
-        )
-        .await?;
-        checks.push(match envelope.error_code() {
-            Some(ErrorCode::InvalidParams) => CheckReport::passed(
-                "missing_required",
-                Some(format!(
-                    "a call without `{}` is INVALID_PARAMS",
-                    missing.name
-                )),
-            ),
-            _ => CheckReport::failed(
-                "missing_required",
-                format!(
-                    "a call without `{}` should be INVALID_PARAMS, got {}",
-                    missing.name,
-                    serde_json::to_string(&envelope).unwrap_or_default()
-                ),
-            ),
-        });
-        envelopes.push(envelope);
-    }
-
-    let leftovers: u64 = envelopes
-        .iter()
-        .filter_map(|envelope| envelope.metadata.leftovers_killed)
-        .sum();
-    checks.push(if leftovers == 0 {
-        CheckReport::passed("no_leftovers", None)
-    } else {
-        CheckReport::failed(
-            "no_leftovers",
-            format!("the tool left {leftovers} process(es) running after it ended (killed)"),
-        )
-    });
-
-    let wanted = if request.requires_network {
-        "allow"
-    } else {
-        "deny"
-    };
-    let applied: Vec<&str> = envelopes
-        .iter()
-        .filter_map(|envelope| envelope.metadata.sandbox.as_ref())
-        .map(|sandbox| sandbox.network)
-        .collect();
-    checks.push(
-        if !applied.is_empty() && applied.iter().all(|network| *network == wanted) {
-            CheckReport::passed("network", Some(format!("network {wanted} in every run")))
-        } else {
-            CheckReport::failed(
-                "network",
-                format!(
-                    "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}",
-                    request.requires_network
-                ),
-            )
-        },
-    );
-    Ok(checks)
 }
 
 /// Restores version `to` (default: the one before the latest) of `name` as a new version,
@@ -744,187 +547,16 @@ fn request_json(request: &Request) -> Value {
     })
 }
 
-/// The files in `dir` that would provide the tool `name`, in any format.
-fn tool_files(dir: &Path, name: &ToolName) -> Vec<PathBuf> {
-    let name = name.as_str();
-    let dashed = name.replace('_', "-");
-    let mut files = vec![
-        dir.join(name),
-        dir.join(format!("{name}.md")),
-        dir.join(format!("{name}-tool")),
-    ];
-    if dashed != name {
-        files.push(dir.join(&dashed));
-        files.push(dir.join(format!("{dashed}.md")));
-        files.push(dir.join(format!("{dashed}-tool")));
-    }
-    files
-}
-
-/// Moves the staged file into `tools_dir` with one `rename` (atomic: a reader sees the old
-/// file or the new one), then removes the tool's files of other formats.
-fn install(
-    tools_dir: &Path,
-    name: &ToolName,
-    staged: &Path,
-    rendered: &RenderedTool,
-) -> Result<PathBuf, Error> {
-    let target = tools_dir.join(&rendered.file_name);
-    fs::rename(staged, &target).map_err(|source| Error::Io {
-        path: target.clone(),
-        source,
-    })?;
-    for other in tool_files(tools_dir, name) {
-        if other != target && other.exists() {
-            fs::remove_file(&other).map_err(|source| Error::Io {
-                path: other.clone(),
-                source,
-            })?;
-        }
-    }
-    Ok(target)
-}
-
-fn write_new_dir(dir: &Path) -> Result<(), Error> {
-    fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    })
-}
-
-/// Writes a new file (never replacing one) with the tool's mode, and waits until it is on
-/// the disk.
-fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
-    write_unsynced(path, rendered)?;
-    sync_file(path)
-}
-
-/// Writes a new file (never replacing one) with the tool's mode, without waiting for it to
-/// reach the disk: the pipeline syncs it ([`sync_file`]) while the checks run.
-fn write_unsynced(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
-    let io_error = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(io_error)?;
-    file.write_all(rendered.contents.as_bytes())
-        .map_err(io_error)?;
-    let mode = if rendered.executable { 0o755 } else { 0o644 };
-    file.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(io_error)
-}
-
-/// Waits until the file at `path` is on the disk, through a read-only descriptor: a
-/// writable one, held while a process is spawned, would make the file busy for `execve`.
-fn sync_file(path: &Path) -> Result<(), Error> {
-    fs::File::open(path)
-        .and_then(|file| file.sync_all())
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
-/// A staging directory inside the tools directory (so the final `rename` stays on one
-/// filesystem), hidden from discovery, removed on drop with everything in it, along with
-/// the directories it created.
-struct Staging {
-    dir: PathBuf,
-    created: Vec<PathBuf>,
-    /// Set when the staging directory is removed, for a blocking task that may still be
-    /// writing in it (see [`Staging::sweeper`]).
-    removed: Arc<AtomicBool>,
-}
-
-/// The staging area's name inside the tools directory.
-const STAGING_DIR: &str = ".staging";
-
-impl Staging {
-    fn create(tools_dir: &Path, name: &ToolName) -> Result<Staging, Error> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let area = tools_dir.join(STAGING_DIR);
-        // The directories this creates, innermost first, to remove again when left empty.
-        let created: Vec<PathBuf> = area
-            .ancestors()
-            .take_while(|dir| !dir.exists())
-            .map(Path::to_path_buf)
-            .collect();
-        fs::create_dir_all(&area).map_err(|source| Error::Io {
-            path: area.clone(),
-            source,
-        })?;
-        let dir = area.join(format!(
-            "{}-{}-{}",
-            name.as_str(),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        fs::create_dir(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        Ok(Staging {
-            dir,
-            created,
-            removed: Arc::new(AtomicBool::new(false)),
-        })
-    }
-
-    /// For a blocking task writing inside the staging directory: the pipeline awaits it
-    /// before dropping the staging directory, but a cancelled generation (an MCP client
-    /// that gave up) drops it at once, maybe while the task still writes. The task calls the
-    /// sweeper when done, which then removes what the drop could not.
-    fn sweeper(&self) -> impl FnOnce() + Send + 'static {
-        let removed = Arc::clone(&self.removed);
-        let dir = self.dir.clone();
-        let created = self.created.clone();
-        move || {
-            if removed.load(Ordering::SeqCst) {
-                remove_staging(&dir, &created);
-            }
-        }
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        self.removed.store(true, Ordering::SeqCst);
-        remove_staging(&self.dir, &self.created);
-    }
-}
-
-/// Removes a staging directory; the staging area itself goes when empty, and so do the
-/// tools directory and its parents when this run created them and left nothing in them (a
-/// rejected first request).
-fn remove_staging(dir: &Path, created: &[PathBuf]) {
-    match fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => {
-            tracing::warn!(dir = %dir.display(), %error, "cannot remove a staging directory");
-        }
-    }
-    if let Some(area) = dir.parent() {
-        let _empty_or_busy = fs::remove_dir(area);
-    }
-    for dir in created {
-        let _not_empty = fs::remove_dir(dir);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use serde_json::json;
     use toolsmith_executor::{BackendChoice, ExecutorConfig, Limits, filtered_env};
-    use toolsmith_registry::SandboxSettings;
+    use toolsmith_registry::{SandboxSettings, load_answered};
 
     use super::*;
+    use crate::staged_checks::{configured, described_difference, discover_staged};
 
     struct Staged {
         _temp: tempfile::TempDir,
