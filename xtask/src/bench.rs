@@ -27,6 +27,7 @@ use toolsmith_executor::{
 };
 
 use crate::CheckFailed;
+use crate::measure::{Stats, micros, render_table, settle};
 
 /// The trivial program every variant runs.
 const PROGRAM: &str = "/bin/true";
@@ -445,81 +446,6 @@ fn std_batch(
     Ok(())
 }
 
-pub(crate) fn micros(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e6
-}
-
-/// The longest [`settle`] waits.
-const SETTLE_BUDGET: Duration = Duration::from_secs(2);
-
-/// One look of [`settle`] at the machine's CPU time.
-const SETTLE_WINDOW: Duration = Duration::from_millis(50);
-
-/// Waits until the machine is idle: every core at least 90% idle over a 50 ms window (the
-/// deferred work of the last batch is done), or [`SETTLE_BUDGET`] has passed (a machine
-/// busy with other work; the bench then measures in it, as before).
-pub(crate) fn settle() {
-    let deadline = Instant::now() + SETTLE_BUDGET;
-    while Instant::now() < deadline {
-        let Some(before) = cpu_times() else { return };
-        std::thread::sleep(SETTLE_WINDOW);
-        let Some(after) = cpu_times() else { return };
-        let (busy, total) = (after.0 - before.0, after.1 - before.1);
-        if total > 0 && busy * 10 <= total {
-            return;
-        }
-    }
-}
-
-/// The busy and total CPU time of every core, in clock ticks, from `/proc/stat`.
-fn cpu_times() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .map(|field| field.parse().unwrap_or(0))
-        .collect();
-    // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
-    Some((total - idle, total))
-}
-
-/// The distribution of one variant's call durations, in µs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Stats {
-    pub(crate) median: f64,
-    pub(crate) p90: f64,
-    pub(crate) p99: f64,
-}
-
-impl Stats {
-    pub(crate) fn of(samples: &[f64]) -> Stats {
-        let mut sorted = samples.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        Stats {
-            median: percentile(&sorted, 0.50),
-            p90: percentile(&sorted, 0.90),
-            p99: percentile(&sorted, 0.99),
-        }
-    }
-}
-
-/// Linear interpolation between the closest ranks of `sorted` (numpy's default method).
-fn percentile(sorted: &[f64], fraction: f64) -> f64 {
-    let Some(&last) = sorted.last() else {
-        return f64::NAN;
-    };
-    let rank = fraction * (sorted.len() - 1) as f64;
-    let below = rank.floor() as usize;
-    let Some(&above_value) = sorted.get(below + 1) else {
-        return last;
-    };
-    sorted[below] + (above_value - sorted[below]) * (rank - below as f64)
-}
-
 /// One row of the report.
 struct Row {
     variant: Variant,
@@ -815,80 +741,9 @@ fn render_report(
     report
 }
 
-/// A markdown table: the first `n_text_columns` columns left-aligned, the rest (numbers)
-/// right-aligned.
-pub(crate) fn render_table<const N: usize>(
-    header: &[String],
-    rows: &[[String; N]],
-    n_text_columns: usize,
-) -> String {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|column| {
-            rows.iter()
-                .map(|cells| cells[column].chars().count())
-                .chain([header[column].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let render_line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(column, (cell, &width))| {
-                if column < n_text_columns {
-                    format!("{cell:<width$}")
-                } else {
-                    format!("{cell:>width$}")
-                }
-            })
-            .collect();
-        format!("| {} |", padded.join(" | "))
-    };
-    let rule: Vec<String> = widths
-        .iter()
-        .enumerate()
-        .map(|(column, &width)| {
-            if column < n_text_columns {
-                "-".repeat(width)
-            } else {
-                format!("{}:", "-".repeat(width.saturating_sub(1)))
-            }
-        })
-        .collect();
-    let mut table = String::new();
-    // Writing to a String cannot fail.
-    let _ = writeln!(table, "{}", render_line(header));
-    let _ = writeln!(table, "| {} |", rule.join(" | "));
-    for cells in rows {
-        let _ = writeln!(table, "{}", render_line(cells));
-    }
-    table
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::bench::{BenchSettings, Stats, percentile};
-
-    fn check(samples: &[f64], expect: (f64, f64, f64)) {
-        let stats = Stats::of(samples);
-        assert_eq!(
-            (stats.median, stats.p90, stats.p99),
-            expect,
-            "samples: {samples:?}"
-        );
-    }
-
-    #[test]
-    fn stats() {
-        check(&[5.0], (5.0, 5.0, 5.0));
-        check(&[3.0, 1.0], (2.0, 2.8, 2.98));
-        check(&[4.0, 1.0, 3.0, 2.0, 5.0], (3.0, 4.6, 4.96));
-        let hundred_and_one: Vec<f64> = (0..=100).rev().map(f64::from).collect();
-        check(&hundred_and_one, (50.0, 90.0, 99.0));
-        assert!(percentile(&[], 0.5).is_nan());
-    }
+    use crate::bench::BenchSettings;
 
     #[test]
     fn settings() {

@@ -23,7 +23,7 @@ use toolsmith_registry::{
 };
 
 use crate::CheckFailed;
-use crate::bench::render_table;
+use crate::measure::{median, render_table};
 
 /// How many tools are discovered.
 const N_TOOLS: usize = 500;
@@ -98,14 +98,14 @@ pub(crate) fn measure(
     // Each measurement starts on a settled machine (`bench::settle`): a cold discovery's
     // deferred kernel work would otherwise slow the floor measured after it.
     for _ in 0..repetitions {
-        crate::bench::settle();
+        crate::measure::settle();
         floor.push(plain_spawns(&paths)? / n_cpus as f64);
         let _ignored = fs::remove_dir_all(&cache_dir);
-        crate::bench::settle();
+        crate::measure::settle();
         cold.push(timed_discovery(
             runtime, executor, &layers, &cache_dir, &config,
         )?);
-        crate::bench::settle();
+        crate::measure::settle();
         warm.push(timed_discovery(
             runtime, executor, &layers, &cache_dir, &config,
         )?);
@@ -255,15 +255,6 @@ fn timed_discovery(
     Ok(elapsed)
 }
 
-pub(crate) fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    match samples.len() {
-        0 => f64::NAN,
-        n_samples if n_samples % 2 == 1 => samples[n_samples / 2],
-        n_samples => (samples[n_samples / 2 - 1] + samples[n_samples / 2]) / 2.0,
-    }
-}
-
 impl DiscoveryReport {
     /// The section of the bench report, in the spawn table's style.
     pub(crate) fn render(&self) -> String {
@@ -304,22 +295,5 @@ impl DiscoveryReport {
             toolsmith_registry::SETTLE.as_millis(),
         ));
         report
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::discovery_bench::median;
-
-    fn check(samples: &[f64], expect: f64) {
-        let mut samples = samples.to_vec();
-        assert_eq!(median(&mut samples), expect, "{samples:?}");
-    }
-
-    #[test]
-    fn medians() {
-        check(&[3.0], 3.0);
-        check(&[4.0, 1.0, 3.0], 3.0);
-        check(&[4.0, 1.0, 3.0, 2.0], 2.5);
     }
 }

@@ -23,7 +23,7 @@ use toolsmith_generator::{GeneratorConfig, Status, generate};
 use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke_named};
 
 use crate::CheckFailed;
-use crate::bench::render_table;
+use crate::measure::render_table;
 
 /// The medians, in milliseconds.
 #[derive(Debug)]
@@ -133,8 +133,8 @@ pub(crate) fn measure(
     Ok(GenerateReport {
         repetitions,
         first_generate_ms: first_generate_ms.unwrap_or_default(),
-        generate_ms: crate::discovery_bench::median(&mut generate_samples),
-        test_case_ms: crate::discovery_bench::median(&mut test_case_samples),
+        generate_ms: crate::measure::median(&mut generate_samples),
+        test_case_ms: crate::measure::median(&mut test_case_samples),
     })
 }
 

@@ -21,7 +21,7 @@ use toolsmith_generator::{Request, render, templates};
 use toolsmith_registry::{Catalog, Policy, RunConfig, SandboxSettings, discover, invoke_named};
 
 use crate::CheckFailed;
-use crate::bench::render_table;
+use crate::measure::render_table;
 
 /// The input of every call, and the answer every tool must give.
 const INPUT: &str = "hello bench";
@@ -187,10 +187,10 @@ pub(crate) fn measure(
     let [generated_bash, hand_bash, generated_python, hand_python] = &mut samples;
     Ok(GeneratedReport {
         calls,
-        generated_bash_ms: crate::discovery_bench::median(generated_bash),
-        hand_bash_ms: crate::discovery_bench::median(hand_bash),
-        generated_python_ms: crate::discovery_bench::median(generated_python),
-        hand_python_ms: crate::discovery_bench::median(hand_python),
+        generated_bash_ms: crate::measure::median(generated_bash),
+        hand_bash_ms: crate::measure::median(hand_bash),
+        generated_python_ms: crate::measure::median(generated_python),
+        hand_python_ms: crate::measure::median(hand_python),
     })
 }
 

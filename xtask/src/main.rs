@@ -16,6 +16,7 @@ mod flags;
 mod generate_bench;
 mod generated_bench;
 mod mcp_bench;
+mod measure;
 mod new_tool;
 mod soak;
 mod tidy;

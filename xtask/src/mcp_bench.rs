@@ -26,7 +26,8 @@ use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_registry::SandboxSettings;
 
 use crate::CheckFailed;
-use crate::bench::{BenchSettings, Stats, micros, render_table};
+use crate::bench::BenchSettings;
+use crate::measure::{Stats, micros, render_table};
 
 /// The tool's name on disk and in its description.
 const TOOL: &str = "echo";
@@ -213,7 +214,7 @@ pub(crate) fn measure(
         let calls_this_round = n_calls / rounds + usize::from(round < n_calls % rounds);
         for offset in 0..CallPath::ALL.len() {
             let path_idx = (round + offset) % CallPath::ALL.len();
-            crate::bench::settle();
+            crate::measure::settle();
             match CallPath::ALL[path_idx] {
                 CallPath::Direct => direct_batch(calls_this_round, &mut samples[path_idx])?,
                 CallPath::Mcp => server.call_batch(calls_this_round, &mut samples[path_idx])?,
