@@ -170,13 +170,25 @@ impl TestContext {
             Err(_) => stdout,
         };
         let stderr = String::from_utf8_lossy(&output.stderr);
-        format!(
+        let rendered = format!(
             "exit_code: {}\n----- stdout -----\n{stdout}----- stderr -----\n{stderr}",
             output
                 .status
                 .code()
                 .map_or("signal".to_owned(), |code| code.to_string()),
-        )
+        );
+        // Escape characters made visible (`[ESC]`), so that a coloured snapshot is readable,
+        // and trailing spaces (clap pads blank help lines) removed.
+        let visible = rendered.replace('\u{1b}', "[ESC]");
+        let lines: Vec<&str> = visible.lines().map(str::trim_end).collect();
+        lines.join("\n") + "\n"
+    }
+
+    /// Adds a snapshot filter: `pattern` (a regex) becomes `replacement` in every snapshot
+    /// of this context.
+    pub(crate) fn add_filter(&mut self, pattern: &str, replacement: &str) {
+        self.filters
+            .push((pattern.to_owned(), replacement.to_owned()));
     }
 
     /// insta settings with this context's filters.
@@ -282,7 +294,8 @@ fn regex_escape(text: &str) -> String {
     escaped
 }
 
-/// Runs a command and asserts an inline snapshot of its exit code, stdout and stderr.
+/// Runs a command and asserts an inline snapshot of its exit code, stdout and stderr, with
+/// the context's filters: the one snapshot macro of the black-box tests.
 macro_rules! cli_snapshot {
     ($context:expr, $command:expr, @$snapshot:literal) => {{
         let rendered = $context.render($command);

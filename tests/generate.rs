@@ -29,27 +29,21 @@ fn write_request(context: &TestContext, request: &Value) {
     context.project_file("request.json", &request.to_string());
 }
 
-/// Commits are random; their hex is replaced.
-fn settings(context: &TestContext) -> insta::Settings {
-    let mut settings = context.insta_settings();
-    settings.add_filter(r"\b[0-9a-f]{40}\b", "[COMMIT]");
-    settings.add_filter(r"\b[0-9a-f]{12}\b", "[SHORT]");
-    settings.add_filter(r#""time": \d+"#, r#""time": "[TIME]""#);
-    settings
-}
-
-macro_rules! generate_snapshot {
-    ($context:expr, $command:expr, @$snapshot:literal) => {{
-        let rendered = $context.render($command);
-        settings(&$context).bind(|| insta::assert_snapshot!(rendered, @$snapshot));
-    }};
+/// A test context whose snapshots hide what is random in a generation: commits (their hex)
+/// and times.
+fn generate_context() -> TestContext {
+    let mut context = TestContext::new();
+    context.add_filter(r"\b[0-9a-f]{40}\b", "[COMMIT]");
+    context.add_filter(r"\b[0-9a-f]{12}\b", "[SHORT]");
+    context.add_filter(r#""time": \d+"#, r#""time": "[TIME]""#);
+    context
 }
 
 #[test]
 fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
-    let context = TestContext::new();
+    let context = generate_context();
     write_request(&context, &bash_request("forty-two", false));
-    generate_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
+    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
     exit_code: 0
     ----- stdout -----
     registered tell_answer version 1 at [TEMP]/project/.toolsmith/tools/tell_answer
@@ -89,7 +83,7 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
     "#);
 
     write_request(&context, &bash_request("forty-three", true));
-    generate_snapshot!(context, context.command().args(["generate", "--request", "-"]).stdin(std::fs::File::open(context.project.join("request.json")).unwrap()), @"
+    cli_snapshot!(context, context.command().args(["generate", "--request", "-"]).stdin(std::fs::File::open(context.project.join("request.json")).unwrap()), @"
     exit_code: 0
     ----- stdout -----
     registered tell_answer version 2 at [TEMP]/project/.toolsmith/tools/tell_answer
@@ -105,14 +99,14 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
     history commit [COMMIT]
     ----- stderr -----
     ");
-    generate_snapshot!(context, context.command().args(["history", "tell_answer"]), @"
+    cli_snapshot!(context, context.command().args(["history", "tell_answer"]), @"
     exit_code: 0
     ----- stdout -----
     v1  [SHORT]  tell_answer v1: registered from a custom_tool request
     v2  [SHORT]  tell_answer v2: replaced from a custom_tool request
     ----- stderr -----
     ");
-    generate_snapshot!(context, context.command().args(["rollback", "tell_answer", "--to", "1"]), @"
+    cli_snapshot!(context, context.command().args(["rollback", "tell_answer", "--to", "1"]), @"
     exit_code: 0
     ----- stdout -----
     tell_answer is now version 3 (tell_answer v3: rollback to v1)
@@ -125,7 +119,7 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
     1 case, 0 failed
     ----- stderr -----
     ");
-    generate_snapshot!(context, context.command().args(["history", "custom_tool_tell_answer", "--json"]), @r#"
+    cli_snapshot!(context, context.command().args(["history", "custom_tool_tell_answer", "--json"]), @r#"
     exit_code: 0
     ----- stdout -----
     {
@@ -156,7 +150,7 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
     }
     ----- stderr -----
     "#);
-    generate_snapshot!(context, context.command().args(["rollback", "tell_answer", "--to", "7"]), @"
+    cli_snapshot!(context, context.command().args(["rollback", "tell_answer", "--to", "7"]), @"
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
@@ -166,11 +160,11 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
 
 #[test]
 fn a_rejected_request_reports_the_failing_check_and_exits_1() {
-    let context = TestContext::new();
+    let context = generate_context();
     let mut request = bash_request("forty-two", false);
     request["implementation"] = json!("echo oops >&2\nexit 4");
     write_request(&context, &request);
-    generate_snapshot!(context, context.command().args(["generate", "--request", "request.json", "--json"]), @r#"
+    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json", "--json"]), @r#"
     exit_code: 1
     ----- stdout -----
     {
@@ -244,7 +238,7 @@ fn a_rejected_request_reports_the_failing_check_and_exits_1() {
 
 #[test]
 fn print_schema_prints_the_request_schema() {
-    let context = TestContext::new();
+    let context = generate_context();
     let output = context
         .command()
         .args(["generate", "--print-schema"])
@@ -258,7 +252,7 @@ fn print_schema_prints_the_request_schema() {
 
 #[test]
 fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
-    let context = TestContext::new();
+    let context = generate_context();
     for (name, lang) in [
         ("py_tool", "python"),
         ("sh_tool", "bash"),
@@ -370,7 +364,7 @@ fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
 
 #[test]
 fn test_runs_declared_tests_one_line_per_case() {
-    let context = TestContext::new();
+    let context = generate_context();
     std::fs::write(
         context.tools.join("shout.md"),
         "---\nname: shout\ndescription: Shouts.\nparameters:\n  word:\n    type: string\n    required: true\ntests:\n- name: shouts\n  input: {word: hi}\n  expect: {result: \"HI\"}\n- name: wrong on purpose\n  input: {word: hi}\n  expect: {result: \"hi\"}\n- input: {}\n  expect: {error_code: INVALID_PARAMS}\n---\nprintf '%s' {{ word }} | tr a-z A-Z\n",
@@ -511,7 +505,7 @@ fn call(name: &str, arguments: Value) -> CallToolRequestParams {
 /// calls the new tool.
 #[tokio::test]
 async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
-    let context = TestContext::new();
+    let context = generate_context();
     context.project_file(
         ".toolsmith/config.toml",
         &format!(

@@ -4,24 +4,6 @@ use std::process::Command;
 
 use crate::context::TestContext;
 
-/// Runs `command` and renders it like `cli_snapshot!`, with the escape codes
-/// made visible (`[ESC]`), so that a coloured snapshot is readable, and
-/// trailing spaces (clap pads blank help lines) removed.
-fn render_visible(context: &TestContext, command: &mut Command) -> String {
-    let rendered = context.render(command).replace('\u{1b}', "[ESC]");
-    let lines: Vec<&str> = rendered.lines().map(str::trim_end).collect();
-    lines.join("\n") + "\n"
-}
-
-macro_rules! visible_snapshot {
-    ($context:expr, $command:expr, @$snapshot:literal) => {{
-        let rendered = render_visible(&$context, $command);
-        $context
-            .insta_settings()
-            .bind(|| insta::assert_snapshot!(rendered, @$snapshot));
-    }};
-}
-
 #[test]
 fn help_without_color() {
     let context = TestContext::new();
@@ -75,7 +57,7 @@ fn help_without_color() {
 #[test]
 fn help_with_color() {
     let context = TestContext::new();
-    visible_snapshot!(context, context.command().args(["--color", "always", "run", "--help"]), @r#"
+    cli_snapshot!(context, context.command().args(["--color", "always", "run", "--help"]), @r#"
     exit_code: 0
     ----- stdout -----
     Call a tool and print its result envelope
@@ -208,7 +190,7 @@ fn list_without_color() {
 #[test]
 fn list_with_color() {
     let context = TestContext::new();
-    visible_snapshot!(context, context.with_examples().args(["--color", "always", "list"]), @"
+    cli_snapshot!(context, context.with_examples().args(["--color", "always", "list"]), @"
     exit_code: 0
     ----- stdout -----
     [ESC][1m[EXAMPLES]:[ESC][0m
@@ -275,7 +257,7 @@ fn show_without_color() {
 #[test]
 fn show_with_color() {
     let context = TestContext::new();
-    visible_snapshot!(context, context.with_examples().args(["--color", "always", "show", "word_count"]), @r#"
+    cli_snapshot!(context, context.with_examples().args(["--color", "always", "show", "word_count"]), @r#"
     exit_code: 0
     ----- stdout -----
     [ESC][1mname:[ESC][0m          [ESC][36mword_count[ESC][0m
@@ -448,12 +430,13 @@ fn doctor_with_a_problem_without_color() {
 #[test]
 fn doctor_with_color() {
     let context = TestContext::new();
-    let rendered = doctor_filters(render_visible(
-        &context,
-        context
-            .with_examples()
-            .args(["--color", "always", "doctor"]),
-    ));
+    let rendered = doctor_filters(
+        context.render(
+            context
+                .with_examples()
+                .args(["--color", "always", "doctor"]),
+        ),
+    );
     context
         .insta_settings()
         .bind(|| insta::assert_snapshot!(rendered, @r#"
@@ -598,14 +581,14 @@ fn errors_without_color() {
 #[test]
 fn errors_with_color() {
     let context = TestContext::new();
-    visible_snapshot!(context, context.with_examples().args(["--color", "always", "show", "word-counter"]), @r#"
+    cli_snapshot!(context, context.with_examples().args(["--color", "always", "show", "word-counter"]), @r#"
     exit_code: 1
     ----- stdout -----
     ----- stderr -----
     [ESC][1m[ESC][31merror:[ESC][0m no tool named "word-counter" in the tool directories
     [ESC][33mhint:[ESC][0m did you mean `word_count`?
     "#);
-    visible_snapshot!(context, context.with_examples().args(["--color", "always", "run", "hello", "--input", "[1,"]), @r#"
+    cli_snapshot!(context, context.with_examples().args(["--color", "always", "run", "hello", "--input", "[1,"]), @r#"
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
