@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 
 use crate::context::TestContext;
 use crate::leaks::{HostState, Window};
+use crate::processes::marked;
 
 const MARKER_VAR: &str = "HOSTILE_MARKER";
 
@@ -351,21 +352,6 @@ fn kill_marked(marker: &str) -> usize {
         std::thread::sleep(Duration::from_millis(50));
     }
     found
-}
-
-fn marked(marker: &str) -> Vec<u32> {
-    fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-        .filter(|pid| {
-            fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                environ
-                    .split(|&byte| byte == 0)
-                    .any(|entry| entry == marker.as_bytes())
-            })
-        })
-        .collect()
 }
 
 fn which(name: &str) -> Option<PathBuf> {

@@ -18,6 +18,7 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
 use crate::context::{TestContext, shell_tool};
+use crate::processes::{descendants, marked};
 use crate::serve::{
     LINGER_PATIENCE, Session, call, connect_to_child, legacy, meta, open_fds, pooled_leaf, text,
 };
@@ -216,7 +217,7 @@ impl Footprint {
             leaves,
             threads: field("Threads:"),
             rss_kb: field("VmRSS:"),
-            descendants: descendants(pid).len(),
+            descendants: descendants(pid, &prepared_inits(pid)).len(),
             prepared: prepared_inits(pid).len(),
         }
     }
@@ -275,7 +276,7 @@ pub(crate) fn prepared_inits(pid: u32) -> Vec<u32> {
 /// and none of the rest.
 pub(crate) async fn settle_prepared(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(2);
-    while (prepared_inits(pid).is_empty() || !descendants(pid).is_empty())
+    while (prepared_inits(pid).is_empty() || !descendants(pid, &prepared_inits(pid)).is_empty())
         && Instant::now() < deadline
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -303,67 +304,6 @@ pub(crate) async fn footprint_at_rest(pid: u32) -> Footprint {
     }
 }
 
-/// Live (not zombie) processes whose ancestry includes `pid`, its prepared inits excepted.
-pub(crate) fn descendants(pid: u32) -> Vec<u32> {
-    let inits = prepared_inits(pid);
-    let mut parents = BTreeMap::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(child) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        let fields: Vec<&str> = stat[stat.rfind(')').map_or(0, |at| at + 1)..]
-            .split_whitespace()
-            .collect();
-        if fields.first() == Some(&"Z") {
-            continue;
-        }
-        if let Some(parent) = fields.get(1).and_then(|parent| parent.parse::<u32>().ok()) {
-            parents.insert(child, parent);
-        }
-    }
-    parents
-        .keys()
-        .copied()
-        .filter(|candidate| !inits.contains(candidate))
-        .filter(|&candidate| {
-            let mut current = candidate;
-            for _ in 0..64 {
-                match parents.get(&current) {
-                    Some(&parent) if parent == pid => return true,
-                    Some(&parent) if parent > 1 => current = parent,
-                    _ => return false,
-                }
-            }
-            false
-        })
-        .collect()
-}
-
-/// Live processes carrying `LOAD_MARKER=marker` in their environment (a setsid child that
-/// escaped the server's tree would still carry it).
-pub(crate) fn marked(marker: &str) -> usize {
-    let needle = format!("{LOAD_MARKER}={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                environ
-                    .split(|&byte| byte == 0)
-                    .any(|entry| entry == needle.as_bytes())
-            })
-        })
-        .count()
-}
-
 /// Polls until the server's footprint is back to `baseline`, failing after `LINGER_PATIENCE`.
 pub(crate) async fn settle(pid: u32, baseline: &Footprint, max_leaves: usize) -> Footprint {
     let deadline = Instant::now() + LINGER_PATIENCE;
@@ -384,11 +324,11 @@ pub(crate) async fn settle(pid: u32, baseline: &Footprint, max_leaves: usize) ->
 /// Waits until no process of the server's tree is alive, so a baseline counts none.
 pub(crate) async fn quiet(pid: u32) {
     let deadline = Instant::now() + LINGER_PATIENCE;
-    while !descendants(pid).is_empty() {
+    while !descendants(pid, &prepared_inits(pid)).is_empty() {
         assert!(
             Instant::now() < deadline,
             "{:?} never ended",
-            descendants(pid)
+            descendants(pid, &prepared_inits(pid))
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -420,7 +360,11 @@ async fn a_thousand_mixed_calls_with_64_in_flight() {
     drive(&session, 200..1200).await;
     let elapsed = started.elapsed();
     let after = settle(pid, &baseline, MAX_CONCURRENT).await;
-    assert_eq!(marked(&marker), 0, "tool processes outlived their calls");
+    assert_eq!(
+        marked(&format!("{LOAD_MARKER}={marker}")),
+        [] as [u32; 0],
+        "tool processes outlived their calls"
+    );
     eprintln!(
         "load: 1000 calls, {IN_FLIGHT} in flight, in {elapsed:?}; baseline {baseline:?}; after {after:?}"
     );
@@ -471,7 +415,11 @@ async fn soak_sequential_calls() {
     );
     // Sequential calls do not grow the pool of leaves beyond its warm-up size.
     let after = settle(pid, &baseline, 1).await;
-    assert_eq!(marked(&marker), 0, "tool processes outlived their calls");
+    assert_eq!(
+        marked(&format!("{LOAD_MARKER}={marker}")),
+        [] as [u32; 0],
+        "tool processes outlived their calls"
+    );
     eprintln!(
         "soak: {soak_calls} sequential calls in {elapsed:?}; RSS at every fifth {samples:?} kB; baseline {baseline:?}; after {after:?}"
     );

@@ -20,6 +20,7 @@ mod manifest;
 mod mounts;
 mod policy;
 mod probes;
+mod processes;
 mod run;
 mod sandbox;
 mod scale;

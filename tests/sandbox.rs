@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::context::{TestContext, shell_tool};
 use crate::leaks::{HostState, Window};
+use crate::processes::marked;
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -388,31 +389,6 @@ fn tools_cannot_read_toolsmiths_environment() {
     assert_eq!(blanked["metadata"]["sandbox"]["pid_namespace"], false);
 }
 
-/// Pids of live processes whose initial environment holds `marker`.
-fn marked(marker: &str) -> Vec<i32> {
-    let needle = marker.as_bytes();
-    fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|environ| environ.windows(needle.len()).any(|window| window == needle))
-        })
-        .filter(|pid| {
-            // Zombies have released their memory and are not running.
-            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                !stat
-                    .rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-        })
-        .collect()
-}
-
 /// The directory the cgroup backend creates its executors' directories in, from `doctor`.
 fn cgroup_base(context: &TestContext) -> Option<PathBuf> {
     let output = context
@@ -485,7 +461,7 @@ fn executor_sigkilled_mid_call_takes_its_tools_along_and_a_restart_cleans_up() {
     let took = killed_at.elapsed();
     for pid in &survivors {
         // SAFETY: these pids carry this test's marker; a failing test leaves nothing behind.
-        unsafe { libc::kill(*pid, libc::SIGKILL) };
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
     }
     assert!(
         survivors.is_empty(),

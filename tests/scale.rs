@@ -22,7 +22,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool};
-use crate::serve::{PATIENCE, alive, call, host_pids, legacy, modern, pids_line, text};
+use crate::processes::{alive, parent_of};
+use crate::serve::{PATIENCE, call, host_pids, legacy, modern, pids_line, text};
 
 /// A request for a bash tool `name` that prints `answer`.
 fn request(name: &str, answer: &str) -> Value {
@@ -595,17 +596,6 @@ impl Drop for Balancer {
     }
 }
 
-/// The pid of `pid`'s parent.
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// Which of `replicas` (by pid) `pid` descends from.
 fn owning_replica(pid: u32, replicas: &[u32]) -> Option<u32> {
     let mut current = pid;
@@ -794,7 +784,7 @@ async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
         .filter(|(owner, _)| *owner == victim_pid)
         .flat_map(|(_, pids)| pids)
         .collect();
-    while victims_pids.iter().any(|pid| alive(pid)) {
+    while victims_pids.iter().any(alive) {
         assert!(Instant::now() < deadline, "left behind: {victims_pids:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

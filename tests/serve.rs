@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, ikigai_tool, shell_tool, write_executable};
+use crate::processes::alive;
 
 /// How long a test waits for something the server should do promptly.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
@@ -292,13 +293,23 @@ async fn modern_session_lists_calls_and_listens() {
         .unwrap();
     assert_eq!(stats.structured_content, Some(json!({"count": 3})));
 
+    a_new_tool_is_announced_and_answers(&context, &session).await;
+    session.cancel().await.unwrap();
+}
+
+/// Subscribes `session` to list changes, installs a tool, and checks that the notification
+/// comes, the list holds the new tool and it answers.
+pub(crate) async fn a_new_tool_is_announced_and_answers<H: ClientHandler>(
+    context: &TestContext,
+    session: &RunningService<RoleClient, H>,
+) {
     let mut subscription = session
         .listen(SubscriptionFilter::builder().tools_list_changed().build())
         .await
         .unwrap();
     assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
     install(
-        &context,
+        context,
         "fresh",
         &shell_tool("fresh", r#"{"type": "object"}"#, "echo new"),
     );
@@ -321,7 +332,6 @@ async fn modern_session_lists_calls_and_listens() {
         .await
         .unwrap();
     assert_eq!(text(&fresh), "new");
-    session.cancel().await.unwrap();
 }
 
 /// The shell snippet a fixture tool uses to write its own pid namespace, then `pids`.
@@ -368,17 +378,6 @@ pub(crate) fn host_pids(line: &str) -> Vec<String> {
                 .unwrap_or_else(|| panic!("no process {wanted} in {namespace}"))
         })
         .collect()
-}
-
-/// Whether `pid` is a live process (a zombie is not).
-pub(crate) fn alive(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z')
-        }
-        Err(_) => false,
-    }
 }
 
 /// `serve` lists exactly what `export --format mcp` prints, hints included: both come from one
@@ -435,7 +434,7 @@ pub(crate) async fn slow_tool_pids(context: &TestContext) -> Vec<String> {
     let written = wait_for_file(&file).await;
     let pids = host_pids(&written);
     assert_eq!(pids.len(), 2, "{written:?}");
-    assert!(pids.iter().all(|pid| alive(pid)), "{pids:?}");
+    assert!(pids.iter().all(alive), "{pids:?}");
     std::fs::remove_file(&file).unwrap();
     pids
 }
@@ -443,7 +442,7 @@ pub(crate) async fn slow_tool_pids(context: &TestContext) -> Vec<String> {
 /// Waits (a bound on liveness) until none of `pids` is alive.
 pub(crate) async fn wait_until_gone(pids: &[String]) {
     let deadline = Instant::now() + PATIENCE;
-    while pids.iter().any(|pid| alive(pid)) {
+    while pids.iter().any(alive) {
         assert!(Instant::now() < deadline, "still alive: {pids:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestParamsMeta,
-    ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService, ServiceError,
@@ -23,10 +22,12 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
-use crate::load::{LOAD_MARKER, footprint_at_rest, marked, quiet, settle};
+use crate::load::{LOAD_MARKER, footprint_at_rest, quiet, settle};
+use crate::processes::marked;
 use crate::serve::{
-    PATIENCE, call, cancelled_call_leaves_no_process, counter_tool, fixtures, host_pids, install,
-    legacy, meta, modern, pids_line, slow_tool, slow_tool_pids, text, wait_until_gone,
+    PATIENCE, a_new_tool_is_announced_and_answers, call, cancelled_call_leaves_no_process,
+    counter_tool, fixtures, host_pids, install, legacy, meta, modern, pids_line, slow_tool,
+    slow_tool_pids, text, wait_until_gone,
 };
 
 /// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
@@ -414,33 +415,7 @@ async fn http_modern_requests_list_call_and_listen() {
         ProtocolVersion::V_2026_07_28
     );
     lists_and_calls(&session).await;
-    let mut subscription = session
-        .listen(SubscriptionFilter::builder().tools_list_changed().build())
-        .await
-        .unwrap();
-    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
-    install(
-        &context,
-        "fresh",
-        &shell_tool("fresh", r#"{"type": "object"}"#, "echo new"),
-    );
-    let notification = tokio::time::timeout(PATIENCE, subscription.next())
-        .await
-        .expect("no list_changed on the subscription")
-        .unwrap()
-        .unwrap();
-    assert!(
-        matches!(
-            notification,
-            ServerNotification::ToolListChangedNotification(_)
-        ),
-        "{notification:?}"
-    );
-    let fresh = session
-        .call_tool(call("custom_tool_fresh", json!({})))
-        .await
-        .unwrap();
-    assert_eq!(text(&fresh), "new");
+    a_new_tool_is_announced_and_answers(&context, &session).await;
     session.cancel().await.unwrap();
 }
 
@@ -1307,7 +1282,11 @@ async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
     drive_http_load(&server, 200..1200).await;
     let elapsed = started.elapsed();
     let after = settle(pid, &baseline, LOAD_MAX_CONCURRENT).await;
-    assert_eq!(marked(&marker), 0, "tool processes outlived their calls");
+    assert_eq!(
+        marked(&format!("{LOAD_MARKER}={marker}")),
+        [] as [u32; 0],
+        "tool processes outlived their calls"
+    );
     #[expect(
         clippy::print_stderr,
         reason = "the figures a load test measured are worth seeing"
