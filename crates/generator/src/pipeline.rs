@@ -132,7 +132,7 @@ pub async fn generate(
     let _serialized = PIPELINE.lock().await;
     let (request, mut checks) = match checked_request(request, existing, config) {
         Ok(checked) => checked,
-        Err(rejected) => return Ok(rejected),
+        Err(rejected) => return Ok(*rejected),
     };
     let name = request.name.clone();
     let exposed = Some(name.exposed());
@@ -220,7 +220,7 @@ fn checked_request(
     request: &Value,
     existing: &Catalog,
     config: &GeneratorConfig,
-) -> Result<(Request, Vec<CheckReport>), Report> {
+) -> Result<(Request, Vec<CheckReport>), Box<Report>> {
     let requested_name = request
         .get("name")
         .and_then(Value::as_str)
@@ -229,11 +229,11 @@ fn checked_request(
     let request = match Request::from_json(request) {
         Ok(request) => request,
         Err(error) => {
-            return Err(Report::rejected(
+            return Err(Box::new(Report::rejected(
                 requested_name,
                 None,
                 vec![CheckReport::failed("request", error_chain(&error))],
-            ));
+            )));
         }
     };
     let name = &request.name;
@@ -255,11 +255,11 @@ fn checked_request(
                     path.display()
                 ),
             ));
-            return Err(Report::rejected(
+            return Err(Box::new(Report::rejected(
                 name.as_str().to_owned(),
                 Some(name.exposed()),
                 checks,
-            ));
+            )));
         }
         (Some(path), true) => checks.push(CheckReport::passed(
             "name",
