@@ -222,10 +222,15 @@ impl Footprint {
         }
     }
 
-    /// Nothing held beyond `baseline` but what is reused: fds exactly as before, threads at
-    /// most as before (tokio retires idle blocking threads after 10 s), the leaf pool at most
-    /// one leaf per concurrent run, the resident set within `RSS_SLACK_KB`, no process left.
-    fn back_to(&self, baseline: &Footprint, max_leaves: usize) -> bool {
+    /// Nothing held beyond `baseline` but what is reused rather than leaked:
+    /// - other fds: exactly as many as before;
+    /// - threads: at most as many as before (tokio retires idle blocking threads after 10 s,
+    ///   so one the warm-up used may retire while the counts are polled);
+    /// - the executor keeps an emptied cgroup leaf open for the next run instead of
+    ///   recreating it, so concurrent calls grow its pool to at most one leaf per concurrent
+    ///   run (`max_leaves`), each holding as many fds as the warm-up's;
+    /// - as many sandboxes prepared as before.
+    pub(crate) fn holds_only_reused(&self, baseline: &Footprint, max_leaves: usize) -> bool {
         let fds_per_leaf = baseline.leaves.values().next().copied();
         self.fds == baseline.fds
             && self.threads <= baseline.threads
@@ -234,9 +239,15 @@ impl Footprint {
                 .leaves
                 .values()
                 .all(|&n_fds| Some(n_fds) == fds_per_leaf)
+            && self.prepared == baseline.prepared
+    }
+
+    /// [`Footprint::holds_only_reused`], the resident set within `RSS_SLACK_KB` and no
+    /// process left below the server.
+    fn back_to(&self, baseline: &Footprint, max_leaves: usize) -> bool {
+        self.holds_only_reused(baseline, max_leaves)
             && self.rss_kb <= baseline.rss_kb + RSS_SLACK_KB
             && self.descendants == 0
-            && self.prepared == baseline.prepared
     }
 }
 

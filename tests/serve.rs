@@ -1,6 +1,5 @@
 //! `toolsmith serve`: driven end to end by rmcp's client (an MCP client this project did not write), in both protocol eras.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, ikigai_tool, shell_tool, write_executable};
+use crate::load::Footprint;
 use crate::processes::alive;
 
 /// How long a test waits for something the server should do promptly.
@@ -526,7 +526,7 @@ async fn two_hundred_concurrent_calls_are_all_answered() {
     // Taken once the runtime has started the threads that a session and a call need, since it
     // starts them lazily, and once the server keeps a sandbox prepared for the next call.
     crate::load::settle_prepared(server_pid).await;
-    let baseline = Resources::of(server_pid);
+    let baseline = Footprint::of(server_pid);
     let peer = Arc::new(session.peer().clone());
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..200_u64 {
@@ -552,15 +552,15 @@ async fn two_hundred_concurrent_calls_are_all_answered() {
     // threads linger for 10 s after their last use, so the counts are polled for up to
     // `LINGER_PATIENCE`: a bound on liveness, not a claim about speed.
     let deadline = Instant::now() + LINGER_PATIENCE;
-    let mut now = Resources::of(server_pid);
-    while !now.back_to(&baseline) {
+    let mut now = Footprint::of(server_pid);
+    while !now.holds_only_reused(&baseline, MAX_CONCURRENT) {
         assert!(
             Instant::now() < deadline,
             "the server holds {now:?} after all answers, against {baseline:?} before the calls; its fds: {}",
             open_fds(server_pid)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-        now = Resources::of(server_pid);
+        now = Footprint::of(server_pid);
     }
     session.cancel().await.unwrap();
 }
@@ -570,71 +570,6 @@ pub(crate) const LINGER_PATIENCE: Duration = Duration::from_secs(15);
 
 /// The server's limit on concurrent runs in the test that counts its resources.
 const MAX_CONCURRENT: usize = 8;
-
-/// What a process holds that a leak would make grow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Resources {
-    /// Entries of `/proc/<pid>/fd`, except the files of the executor's pooled cgroup leaves.
-    fds: usize,
-    /// The pooled cgroup leaves (`run-N`) and how many fds each holds open (its files in
-    /// every cgroup hierarchy).
-    leaves: BTreeMap<String, usize>,
-    /// `Threads:` of `/proc/<pid>/status`.
-    threads: usize,
-    /// The sandboxes kept prepared (`crate::load::prepared_inits`).
-    prepared: usize,
-}
-
-impl Resources {
-    fn of(pid: u32) -> Resources {
-        let mut fds = 0;
-        let mut leaves = BTreeMap::new();
-        for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
-            // An fd closed between the listing and the readlink no longer counts.
-            let Ok(target) = std::fs::read_link(entry.unwrap().path()) else {
-                continue;
-            };
-            match pooled_leaf(&target, pid) {
-                Some(leaf) => *leaves.entry(leaf).or_insert(0) += 1,
-                None => fds += 1,
-            }
-        }
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let threads = status
-            .lines()
-            .find_map(|line| line.strip_prefix("Threads:"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        Resources {
-            fds,
-            leaves,
-            threads,
-            prepared: crate::load::prepared_inits(pid).len(),
-        }
-    }
-
-    /// Whether nothing is held beyond `baseline`, but for what is reused rather than leaked.
-    ///
-    /// - Other fds: exactly as many as before.
-    /// - Threads: at most as many as before. Fewer is fine: a blocking thread that the
-    ///   warm-up used may retire while the counts are polled.
-    /// - The executor keeps an emptied cgroup leaf open for the next run instead of
-    ///   recreating it, so 200 concurrent calls grow its pool from the warm-up's one leaf to
-    ///   at most one per concurrent run. Each leaf holds as many fds as the warm-up's.
-    fn back_to(&self, baseline: &Resources) -> bool {
-        let fds_per_leaf = baseline.leaves.values().next().copied();
-        self.fds == baseline.fds
-            && self.prepared == baseline.prepared
-            && self.threads <= baseline.threads
-            && self.leaves.len() <= MAX_CONCURRENT.max(baseline.leaves.len())
-            && self
-                .leaves
-                .values()
-                .all(|&n_fds| Some(n_fds) == fds_per_leaf)
-    }
-}
 
 /// `run-N` if `target` is a file of a leaf of the executor of process `pid`
 /// (`…/toolsmith-<pid>-<n>/run-N/cgroup.procs`): a pooled leaf keeps its `cgroup.procs` and
