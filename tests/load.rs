@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::CallToolResult;
+use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
 use crate::context::{TestContext, shell_tool};
@@ -38,34 +39,59 @@ pub(crate) const LOAD_MARKER: &str = "TOOLSMITH_LOAD_MARKER";
 /// exceed this.
 const RSS_SLACK_KB: u64 = 8 * 1024;
 
-fn fixtures(context: &TestContext, marker: &str) -> std::path::PathBuf {
-    let schema =
-        r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#;
+/// The schema of the load tests' tools: one integer `n`.
+pub(crate) const NUMBER_SCHEMA: &str =
+    r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#;
+
+/// Installs a shell tool `name` that reads its argument `n` into `$n`, then runs `script`.
+pub(crate) fn number_tool(context: &TestContext, name: &str, script: &str) {
     let read_n = r#"n=$(sed 's/[^0-9]//g')"#;
     context.tool(
-        "fast",
-        &shell_tool(
-            "fast",
-            schema,
-            &format!(r#"{read_n}; echo "{{\"n\": $n}}""#),
-        ),
+        name,
+        &shell_tool(name, NUMBER_SCHEMA, &format!("{read_n}; {script}")),
     );
-    context.tool(
-        "slow",
-        &shell_tool(
-            "slow",
-            schema,
-            &format!(r#"{read_n}; sleep 0.2; echo "{{\"n\": $n}}""#),
-        ),
-    );
-    context.tool(
-        "failing",
-        &shell_tool(
-            "failing",
-            schema,
-            &format!(r#"{read_n}; echo "failed $n" >&2; exit 3"#),
-        ),
-    );
+}
+
+/// Sends a call of `tool_of(n)` with `{"n": n}` for every `n` of `numbers` over `peer`,
+/// `in_flight` at a time, checks each answer with `check`, and returns the numbers answered.
+pub(crate) async fn drive_calls(
+    peer: Arc<Peer<RoleClient>>,
+    numbers: impl Iterator<Item = u64>,
+    in_flight: usize,
+    tool_of: fn(u64) -> &'static str,
+    check: fn(u64, &CallToolResult),
+) -> Vec<u64> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(in_flight));
+    let mut calls = tokio::task::JoinSet::new();
+    for n in numbers {
+        let peer = Arc::clone(&peer);
+        let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
+        calls.spawn(async move {
+            let result = peer
+                .call_tool(call(
+                    &format!("custom_tool_{}", tool_of(n)),
+                    json!({"n": n}),
+                ))
+                .await
+                .unwrap_or_else(|error| panic!("call {n} failed: {error}"));
+            drop(permit);
+            (n, result)
+        });
+    }
+    let mut answered = Vec::new();
+    while let Some(joined) = calls.join_next().await {
+        let (n, result) = joined.unwrap();
+        check(n, &result);
+        answered.push(n);
+    }
+    answered
+}
+
+fn fixtures(context: &TestContext, marker: &str) -> std::path::PathBuf {
+    number_tool(context, "fast", r#"echo "{\"n\": $n}""#);
+    number_tool(context, "slow", r#"sleep 0.2; echo "{\"n\": $n}""#);
+    number_tool(context, "failing", r#"echo "failed $n" >&2; exit 3"#);
+    let schema = NUMBER_SCHEMA;
     context.tool(
         "flood",
         &shell_tool(
@@ -141,27 +167,8 @@ fn check_answer(n: u64, result: &CallToolResult) {
 /// is answered once, with its own answer.
 async fn drive(session: &Session, range: std::ops::Range<u64>) {
     let peer = Arc::new(session.peer().clone());
-    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
-    let mut calls = tokio::task::JoinSet::new();
-    for n in range.clone() {
-        let peer = Arc::clone(&peer);
-        let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
-        calls.spawn(async move {
-            let result = peer
-                .call_tool(call(
-                    &format!("custom_tool_{}", tool_of(n)),
-                    json!({"n": n}),
-                ))
-                .await
-                .unwrap();
-            drop(permit);
-            (n, result)
-        });
-    }
     let mut answers: BTreeMap<u64, usize> = BTreeMap::new();
-    while let Some(joined) = calls.join_next().await {
-        let (n, result) = joined.unwrap();
-        check_answer(n, &result);
+    for n in drive_calls(peer, range.clone(), IN_FLIGHT, tool_of, check_answer).await {
         *answers.entry(n).or_insert(0) += 1;
     }
     assert_eq!(

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestParamsMeta,
+    CallToolResult, NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    RequestParamsMeta,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService, ServiceError,
@@ -22,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
-use crate::load::{LOAD_MARKER, footprint_at_rest, quiet, settle};
+use crate::load::{LOAD_MARKER, drive_calls, footprint_at_rest, number_tool, quiet, settle};
 use crate::processes::marked;
 use crate::serve::{
     PATIENCE, a_new_tool_is_announced_and_answers, call, cancelled_call_leaves_no_process,
@@ -1152,28 +1153,30 @@ fn load_tool_of(n: u64) -> &'static str {
     if n % 10 == 3 { "failing" } else { "echo" }
 }
 
+/// Asserts that `result` is the answer to call `n` of the HTTP load.
+fn check_load_answer(n: u64, result: &CallToolResult) {
+    match load_tool_of(n) {
+        "echo" => {
+            assert_eq!(result.is_error, Some(false), "{n}: {result:?}");
+            let value: Value = serde_json::from_str(&text(result)).unwrap();
+            assert_eq!(value, json!({"n": n}), "call {n} got another call's answer");
+        }
+        _ => {
+            assert_eq!(meta(result, "toolsmith/error_code"), "TOOL_CRASHED");
+            assert_eq!(
+                meta(result, "toolsmith/metadata")["stderr"],
+                json!(format!("failed {n}\n")),
+                "call {n} got another call's answer"
+            );
+        }
+    }
+}
+
 /// A short tool that answers `{"n": n}`, one that fails naming `n`, both marked in their
 /// environment so that a process that outlived its call is found.
 fn load_fixtures(context: &TestContext, marker: &str) -> std::path::PathBuf {
-    let schema =
-        r#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#;
-    let read_n = r#"n=$(sed 's/[^0-9]//g')"#;
-    context.tool(
-        "echo",
-        &shell_tool(
-            "echo",
-            schema,
-            &format!(r#"{read_n}; echo "{{\"n\": $n}}""#),
-        ),
-    );
-    context.tool(
-        "failing",
-        &shell_tool(
-            "failing",
-            schema,
-            &format!(r#"{read_n}; echo "failed $n" >&2; exit 3"#),
-        ),
-    );
+    number_tool(context, "echo", r#"echo "{\"n\": $n}""#);
+    number_tool(context, "failing", r#"echo "failed $n" >&2; exit 3"#);
     let config = context.root.join("load.toml");
     std::fs::write(
         &config,
@@ -1194,41 +1197,15 @@ async fn drive_http_load(server: &Server, range: std::ops::Range<u64>) {
         let range = range.clone();
         clients.spawn(async move {
             let peer = Arc::new(session.peer().clone());
-            let slots = Arc::new(tokio::sync::Semaphore::new(LOAD_IN_FLIGHT_PER_CLIENT));
-            let mut calls = tokio::task::JoinSet::new();
-            for n in range.filter(|n| n % LOAD_CLIENTS == client) {
-                let peer = Arc::clone(&peer);
-                let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
-                calls.spawn(async move {
-                    let tool = load_tool_of(n);
-                    let result = peer
-                        .call_tool(call(&format!("custom_tool_{tool}"), json!({"n": n})))
-                        .await
-                        .unwrap_or_else(|error| panic!("call {n} failed: {error}"));
-                    drop(permit);
-                    (n, result)
-                });
-            }
-            let mut answered = Vec::new();
-            while let Some(joined) = calls.join_next().await {
-                let (n, result) = joined.unwrap();
-                match load_tool_of(n) {
-                    "echo" => {
-                        assert_eq!(result.is_error, Some(false), "{n}: {result:?}");
-                        let value: Value = serde_json::from_str(&text(&result)).unwrap();
-                        assert_eq!(value, json!({"n": n}), "call {n} got another call's answer");
-                    }
-                    _ => {
-                        assert_eq!(meta(&result, "toolsmith/error_code"), "TOOL_CRASHED");
-                        assert_eq!(
-                            meta(&result, "toolsmith/metadata")["stderr"],
-                            json!(format!("failed {n}\n")),
-                            "call {n} got another call's answer"
-                        );
-                    }
-                }
-                answered.push(n);
-            }
+            let numbers = range.filter(|n| n % LOAD_CLIENTS == client);
+            let answered = drive_calls(
+                peer,
+                numbers,
+                LOAD_IN_FLIGHT_PER_CLIENT,
+                load_tool_of,
+                check_load_answer,
+            )
+            .await;
             session.cancel().await.unwrap();
             answered
         });
