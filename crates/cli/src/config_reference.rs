@@ -1,4 +1,4 @@
-//! `docs/config.md`, generated from the doc comments of the config file's `Raw*` structs in `config.rs`, so the reference cannot drift from the parser.
+//! `docs/config.md`, generated from the doc comments of the config file's `Raw*` structs in `settings/schema.rs`, so the reference cannot drift from the parser.
 //!
 //! The `config_reference` test compares the file with what the structs say
 //! and fails when it is stale; `UPDATE_DOCS=1 cargo test -p toolsmith
@@ -33,7 +33,7 @@ fn structs(source: &str) -> BTreeMap<String, (String, Vec<Documented>)> {
         }
         match current.as_mut() {
             None => {
-                let header = trimmed.strip_prefix("pub(crate) ").unwrap_or(trimmed);
+                let header = trimmed.strip_prefix("pub(super) ").unwrap_or(trimmed);
                 if let Some(rest) = header.strip_prefix("struct ")
                     && let Some(name) = rest.strip_suffix(" {")
                 {
@@ -49,7 +49,7 @@ fn structs(source: &str) -> BTreeMap<String, (String, Vec<Documented>)> {
                     current = None;
                 } else if let Some((field, ty)) = trimmed.split_once(": ") {
                     fields.push(Documented {
-                        name: field.trim_start_matches("pub(crate) ").to_owned(),
+                        name: field.trim_start_matches("pub(super) ").to_owned(),
                         doc: join(&doc),
                         ty: ty.trim_end_matches(',').to_owned(),
                     });
@@ -71,15 +71,15 @@ fn join(lines: &[String]) -> String {
         .join("\n\n")
 }
 
-/// The reference, from the source of `config.rs`.
+/// The reference, from the source of `settings/schema.rs`.
 fn render(source: &str) -> Result<String, String> {
     let structs = structs(source);
     let (file_doc, sections) = structs
         .get("RawFile")
-        .ok_or("config.rs has no `struct RawFile`")?;
+        .ok_or("settings/schema.rs has no `struct RawFile`")?;
     let mut text = String::from(
         "# Configuration reference\n\n\
-         <!-- Generated from the doc comments in crates/cli/src/config.rs by \
+         <!-- Generated from the doc comments in crates/cli/src/settings/schema.rs by \
          `UPDATE_DOCS=1 cargo test -p toolsmith config_reference`: edit them, not this file. -->\n\n",
     );
     text.push_str(file_doc);
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn config_reference() {
-        let generated = render(include_str!("config.rs")).unwrap();
+        let generated = render(include_str!("settings/schema.rs")).unwrap();
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md");
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current == generated {

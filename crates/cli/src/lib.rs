@@ -20,7 +20,6 @@
 mod admission;
 mod args;
 mod commands;
-mod config;
 #[cfg(test)]
 mod config_reference;
 mod env_vars;
@@ -52,7 +51,7 @@ use crate::args::{
     Cli, Commands, CompletionsArgs, DoctorArgs, ExportArgs, GenerateArgs, HistoryArgs, ListArgs,
     NewArgs, RollbackArgs, RunArgs, ServeArgs, ShowArgs, TestArgs, TokenCommand, ValidateArgs,
 };
-use crate::config::ConfigError;
+use crate::settings::ConfigError;
 use crate::settings::{ConfigLayers, GlobalSettings, Options, RunSettings};
 use crate::trust::{TrustError, TrustReport, TrustStore};
 
@@ -175,11 +174,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let toolsmith_home = non_empty(EnvVars::TOOLSMITH_HOME).map(|dir| cwd.join(dir));
     // The user config is the user's own: always read. A file named with --config or
     // TOOLSMITH_CONFIG is trusted by that act; the project's is read only when trusted.
-    let user_file = config::user_config_path(toolsmith_home.as_deref(), home.as_deref())
+    let user_file = settings::user_config_path(toolsmith_home.as_deref(), home.as_deref())
         .filter(|path| path.is_file())
-        .map(|path| config::load(&path))
+        .map(|path| settings::load(&path))
         .transpose()?;
-    let explicit_file = explicit_config.as_deref().map(config::load).transpose()?;
+    let explicit_file = explicit_config.as_deref().map(settings::load).transpose()?;
     let trust_options = trust::trust_options(
         &[
             user_file.as_ref().and_then(|file| file.trust.as_ref()),

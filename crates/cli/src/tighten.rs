@@ -39,7 +39,7 @@ use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunA
 use toolsmith_registry::{FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName};
 
 #[cfg(test)]
-use crate::config::ConfigDir;
+use crate::settings::ConfigDir;
 use crate::settings::{
     Combine, DEFAULT_MAX_TIMEOUT, EnvOptions, LimitsOptions, Options, SandboxOptions,
 };
@@ -614,7 +614,7 @@ mod tests {
     use std::path::Path;
 
     #[cfg(test)]
-    use crate::config::ConfigDir;
+    use crate::settings::ConfigDir;
     use crate::settings::Options;
     use crate::tighten::{config_dir, tighten};
 
@@ -622,7 +622,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let path = temp.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
-        crate::config::load(&path).unwrap().options
+        crate::settings::load(&path).unwrap().options
     }
 
     /// The keys refused when `project` is laid over `user`.

@@ -15,6 +15,7 @@ use toolsmith_executor::{BackendChoice, DISABLE_FEATURES_VAR, Executor, Features
 use toolsmith_registry::{CACHE_FILE, Catalog, Problem, ProblemError};
 
 use crate::args::DoctorArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::progress::DiscoveryBar;
@@ -75,11 +76,16 @@ pub(crate) async fn doctor(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let bar = DiscoveryBar::new();
-    let catalog = global
-        .discover(executor, &config, &global.policy(None), &|progress| {
+    let catalog = discover::discover(
+        global,
+        executor,
+        &config,
+        &global.policy(None),
+        &|progress| {
             bar.update(progress);
-        })
-        .await;
+        },
+    )
+    .await;
     bar.finish();
     let kernel = kernel_checks(executor);
     let support = sandbox_support(executor.features());

@@ -10,6 +10,7 @@ use toolsmith_executor::Executor;
 use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, Tool};
 
 use crate::args::ListArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::progress::DiscoveryBar;
@@ -25,9 +26,10 @@ pub(crate) async fn list(
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let bar = DiscoveryBar::new();
-    let catalog = global
-        .discover(executor, &config, &policy, &|progress| bar.update(progress))
-        .await;
+    let catalog = discover::discover(global, executor, &config, &policy, &|progress| {
+        bar.update(progress)
+    })
+    .await;
     bar.finish();
     let listing = Listing::new(&catalog, &policy);
     if args.json {

@@ -1,5 +1,6 @@
 //! The subcommands, one module each.
 
+pub(crate) mod discover;
 pub(crate) mod doctor;
 pub(crate) mod export;
 pub(crate) mod generate;
@@ -26,9 +27,8 @@ pub(crate) async fn unknown_tool_hint(
     executor: &Arc<Executor>,
 ) -> String {
     let config = global.run_config(&global.cwd, None);
-    let catalog = global
-        .discover(executor, &config, &global.policy(None), &|_| {})
-        .await;
+    let catalog =
+        discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
     let names: Vec<&str> = catalog
         .tools()
         .iter()

@@ -13,6 +13,7 @@ use toolsmith_registry::{
 };
 
 use crate::args::RunArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output;
 use crate::progress::ToolBar;
@@ -62,9 +63,8 @@ pub(crate) async fn run(
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Some(name) => {
-            let catalog = global
-                .discover_tool(executor, name, config, &settings.policy)
-                .await;
+            let catalog =
+                discover::discover_tool(global, executor, name, config, &settings.policy).await;
             match catalog.get(name) {
                 Some(tool) => {
                     let bar = ToolBar::new();

@@ -10,6 +10,7 @@ use toolsmith_executor::{Executor, Features};
 use toolsmith_registry::{CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName};
 
 use crate::args::ShowArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::settings::{GlobalSettings, limits_json};
@@ -26,7 +27,7 @@ pub(crate) async fn show(
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let catalog = match &name {
-        Ok(name) => Some(global.discover_tool(executor, name, &config, &policy).await),
+        Ok(name) => Some(discover::discover_tool(global, executor, name, &config, &policy).await),
         Err(_) => None,
     };
     let denied = catalog
