@@ -58,7 +58,7 @@ pub(crate) fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Vec<&'a str> 
         .iter()
         .filter(|candidate| !candidate.is_empty() && **candidate != wanted)
         .filter_map(|candidate| {
-            let distance = edit_distance(wanted, candidate);
+            let distance = strsim::levenshtein(wanted, candidate);
             let contains =
                 wanted.len() >= 3 && (candidate.contains(wanted) || wanted.contains(*candidate));
             (distance <= budget || contains).then_some((distance, *candidate))
@@ -68,36 +68,9 @@ pub(crate) fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Vec<&'a str> 
     scored.into_iter().take(3).map(|(_, name)| name).collect()
 }
 
-/// Levenshtein distance, by characters.
-fn edit_distance(left: &str, right: &str) -> usize {
-    let right: Vec<char> = right.chars().collect();
-    let mut previous: Vec<usize> = (0..=right.len()).collect();
-    for (row, left_char) in left.chars().enumerate() {
-        let mut current = vec![row + 1];
-        for (column, right_char) in right.iter().enumerate() {
-            let substitution = previous[column] + usize::from(left_char != *right_char);
-            current.push(
-                substitution
-                    .min(previous[column + 1] + 1)
-                    .min(current[column] + 1),
-            );
-        }
-        previous = current;
-    }
-    previous[right.len()]
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{closest, edit_distance};
-
-    #[test]
-    fn distances() {
-        assert_eq!(edit_distance("hello", "hello"), 0);
-        assert_eq!(edit_distance("helo", "hello"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-    }
+    use crate::commands::closest;
 
     #[test]
     fn closest_names() {

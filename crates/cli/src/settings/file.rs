@@ -674,17 +674,6 @@ mod tests {
         );
     }
 
-    /// The whole message of a rejection: the error and its sources, as `main` prints it.
-    fn full_message(error: &dyn std::error::Error) -> String {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        message
-    }
-
     /// Parses `text` within a hang guard (not a speed claim); a rejection must be one
     /// non-empty line.
     fn check_no_panic(text: &str) {
@@ -692,7 +681,7 @@ mod tests {
         let result = parse(text, Path::new("x.toml"));
         assert!(started.elapsed() < Duration::from_secs(5));
         if let Err(error) = result {
-            let message = full_message(&error);
+            let message = toolsmith_registry::error_chain(&error);
             assert!(!message.trim().is_empty());
             assert!(
                 !message.contains('\n'),
