@@ -61,14 +61,15 @@ use std::path::{Path, PathBuf};
 
 use toolsmith_registry::ToolName;
 
+use crate::settings::limits::{LIMIT_KEYS, LimitKey, LimitsOptions};
 use crate::settings::options::{
-    ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, LimitsOptions,
-    Options, PolicyOptions, SandboxOptions, ToolOptions,
+    ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
+    PolicyOptions, SandboxOptions, ToolOptions,
 };
 use crate::settings::schema::{RawFile, RawTool, Scalar};
 use crate::settings::values::{
-    ValueError, count_cap, duration, duration_cap, parse_backend, parse_filesystem,
-    parse_max_concurrent, parse_network, parse_profile, parse_syscalls, parse_user, size, size_cap,
+    ValueError, parse_backend, parse_filesystem, parse_max_concurrent, parse_network,
+    parse_profile, parse_syscalls, parse_user,
 };
 
 /// The project configuration file, relative to the current directory.
@@ -205,38 +206,7 @@ fn parse_with_trust(
     })?;
     let origin = path.display().to_string();
     let origin = origin.as_str();
-    let limits = LimitsOptions {
-        timeout: field("limits.timeout", &raw.limits.timeout, origin, duration)?,
-        grace: field("limits.grace", &raw.limits.grace, origin, duration)?,
-        cpu: field("limits.cpu", &raw.limits.cpu, origin, duration_cap)?,
-        memory: field("limits.memory", &raw.limits.memory, origin, size_cap)?,
-        max_processes: field(
-            "limits.max_processes",
-            &raw.limits.max_processes,
-            origin,
-            count_cap,
-        )?,
-        max_file_size: field(
-            "limits.max_file_size",
-            &raw.limits.max_file_size,
-            origin,
-            size_cap,
-        )?,
-        max_open_files: field(
-            "limits.max_open_files",
-            &raw.limits.max_open_files,
-            origin,
-            count_cap,
-        )?,
-        max_output: field("limits.max_output", &raw.limits.max_output, origin, size)?,
-        tmp_size: field("limits.tmp_size", &raw.limits.tmp_size, origin, size_cap)?,
-        max_timeout: field(
-            "limits.max_timeout",
-            &raw.limits.max_timeout,
-            origin,
-            duration,
-        )?,
-    };
+    let limits = limits_options(|key| Some((key.in_limits)(&raw.limits)), "limits.", origin)?;
     let executor = ExecutorOptions {
         backend: field(
             "executor.backend",
@@ -360,26 +330,36 @@ fn parse_with_trust(
     ))
 }
 
+/// The limits a section sets: `scalar` gives a key's scalar in it, `None` where the section
+/// has no such key; `prefix` is the section's, for errors.
+fn limits_options<'raw>(
+    scalar: impl Fn(&LimitKey) -> Option<&'raw Option<Scalar>>,
+    prefix: &str,
+    origin: &str,
+) -> Result<LimitsOptions, ConfigError> {
+    let mut limits = LimitsOptions::default();
+    for key in LIMIT_KEYS {
+        let Some(Some(scalar)) = scalar(key) else {
+            continue;
+        };
+        (key.parse)(&mut limits, &scalar.0).map_err(|source| ConfigError::Value {
+            value: scalar.0.clone(),
+            key: format!("{prefix}{}", key.name),
+            origin: origin.to_owned(),
+            source,
+        })?;
+    }
+    Ok(limits)
+}
+
 fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, ConfigError> {
     let key = |field: &str| format!("tools.{name}.{field}");
     Ok(ToolOptions {
-        limits: LimitsOptions {
-            timeout: field(&key("timeout"), &raw.timeout, origin, duration)?,
-            grace: field(&key("grace"), &raw.grace, origin, duration)?,
-            cpu: field(&key("cpu"), &raw.cpu, origin, duration_cap)?,
-            memory: field(&key("memory"), &raw.memory, origin, size_cap)?,
-            max_processes: field(&key("max_processes"), &raw.max_processes, origin, count_cap)?,
-            max_file_size: field(&key("max_file_size"), &raw.max_file_size, origin, size_cap)?,
-            max_open_files: field(
-                &key("max_open_files"),
-                &raw.max_open_files,
-                origin,
-                count_cap,
-            )?,
-            max_output: field(&key("max_output"), &raw.max_output, origin, size)?,
-            max_timeout: None,
-            tmp_size: None,
-        },
+        limits: limits_options(
+            |key| key.in_tool.map(|in_tool| in_tool(&raw)),
+            &format!("tools.{name}."),
+            origin,
+        )?,
         env: raw
             .env
             .map(|env| EnvOptions {

@@ -17,6 +17,7 @@
 //! is laid over `[env] set` key by key.
 
 mod file;
+mod limits;
 mod options;
 mod report;
 mod resolve;
@@ -26,10 +27,9 @@ mod values;
 pub(crate) use crate::settings::file::{
     ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions, load, load_bytes, user_config_path,
 };
+pub(crate) use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
 #[cfg(test)]
 pub(crate) use crate::settings::options::ConfigDir;
-pub(crate) use crate::settings::options::{
-    Combine, DEFAULT_MAX_TIMEOUT, EnvOptions, LimitsOptions, Options, SandboxOptions,
-};
+pub(crate) use crate::settings::options::{Combine, EnvOptions, Options, SandboxOptions};
 pub(crate) use crate::settings::report::{Origin, limits_json};
 pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings};

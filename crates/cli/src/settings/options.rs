@@ -2,14 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use toolsmith_executor::{BackendChoice, Limits, RunAs};
+use toolsmith_executor::{BackendChoice, RunAs};
 use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
 
 use crate::env_vars::EnvVars;
+use crate::settings::limits::{LIMIT_KEYS, LimitsOptions};
 use crate::settings::values::{self, ValueError};
-use crate::units::{self, Cap};
 
 /// Merges two layers of options; `self` is the higher layer and wins.
 pub(crate) trait Combine {
@@ -19,69 +17,6 @@ pub(crate) trait Combine {
 impl<T> Combine for Option<T> {
     fn combine(self, lower: Option<T>) -> Option<T> {
         self.or(lower)
-    }
-}
-
-/// Resource limits as one layer sets them; `None` leaves a limit to lower layers.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct LimitsOptions {
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) grace: Option<Duration>,
-    pub(crate) cpu: Option<Cap<Duration>>,
-    pub(crate) memory: Option<Cap<u64>>,
-    pub(crate) max_processes: Option<Cap<u64>>,
-    pub(crate) max_file_size: Option<Cap<u64>>,
-    pub(crate) max_open_files: Option<Cap<u64>>,
-    pub(crate) max_output: Option<u64>,
-    /// The size of the private TMPDIR (a tmpfs) of a filesystem-restricted call.
-    pub(crate) tmp_size: Option<Cap<u64>>,
-    /// The ceiling of a timeout a tool asks for itself; not an executor limit.
-    pub(crate) max_timeout: Option<Duration>,
-}
-
-/// The longest timeout a tool may ask for when the operator sets no
-/// `max_timeout`: the most a Nanocoder manifest may declare.
-pub(crate) const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(300);
-
-impl Combine for LimitsOptions {
-    fn combine(self, lower: LimitsOptions) -> LimitsOptions {
-        LimitsOptions {
-            timeout: self.timeout.combine(lower.timeout),
-            grace: self.grace.combine(lower.grace),
-            cpu: self.cpu.combine(lower.cpu),
-            memory: self.memory.combine(lower.memory),
-            max_processes: self.max_processes.combine(lower.max_processes),
-            max_file_size: self.max_file_size.combine(lower.max_file_size),
-            max_open_files: self.max_open_files.combine(lower.max_open_files),
-            max_output: self.max_output.combine(lower.max_output),
-            tmp_size: self.tmp_size.combine(lower.tmp_size),
-            max_timeout: self.max_timeout.combine(lower.max_timeout),
-        }
-    }
-}
-
-impl LimitsOptions {
-    /// The limits, with `Limits::recommended()` for whatever no layer set.
-    pub(super) fn resolve(self) -> Limits {
-        let defaults = Limits::recommended();
-        let cap = |option: Option<Cap<u64>>, default: Option<u64>| match option {
-            Some(cap) => cap.into_option(),
-            None => default,
-        };
-        Limits {
-            timeout: self.timeout.unwrap_or(defaults.timeout),
-            grace: self.grace.unwrap_or(defaults.grace),
-            cpu: match self.cpu {
-                Some(cap) => cap.into_option(),
-                None => defaults.cpu,
-            },
-            memory: cap(self.memory, defaults.memory),
-            max_processes: cap(self.max_processes, defaults.max_processes),
-            max_file_size: cap(self.max_file_size, defaults.max_file_size),
-            max_open_files: cap(self.max_open_files, defaults.max_open_files),
-            max_output: self.max_output.unwrap_or(defaults.max_output),
-            tmp_size: cap(self.tmp_size, defaults.tmp_size),
-        }
     }
 }
 
@@ -274,6 +209,25 @@ pub(crate) struct EnvError {
     source: ValueError,
 }
 
+/// The limits set by `TOOLSMITH_*` variables, read through `lookup`.
+fn limits_from_env(lookup: &dyn Fn(&str) -> Option<String>) -> Result<LimitsOptions, EnvError> {
+    let mut limits = LimitsOptions::default();
+    for key in LIMIT_KEYS {
+        let Some(name) = key.env else {
+            continue;
+        };
+        let Some(value) = lookup(name).filter(|value| !value.is_empty()) else {
+            continue;
+        };
+        (key.parse)(&mut limits, &value).map_err(|source| EnvError {
+            name,
+            value,
+            source,
+        })?;
+    }
+    Ok(limits)
+}
+
 impl Options {
     /// The options set by `TOOLSMITH_*` variables, read through `lookup`.
     pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Options, EnvError> {
@@ -292,21 +246,7 @@ impl Options {
             })
         }
         Ok(Options {
-            limits: LimitsOptions {
-                timeout: read(lookup, EnvVars::TOOLSMITH_TIMEOUT, &|text| {
-                    Ok(units::parse_duration(text)?)
-                })?,
-                cpu: read(lookup, EnvVars::TOOLSMITH_CPU, &|text| {
-                    Ok(units::parse_cap(text, units::parse_duration)?)
-                })?,
-                memory: read(lookup, EnvVars::TOOLSMITH_MEMORY, &|text| {
-                    Ok(units::parse_cap(text, units::parse_size)?)
-                })?,
-                max_output: read(lookup, EnvVars::TOOLSMITH_MAX_OUTPUT, &|text| {
-                    Ok(units::parse_size(text)?)
-                })?,
-                ..LimitsOptions::default()
-            },
+            limits: limits_from_env(lookup)?,
             executor: ExecutorOptions {
                 backend: read(lookup, EnvVars::TOOLSMITH_BACKEND, &values::parse_backend)?,
                 max_concurrent: read(
@@ -353,7 +293,8 @@ impl ConfigDir {
 mod tests {
     use std::time::Duration;
 
-    use crate::settings::options::{Combine, LimitsOptions, Options};
+    use crate::settings::limits::LimitsOptions;
+    use crate::settings::options::{Combine, Options};
     use crate::units::Cap;
 
     fn check(env: &[(&str, &str)], expect: Result<LimitsOptions, &str>) {

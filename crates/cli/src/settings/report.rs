@@ -7,10 +7,10 @@ use toolsmith_executor::{BackendChoice, Limits};
 use toolsmith_registry::{Profile, ToolName};
 
 use crate::env_vars::EnvVars;
-use crate::settings::options::ToolOptions;
+use crate::settings::limits::{LIMIT_KEYS, LimitKey};
+use crate::settings::options::{Options, ToolOptions};
 use crate::settings::resolve::GlobalSettings;
-use crate::settings::values::describe_cap;
-use crate::units::{Cap, format_duration, format_size};
+use crate::units::format_duration;
 
 /// Where the effective value of a setting came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,263 +54,140 @@ impl GlobalSettings {
     /// Per-tool `[tools.NAME]` sections are not included: `show NAME` gives a tool's limits.
     pub(crate) fn effective(&self) -> Vec<Effective> {
         let json = self.to_json(&self.limits);
-        let (env, file, user) = (&self.env_layer, &self.file_layer, &self.user_layer);
-        let origin =
-            |env_name: Option<&'static str>, in_env: bool, in_file: bool, in_user: bool| {
-                match env_name {
-                    Some(name) if in_env => Origin::Env(name),
-                    _ if in_file => Origin::File,
-                    _ if in_user => Origin::UserFile,
-                    _ => Origin::Default,
-                }
-            };
-        let limit = |key: &'static str,
-                     env_name: Option<&'static str>,
-                     in_env: bool,
-                     in_file: bool,
-                     in_user: bool| {
-            Effective {
-                key,
-                value: json["limits"][key.trim_start_matches("limits.")].clone(),
-                origin: origin(env_name, in_env, in_file, in_user),
-            }
+        let mut settings = self.effective_limits();
+        let (file, user) = (&self.file_layer, &self.user_layer);
+        let mut push = |key: &'static str, value: serde_json::Value, origin: Origin| {
+            settings.push(Effective { key, value, origin });
         };
-        let (el, fl, ul) = (&env.limits, &file.limits, &user.limits);
-        let mut settings = vec![
-            limit(
-                "limits.timeout",
-                Some(EnvVars::TOOLSMITH_TIMEOUT),
-                el.timeout.is_some(),
-                fl.timeout.is_some(),
-                ul.timeout.is_some(),
+        push(
+            "env.allow",
+            json["env"]["allow"].clone(),
+            self.origin(None, |layer| layer.env.allow.is_some()),
+        );
+        push(
+            "env.set",
+            json["env"]["set"].clone(),
+            self.origin(None, |layer| layer.env.set.is_some()),
+        );
+        push(
+            "executor.backend",
+            json["executor"]["backend"].clone(),
+            self.origin(Some(EnvVars::TOOLSMITH_BACKEND), |layer| {
+                layer.executor.backend.is_some()
+            }),
+        );
+        push(
+            "executor.max_concurrent",
+            json["executor"]["max_concurrent"].clone(),
+            self.origin(Some(EnvVars::TOOLSMITH_MAX_CONCURRENT), |layer| {
+                layer.executor.max_concurrent.is_some()
+            }),
+        );
+        push(
+            "policy.disabled",
+            json["policy"]["disabled"].clone(),
+            self.origin(None, |layer| layer.policy.disabled.is_some()),
+        );
+        push(
+            "policy.allowed",
+            json["policy"]["allowed"].clone(),
+            self.origin(None, |layer| layer.policy.allowed.is_some()),
+        );
+        push(
+            "policy.profile",
+            json["policy"]["profile"].clone(),
+            self.origin(Some(EnvVars::TOOLSMITH_PROFILE), |layer| {
+                layer.policy.profile.is_some()
+            }),
+        );
+        push(
+            "sandbox.network",
+            json!(self.sandbox.network.as_str()),
+            self.origin(None, |layer| layer.sandbox.network.is_some()),
+        );
+        push(
+            "sandbox.filesystem",
+            json!(self.sandbox.filesystem.as_str()),
+            self.origin(None, |layer| layer.sandbox.filesystem.is_some()),
+        );
+        push(
+            "sandbox.syscalls",
+            json!(self.sandbox.syscalls.as_str()),
+            self.origin(None, |layer| layer.sandbox.syscalls.is_some()),
+        );
+        push(
+            "sandbox.user",
+            json!(self.sandbox.user.map(|user| user.to_string())),
+            self.origin(None, |layer| layer.sandbox.user.is_some()),
+        );
+        push(
+            "audit.path",
+            json["audit"].clone(),
+            self.origin(None, |layer| layer.audit.is_some()),
+        );
+        push(
+            "discovery.peers",
+            json!(
+                file.discovery
+                    .peers
+                    .or(user.discovery.peers)
+                    .unwrap_or(false)
             ),
-            limit(
-                "limits.grace",
-                None,
-                false,
-                fl.grace.is_some(),
-                ul.grace.is_some(),
-            ),
-            limit(
-                "limits.cpu",
-                Some(EnvVars::TOOLSMITH_CPU),
-                el.cpu.is_some(),
-                fl.cpu.is_some(),
-                ul.cpu.is_some(),
-            ),
-            limit(
-                "limits.memory",
-                Some(EnvVars::TOOLSMITH_MEMORY),
-                el.memory.is_some(),
-                fl.memory.is_some(),
-                ul.memory.is_some(),
-            ),
-            limit(
-                "limits.max_output",
-                Some(EnvVars::TOOLSMITH_MAX_OUTPUT),
-                el.max_output.is_some(),
-                fl.max_output.is_some(),
-                ul.max_output.is_some(),
-            ),
-            Effective {
-                key: "limits.max_timeout",
-                value: json["max_timeout"].clone(),
-                origin: origin(
-                    None,
-                    false,
-                    fl.max_timeout.is_some(),
-                    ul.max_timeout.is_some(),
-                ),
+            self.origin(None, |layer| layer.discovery.peers.is_some()),
+        );
+        push(
+            "discovery.cache",
+            json!(!self.cache_disabled),
+            if self.no_cache_flag {
+                Origin::Flag("--no-cache")
+            } else {
+                self.origin(None, |layer| layer.discovery.cache.is_some())
             },
-            limit(
-                "limits.max_processes",
-                None,
-                false,
-                fl.max_processes.is_some(),
-                ul.max_processes.is_some(),
-            ),
-            limit(
-                "limits.max_file_size",
-                None,
-                false,
-                fl.max_file_size.is_some(),
-                ul.max_file_size.is_some(),
-            ),
-            limit(
-                "limits.max_open_files",
-                None,
-                false,
-                fl.max_open_files.is_some(),
-                ul.max_open_files.is_some(),
-            ),
-            limit(
-                "limits.tmp_size",
-                None,
-                false,
-                fl.tmp_size.is_some(),
-                ul.tmp_size.is_some(),
-            ),
-            Effective {
-                key: "env.allow",
-                value: json["env"]["allow"].clone(),
-                origin: origin(
-                    None,
-                    false,
-                    file.env.allow.is_some(),
-                    user.env.allow.is_some(),
-                ),
-            },
-            Effective {
-                key: "env.set",
-                value: json["env"]["set"].clone(),
-                origin: origin(None, false, file.env.set.is_some(), user.env.set.is_some()),
-            },
-            Effective {
-                key: "executor.backend",
-                value: json["executor"]["backend"].clone(),
-                origin: origin(
-                    Some(EnvVars::TOOLSMITH_BACKEND),
-                    env.executor.backend.is_some(),
-                    file.executor.backend.is_some(),
-                    user.executor.backend.is_some(),
-                ),
-            },
-            Effective {
-                key: "executor.max_concurrent",
-                value: json["executor"]["max_concurrent"].clone(),
-                origin: origin(
-                    Some(EnvVars::TOOLSMITH_MAX_CONCURRENT),
-                    env.executor.max_concurrent.is_some(),
-                    file.executor.max_concurrent.is_some(),
-                    user.executor.max_concurrent.is_some(),
-                ),
-            },
-            Effective {
-                key: "policy.disabled",
-                value: json["policy"]["disabled"].clone(),
-                origin: origin(
-                    None,
-                    false,
-                    file.policy.disabled.is_some(),
-                    user.policy.disabled.is_some(),
-                ),
-            },
-            Effective {
-                key: "policy.allowed",
-                value: json["policy"]["allowed"].clone(),
-                origin: origin(
-                    None,
-                    false,
-                    file.policy.allowed.is_some(),
-                    user.policy.allowed.is_some(),
-                ),
-            },
-            Effective {
-                key: "policy.profile",
-                value: json["policy"]["profile"].clone(),
-                origin: origin(
-                    Some(EnvVars::TOOLSMITH_PROFILE),
-                    env.policy.profile.is_some(),
-                    file.policy.profile.is_some(),
-                    user.policy.profile.is_some(),
-                ),
-            },
-            Effective {
-                key: "sandbox.network",
-                value: json!(self.sandbox.network.as_str()),
-                origin: origin(
-                    None,
-                    false,
-                    file.sandbox.network.is_some(),
-                    user.sandbox.network.is_some(),
-                ),
-            },
-            Effective {
-                key: "sandbox.filesystem",
-                value: json!(self.sandbox.filesystem.as_str()),
-                origin: origin(
-                    None,
-                    false,
-                    file.sandbox.filesystem.is_some(),
-                    user.sandbox.filesystem.is_some(),
-                ),
-            },
-            Effective {
-                key: "sandbox.syscalls",
-                value: json!(self.sandbox.syscalls.as_str()),
-                origin: origin(
-                    None,
-                    false,
-                    file.sandbox.syscalls.is_some(),
-                    user.sandbox.syscalls.is_some(),
-                ),
-            },
-            Effective {
-                key: "sandbox.user",
-                value: json!(self.sandbox.user.map(|user| user.to_string())),
-                origin: origin(
-                    None,
-                    false,
-                    file.sandbox.user.is_some(),
-                    user.sandbox.user.is_some(),
-                ),
-            },
-            Effective {
-                key: "audit.path",
-                value: json["audit"].clone(),
-                origin: origin(None, false, file.audit.is_some(), user.audit.is_some()),
-            },
-            Effective {
-                key: "discovery.peers",
-                value: json!(
-                    file.discovery
-                        .peers
-                        .or(user.discovery.peers)
-                        .unwrap_or(false)
-                ),
-                origin: origin(
-                    None,
-                    false,
-                    file.discovery.peers.is_some(),
-                    user.discovery.peers.is_some(),
-                ),
-            },
-            Effective {
-                key: "discovery.cache",
-                value: json!(!self.cache_disabled),
-                origin: if self.no_cache_flag {
-                    Origin::Flag("--no-cache")
-                } else {
-                    origin(
-                        None,
-                        false,
-                        file.discovery.cache.is_some(),
-                        user.discovery.cache.is_some(),
-                    )
-                },
-            },
-        ];
-        settings.push(Effective {
-            key: "discovery.dirs",
-            value: json!(
+        );
+        push(
+            "discovery.dirs",
+            json!(
                 self.layers
                     .iter()
                     .filter(|layer_dir| layer_dir.layer.as_str() == "config")
                     .map(|layer_dir| &layer_dir.dir)
                     .collect::<Vec<_>>()
             ),
-            origin: if self.explicit_dirs {
+            if self.explicit_dirs {
                 Origin::Flag("--tools-dir")
             } else {
-                origin(
-                    None,
-                    false,
-                    file.discovery.dirs.is_some(),
-                    user.discovery.dirs.is_some(),
-                )
+                self.origin(None, |layer| layer.discovery.dirs.is_some())
             },
-        });
+        );
         settings
+    }
+
+    /// Every limit with its effective value and origin, in `doctor`'s order.
+    fn effective_limits(&self) -> Vec<Effective> {
+        let mut keys: Vec<&LimitKey> = LIMIT_KEYS.iter().collect();
+        keys.sort_by_key(|key| key.doctor_rank);
+        keys.into_iter()
+            .map(|key| Effective {
+                key: key.config_key,
+                value: match key.resolved {
+                    Some(resolved) => json!(resolved(&self.limits)),
+                    // `max_timeout` is the one limit that is not the executor's.
+                    None => json!(format_duration(self.max_timeout)),
+                },
+                origin: self.origin(key.env, |layer| (key.is_set)(&layer.limits)),
+            })
+            .collect()
+    }
+
+    /// Where a value came from: `env` when that variable set it, else the highest config
+    /// file in which `is_set`, else the default.
+    fn origin(&self, env: Option<&'static str>, is_set: impl Fn(&Options) -> bool) -> Origin {
+        match env {
+            Some(name) if is_set(&self.env_layer) => Origin::Env(name),
+            _ if is_set(&self.file_layer) => Origin::File,
+            _ if is_set(&self.user_layer) => Origin::UserFile,
+            _ => Origin::Default,
+        }
     }
 
     /// The settings as JSON, for `--show-settings`.
@@ -365,42 +242,17 @@ fn names_json(names: Option<&[ToolName]>) -> serde_json::Value {
 
 /// The keys a `[tools.NAME]` section sets, as written in the file.
 fn tool_json(tool: &ToolOptions) -> serde_json::Value {
-    let limits = &tool.limits;
     let mut object = serde_json::Map::new();
+    for key in LIMIT_KEYS {
+        if let Some(value) = (key.describe)(&tool.limits) {
+            object.insert(key.name.to_owned(), json!(value));
+        }
+    }
     let mut put = |key: &str, value: Option<String>| {
         if let Some(value) = value {
             object.insert(key.to_owned(), json!(value));
         }
     };
-    put("timeout", limits.timeout.map(format_duration));
-    put("grace", limits.grace.map(format_duration));
-    put(
-        "cpu",
-        limits.cpu.map(|cap| describe_cap(cap, format_duration)),
-    );
-    put(
-        "memory",
-        limits.memory.map(|cap| describe_cap(cap, format_size)),
-    );
-    put(
-        "max_processes",
-        limits
-            .max_processes
-            .map(|cap| describe_cap(cap, |count| count.to_string())),
-    );
-    put(
-        "max_file_size",
-        limits
-            .max_file_size
-            .map(|cap| describe_cap(cap, format_size)),
-    );
-    put(
-        "max_open_files",
-        limits
-            .max_open_files
-            .map(|cap| describe_cap(cap, |count| count.to_string())),
-    );
-    put("max_output", limits.max_output.map(format_size));
     put(
         "network",
         tool.sandbox
@@ -434,23 +286,14 @@ fn tool_json(tool: &ToolOptions) -> serde_json::Value {
     serde_json::Value::Object(object)
 }
 
+/// The limits of a call, as written in a file.
 pub(crate) fn limits_json(limits: &Limits) -> serde_json::Value {
-    let cap_size =
-        |value: Option<u64>| describe_cap(value.map_or(Cap::Unlimited, Cap::At), format_size);
-    let cap_count = |value: Option<u64>| {
-        describe_cap(value.map_or(Cap::Unlimited, Cap::At), |count| {
-            count.to_string()
+    let object = LIMIT_KEYS
+        .iter()
+        .filter_map(|key| {
+            let resolved = key.resolved?;
+            Some((key.name.to_owned(), json!(resolved(limits))))
         })
-    };
-    json!({
-        "timeout": format_duration(limits.timeout),
-        "grace": format_duration(limits.grace),
-        "cpu": describe_cap(limits.cpu.map_or(Cap::Unlimited, Cap::At), format_duration),
-        "memory": cap_size(limits.memory),
-        "max_processes": cap_count(limits.max_processes),
-        "max_file_size": cap_size(limits.max_file_size),
-        "max_open_files": cap_count(limits.max_open_files),
-        "max_output": format_size(limits.max_output),
-        "tmp_size": cap_size(limits.tmp_size),
-    })
+        .collect();
+    serde_json::Value::Object(object)
 }

@@ -14,9 +14,8 @@ use toolsmith_registry::{
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
 use crate::env_vars::EnvVars;
 use crate::settings::file::ConfigFile;
-use crate::settings::options::{
-    Combine, DEFAULT_MAX_TIMEOUT, LimitsOptions, Options, PolicyOptions, ToolOptions,
-};
+use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
+use crate::settings::options::{Combine, Options, PolicyOptions, ToolOptions};
 use crate::trust::TrustReport;
 use crate::units::Cap;
 

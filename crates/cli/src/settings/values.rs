@@ -5,7 +5,7 @@ use std::time::Duration;
 use toolsmith_executor::{BackendChoice, RunAs};
 use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting};
 
-use crate::units::{self, Cap, UnitError};
+use crate::units::{self, Cap, UnitError, format_duration, format_size};
 
 /// Why a single value was refused.
 #[derive(Debug, thiserror::Error)]
@@ -102,4 +102,19 @@ pub(crate) fn describe_cap<T>(cap: Cap<T>, format: fn(T) -> String) -> String {
         Cap::Unlimited => "unlimited".to_owned(),
         Cap::At(value) => format(value),
     }
+}
+
+/// A capped duration as written in the file.
+pub(super) fn show_duration_cap(cap: Cap<Duration>) -> String {
+    describe_cap(cap, format_duration)
+}
+
+/// A capped size as written in the file.
+pub(super) fn show_size_cap(cap: Cap<u64>) -> String {
+    describe_cap(cap, format_size)
+}
+
+/// A capped count as written in the file.
+pub(super) fn show_count_cap(cap: Cap<u64>) -> String {
+    describe_cap(cap, |count| count.to_string())
 }
