@@ -20,8 +20,6 @@
 mod admission;
 mod args;
 mod commands;
-#[cfg(test)]
-mod config_reference;
 mod env_vars;
 mod exit;
 mod export;
@@ -69,6 +67,13 @@ static ENVIRON_DROPPED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 /// pages, completions) that must match the binary exactly.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+/// The JSON Schema of the config file, derived from the structs it is parsed into: every
+/// section and key has its doc comment as its description. `cargo xtask codegen` writes
+/// docs/config.md from it.
+pub fn config_schema() -> serde_json::Value {
+    settings::config_schema()
 }
 
 /// Runs `toolsmith` with the process's arguments and environment.

@@ -36,10 +36,31 @@ impl<'de> serde::Deserialize<'de> for Scalar {
     }
 }
 
+/// A number or a string, in the schema.
+impl schemars::JsonSchema for Scalar {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scalar".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["number", "string"] })
+    }
+}
+
 // The doc comments of the `Raw*` structs and their fields are the user's
-// reference: `docs/config.md` is generated from them (see the
-// `config_reference` test), so write them for someone configuring toolsmith.
+// reference: `docs/config.md` is generated from the schema derived from them
+// (`cargo xtask codegen`), so write them for someone configuring toolsmith.
 // A new section is a field of `RawFile` and a documented `Raw*` struct.
+
+/// The JSON Schema of the config file, derived from [`RawFile`]: the description of every
+/// section and key is its doc comment.
+pub(crate) fn config_schema() -> serde_json::Value {
+    schemars::schema_for!(RawFile).to_value()
+}
 
 /// The config files are TOML. The user config,
 /// `$TOOLSMITH_HOME/config.toml` (default `~/.config/toolsmith/config.toml`),
@@ -59,7 +80,7 @@ impl<'de> serde::Deserialize<'de> for Scalar {
 /// seconds); sizes `64KiB`, `512MiB`, `1GiB` (powers of 1024) or `10MB`
 /// (powers of 1000), a plain number being bytes; a limit may also be
 /// `"unlimited"`.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFile {
     #[serde(default)]
@@ -89,7 +110,7 @@ pub(super) struct RawFile {
 /// config and from a file named with `--config` or `$TOOLSMITH_CONFIG`; in a
 /// project config this section is a problem and is ignored. See
 /// docs/security.md, "Project trust".
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTrust {
     /// Directories whose project layer is trusted, with every directory below
@@ -108,7 +129,7 @@ pub(super) struct RawTrust {
 /// drafts go to `<project>/.toolsmith/drafts`; templates in
 /// `$TOOLSMITH_HOME/templates` replace the embedded ones (see
 /// docs/generator.md).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGenerator {
     /// The directory generated tools go to, relative to the config file's
@@ -119,7 +140,7 @@ pub(super) struct RawGenerator {
 /// Which tools may be listed and called. A tool policy denies is never
 /// listed by `list` (but `list --all`) or `serve`, and calling it is
 /// `POLICY_DENIED` without starting anything.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPolicy {
     /// Tool names that are never listed or called, e.g. `["deploy"]`.
@@ -135,7 +156,7 @@ pub(super) struct RawPolicy {
 /// `[sandbox]`: what every tool's calls may reach, before `[tools.NAME]`.
 /// A tool's own declaration (`"sandbox"` in its description, or manifest
 /// frontmatter) can only tighten this, never loosen it.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSandbox {
     /// `"allow"`, `"deny"` (a network namespace with loopback down; the call
@@ -166,7 +187,7 @@ pub(super) struct RawSandbox {
 /// this tool: it beats the environment, `[limits]`, and the timeout the tool
 /// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
 /// discovery probes.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTool {
     /// The wall-clock timeout of this tool's calls.
@@ -202,7 +223,7 @@ pub(super) struct RawTool {
 /// arguments' canonical JSON, outcome, duration, exit code or signal,
 /// backend), appended with `O_APPEND` so concurrent toolsmith processes never
 /// interleave. The arguments themselves are never logged.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAudit {
     /// The log file, relative to this config file's directory. Default: no
@@ -213,7 +234,7 @@ pub(super) struct RawAudit {
 
 /// Where tools are found, on top of the default layers (system, user,
 /// project). `--tools-dir` replaces all of them.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDiscovery {
     /// Extra tool directories, each a layer above the project's, in order
@@ -236,7 +257,7 @@ pub(super) struct RawDiscovery {
 /// containment backend (see `docs/operators.md`). Precedence for one call,
 /// highest first: `run` flags, `[tools.NAME]`, environment variables,
 /// `[limits]`, defaults.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLimits {
     /// The wall-clock timeout of a call; then the whole tree gets SIGTERM,
@@ -273,7 +294,7 @@ pub(super) struct RawLimits {
 
 /// The environment of tool processes: nothing of toolsmith's own
 /// environment reaches a tool unless `allow` names it.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawEnv {
     /// The variables passed through from toolsmith's environment. Default:
@@ -284,7 +305,7 @@ pub(super) struct RawEnv {
 }
 
 /// How tool processes are run.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawExecutor {
     /// The containment backend: `auto` (the strongest this kernel allows:
