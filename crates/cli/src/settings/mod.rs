@@ -31,6 +31,6 @@ pub(crate) use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
 #[cfg(test)]
 pub(crate) use crate::settings::options::ConfigDir;
 pub(crate) use crate::settings::options::{Combine, EnvOptions, Options, SandboxOptions};
-pub(crate) use crate::settings::report::{Origin, limits_json};
+pub(crate) use crate::settings::report::{Effective, Origin, limits_json};
 pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings};
 pub(crate) use crate::settings::schema::config_schema;
