@@ -178,6 +178,20 @@ pub(crate) fn tighten(
     }
     project.tools = tools;
 
+    paths(&mut project, user, project_dir, cwd, home, &mut found);
+    (project, found)
+}
+
+/// `discovery.dirs` and `generator.tools_dir` outside the project, and an `audit.path` that
+/// would move the user's log or leave the project.
+fn paths(
+    project: &mut Options,
+    user: &Options,
+    project_dir: &Path,
+    cwd: &Path,
+    home: Option<&Path>,
+    found: &mut Vec<Loosening>,
+) {
     if let Some(dirs) = project.discovery.dirs.take() {
         let mut kept = Vec::new();
         for dir in dirs {
@@ -212,7 +226,6 @@ pub(crate) fn tighten(
             None => project.audit = Some(path),
         }
     }
-    (project, found)
 }
 
 /// The user's effective value of every limit: the user config's, else the default.

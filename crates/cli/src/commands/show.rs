@@ -272,6 +272,53 @@ fn tool_text(
             Err(denial) => Cell::painted(format!("denied{profile}: {denial}"), Paint::Bad),
         },
     ]);
+    rows.extend(sandbox_rows(tool, call, features));
+    text.push_str(&output::table("", &[], &rows, color));
+    let timeout_source = match call.timeout_source {
+        TimeoutSource::Override => "[tools] override or flag".to_owned(),
+        TimeoutSource::Requested { requested, ceiling } => format!(
+            "requested {} by the tool, ceiling {}",
+            format_duration(requested),
+            format_duration(ceiling)
+        ),
+        TimeoutSource::Configured => "[limits]".to_owned(),
+    };
+    writeln!(text, "{}", Paint::Header.paint("limits:", color))?;
+    if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
+        let rows: Vec<Vec<Cell>> = limits
+            .iter()
+            .map(|(key, value)| {
+                let value = value.as_str().unwrap_or_default();
+                let value = if key == "timeout" {
+                    format!("{value} ({timeout_source})")
+                } else {
+                    value.to_owned()
+                };
+                vec![Cell::plain(key.clone()), Cell::plain(value)]
+            })
+            .collect();
+        text.push_str(&output::table("  ", &[], &rows, color));
+    }
+    writeln!(text, "{}", Paint::Header.paint("input schema:", color))?;
+    write_indented(&mut text, tool.input_schema().as_json())?;
+    match tool.output_schema() {
+        Some(schema) => {
+            writeln!(text, "{}", Paint::Header.paint("output schema:", color))?;
+            write_indented(&mut text, schema.as_json())?;
+        }
+        None => writeln!(
+            text,
+            "{} none",
+            Paint::Header.paint("output schema:", color)
+        )?,
+    }
+    Ok(text)
+}
+
+/// The rows of the sandbox a call of `tool` gets, and of what this kernel enforces of it.
+fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<Cell>> {
+    let label = |text: &str| Cell::painted(text, Paint::Header);
+    let mut rows = Vec::new();
     let declared = tool.sandbox();
     let declared = [
         declared.network.map(|setting| format!("network {setting}")),
@@ -316,46 +363,7 @@ fn tool_text(
             )
         },
     ]);
-    text.push_str(&output::table("", &[], &rows, color));
-    let timeout_source = match call.timeout_source {
-        TimeoutSource::Override => "[tools] override or flag".to_owned(),
-        TimeoutSource::Requested { requested, ceiling } => format!(
-            "requested {} by the tool, ceiling {}",
-            format_duration(requested),
-            format_duration(ceiling)
-        ),
-        TimeoutSource::Configured => "[limits]".to_owned(),
-    };
-    writeln!(text, "{}", Paint::Header.paint("limits:", color))?;
-    if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
-        let rows: Vec<Vec<Cell>> = limits
-            .iter()
-            .map(|(key, value)| {
-                let value = value.as_str().unwrap_or_default();
-                let value = if key == "timeout" {
-                    format!("{value} ({timeout_source})")
-                } else {
-                    value.to_owned()
-                };
-                vec![Cell::plain(key.clone()), Cell::plain(value)]
-            })
-            .collect();
-        text.push_str(&output::table("  ", &[], &rows, color));
-    }
-    writeln!(text, "{}", Paint::Header.paint("input schema:", color))?;
-    write_indented(&mut text, tool.input_schema().as_json())?;
-    match tool.output_schema() {
-        Some(schema) => {
-            writeln!(text, "{}", Paint::Header.paint("output schema:", color))?;
-            write_indented(&mut text, schema.as_json())?;
-        }
-        None => writeln!(
-            text,
-            "{} none",
-            Paint::Header.paint("output schema:", color)
-        )?,
-    }
-    Ok(text)
+    rows
 }
 
 fn write_indented(text: &mut String, value: &serde_json::Value) -> std::fmt::Result {

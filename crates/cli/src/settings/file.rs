@@ -66,7 +66,7 @@ use crate::settings::options::{
     ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
     PolicyOptions, SandboxOptions, ToolOptions,
 };
-use crate::settings::schema::{RawFile, RawTool, Scalar};
+use crate::settings::schema::{RawFile, RawPolicy, RawSandbox, RawTool, Scalar};
 use crate::settings::values::{
     ValueError, parse_backend, parse_filesystem, parse_max_concurrent, parse_network,
     parse_profile, parse_syscalls, parse_user,
@@ -225,43 +225,8 @@ fn parse_with_trust(
         allow: raw.env.allow,
         set: raw.env.set.map(|set| set.into_iter().collect()),
     };
-    let policy = PolicyOptions {
-        disabled: tool_names("policy.disabled", raw.policy.disabled, origin)?,
-        allowed: tool_names("policy.allowed", raw.policy.allowed, origin)?,
-        profile: raw
-            .policy
-            .profile
-            .map(|profile| {
-                parse_profile(&profile).map_err(|source| ConfigError::Value {
-                    value: profile.clone(),
-                    key: "policy.profile".to_owned(),
-                    origin: origin.to_owned(),
-                    source,
-                })
-            })
-            .transpose()?,
-    };
-    let sandbox = SandboxOptions {
-        network: field(
-            "sandbox.network",
-            &raw.sandbox.network,
-            origin,
-            parse_network,
-        )?,
-        filesystem: field(
-            "sandbox.filesystem",
-            &raw.sandbox.filesystem,
-            origin,
-            parse_filesystem,
-        )?,
-        syscalls: field(
-            "sandbox.syscalls",
-            &raw.sandbox.syscalls,
-            origin,
-            parse_syscalls,
-        )?,
-        user: field("sandbox.user", &raw.sandbox.user, origin, parse_user)?,
-    };
+    let policy = policy_options(raw.policy, origin)?;
+    let sandbox = sandbox_options(&raw.sandbox, origin)?;
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
         let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
@@ -328,6 +293,40 @@ fn parse_with_trust(
         },
         trust,
     ))
+}
+
+/// The `[policy]` section.
+fn policy_options(raw: RawPolicy, origin: &str) -> Result<PolicyOptions, ConfigError> {
+    Ok(PolicyOptions {
+        disabled: tool_names("policy.disabled", raw.disabled, origin)?,
+        allowed: tool_names("policy.allowed", raw.allowed, origin)?,
+        profile: raw
+            .profile
+            .map(|profile| {
+                parse_profile(&profile).map_err(|source| ConfigError::Value {
+                    value: profile.clone(),
+                    key: "policy.profile".to_owned(),
+                    origin: origin.to_owned(),
+                    source,
+                })
+            })
+            .transpose()?,
+    })
+}
+
+/// The `[sandbox]` section.
+fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, ConfigError> {
+    Ok(SandboxOptions {
+        network: field("sandbox.network", &raw.network, origin, parse_network)?,
+        filesystem: field(
+            "sandbox.filesystem",
+            &raw.filesystem,
+            origin,
+            parse_filesystem,
+        )?,
+        syscalls: field("sandbox.syscalls", &raw.syscalls, origin, parse_syscalls)?,
+        user: field("sandbox.user", &raw.user, origin, parse_user)?,
+    })
 }
 
 /// The limits a section sets: `scalar` gives a key's scalar in it, `None` where the section

@@ -137,7 +137,7 @@ impl GlobalSettings {
                 .iter()
                 .map(|dir| dir.resolve(cwd, home.as_deref()))
                 .collect();
-            layer_dirs(&LayerInputs {
+            let layers = layer_dirs(&LayerInputs {
                 binary,
                 toolsmith_home: non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
                     .map(|dir| cwd.join(dir)),
@@ -145,27 +145,9 @@ impl GlobalSettings {
                 project: project.clone(),
                 config_dirs,
                 peers: combined.discovery.peers.unwrap_or(false),
-            })
+            });
+            untrusted_project_left_out(layers, &mut trust)
         };
-        let mut layers = layers;
-        if !explicit_dirs && !trust.project_trusted() {
-            let in_project = |layer: Layer| matches!(layer, Layer::Project | Layer::PeerProject(_));
-            let skipped: Vec<PathBuf> = layers
-                .iter()
-                .filter(|layer_dir| in_project(layer_dir.layer) && layer_dir.dir.exists())
-                .map(|layer_dir| layer_dir.dir.clone())
-                .collect();
-            // A project with no layer at all keeps its (missing) directories, so that `serve`
-            // sees the tools its generator writes there; one with a layer loses them.
-            if !skipped.is_empty() || !trust.units[0].skipped.is_empty() {
-                layers.retain(|layer_dir| !in_project(layer_dir.layer));
-            }
-            let unit = &mut trust.units[0];
-            for dir in skipped {
-                let dir = dir.canonicalize().unwrap_or(dir);
-                unit.skipped.insert(0, dir);
-            }
-        }
         let project = project_dir(cwd);
         let generator_tools_dir = match &combined.generator.tools_dir {
             Some(dir) => dir.resolve(cwd, home.as_deref()),
@@ -391,6 +373,31 @@ impl GlobalSettings {
     pub(crate) fn tool_env(&self) -> Vec<(OsString, OsString)> {
         toolsmith_executor::filtered_env(&self.env_allow, &self.env_set)
     }
+}
+
+/// The layers without the project's when the project is not trusted, recording in `trust`
+/// the directories left out.
+fn untrusted_project_left_out(mut layers: Vec<LayerDir>, trust: &mut TrustReport) -> Vec<LayerDir> {
+    if trust.project_trusted() {
+        return layers;
+    }
+    let in_project = |layer: Layer| matches!(layer, Layer::Project | Layer::PeerProject(_));
+    let skipped: Vec<PathBuf> = layers
+        .iter()
+        .filter(|layer_dir| in_project(layer_dir.layer) && layer_dir.dir.exists())
+        .map(|layer_dir| layer_dir.dir.clone())
+        .collect();
+    // A project with no layer at all keeps its (missing) directories, so that `serve`
+    // sees the tools its generator writes there; one with a layer loses them.
+    if !skipped.is_empty() || !trust.units[0].skipped.is_empty() {
+        layers.retain(|layer_dir| !in_project(layer_dir.layer));
+    }
+    let unit = &mut trust.units[0];
+    for dir in skipped {
+        let dir = dir.canonicalize().unwrap_or(dir);
+        unit.skipped.insert(0, dir);
+    }
+    layers
 }
 
 /// The value of the variable `name` as a path, if it is set and not empty.
