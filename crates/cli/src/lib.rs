@@ -447,21 +447,19 @@ fn load_trust_store(state_dir: Option<&Path>) -> Result<TrustStore, TrustError> 
 
 /// One line each on stderr: a skipped project layer with its `hint:`, a refused value.
 fn print_trust_notices(report: &TrustReport) {
-    let color = output::colors().stderr;
     let mut text = String::new();
     for line in report.notices() {
         let painted = if let Some(rest) = line.strip_prefix("hint:") {
-            format!("{}{rest}", output::Paint::Warn.paint("hint:", color))
+            format!("{}{rest}", output::Paint::Warn.paint("hint:"))
         } else if let Some(rest) = line.strip_prefix("warning:") {
-            format!("{}{rest}", output::Paint::Warn.paint("warning:", color))
+            format!("{}{rest}", output::Paint::Warn.paint("warning:"))
         } else {
             line
         };
         text.push_str(&painted);
         text.push('\n');
     }
-    use std::io::Write;
-    let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+    output::write_stderr(&text);
 }
 
 /// `toolsmith completions SHELL`: the script on stdout, generated from the clap definition.
@@ -494,20 +492,15 @@ fn report(error: &anyhow::Error) {
         tracing::error!(target: logging::ANNOUNCE_TARGET, hint, "{}", message.join(": "));
         return;
     }
-    let color = output::colors().stderr;
     let mut text = format!(
         "{} {}\n",
-        output::Paint::Bad.paint("error:", color),
+        output::Paint::Bad.paint("error:"),
         message.join(": ")
     );
     if let Some(hint) = hint(error) {
-        text.push_str(&format!(
-            "{} {hint}\n",
-            output::Paint::Warn.paint("hint:", color)
-        ));
+        text.push_str(&format!("{} {hint}\n", output::Paint::Warn.paint("hint:")));
     }
-    use std::io::Write;
-    let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+    output::write_stderr(&text);
 }
 
 fn hint(error: &anyhow::Error) -> Option<String> {

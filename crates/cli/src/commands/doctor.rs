@@ -256,7 +256,7 @@ pub(crate) fn origin_json(origin: Origin) -> serde_json::Value {
 }
 
 /// A checks table: name, status, detail, and the fix on a line of its own below.
-pub(crate) fn checks_table(checks: &[Check], color: bool) -> String {
+pub(crate) fn checks_table(checks: &[Check]) -> String {
     let rows: Vec<Vec<Cell>> = checks
         .iter()
         .map(|check| {
@@ -267,13 +267,13 @@ pub(crate) fn checks_table(checks: &[Check], color: bool) -> String {
             ]
         })
         .collect();
-    let table = output::table("  ", &[], &rows, color);
+    let table = output::table("  ", &[], &rows);
     let mut text = String::new();
     for (line, check) in table.lines().zip(checks) {
         text.push_str(line);
         text.push('\n');
         if let Some(fix) = &check.fix {
-            text.push_str(&format!("    {} {fix}\n", Paint::Warn.paint("fix:", color)));
+            text.push_str(&format!("    {} {fix}\n", Paint::Warn.paint("fix:")));
         }
     }
     text

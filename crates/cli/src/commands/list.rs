@@ -163,7 +163,6 @@ impl<'a> Listing<'a> {
                 sources.push(tool.source());
             }
         }
-        let color = output::colors().stdout;
         let rows: Vec<(&Path, Vec<Cell>)> = self
             .admitted
             .iter()
@@ -180,7 +179,7 @@ impl<'a> Listing<'a> {
             .collect();
         // One table for every group, so that the columns line up across directories.
         let all_rows: Vec<Vec<Cell>> = rows.iter().map(|(_, row)| row.clone()).collect();
-        let table = output::table("  ", &["NAME", "KIND", "DESCRIPTION"], &all_rows, color);
+        let table = output::table("  ", &["NAME", "KIND", "DESCRIPTION"], &all_rows);
         let mut lines = table.lines();
         let header = lines.next().unwrap_or_default();
         let lines: Vec<&str> = lines.collect();
@@ -198,7 +197,7 @@ impl<'a> Listing<'a> {
             writeln!(
                 text,
                 "{}",
-                Paint::Header.paint(&format!("{}:", source.display()), color)
+                Paint::Header.paint(&format!("{}:", source.display()))
             )?;
             writeln!(text, "{header}")?;
             for line in group {
@@ -210,7 +209,7 @@ impl<'a> Listing<'a> {
         }
         if !self.denied.is_empty() || !self.catalog.denied().is_empty() {
             separate(&mut text);
-            writeln!(text, "{}", Paint::Header.paint("denied:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("denied:"))?;
             for (tool, denial) in &self.denied {
                 writeln!(
                     text,
@@ -231,7 +230,7 @@ impl<'a> Listing<'a> {
         }
         if !self.catalog.shadowed().is_empty() {
             separate(&mut text);
-            writeln!(text, "{}", Paint::Header.paint("shadowed:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("shadowed:"))?;
             for shadowed in self.catalog.shadowed() {
                 writeln!(
                     text,
@@ -244,12 +243,12 @@ impl<'a> Listing<'a> {
         }
         if !self.catalog.problems().is_empty() {
             separate(&mut text);
-            writeln!(text, "{}", Paint::Header.paint("problems:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("problems:"))?;
             for problem in self.catalog.problems() {
                 writeln!(
                     text,
                     "  {}: {}",
-                    Paint::Bad.paint(&problem.path.display().to_string(), color),
+                    Paint::Bad.paint(&problem.path.display().to_string()),
                     problem.message()
                 )?;
             }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use toolsmith_executor::Executor;
 
-use crate::output::{self, Paint};
+use crate::output::Paint;
 use crate::settings::GlobalSettings;
 
 /// The `hint:` line for a tool name nobody provides: the closest names of the
@@ -44,10 +44,7 @@ pub(crate) async fn unknown_tool_hint(
         let quoted: Vec<String> = close.iter().map(|name| format!("`{name}`")).collect();
         format!("did you mean {}?", quoted.join(" or "))
     };
-    format!(
-        "{} {hint}\n",
-        Paint::Warn.paint("hint:", output::colors().stderr)
-    )
+    format!("{} {hint}\n", Paint::Warn.paint("hint:"))
 }
 
 /// Up to three of `candidates` close to `wanted`: an edit distance within a

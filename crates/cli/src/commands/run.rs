@@ -119,7 +119,7 @@ pub(crate) async fn run(
     output::write_json(&envelope)?;
     if envelope.error_code() == Some(ErrorCode::ToolNotFound) {
         let hint = super::unknown_tool_hint(&args.name, global, executor).await;
-        let _ignored = std::io::Write::write_all(&mut std::io::stderr().lock(), hint.as_bytes());
+        output::write_stderr(&hint);
     }
     audited?;
     Ok(if envelope.tool_success() {

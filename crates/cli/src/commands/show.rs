@@ -1,7 +1,6 @@
 //! `toolsmith show NAME`: one tool in full, with the limits a call would get and what policy says about it.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -47,7 +46,7 @@ pub(crate) async fn show(
         .zip(name.as_ref().ok())
         .and_then(|(catalog, name)| catalog.get(name).map(|tool| (catalog, tool)));
     let Some((catalog, tool)) = found else {
-        let error_mark = output::Paint::Bad.paint("error:", output::colors().stderr);
+        let error_mark = output::Paint::Bad.paint("error:");
         let mut text = match &name {
             Ok(_) => format!(
                 "{error_mark} no tool named {:?} in the tool directories\n",
@@ -60,7 +59,7 @@ pub(crate) async fn show(
                 .context("cannot format the report")?;
         }
         text.push_str(&super::unknown_tool_hint(&args.name, global, executor).await);
-        let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+        output::write_stderr(&text);
         return Ok(ExitStatus::Failure);
     };
     let call = config.call_config(tool);
@@ -108,7 +107,6 @@ fn denied_json(denied: &DeniedTool, policy: &Policy) -> serde_json::Value {
 }
 
 fn denied_text(denied: &DeniedTool, policy: &Policy) -> Result<String, std::fmt::Error> {
-    let color = output::colors().stdout;
     let label = |text: &str| Cell::painted(text, Paint::Header);
     let profile = policy
         .profile
@@ -137,7 +135,7 @@ fn denied_text(denied: &DeniedTool, policy: &Policy) -> Result<String, std::fmt:
             Cell::plain("not known: policy refuses to run this file, so discovery did not ask it"),
         ],
     ];
-    let mut text = output::table("", &[], &rows, color);
+    let mut text = output::table("", &[], &rows);
     if !text.ends_with('\n') {
         writeln!(text)?;
     }
@@ -229,7 +227,6 @@ fn tool_text(
     call: &CallConfig,
     features: &Features,
 ) -> Result<String, std::fmt::Error> {
-    let color = output::colors().stdout;
     let label = |text: &str| Cell::painted(text, Paint::Header);
     let mut text = String::new();
     let annotations = tool.annotations();
@@ -273,7 +270,7 @@ fn tool_text(
         },
     ]);
     rows.extend(sandbox_rows(tool, call, features));
-    text.push_str(&output::table("", &[], &rows, color));
+    text.push_str(&output::table("", &[], &rows));
     let timeout_source = match call.timeout_source {
         TimeoutSource::Override => "[tools] override or flag".to_owned(),
         TimeoutSource::Requested { requested, ceiling } => format!(
@@ -283,7 +280,7 @@ fn tool_text(
         ),
         TimeoutSource::Configured => "[limits]".to_owned(),
     };
-    writeln!(text, "{}", Paint::Header.paint("limits:", color))?;
+    writeln!(text, "{}", Paint::Header.paint("limits:"))?;
     if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
         let rows: Vec<Vec<Cell>> = limits
             .iter()
@@ -297,20 +294,16 @@ fn tool_text(
                 vec![Cell::plain(key.clone()), Cell::plain(value)]
             })
             .collect();
-        text.push_str(&output::table("  ", &[], &rows, color));
+        text.push_str(&output::table("  ", &[], &rows));
     }
-    writeln!(text, "{}", Paint::Header.paint("input schema:", color))?;
+    writeln!(text, "{}", Paint::Header.paint("input schema:"))?;
     write_indented(&mut text, tool.input_schema().as_json())?;
     match tool.output_schema() {
         Some(schema) => {
-            writeln!(text, "{}", Paint::Header.paint("output schema:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("output schema:"))?;
             write_indented(&mut text, schema.as_json())?;
         }
-        None => writeln!(
-            text,
-            "{} none",
-            Paint::Header.paint("output schema:", color)
-        )?,
+        None => writeln!(text, "{} none", Paint::Header.paint("output schema:"))?,
     }
     Ok(text)
 }

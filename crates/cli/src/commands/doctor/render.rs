@@ -127,18 +127,17 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
     })
 }
 
-/// The report as text, with the colours of stdout.
+/// The report as text, styled: stdout drops the styles unless it is coloured.
 pub(super) fn report_text(report: &Report<'_>) -> Result<String, std::fmt::Error> {
-    let color = output::colors().stdout;
     let mut text = String::new();
-    machine_text(report, &mut text, color)?;
-    tools_text(report, &mut text, color)?;
-    config_text(report, &mut text, color)?;
+    machine_text(report, &mut text)?;
+    tools_text(report, &mut text)?;
+    config_text(report, &mut text)?;
     Ok(text)
 }
 
 /// The backend, the kernel's features, the sandbox and toolsmith's own protection.
-fn machine_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt::Result {
+fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     let Report {
         global,
         executor,
@@ -150,7 +149,7 @@ fn machine_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt
         memory,
         ..
     } = report;
-    let title = |text: &str| Paint::Header.paint(text, color);
+    let title = |text: &str| Paint::Header.paint(text);
     let chosen = match global.backend {
         BackendChoice::Auto => "auto: the strongest this kernel allows",
         BackendChoice::Only(_) => "pinned by configuration",
@@ -159,11 +158,11 @@ fn machine_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt
         text,
         "{} {} ({chosen})",
         title("backend:"),
-        Paint::Name.paint(&executor.backend().to_string(), color)
+        Paint::Name.paint(&executor.backend().to_string())
     )?;
     writeln!(text)?;
     writeln!(text, "{}", title("kernel:"))?;
-    text.push_str(&checks_table(&kernel, color));
+    text.push_str(&checks_table(&kernel));
     writeln!(text)?;
     writeln!(
         text,
@@ -173,11 +172,11 @@ fn machine_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt
         global.sandbox.filesystem,
         global.project_dir.display()
     )?;
-    text.push_str(&checks_table(&sandbox, color));
+    text.push_str(&checks_table(&sandbox));
     writeln!(
         text,
         "  secrets: {} ({})",
-        Paint::Name.paint(secrets.protection, color),
+        Paint::Name.paint(secrets.protection),
         secrets.detail
     )?;
     writeln!(
@@ -207,7 +206,7 @@ fn machine_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt
 }
 
 /// The tool directories, the problems found in them, the interpreters and project trust.
-fn tools_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt::Result {
+fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     let Report {
         global,
         directories,
@@ -216,7 +215,7 @@ fn tools_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt::
         trust,
         ..
     } = report;
-    let title = |text: &str| Paint::Header.paint(text, color);
+    let title = |text: &str| Paint::Header.paint(text);
     if global.explicit_dirs {
         writeln!(
             text,
@@ -230,7 +229,7 @@ fn tools_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt::
             title("tool directories (layers, lowest precedence first):")
         )?;
     }
-    text.push_str(&checks_table(&directories, color));
+    text.push_str(&checks_table(&directories));
     writeln!(text)?;
     if problems.is_empty() {
         writeln!(text, "{} none", title("problems:"))?;
@@ -240,26 +239,26 @@ fn tools_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt::
             "{}",
             title(&format!("problems ({}):", problems.len()))
         )?;
-        text.push_str(&checks_table(&problems, color));
+        text.push_str(&checks_table(&problems));
     }
     writeln!(text)?;
     if interpreters.is_empty() {
         writeln!(text, "{} none needed", title("interpreters:"))?;
     } else {
         writeln!(text, "{}", title("interpreters (what the tools run with):"))?;
-        text.push_str(&checks_table(&interpreters, color));
+        text.push_str(&checks_table(&interpreters));
     }
     writeln!(text)?;
     if !trust.is_empty() {
         writeln!(text, "{}", title("project trust:"))?;
-        text.push_str(&checks_table(&trust, color));
+        text.push_str(&checks_table(&trust));
         writeln!(text)?;
     }
     Ok(())
 }
 
 /// The config files, every effective setting, the discovery cache and the verdict.
-fn config_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt::Result {
+fn config_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     let Report {
         global,
         settings,
@@ -267,7 +266,7 @@ fn config_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt:
         cache_file,
         ..
     } = report;
-    let title = |text: &str| Paint::Header.paint(text, color);
+    let title = |text: &str| Paint::Header.paint(text);
     match &global.user_config_file {
         Some(path) => writeln!(text, "{} {}", title("user config:"), path.display())?,
         None => writeln!(
@@ -299,12 +298,7 @@ fn config_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt:
             ]
         })
         .collect();
-    text.push_str(&output::table(
-        "  ",
-        &["KEY", "VALUE", "FROM"],
-        &rows,
-        color,
-    ));
+    text.push_str(&output::table("  ", &["KEY", "VALUE", "FROM"], &rows));
     writeln!(text)?;
     match (&cache_file, global.cache_disabled) {
         (Some(file), _) => writeln!(text, "{} {}", title("discovery cache:"), file.display())?,
@@ -317,12 +311,8 @@ fn config_text(report: &Report<'_>, text: &mut String, color: bool) -> std::fmt:
     }
     writeln!(text)?;
     match problem_count {
-        0 => writeln!(text, "{}", Paint::Good.paint("no problems found", color)),
-        1 => writeln!(text, "{}", Paint::Bad.paint("1 problem found", color)),
-        n => writeln!(
-            text,
-            "{}",
-            Paint::Bad.paint(&format!("{n} problems found"), color)
-        ),
+        0 => writeln!(text, "{}", Paint::Good.paint("no problems found")),
+        1 => writeln!(text, "{}", Paint::Bad.paint("1 problem found")),
+        n => writeln!(text, "{}", Paint::Bad.paint(&format!("{n} problems found"))),
     }
 }
