@@ -5,7 +5,7 @@ use std::time::Duration;
 use toolsmith_executor::Limits;
 
 use crate::env_vars::EnvVars;
-use crate::settings::options::Combine;
+use crate::settings::combine::Combine;
 use crate::settings::schema::{RawLimits, RawTool, Scalar};
 use crate::settings::values::{
     ValueError, count_cap, duration, duration_cap, show_count_cap, show_duration_cap,

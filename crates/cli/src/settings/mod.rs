@@ -16,6 +16,7 @@
 //! the global list, as `[env] allow` replaces the default one; its `env.set`
 //! is laid over `[env] set` key by key.
 
+mod combine;
 mod file;
 mod limits;
 mod options;
@@ -24,13 +25,14 @@ mod resolve;
 mod schema;
 mod values;
 
+pub(crate) use crate::settings::combine::Combine;
 pub(crate) use crate::settings::file::{
     ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions, load, load_bytes, user_config_path,
 };
 pub(crate) use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
 #[cfg(test)]
 pub(crate) use crate::settings::options::ConfigDir;
-pub(crate) use crate::settings::options::{Combine, EnvOptions, Options, SandboxOptions};
+pub(crate) use crate::settings::options::{EnvOptions, Options, SandboxOptions};
 pub(crate) use crate::settings::report::{Effective, Origin, limits_json};
 pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings};
 pub(crate) use crate::settings::schema::config_schema;

@@ -1,4 +1,4 @@
-//! One layer of settings (flags, environment, a config file) as [`Options`], and [`Combine`], which alone decides precedence.
+//! One layer of settings (flags, environment, a config file) as [`Options`], combined with the layers below it by [`Combine`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -6,19 +6,9 @@ use toolsmith_executor::{BackendChoice, RunAs};
 use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
 
 use crate::env_vars::EnvVars;
+use crate::settings::combine::Combine;
 use crate::settings::limits::{LIMIT_KEYS, LimitsOptions};
 use crate::settings::values::{self, ValueError};
-
-/// Merges two layers of options; `self` is the higher layer and wins.
-pub(crate) trait Combine {
-    fn combine(self, lower: Self) -> Self;
-}
-
-impl<T> Combine for Option<T> {
-    fn combine(self, lower: Option<T>) -> Option<T> {
-        self.or(lower)
-    }
-}
 
 /// How the executor is set up, as one layer sets it.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -293,8 +283,9 @@ impl ConfigDir {
 mod tests {
     use std::time::Duration;
 
+    use crate::settings::combine::Combine;
     use crate::settings::limits::LimitsOptions;
-    use crate::settings::options::{Combine, Options};
+    use crate::settings::options::Options;
     use crate::units::Cap;
 
     fn check(env: &[(&str, &str)], expect: Result<LimitsOptions, &str>) {

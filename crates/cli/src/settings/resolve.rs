@@ -13,9 +13,10 @@ use toolsmith_registry::{
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
 use crate::env_vars::EnvVars;
+use crate::settings::combine::Combine;
 use crate::settings::file::ConfigFile;
 use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
-use crate::settings::options::{Combine, Options, PolicyOptions, ToolOptions};
+use crate::settings::options::{Options, PolicyOptions, ToolOptions};
 use crate::trust::TrustReport;
 use crate::units::Cap;
 

@@ -58,7 +58,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                 "layer": layer_dir.layer.as_str(),
                 "path": layer_dir.dir,
                 "exists": layer_dir.dir.is_dir(),
-                "tools": tool_count(&catalog, &layer_dir.dir),
+                "tools": tool_count(catalog, &layer_dir.dir),
             })
         })
         .collect();
@@ -76,11 +76,11 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
             "ok": *problem_count == 0,
             "backend": executor.backend().to_string(),
             "features": features,
-            "kernel": checks_json(&kernel),
+            "kernel": checks_json(kernel),
             "tool_dirs": tool_dirs,
-            "directories": checks_json(&directories),
-            "problems": checks_json(&problems),
-            "interpreters": checks_json(&interpreters),
+            "directories": checks_json(directories),
+            "problems": checks_json(problems),
+            "interpreters": checks_json(interpreters),
             "config_file": global.config_file,
             "user_config_file": global.user_config_file,
             "trust": {
@@ -90,7 +90,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                     "status": unit.verdict.as_str(),
                     "skipped": unit.skipped,
                 })).collect::<Vec<_>>(),
-                "checks": checks_json(&trust),
+                "checks": checks_json(trust),
             },
             "settings": settings_json,
             "cache": {
@@ -162,7 +162,7 @@ fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     )?;
     writeln!(text)?;
     writeln!(text, "{}", title("kernel:"))?;
-    text.push_str(&checks_table(&kernel));
+    text.push_str(&checks_table(kernel));
     writeln!(text)?;
     writeln!(
         text,
@@ -172,7 +172,7 @@ fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
         global.sandbox.filesystem,
         global.project_dir.display()
     )?;
-    text.push_str(&checks_table(&sandbox));
+    text.push_str(&checks_table(sandbox));
     writeln!(
         text,
         "  secrets: {} ({})",
@@ -229,7 +229,7 @@ fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
             title("tool directories (layers, lowest precedence first):")
         )?;
     }
-    text.push_str(&checks_table(&directories));
+    text.push_str(&checks_table(directories));
     writeln!(text)?;
     if problems.is_empty() {
         writeln!(text, "{} none", title("problems:"))?;
@@ -239,19 +239,19 @@ fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
             "{}",
             title(&format!("problems ({}):", problems.len()))
         )?;
-        text.push_str(&checks_table(&problems));
+        text.push_str(&checks_table(problems));
     }
     writeln!(text)?;
     if interpreters.is_empty() {
         writeln!(text, "{} none needed", title("interpreters:"))?;
     } else {
         writeln!(text, "{}", title("interpreters (what the tools run with):"))?;
-        text.push_str(&checks_table(&interpreters));
+        text.push_str(&checks_table(interpreters));
     }
     writeln!(text)?;
     if !trust.is_empty() {
         writeln!(text, "{}", title("project trust:"))?;
-        text.push_str(&checks_table(&trust));
+        text.push_str(&checks_table(trust));
         writeln!(text)?;
     }
     Ok(())
