@@ -176,3 +176,48 @@ limit_keys! {
     max_timeout: Duration, duration, format_duration,
         env: None, doctor: 5, tool: false, executor: false;
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use crate::settings::config_schema;
+    use crate::settings::limits::LIMIT_KEYS;
+
+    /// The keys of the struct `name` in the config file's schema.
+    fn schema_keys(name: &str) -> BTreeSet<String> {
+        config_schema()["$defs"][name]["properties"]
+            .as_object()
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// A key of `[limits]` missing from the table would be parsed and then silently ignored.
+    #[test]
+    fn the_table_has_every_key_of_limits() {
+        let table: BTreeSet<String> = LIMIT_KEYS.iter().map(|key| key.name.to_owned()).collect();
+        assert_eq!(table, schema_keys("RawLimits"));
+    }
+
+    #[test]
+    fn the_table_has_every_limit_of_a_tool_section() {
+        let others = ["env", "network", "filesystem", "syscalls", "disabled"];
+        let tool_limits: BTreeSet<String> = schema_keys("RawTool")
+            .into_iter()
+            .filter(|key| !others.contains(&key.as_str()))
+            .collect();
+        let table: BTreeSet<String> = LIMIT_KEYS
+            .iter()
+            .filter(|key| key.in_tool.is_some())
+            .map(|key| key.name.to_owned())
+            .collect();
+        assert_eq!(table, tool_limits);
+    }
+
+    #[test]
+    fn doctor_ranks_are_an_order() {
+        let ranks: BTreeSet<u8> = LIMIT_KEYS.iter().map(|key| key.doctor_rank).collect();
+        let expected: BTreeSet<u8> = (0..).take(LIMIT_KEYS.len()).collect();
+        assert_eq!(ranks, expected);
+    }
+}
