@@ -64,7 +64,7 @@ impl Combine for PolicyOptions {
 }
 
 /// How tools are discovered, as one layer sets it (only the config file does; the flags
-/// `--tools-dir` and `--no-cache` are applied in [`GlobalSettings::resolve`]).
+/// `--tools-dir` and `--no-cache` are applied in [`GlobalSettings::resolve`](crate::settings::GlobalSettings::resolve)).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct DiscoveryOptions {
     /// `[discovery] dirs`: extra directories, above the project layer.
