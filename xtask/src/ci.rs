@@ -100,6 +100,13 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let tidy_result = crate::tidy::run(root);
     timings.push(("tidy", step_finished("tidy", started, tidy_result.is_ok())));
     tidy_result.context("ci step `tidy` failed")?;
+    let started = step_started("codegen", "cargo xtask codegen --check");
+    let codegen_result = crate::codegen::run(root, true);
+    timings.push((
+        "codegen",
+        step_finished("codegen", started, codegen_result.is_ok()),
+    ));
+    codegen_result.context("ci step `codegen` failed")?;
     let started = step_started("soak", "cargo xtask soak");
     let soak_result = crate::soak::run(root);
     timings.push(("soak", step_finished("soak", started, soak_result.is_ok())));

@@ -10,10 +10,12 @@ usage: cargo xtask <task> [options]
 
 tasks:
   ci                       fmt --check, clippy -D warnings, test, doc -D warnings, tidy,
-                           soak; stops at the first failing step
+                           codegen --check, soak; stops at the first failing step
   soak                     10 000 sequential calls through one `toolsmith serve`: the
                            server's fds, threads, memory and processes must not grow
   tidy                     check house-style rules over every file of the workspace
+  codegen [--check]        write the generated files (docs/config.md, from the config
+                           file's schema); --check: fail if one is stale
   bench [--quick] [--calls N] [--only discovery]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
@@ -43,6 +45,7 @@ tasks:
 pub(crate) enum Task {
     Ci,
     Tidy,
+    Codegen { check: bool },
     Soak,
     Bench(BenchSettings),
     Man { out: Option<PathBuf> },
@@ -60,6 +63,7 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
     let task = match task.as_str() {
         "ci" => Task::Ci,
         "tidy" => Task::Tidy,
+        "codegen" => parse_codegen(&mut args)?,
         "soak" => Task::Soak,
         "bench" => Task::Bench(parse_bench(&mut args)?),
         "man" => parse_man(&mut args)?,
@@ -80,6 +84,17 @@ fn split_flag(arg: &str) -> (String, Option<String>) {
         Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
         None => (arg.to_owned(), None),
     }
+}
+
+fn parse_codegen(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
+    let mut check = false;
+    for arg in args.by_ref() {
+        match arg.as_str() {
+            "--check" => check = true,
+            _ => return Err(format!("unknown option `{arg}` for `codegen`")),
+        }
+    }
+    Ok(Task::Codegen { check })
 }
 
 fn parse_man(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
@@ -193,6 +208,12 @@ mod tests {
     fn plain_tasks() {
         check(&["ci"], Ok(Task::Ci));
         check(&["tidy"], Ok(Task::Tidy));
+        check(&["codegen"], Ok(Task::Codegen { check: false }));
+        check(&["codegen", "--check"], Ok(Task::Codegen { check: true }));
+        check(
+            &["codegen", "--fix"],
+            Err("unknown option `--fix` for `codegen`"),
+        );
     }
 
     #[test]

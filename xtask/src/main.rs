@@ -1,4 +1,4 @@
-//! `cargo xtask`: workspace automation (ci, tidy, bench, soak, man, install), run through the alias in `.cargo/config.toml`.
+//! `cargo xtask`: workspace automation (ci, tidy, codegen, bench, soak, man, install), run through the alias in `.cargo/config.toml`.
 //!
 //! Every task is a plain function in a module named after it; this file only
 //! parses the command line, dispatches, and maps the result to an exit status.
@@ -10,6 +10,7 @@
 mod bench;
 mod cargo;
 mod ci;
+mod codegen;
 mod discovery_bench;
 mod dist;
 mod flags;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         Task::Help => print_usage(),
         Task::Ci => ci::run(&project_root()),
         Task::Tidy => tidy::run(&project_root()),
+        Task::Codegen { check } => codegen::run(&project_root(), check),
         Task::Soak => soak::run(&project_root()),
         Task::Bench(settings) => bench::run(&settings, &project_root()),
         Task::Man { out } => {

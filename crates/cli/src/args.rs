@@ -257,7 +257,7 @@ pub(crate) struct GenerateArgs {
     #[arg(long, conflicts_with = "request")]
     pub(crate) print_schema: bool,
 
-    /// Print the report as JSON (it is JSON already; this keeps the flag every data command has).
+    /// Print the report as JSON, instead of one line per check.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -628,5 +628,17 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Issue 14: the help said the report "is JSON already", but without `--json` it is text.
+    #[test]
+    fn generate_json_flag_says_what_it_changes() {
+        let mut command = Cli::command();
+        let generate = command
+            .find_subcommand_mut("generate")
+            .expect("generate is a subcommand");
+        let help = generate.render_long_help().to_string();
+        assert!(help.contains("instead of one line per check"), "{help}");
+        assert!(!help.contains("JSON already"), "{help}");
     }
 }

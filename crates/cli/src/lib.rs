@@ -20,9 +20,6 @@
 mod admission;
 mod args;
 mod commands;
-mod config;
-#[cfg(test)]
-mod config_reference;
 mod env_vars;
 mod exit;
 mod export;
@@ -37,24 +34,22 @@ mod tighten;
 mod trust;
 mod units;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
-use toolsmith_executor::{Executor, ExecutorConfig};
+use toolsmith_executor::{Executor, ExecutorConfig, Limits};
 
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
-use crate::args::{
-    Cli, Commands, CompletionsArgs, DoctorArgs, ExportArgs, GenerateArgs, HistoryArgs, ListArgs,
-    NewArgs, RollbackArgs, RunArgs, ServeArgs, ShowArgs, TestArgs, TokenCommand, ValidateArgs,
+use crate::args::{Cli, Commands, CompletionsArgs, GlobalArgs, TokenCommand};
+use crate::settings::{
+    ConfigError, ConfigFile, ConfigLayers, GlobalSettings, Options, RunSettings,
 };
-use crate::config::ConfigError;
-use crate::settings::{ConfigLayers, GlobalSettings, Options, RunSettings};
-use crate::trust::{TrustError, TrustReport, TrustStore};
+use crate::trust::{TrustError, TrustOptions, TrustReport, TrustStore};
 
 /// Whether toolsmith's initial environment was blanked at start (see
 /// `toolsmith_executor::seal_initial_environment`); `doctor` reports it.
@@ -72,6 +67,13 @@ static ENVIRON_DROPPED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 /// pages, completions) that must match the binary exactly.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+/// The JSON Schema of the config file, derived from the structs it is parsed into: every
+/// section and key has its doc comment as its description. `cargo xtask codegen` writes
+/// docs/config.md from it.
+pub fn config_schema() -> serde_json::Value {
+    settings::config_schema()
 }
 
 /// Runs `toolsmith` with the process's arguments and environment.
@@ -151,172 +153,149 @@ fn color_flag(arguments: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {
     choice
 }
 
+/// The one dispatch from the command line to a subcommand. Everything a subcommand needs is
+/// resolved before any process runs, so that bad input is exit 2 without side effects.
 fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
-    if let Commands::Completions(args) = &cli.command {
-        return completions(args);
-    }
-    if let Commands::Token(TokenCommand::New) = &cli.command {
-        return token_new();
-    }
-    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
-    let lookup = |name: &str| std::env::var(name).ok();
-    let env_options = Options::from_env(&lookup)?;
-    let explicit_config = cli.global.config.clone().or_else(|| {
-        lookup(EnvVars::TOOLSMITH_CONFIG)
-            .filter(|path| !path.is_empty())
-            .map(Into::into)
-    });
-    let non_empty = |name: &str| {
-        lookup(name)
-            .filter(|value| !value.is_empty())
-            .map(std::path::PathBuf::from)
-    };
-    let home = non_empty(EnvVars::HOME);
-    let toolsmith_home = non_empty(EnvVars::TOOLSMITH_HOME).map(|dir| cwd.join(dir));
-    // The user config is the user's own: always read. A file named with --config or
-    // TOOLSMITH_CONFIG is trusted by that act; the project's is read only when trusted.
-    let user_file = config::user_config_path(toolsmith_home.as_deref(), home.as_deref())
-        .filter(|path| path.is_file())
-        .map(|path| config::load(&path))
-        .transpose()?;
-    let explicit_file = explicit_config.as_deref().map(config::load).transpose()?;
-    let trust_options = trust::trust_options(
-        &[
-            user_file.as_ref().and_then(|file| file.trust.as_ref()),
-            explicit_file.as_ref().and_then(|file| file.trust.as_ref()),
-        ],
-        &cwd,
-        home.as_deref(),
-    );
-    let state_dir = trust::state_dir(&lookup);
     match &cli.command {
+        // These read no config at all.
+        Commands::Completions(args) => completions(args),
+        Commands::Token(TokenCommand::New) => token_new(),
+        // These read no config above the user's: they decide whether the project's is read.
         Commands::Trust(args) => {
-            return commands::trust::trust(args, &cwd, state_dir.as_deref(), &trust_options);
+            let before = BeforeProject::read(&cli.global)?;
+            commands::trust::trust(
+                args,
+                &before.cwd,
+                before.state_dir.as_deref(),
+                &before.trust_options,
+            )
         }
         Commands::Untrust(args) => {
-            return commands::trust::untrust(args, &cwd, state_dir.as_deref(), &trust_options);
+            let before = BeforeProject::read(&cli.global)?;
+            commands::trust::untrust(
+                args,
+                &before.cwd,
+                before.state_dir.as_deref(),
+                &before.trust_options,
+            )
         }
-        _ => {}
-    }
-    let project = toolsmith_registry::project_dir(&cwd);
-    let store = load_trust_store(state_dir.as_deref())?;
-    let mut trust_report = trust::assess_project(&project, &store, &trust_options);
-    let upper = match explicit_file {
-        // The named file replaces the project's, which is then not read at all.
-        Some(file) => Some(file),
-        None => {
-            let user_options = user_file
-                .as_ref()
-                .map(|file| file.options.clone())
-                .unwrap_or_default();
-            trust::project_config(
-                &mut trust_report,
-                &cwd,
-                &store,
-                &trust_options,
-                &user_options,
-                home.as_deref(),
-            )?
-        }
-    };
-    // Without the binary's path there is no system layer; the other layers still work.
-    let binary = std::env::current_exe().ok();
-    let global = GlobalSettings::resolve(
-        &cli.global,
-        ConfigLayers {
-            user: user_file,
-            upper,
-            trust: trust_report,
-        },
-        env_options,
-        &cwd,
-        binary,
-        &lookup,
-    );
-    tracing::debug!(?global, "resolved settings");
-    // Every variable that no tool receives and toolsmith does not read is
-    // dropped (its heap copy zeroed), so that a tool that could read
-    // toolsmith's memory would not find the operator's secrets in it.
-    // Read before the scrub below drops it: the token stays in toolsmith's memory only.
-    let env_token = matches!(cli.command, Commands::Serve(_))
-        .then(|| lookup(EnvVars::TOOLSMITH_TOKEN))
-        .flatten();
-    let keep = global.kept_environment();
-    // SAFETY: the process still has one thread: no executor, runtime or
-    // progress bar exists yet, and the logger writes from the caller's thread.
-    let dropped = unsafe { toolsmith_executor::scrub_environment(&|name| keep(name)) };
-    tracing::debug!(?dropped, "dropped variables no tool receives");
-    let _ignored = ENVIRON_DROPPED.set(dropped.len());
-
-    // Everything a subcommand needs is resolved before any process runs, so
-    // that bad input is exit 2 without side effects.
-    let prepared = match &cli.command {
         Commands::Run(args) => {
+            let global = Session::start(&cli)?.global;
             let settings = RunSettings::resolve(args, &global);
             if cli.global.show_settings {
-                output::write_json(&global.to_json(&settings.limits))?;
-                return Ok(ExitStatus::Success);
+                return show_settings(&global, &settings.limits);
             }
-            let arguments = commands::run::read_input(&args.input, &cwd)?;
-            Prepared::Run {
-                args,
-                settings,
-                arguments,
-            }
+            let arguments = commands::run::read_input(&args.input, &global.cwd)?;
+            print_trust_notices(&global.trust);
+            on_runtime(&global, global.max_concurrent, async |executor| {
+                commands::run::run(args, &arguments, &global, &settings, executor).await
+            })
         }
-        Commands::List(args) => Prepared::List(args),
-        Commands::Show(args) => Prepared::Show(args),
-        Commands::Validate(args) => Prepared::Validate(args),
-        Commands::Export(args) => Prepared::Export(args),
-        Commands::Doctor(args) => Prepared::Doctor(args),
-        Commands::Serve(args) => Prepared::Serve(
-            args,
-            http::HttpSettings::resolve(args, env_token.as_deref(), &cwd)?,
-        ),
-        Commands::Completions(args) => return completions(args),
-        // Handled before any config is read; repeated so the match is whole.
-        Commands::Token(TokenCommand::New) => return token_new(),
-        Commands::Generate(args) if args.print_schema => {
-            return commands::generate::print_schema();
+        Commands::List(args) => reading_tools(&cli, async |global, executor| {
+            commands::list::list(args, global, executor).await
+        }),
+        Commands::Show(args) => reading_tools(&cli, async |global, executor| {
+            commands::show::show(args, global, executor).await
+        }),
+        Commands::Validate(args) => reading_tools(&cli, async |global, executor| {
+            commands::validate::validate(args, global, executor).await
+        }),
+        Commands::Export(args) => reading_tools(&cli, async |global, executor| {
+            commands::export::export(args, global, executor).await
+        }),
+        Commands::Doctor(args) => reading_tools(&cli, async |global, executor| {
+            commands::doctor::doctor(args, global, executor).await
+        }),
+        Commands::Test(args) => reading_tools(&cli, async |global, executor| {
+            commands::test::test(args, global, executor).await
+        }),
+        Commands::Serve(args) => {
+            let Session { global, env_token } = Session::start(&cli)?;
+            let http = http::HttpSettings::resolve(args, env_token.as_deref(), &global.cwd)?;
+            if cli.global.show_settings {
+                return show_settings(&global, &global.limits);
+            }
+            print_trust_notices(&global.trust);
+            let max_concurrent = commands::serve::max_concurrent(&global);
+            on_runtime(&global, max_concurrent, async |executor| {
+                commands::serve::serve(args, http, &global, executor).await
+            })
         }
         Commands::Generate(args) => {
+            let global = Session::start(&cli)?.global;
+            if args.print_schema {
+                return commands::generate::print_schema();
+            }
             let request = commands::generate::read_request(args, &global)?;
-            Prepared::Generate { args, request }
+            if cli.global.show_settings {
+                return show_settings(&global, &global.limits);
+            }
+            print_trust_notices(&global.trust);
+            on_runtime(&global, global.max_concurrent, async |executor| {
+                commands::generate::generate(args, &request, &global, executor).await
+            })
         }
-        Commands::New(args) => Prepared::New(args),
-        Commands::Test(args) => Prepared::Test(args),
-        Commands::History(args) => Prepared::History(args),
-        Commands::Rollback(args) => Prepared::Rollback(args),
-        // Handled before any config above the user's is read; repeated so the match is whole.
-        Commands::Trust(args) => {
-            return commands::trust::trust(args, &cwd, state_dir.as_deref(), &trust_options);
+        // These run no tool process: no executor is set up for them.
+        Commands::New(args) => {
+            let global = Session::start(&cli)?.global;
+            if cli.global.show_settings {
+                return show_settings(&global, &global.limits);
+            }
+            commands::generate::new(args, &global)
         }
-        Commands::Untrust(args) => {
-            return commands::trust::untrust(args, &cwd, state_dir.as_deref(), &trust_options);
+        Commands::History(args) => {
+            let global = Session::start(&cli)?.global;
+            if cli.global.show_settings {
+                return show_settings(&global, &global.limits);
+            }
+            commands::generate::history(args, &global)
         }
-    };
-    if cli.global.show_settings {
-        output::write_json(&global.to_json(&global.limits))?;
-        return Ok(ExitStatus::Success);
+        // It reads no tool directory, so it prints no trust notice.
+        Commands::Rollback(args) => {
+            let global = Session::start(&cli)?.global;
+            if cli.global.show_settings {
+                return show_settings(&global, &global.limits);
+            }
+            on_runtime(&global, global.max_concurrent, async |_executor| {
+                commands::generate::rollback(args, &global).await
+            })
+        }
     }
-    // Before any tool is probed: what of the project was skipped, and what was not applied.
-    if reads_tools(&prepared) {
-        print_trust_notices(&global.trust);
-    }
-    // These run no tool process: no executor is set up for them.
-    match prepared {
-        Prepared::New(args) => return commands::generate::new(args, &global),
-        Prepared::History(args) => return commands::generate::history(args, &global),
-        _ => {}
-    }
+}
 
+/// A subcommand that reads the tool directories: `--show-settings`, else the trust notices
+/// (what of the project was skipped, what was not applied) before any tool is probed, then
+/// the subcommand on the runtime.
+fn reading_tools(
+    cli: &Cli,
+    command: impl AsyncFnOnce(&GlobalSettings, &Arc<Executor>) -> anyhow::Result<ExitStatus>,
+) -> anyhow::Result<ExitStatus> {
+    let global = Session::start(cli)?.global;
+    if cli.global.show_settings {
+        return show_settings(&global, &global.limits);
+    }
+    print_trust_notices(&global.trust);
+    on_runtime(&global, global.max_concurrent, async |executor| {
+        command(&global, executor).await
+    })
+}
+
+/// `--show-settings`: the resolved settings as JSON on stdout, with `limits` those of the call.
+fn show_settings(global: &GlobalSettings, limits: &Limits) -> anyhow::Result<ExitStatus> {
+    output::write_json(&global.to_json(limits))?;
+    Ok(ExitStatus::Success)
+}
+
+/// Sets up the executor and the async runtime, and runs `command` on them.
+fn on_runtime(
+    global: &GlobalSettings,
+    max_concurrent: Option<usize>,
+    command: impl AsyncFnOnce(&Arc<Executor>) -> anyhow::Result<ExitStatus>,
+) -> anyhow::Result<ExitStatus> {
     let executor = Arc::new(
         Executor::new(ExecutorConfig {
             backend: global.backend,
-            max_concurrent: match prepared {
-                Prepared::Serve(..) => commands::serve::max_concurrent(&global),
-                _ => global.max_concurrent,
-            },
+            max_concurrent,
         })
         .context("cannot set up the executor")?,
     );
@@ -324,70 +303,140 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        match prepared {
-            Prepared::Run {
-                args,
-                settings,
-                arguments,
-            } => commands::run::run(args, &arguments, &global, &settings, &executor).await,
-            Prepared::List(args) => commands::list::list(args, &global, &executor).await,
-            Prepared::Show(args) => commands::show::show(args, &global, &executor).await,
-            Prepared::Validate(args) => {
-                commands::validate::validate(args, &global, &executor).await
-            }
-            Prepared::Export(args) => commands::export::export(args, &global, &executor).await,
-            Prepared::Doctor(args) => commands::doctor::doctor(args, &global, &executor).await,
-            Prepared::Serve(args, http) => {
-                commands::serve::serve(args, http, &global, &executor).await
-            }
-            Prepared::Generate { args, request } => {
-                commands::generate::generate(args, &request, &global, &executor).await
-            }
-            Prepared::Test(args) => commands::test::test(args, &global, &executor).await,
-            Prepared::Rollback(args) => commands::generate::rollback(args, &global).await,
-            Prepared::New(args) => commands::generate::new(args, &global),
-            Prepared::History(args) => commands::generate::history(args, &global),
-        }
-    })
+    runtime.block_on(command(&executor))
 }
 
-/// A subcommand with its settings resolved and its input read.
-#[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one value per process, built once and consumed at once"
-)]
-enum Prepared<'a> {
-    Run {
-        args: &'a RunArgs,
-        settings: RunSettings,
-        arguments: serde_json::Value,
-    },
-    List(&'a ListArgs),
-    Show(&'a ShowArgs),
-    Validate(&'a ValidateArgs),
-    Export(&'a ExportArgs),
-    Doctor(&'a DoctorArgs),
-    Serve(&'a ServeArgs, Option<http::HttpSettings>),
-    Generate {
-        args: &'a GenerateArgs,
-        request: serde_json::Value,
-    },
-    New(&'a NewArgs),
-    Test(&'a TestArgs),
-    History(&'a HistoryArgs),
-    Rollback(&'a RollbackArgs),
+/// What is read before the project is looked at: the environment layer, the user config,
+/// a file named with `--config` or `TOOLSMITH_CONFIG`, and what they say about trust.
+struct BeforeProject {
+    cwd: PathBuf,
+    env_options: Options,
+    home: Option<PathBuf>,
+    user_file: Option<ConfigFile>,
+    explicit_file: Option<ConfigFile>,
+    trust_options: TrustOptions,
+    state_dir: Option<PathBuf>,
 }
 
-/// Whether the subcommand reads the tool directories (and so may skip an untrusted project).
-fn reads_tools(prepared: &Prepared<'_>) -> bool {
-    !matches!(
-        prepared,
-        Prepared::New(_) | Prepared::History(_) | Prepared::Rollback(_)
-    )
+impl BeforeProject {
+    fn read(args: &GlobalArgs) -> anyhow::Result<BeforeProject> {
+        let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+        let lookup = |name: &str| std::env::var(name).ok();
+        let env_options = Options::from_env(&lookup)?;
+        let explicit_config = args.config.clone().or_else(|| {
+            lookup(EnvVars::TOOLSMITH_CONFIG)
+                .filter(|path| !path.is_empty())
+                .map(Into::into)
+        });
+        let non_empty = |name: &str| {
+            lookup(name)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = non_empty(EnvVars::HOME);
+        let toolsmith_home = non_empty(EnvVars::TOOLSMITH_HOME).map(|dir| cwd.join(dir));
+        // The user config is the user's own: always read. A file named with --config or
+        // TOOLSMITH_CONFIG is trusted by that act; the project's is read only when trusted.
+        let user_file = settings::user_config_path(toolsmith_home.as_deref(), home.as_deref())
+            .filter(|path| path.is_file())
+            .map(|path| settings::load(&path))
+            .transpose()?;
+        let explicit_file = explicit_config.as_deref().map(settings::load).transpose()?;
+        let trust_options = trust::trust_options(
+            &[
+                user_file.as_ref().and_then(|file| file.trust.as_ref()),
+                explicit_file.as_ref().and_then(|file| file.trust.as_ref()),
+            ],
+            &cwd,
+            home.as_deref(),
+        );
+        let state_dir = trust::state_dir(&lookup);
+        Ok(BeforeProject {
+            cwd,
+            env_options,
+            home,
+            user_file,
+            explicit_file,
+            trust_options,
+            state_dir,
+        })
+    }
 }
 
+/// The resolved settings of a command that may read the project, with the bearer token of
+/// `serve` read before the environment is scrubbed.
+struct Session {
+    global: GlobalSettings,
+    env_token: Option<String>,
+}
+
+impl Session {
+    /// Reads the config files (the project's when trusted), resolves the settings, then drops
+    /// from toolsmith's environment every variable that no tool receives and toolsmith does
+    /// not read.
+    fn start(cli: &Cli) -> anyhow::Result<Session> {
+        let BeforeProject {
+            cwd,
+            env_options,
+            home,
+            user_file,
+            explicit_file,
+            trust_options,
+            state_dir,
+        } = BeforeProject::read(&cli.global)?;
+        let lookup = |name: &str| std::env::var(name).ok();
+        let project = toolsmith_registry::project_dir(&cwd);
+        let store = load_trust_store(state_dir.as_deref())?;
+        let mut trust_report = trust::assess_project(&project, &store, &trust_options);
+        let upper = match explicit_file {
+            // The named file replaces the project's, which is then not read at all.
+            Some(file) => Some(file),
+            None => {
+                let user_options = user_file
+                    .as_ref()
+                    .map(|file| file.options.clone())
+                    .unwrap_or_default();
+                trust::project_config(
+                    &mut trust_report,
+                    &cwd,
+                    &store,
+                    &trust_options,
+                    &user_options,
+                    home.as_deref(),
+                )?
+            }
+        };
+        // Without the binary's path there is no system layer; the other layers still work.
+        let binary = std::env::current_exe().ok();
+        let global = GlobalSettings::resolve(
+            &cli.global,
+            ConfigLayers {
+                user: user_file,
+                upper,
+                trust: trust_report,
+            },
+            env_options,
+            &cwd,
+            binary,
+            &lookup,
+        );
+        tracing::debug!(?global, "resolved settings");
+        // Every variable that no tool receives and toolsmith does not read is
+        // dropped (its heap copy zeroed), so that a tool that could read
+        // toolsmith's memory would not find the operator's secrets in it.
+        // Read before the scrub below drops it: the token stays in toolsmith's memory only.
+        let env_token = matches!(cli.command, Commands::Serve(_))
+            .then(|| lookup(EnvVars::TOOLSMITH_TOKEN))
+            .flatten();
+        let keep = global.kept_environment();
+        // SAFETY: the process still has one thread: no executor, runtime or
+        // progress bar exists yet, and the logger writes from the caller's thread.
+        let dropped = unsafe { toolsmith_executor::scrub_environment(&|name| keep(name)) };
+        tracing::debug!(?dropped, "dropped variables no tool receives");
+        let _ignored = ENVIRON_DROPPED.set(dropped.len());
+        Ok(Session { global, env_token })
+    }
+}
 /// The trust store, or an empty one (nothing trusted) when there is no state directory.
 fn load_trust_store(state_dir: Option<&Path>) -> Result<TrustStore, TrustError> {
     match state_dir {
@@ -398,21 +447,19 @@ fn load_trust_store(state_dir: Option<&Path>) -> Result<TrustStore, TrustError> 
 
 /// One line each on stderr: a skipped project layer with its `hint:`, a refused value.
 fn print_trust_notices(report: &TrustReport) {
-    let color = output::colors().stderr;
     let mut text = String::new();
     for line in report.notices() {
         let painted = if let Some(rest) = line.strip_prefix("hint:") {
-            format!("{}{rest}", output::Paint::Warn.paint("hint:", color))
+            format!("{}{rest}", output::Paint::Warn.paint("hint:"))
         } else if let Some(rest) = line.strip_prefix("warning:") {
-            format!("{}{rest}", output::Paint::Warn.paint("warning:", color))
+            format!("{}{rest}", output::Paint::Warn.paint("warning:"))
         } else {
             line
         };
         text.push_str(&painted);
         text.push('\n');
     }
-    use std::io::Write;
-    let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+    output::write_stderr(&text);
 }
 
 /// `toolsmith completions SHELL`: the script on stdout, generated from the clap definition.
@@ -445,20 +492,15 @@ fn report(error: &anyhow::Error) {
         tracing::error!(target: logging::ANNOUNCE_TARGET, hint, "{}", message.join(": "));
         return;
     }
-    let color = output::colors().stderr;
     let mut text = format!(
         "{} {}\n",
-        output::Paint::Bad.paint("error:", color),
+        output::Paint::Bad.paint("error:"),
         message.join(": ")
     );
     if let Some(hint) = hint(error) {
-        text.push_str(&format!(
-            "{} {hint}\n",
-            output::Paint::Warn.paint("hint:", color)
-        ));
+        text.push_str(&format!("{} {hint}\n", output::Paint::Warn.paint("hint:")));
     }
-    use std::io::Write;
-    let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+    output::write_stderr(&text);
 }
 
 fn hint(error: &anyhow::Error) -> Option<String> {

@@ -50,19 +50,16 @@ use toolsmith_registry::{
     error_chain,
 };
 
+mod calls;
+mod results;
+
+pub(crate) use crate::mcp::calls::Calls;
+
 use crate::admission::{PerClient, Refusal};
+use crate::mcp::results::{META_ERROR_CODE, META_METADATA, call_result, listed_name, page};
 
 /// How many tools one `tools/list` page holds.
 const PAGE_SIZE: usize = 100;
-
-/// What a cursor starts with; what follows is the last name of the previous page.
-const CURSOR_TAG: &str = "after:";
-
-/// The `_meta` key of a call result that carries the envelope's run metadata.
-const META_METADATA: &str = "toolsmith/metadata";
-
-/// The `_meta` key of a failed call result that carries the envelope's `error_code`.
-const META_ERROR_CODE: &str = "toolsmith/error_code";
 
 /// Everything the server needs, built by `toolsmith serve`.
 #[derive(Debug)]
@@ -81,72 +78,6 @@ pub(crate) struct ServeContext {
     pub(crate) metrics: crate::metrics::Metrics,
     /// The limits on each HTTP client's (IP address's) calls; `None`: no limit.
     pub(crate) per_client: Option<PerClient>,
-}
-
-/// The calls in flight, and whether the server still takes new ones.
-#[derive(Debug, Default)]
-pub(crate) struct Calls {
-    running: std::sync::atomic::AtomicUsize,
-    draining: std::sync::atomic::AtomicBool,
-    idle: tokio::sync::Notify,
-    /// Cancelled when a shutdown's grace period is over: the calls still running are killed
-    /// and each answers its client with an error that says so.
-    killing: tokio_util::sync::CancellationToken,
-}
-
-impl Calls {
-    /// Kills every running call; each still answers its client, with an error that says
-    /// the server shut down.
-    pub(crate) fn kill_running(&self) {
-        self.killing.cancel();
-    }
-
-    /// Refuses new calls from now on; the running ones go on.
-    pub(crate) fn drain(&self) {
-        self.draining
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// How many calls are running.
-    pub(crate) fn running(&self) -> usize {
-        self.running.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Waits until no call runs.
-    pub(crate) async fn idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            if self.running() == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    /// Counts a call until the guard drops (answered, failed or cancelled); `None` once
-    /// draining.
-    fn start(&self) -> Option<CallGuard<'_>> {
-        self.running
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let guard = CallGuard(self);
-        (!self.draining.load(std::sync::atomic::Ordering::SeqCst)).then_some(guard)
-    }
-}
-
-/// One call counted by [`Calls`].
-struct CallGuard<'a>(&'a Calls);
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        if self
-            .0
-            .running
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
-            == 1
-        {
-            self.0.idle.notify_waiters();
-        }
-    }
 }
 
 /// Serves MCP on stdin/stdout until stdin closes.
@@ -310,6 +241,7 @@ impl Handler {
         tools
     }
 
+    // long: a call with its audit orchestration, which issue 14 moves into one registry call; left whole until then.
     async fn call(
         &self,
         tool: &Tool,
@@ -731,125 +663,4 @@ fn client_ip(context: &RequestContext<RoleServer>) -> Option<std::net::IpAddr> {
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<ClientIdentity>())
         .map(|identity| identity.ip)
-}
-
-/// The name a tool is listed and called by.
-fn listed_name(prefix: &str, name: &ToolName) -> String {
-    format!("{prefix}{name}")
-}
-
-/// One page of a listing: which names, and the cursor of the next page.
-#[derive(Debug, PartialEq, Eq)]
-struct Page {
-    start: usize,
-    end: usize,
-    next_cursor: Option<String>,
-}
-
-/// The page of the sorted `names` that follows `cursor`, or `None` for a cursor this server did
-/// not write.
-fn page(names: &[&str], cursor: Option<&str>, size: usize) -> Option<Page> {
-    let start = match cursor {
-        None => 0,
-        Some(cursor) => {
-            let after = cursor.strip_prefix(CURSOR_TAG)?;
-            names.partition_point(|name| *name <= after)
-        }
-    };
-    let end = names.len().min(start + size);
-    let next_cursor =
-        (end < names.len() && end > start).then(|| format!("{CURSOR_TAG}{}", names[end - 1]));
-    Some(Page {
-        start,
-        end,
-        next_cursor,
-    })
-}
-
-/// An envelope as an MCP call result.
-///
-/// - Success: the result as text (a text result as is, JSON serialized); when the tool declares
-///   an output schema and the result meets it, also as `structuredContent`. A result that does
-///   not meet the schema is the operation error a tool may report (`{"error": ...}`, which the
-///   registry exempts from the schema): it is `isError`, since MCP requires conforming
-///   structured content from a tool with an output schema.
-/// - Failure (including invalid arguments and policy denials): `isError` with the sentence and
-///   the error code; the code is also in `_meta`.
-/// - Always: the run's metadata in `_meta`.
-fn call_result(tool: &Tool, envelope: &Envelope) -> CallToolResult {
-    let mut meta = JsonObject::new();
-    meta.insert(
-        META_METADATA.to_owned(),
-        serde_json::to_value(&envelope.metadata).unwrap_or(Value::Null),
-    );
-    let mut result = match &envelope.body {
-        Body::Success { result } => {
-            let text = match result {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            match tool.output_schema() {
-                Some(schema) if schema.violations(result).is_empty() => {
-                    let mut structured = CallToolResult::structured(result.clone());
-                    structured.content = vec![ContentBlock::text(text)];
-                    structured
-                }
-                Some(_) => CallToolResult::error(vec![ContentBlock::text(text)]),
-                None => CallToolResult::success(vec![ContentBlock::text(text)]),
-            }
-        }
-        Body::Failure { error, error_code } => {
-            meta.insert(META_ERROR_CODE.to_owned(), Value::from(error_code.as_str()));
-            CallToolResult::error(vec![ContentBlock::text(format!(
-                "{error} (error_code: {error_code})"
-            ))])
-        }
-    };
-    result.meta = Some(MetaObject(meta));
-    result
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::mcp::{Page, page};
-
-    fn check(names: &[&str], cursor: Option<&str>, expect: Option<(usize, usize, Option<&str>)>) {
-        let expect = expect.map(|(start, end, next_cursor)| Page {
-            start,
-            end,
-            next_cursor: next_cursor.map(str::to_owned),
-        });
-        assert_eq!(page(names, cursor, 2), expect, "{names:?} after {cursor:?}");
-    }
-
-    #[test]
-    fn first_page_and_its_cursor() {
-        check(&["a", "b", "c"], None, Some((0, 2, Some("after:b"))));
-        check(&["a", "b"], None, Some((0, 2, None)));
-        check(&[], None, Some((0, 0, None)));
-    }
-
-    #[test]
-    fn later_pages_follow_the_last_name() {
-        check(&["a", "b", "c"], Some("after:b"), Some((2, 3, None)));
-        check(
-            &["a", "b", "c", "d", "e"],
-            Some("after:b"),
-            Some((2, 4, Some("after:d"))),
-        );
-    }
-
-    #[test]
-    fn a_page_boundary_survives_changes() {
-        // `b` was removed after the first page was served: the next page still starts at `c`.
-        check(&["a", "c", "d"], Some("after:b"), Some((1, 3, None)));
-        // Past the end: an empty last page.
-        check(&["a"], Some("after:z"), Some((1, 1, None)));
-    }
-
-    #[test]
-    fn foreign_cursors_are_rejected() {
-        check(&["a"], Some("2"), None);
-        check(&["a"], Some(""), None);
-    }
 }

@@ -5,6 +5,10 @@
 //! unset or empty, and `TERM` is not `dumb`; `CLICOLOR_FORCE` (non-empty, not
 //! `0`) turns `auto` on even on a pipe. The decision is taken once per stream,
 //! by [`init_color`], before anything is written.
+//!
+//! Text is always styled ([`Paint`]); each stream is an `anstream::AutoStream` that passes
+//! the styles through when that stream is coloured and strips them otherwise, so no
+//! function that formats text needs to know whether it will be coloured.
 
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
@@ -96,9 +100,10 @@ impl Paint {
         }
     }
 
-    /// `text` in this style when `on`, as is otherwise.
-    pub(crate) fn paint(self, text: &str, on: bool) -> String {
-        if on && !text.is_empty() {
+    /// `text` in this style (an empty text stays empty); the stream it is written to drops
+    /// the style unless it is coloured.
+    pub(crate) fn paint(self, text: &str) -> String {
+        if !text.is_empty() {
             let style = self.style();
             format!("{style}{text}{style:#}")
         } else {
@@ -133,7 +138,7 @@ impl Cell {
 /// Rows aligned in columns by display width (so `é` or `✓` count as one
 /// column and CJK as two), each line prefixed by `indent`, two spaces between
 /// columns, no trailing spaces; `headers` (if any) in the header style.
-pub(crate) fn table(indent: &str, headers: &[&str], rows: &[Vec<Cell>], color: bool) -> String {
+pub(crate) fn table(indent: &str, headers: &[&str], rows: &[Vec<Cell>]) -> String {
     let columns = rows
         .iter()
         .map(Vec::len)
@@ -169,7 +174,7 @@ pub(crate) fn table(indent: &str, headers: &[&str], rows: &[Vec<Cell>], color: b
                 line.push_str("  ");
             }
             match cell.paint {
-                Some(paint) => line.push_str(&paint.paint(&cell.text, color)),
+                Some(paint) => line.push_str(&paint.paint(&cell.text)),
                 None => line.push_str(&cell.text),
             }
             if Some(column) != last {
@@ -192,13 +197,30 @@ pub(crate) fn write_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     stdout.flush().context("cannot write to stdout")
 }
 
-/// Writes `text` as is.
+/// Writes `text` to stdout, its styles dropped unless stdout is coloured.
 pub(crate) fn write_text(text: &str) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = styled(std::io::stdout().lock(), colors().stdout);
     stdout
         .write_all(text.as_bytes())
         .context("cannot write to stdout")?;
     stdout.flush().context("cannot write to stdout")
+}
+
+/// Writes `text` to stderr, its styles dropped unless stderr is coloured. A message that
+/// cannot be written has nowhere else to go, so the failure is ignored.
+pub(crate) fn write_stderr(text: &str) {
+    let mut stderr = styled(std::io::stderr().lock(), colors().stderr);
+    let _ignored = stderr.write_all(text.as_bytes());
+    let _ignored = stderr.flush();
+}
+
+/// `raw`, passing styles through when `colored`, stripping them otherwise.
+fn styled<S: anstream::stream::RawStream>(raw: S, colored: bool) -> anstream::AutoStream<S> {
+    if colored {
+        anstream::AutoStream::always_ansi(raw)
+    } else {
+        anstream::AutoStream::never(raw)
+    }
 }
 
 #[cfg(test)]
@@ -238,8 +260,9 @@ mod tests {
             vec![Cell::plain("héllo"), Cell::plain("x"), Cell::plain("first")],
             vec![Cell::plain("日本"), Cell::plain("longer"), Cell::plain("")],
         ];
+        let text = table("  ", &["NAME", "KIND", "DESCRIPTION"], &rows);
         assert_eq!(
-            table("  ", &["NAME", "KIND", "DESCRIPTION"], &rows, false),
+            anstream::adapter::strip_str(&text).to_string(),
             "  NAME   KIND    DESCRIPTION\n  héllo  x       first\n  日本   longer\n"
         );
     }
@@ -248,7 +271,7 @@ mod tests {
     fn painted_cells_keep_alignment() {
         let rows = vec![vec![Cell::painted("a", Paint::Name), Cell::plain("b")]];
         assert_eq!(
-            table("", &["NAME", "X"], &rows, true),
+            table("", &["NAME", "X"], &rows),
             "\u{1b}[1mNAME\u{1b}[0m  \u{1b}[1mX\u{1b}[0m\n\u{1b}[36ma\u{1b}[0m     b\n"
         );
     }

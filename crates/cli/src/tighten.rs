@@ -39,7 +39,7 @@ use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunA
 use toolsmith_registry::{FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName};
 
 #[cfg(test)]
-use crate::config::ConfigDir;
+use crate::settings::ConfigDir;
 use crate::settings::{
     Combine, DEFAULT_MAX_TIMEOUT, EnvOptions, LimitsOptions, Options, SandboxOptions,
 };
@@ -178,6 +178,20 @@ pub(crate) fn tighten(
     }
     project.tools = tools;
 
+    paths(&mut project, user, project_dir, cwd, home, &mut found);
+    (project, found)
+}
+
+/// `discovery.dirs` and `generator.tools_dir` outside the project, and an `audit.path` that
+/// would move the user's log or leave the project.
+fn paths(
+    project: &mut Options,
+    user: &Options,
+    project_dir: &Path,
+    cwd: &Path,
+    home: Option<&Path>,
+    found: &mut Vec<Loosening>,
+) {
     if let Some(dirs) = project.discovery.dirs.take() {
         let mut kept = Vec::new();
         for dir in dirs {
@@ -212,7 +226,6 @@ pub(crate) fn tighten(
             None => project.audit = Some(path),
         }
     }
-    (project, found)
 }
 
 /// The user's effective value of every limit: the user config's, else the default.
@@ -614,7 +627,7 @@ mod tests {
     use std::path::Path;
 
     #[cfg(test)]
-    use crate::config::ConfigDir;
+    use crate::settings::ConfigDir;
     use crate::settings::Options;
     use crate::tighten::{config_dir, tighten};
 
@@ -622,7 +635,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let path = temp.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
-        crate::config::load(&path).unwrap().options
+        crate::settings::load(&path).unwrap().options
     }
 
     /// The keys refused when `project` is laid over `user`.

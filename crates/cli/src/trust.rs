@@ -18,8 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::config::{self, ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions};
 use crate::env_vars::EnvVars;
+use crate::settings::{ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions};
 use crate::settings::{GlobalSettings, Options};
 use crate::tighten::{Loosening, tighten};
 
@@ -512,7 +512,7 @@ pub(crate) fn project_config(
             .push(cwd_canonical.join(PROJECT_CONFIG));
         return Ok(None);
     }
-    let mut file = config::load_bytes(&shown, &bytes)?;
+    let mut file = crate::settings::load_bytes(&shown, &bytes)?;
     report.ignored_trust_section = file.trust.take().is_some();
     if !options.project_may_loosen {
         let (tightened, loosenings) = tighten(file.options, user, &project_canonical, cwd, home);

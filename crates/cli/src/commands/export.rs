@@ -6,6 +6,7 @@ use toolsmith_executor::Executor;
 use toolsmith_registry::Tool;
 
 use crate::args::ExportArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::export::{ExportSettings, export as export_tools};
 use crate::output;
@@ -20,7 +21,7 @@ pub(crate) async fn export(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
-    let catalog = global.discover(executor, &config, &policy, &|_| {}).await;
+    let catalog = discover::discover(global, executor, &config, &policy, &|_| {}).await;
     let admitted: Vec<&Tool> = catalog
         .tools()
         .iter()

@@ -11,6 +11,7 @@ use toolsmith_generator::{GeneratorConfig, REQUEST_SCHEMA, Report, Status};
 use toolsmith_registry::ToolName;
 
 use crate::args::{GenerateArgs, HistoryArgs, LanguageArg, NewArgs, RollbackArgs};
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output;
 use crate::settings::GlobalSettings;
@@ -60,9 +61,8 @@ pub(crate) async fn generate(
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
-    let existing = global
-        .discover(executor, &config, &global.policy(None), &|_| {})
-        .await;
+    let existing =
+        discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
     let fresh = crate::trust::fresh_project(global);
     let report = toolsmith_generator::generate(
         executor,

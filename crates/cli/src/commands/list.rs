@@ -10,6 +10,7 @@ use toolsmith_executor::Executor;
 use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, Tool};
 
 use crate::args::ListArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::progress::DiscoveryBar;
@@ -25,9 +26,10 @@ pub(crate) async fn list(
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let bar = DiscoveryBar::new();
-    let catalog = global
-        .discover(executor, &config, &policy, &|progress| bar.update(progress))
-        .await;
+    let catalog = discover::discover(global, executor, &config, &policy, &|progress| {
+        bar.update(progress)
+    })
+    .await;
     bar.finish();
     let listing = Listing::new(&catalog, &policy);
     if args.json {
@@ -161,7 +163,6 @@ impl<'a> Listing<'a> {
                 sources.push(tool.source());
             }
         }
-        let color = output::colors().stdout;
         let rows: Vec<(&Path, Vec<Cell>)> = self
             .admitted
             .iter()
@@ -178,7 +179,7 @@ impl<'a> Listing<'a> {
             .collect();
         // One table for every group, so that the columns line up across directories.
         let all_rows: Vec<Vec<Cell>> = rows.iter().map(|(_, row)| row.clone()).collect();
-        let table = output::table("  ", &["NAME", "KIND", "DESCRIPTION"], &all_rows, color);
+        let table = output::table("  ", &["NAME", "KIND", "DESCRIPTION"], &all_rows);
         let mut lines = table.lines();
         let header = lines.next().unwrap_or_default();
         let lines: Vec<&str> = lines.collect();
@@ -196,7 +197,7 @@ impl<'a> Listing<'a> {
             writeln!(
                 text,
                 "{}",
-                Paint::Header.paint(&format!("{}:", source.display()), color)
+                Paint::Header.paint(&format!("{}:", source.display()))
             )?;
             writeln!(text, "{header}")?;
             for line in group {
@@ -208,7 +209,7 @@ impl<'a> Listing<'a> {
         }
         if !self.denied.is_empty() || !self.catalog.denied().is_empty() {
             separate(&mut text);
-            writeln!(text, "{}", Paint::Header.paint("denied:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("denied:"))?;
             for (tool, denial) in &self.denied {
                 writeln!(
                     text,
@@ -229,7 +230,7 @@ impl<'a> Listing<'a> {
         }
         if !self.catalog.shadowed().is_empty() {
             separate(&mut text);
-            writeln!(text, "{}", Paint::Header.paint("shadowed:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("shadowed:"))?;
             for shadowed in self.catalog.shadowed() {
                 writeln!(
                     text,
@@ -242,12 +243,12 @@ impl<'a> Listing<'a> {
         }
         if !self.catalog.problems().is_empty() {
             separate(&mut text);
-            writeln!(text, "{}", Paint::Header.paint("problems:", color))?;
+            writeln!(text, "{}", Paint::Header.paint("problems:"))?;
             for problem in self.catalog.problems() {
                 writeln!(
                     text,
                     "  {}: {}",
-                    Paint::Bad.paint(&problem.path.display().to_string(), color),
+                    Paint::Bad.paint(&problem.path.display().to_string()),
                     problem.message()
                 )?;
             }

@@ -1,5 +1,6 @@
 //! The subcommands, one module each.
 
+pub(crate) mod discover;
 pub(crate) mod doctor;
 pub(crate) mod export;
 pub(crate) mod generate;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use toolsmith_executor::Executor;
 
-use crate::output::{self, Paint};
+use crate::output::Paint;
 use crate::settings::GlobalSettings;
 
 /// The `hint:` line for a tool name nobody provides: the closest names of the
@@ -26,9 +27,8 @@ pub(crate) async fn unknown_tool_hint(
     executor: &Arc<Executor>,
 ) -> String {
     let config = global.run_config(&global.cwd, None);
-    let catalog = global
-        .discover(executor, &config, &global.policy(None), &|_| {})
-        .await;
+    let catalog =
+        discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
     let names: Vec<&str> = catalog
         .tools()
         .iter()
@@ -44,10 +44,7 @@ pub(crate) async fn unknown_tool_hint(
         let quoted: Vec<String> = close.iter().map(|name| format!("`{name}`")).collect();
         format!("did you mean {}?", quoted.join(" or "))
     };
-    format!(
-        "{} {hint}\n",
-        Paint::Warn.paint("hint:", output::colors().stderr)
-    )
+    format!("{} {hint}\n", Paint::Warn.paint("hint:"))
 }
 
 /// Up to three of `candidates` close to `wanted`: an edit distance within a
@@ -58,7 +55,7 @@ pub(crate) fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Vec<&'a str> 
         .iter()
         .filter(|candidate| !candidate.is_empty() && **candidate != wanted)
         .filter_map(|candidate| {
-            let distance = edit_distance(wanted, candidate);
+            let distance = strsim::levenshtein(wanted, candidate);
             let contains =
                 wanted.len() >= 3 && (candidate.contains(wanted) || wanted.contains(*candidate));
             (distance <= budget || contains).then_some((distance, *candidate))
@@ -68,36 +65,9 @@ pub(crate) fn closest<'a>(wanted: &str, candidates: &[&'a str]) -> Vec<&'a str> 
     scored.into_iter().take(3).map(|(_, name)| name).collect()
 }
 
-/// Levenshtein distance, by characters.
-fn edit_distance(left: &str, right: &str) -> usize {
-    let right: Vec<char> = right.chars().collect();
-    let mut previous: Vec<usize> = (0..=right.len()).collect();
-    for (row, left_char) in left.chars().enumerate() {
-        let mut current = vec![row + 1];
-        for (column, right_char) in right.iter().enumerate() {
-            let substitution = previous[column] + usize::from(left_char != *right_char);
-            current.push(
-                substitution
-                    .min(previous[column + 1] + 1)
-                    .min(current[column] + 1),
-            );
-        }
-        previous = current;
-    }
-    previous[right.len()]
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{closest, edit_distance};
-
-    #[test]
-    fn distances() {
-        assert_eq!(edit_distance("hello", "hello"), 0);
-        assert_eq!(edit_distance("helo", "hello"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-    }
+    use crate::commands::closest;
 
     #[test]
     fn closest_names() {

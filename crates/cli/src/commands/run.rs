@@ -13,6 +13,7 @@ use toolsmith_registry::{
 };
 
 use crate::args::RunArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output;
 use crate::progress::ToolBar;
@@ -62,9 +63,8 @@ pub(crate) async fn run(
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Some(name) => {
-            let catalog = global
-                .discover_tool(executor, name, config, &settings.policy)
-                .await;
+            let catalog =
+                discover::discover_tool(global, executor, name, config, &settings.policy).await;
             match catalog.get(name) {
                 Some(tool) => {
                     let bar = ToolBar::new();
@@ -119,7 +119,7 @@ pub(crate) async fn run(
     output::write_json(&envelope)?;
     if envelope.error_code() == Some(ErrorCode::ToolNotFound) {
         let hint = super::unknown_tool_hint(&args.name, global, executor).await;
-        let _ignored = std::io::Write::write_all(&mut std::io::stderr().lock(), hint.as_bytes());
+        output::write_stderr(&hint);
     }
     audited?;
     Ok(if envelope.tool_success() {

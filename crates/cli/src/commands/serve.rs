@@ -8,6 +8,7 @@ use toolsmith_registry::{AuditLog, LiveRegistry};
 
 use crate::admission::{ClientLimits, PerClient};
 use crate::args::ServeArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::http::{HttpServer, HttpSettings};
 use crate::mcp::{self, ServeContext};
@@ -88,7 +89,7 @@ async fn context(
             LiveRegistry::start(
                 Arc::clone(executor),
                 global.layers.clone(),
-                global.discovery_cache(),
+                discover::discovery_cache(global),
                 config.clone(),
                 policy.clone(),
             )
@@ -98,7 +99,7 @@ async fn context(
             LiveRegistry::start_polling(
                 Arc::clone(executor),
                 global.layers.clone(),
-                global.discovery_cache(),
+                discover::discovery_cache(global),
                 config.clone(),
                 policy.clone(),
                 interval,

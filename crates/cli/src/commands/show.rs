@@ -1,7 +1,6 @@
 //! `toolsmith show NAME`: one tool in full, with the limits a call would get and what policy says about it.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -10,6 +9,7 @@ use toolsmith_executor::{Executor, Features};
 use toolsmith_registry::{CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName};
 
 use crate::args::ShowArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::settings::{GlobalSettings, limits_json};
@@ -26,7 +26,7 @@ pub(crate) async fn show(
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
     let catalog = match &name {
-        Ok(name) => Some(global.discover_tool(executor, name, &config, &policy).await),
+        Ok(name) => Some(discover::discover_tool(global, executor, name, &config, &policy).await),
         Err(_) => None,
     };
     let denied = catalog
@@ -46,7 +46,7 @@ pub(crate) async fn show(
         .zip(name.as_ref().ok())
         .and_then(|(catalog, name)| catalog.get(name).map(|tool| (catalog, tool)));
     let Some((catalog, tool)) = found else {
-        let error_mark = output::Paint::Bad.paint("error:", output::colors().stderr);
+        let error_mark = output::Paint::Bad.paint("error:");
         let mut text = match &name {
             Ok(_) => format!(
                 "{error_mark} no tool named {:?} in the tool directories\n",
@@ -59,7 +59,7 @@ pub(crate) async fn show(
                 .context("cannot format the report")?;
         }
         text.push_str(&super::unknown_tool_hint(&args.name, global, executor).await);
-        let _ignored = std::io::stderr().lock().write_all(text.as_bytes());
+        output::write_stderr(&text);
         return Ok(ExitStatus::Failure);
     };
     let call = config.call_config(tool);
@@ -107,7 +107,6 @@ fn denied_json(denied: &DeniedTool, policy: &Policy) -> serde_json::Value {
 }
 
 fn denied_text(denied: &DeniedTool, policy: &Policy) -> Result<String, std::fmt::Error> {
-    let color = output::colors().stdout;
     let label = |text: &str| Cell::painted(text, Paint::Header);
     let profile = policy
         .profile
@@ -136,7 +135,7 @@ fn denied_text(denied: &DeniedTool, policy: &Policy) -> Result<String, std::fmt:
             Cell::plain("not known: policy refuses to run this file, so discovery did not ask it"),
         ],
     ];
-    let mut text = output::table("", &[], &rows, color);
+    let mut text = output::table("", &[], &rows);
     if !text.ends_with('\n') {
         writeln!(text)?;
     }
@@ -228,7 +227,6 @@ fn tool_text(
     call: &CallConfig,
     features: &Features,
 ) -> Result<String, std::fmt::Error> {
-    let color = output::colors().stdout;
     let label = |text: &str| Cell::painted(text, Paint::Header);
     let mut text = String::new();
     let annotations = tool.annotations();
@@ -271,6 +269,49 @@ fn tool_text(
             Err(denial) => Cell::painted(format!("denied{profile}: {denial}"), Paint::Bad),
         },
     ]);
+    rows.extend(sandbox_rows(tool, call, features));
+    text.push_str(&output::table("", &[], &rows));
+    let timeout_source = match call.timeout_source {
+        TimeoutSource::Override => "[tools] override or flag".to_owned(),
+        TimeoutSource::Requested { requested, ceiling } => format!(
+            "requested {} by the tool, ceiling {}",
+            format_duration(requested),
+            format_duration(ceiling)
+        ),
+        TimeoutSource::Configured => "[limits]".to_owned(),
+    };
+    writeln!(text, "{}", Paint::Header.paint("limits:"))?;
+    if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
+        let rows: Vec<Vec<Cell>> = limits
+            .iter()
+            .map(|(key, value)| {
+                let value = value.as_str().unwrap_or_default();
+                let value = if key == "timeout" {
+                    format!("{value} ({timeout_source})")
+                } else {
+                    value.to_owned()
+                };
+                vec![Cell::plain(key.clone()), Cell::plain(value)]
+            })
+            .collect();
+        text.push_str(&output::table("  ", &[], &rows));
+    }
+    writeln!(text, "{}", Paint::Header.paint("input schema:"))?;
+    write_indented(&mut text, tool.input_schema().as_json())?;
+    match tool.output_schema() {
+        Some(schema) => {
+            writeln!(text, "{}", Paint::Header.paint("output schema:"))?;
+            write_indented(&mut text, schema.as_json())?;
+        }
+        None => writeln!(text, "{} none", Paint::Header.paint("output schema:"))?,
+    }
+    Ok(text)
+}
+
+/// The rows of the sandbox a call of `tool` gets, and of what this kernel enforces of it.
+fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<Cell>> {
+    let label = |text: &str| Cell::painted(text, Paint::Header);
+    let mut rows = Vec::new();
     let declared = tool.sandbox();
     let declared = [
         declared.network.map(|setting| format!("network {setting}")),
@@ -315,46 +356,7 @@ fn tool_text(
             )
         },
     ]);
-    text.push_str(&output::table("", &[], &rows, color));
-    let timeout_source = match call.timeout_source {
-        TimeoutSource::Override => "[tools] override or flag".to_owned(),
-        TimeoutSource::Requested { requested, ceiling } => format!(
-            "requested {} by the tool, ceiling {}",
-            format_duration(requested),
-            format_duration(ceiling)
-        ),
-        TimeoutSource::Configured => "[limits]".to_owned(),
-    };
-    writeln!(text, "{}", Paint::Header.paint("limits:", color))?;
-    if let serde_json::Value::Object(limits) = limits_json(&call.limits) {
-        let rows: Vec<Vec<Cell>> = limits
-            .iter()
-            .map(|(key, value)| {
-                let value = value.as_str().unwrap_or_default();
-                let value = if key == "timeout" {
-                    format!("{value} ({timeout_source})")
-                } else {
-                    value.to_owned()
-                };
-                vec![Cell::plain(key.clone()), Cell::plain(value)]
-            })
-            .collect();
-        text.push_str(&output::table("  ", &[], &rows, color));
-    }
-    writeln!(text, "{}", Paint::Header.paint("input schema:", color))?;
-    write_indented(&mut text, tool.input_schema().as_json())?;
-    match tool.output_schema() {
-        Some(schema) => {
-            writeln!(text, "{}", Paint::Header.paint("output schema:", color))?;
-            write_indented(&mut text, schema.as_json())?;
-        }
-        None => writeln!(
-            text,
-            "{} none",
-            Paint::Header.paint("output schema:", color)
-        )?,
-    }
-    Ok(text)
+    rows
 }
 
 fn write_indented(text: &mut String, value: &serde_json::Value) -> std::fmt::Result {

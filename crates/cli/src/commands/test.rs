@@ -9,6 +9,7 @@ use toolsmith_executor::Executor;
 use toolsmith_registry::{CaseOutcome, Tool, ToolName, run_tests};
 
 use crate::args::TestArgs;
+use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output;
 use crate::settings::GlobalSettings;
@@ -24,11 +25,9 @@ pub(crate) async fn test(
         Some(text) => {
             let name = ToolName::from_exposed_or_plain(text)
                 .with_context(|| format!("invalid tool name {text:?}"))?;
-            global
-                .discover_tool(executor, &name, &config, &policy)
-                .await
+            discover::discover_tool(global, executor, &name, &config, &policy).await
         }
-        None => global.discover(executor, &config, &policy, &|_| {}).await,
+        None => discover::discover(global, executor, &config, &policy, &|_| {}).await,
     };
     let tools: Vec<&Tool> = match &args.name {
         Some(text) => {

@@ -6,9 +6,9 @@ use serde_json::json;
 use toolsmith_registry::project_dir;
 
 use crate::args::{TrustArgs, UntrustArgs};
-use crate::config::PROJECT_CONFIG;
 use crate::exit::ExitStatus;
 use crate::output;
+use crate::settings::PROJECT_CONFIG;
 use crate::trust::{self, TrustOptions, TrustRecord, TrustStore, Verdict};
 
 /// `DIR` taken from `cwd`, else the project of `cwd`; canonical.

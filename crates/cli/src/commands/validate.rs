@@ -145,10 +145,10 @@ impl Marks {
     fn for_stdout() -> Marks {
         if output::colors().stdout {
             Marks {
-                passed: Paint::Good.paint("✓", true),
-                failed: Paint::Bad.paint("✗", true),
-                skipped: Paint::Dim.paint("-", true),
-                denied: Paint::Warn.paint("⊘", true),
+                passed: Paint::Good.paint("✓"),
+                failed: Paint::Bad.paint("✗"),
+                skipped: Paint::Dim.paint("-"),
+                denied: Paint::Warn.paint("⊘"),
             }
         } else {
             Marks {

@@ -57,19 +57,20 @@
 //! Unknown keys are errors, so that a typo never silently falls back to a default.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use serde::de::{self, Deserializer, Visitor};
-use toolsmith_executor::{BackendChoice, RunAs};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
+use toolsmith_registry::ToolName;
 
-use crate::settings::{
-    DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, LimitsOptions, Options,
+use crate::settings::limits::{LIMIT_KEYS, LimitKey, LimitsOptions};
+use crate::settings::options::{
+    ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
     PolicyOptions, SandboxOptions, ToolOptions,
 };
-use crate::units::{self, Cap, UnitError};
+use crate::settings::schema::{RawFile, RawPolicy, RawSandbox, RawTool, Scalar};
+use crate::settings::values::{
+    ValueError, parse_backend, parse_filesystem, parse_max_concurrent, parse_network,
+    parse_profile, parse_syscalls, parse_user,
+};
 
 /// The project configuration file, relative to the current directory.
 pub(crate) const PROJECT_CONFIG: &str = ".toolsmith/config.toml";
@@ -117,341 +118,6 @@ impl ConfigError {
             ),
             ConfigError::Value { .. } => None,
         }
-    }
-}
-
-/// Why a single value was refused.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ValueError {
-    #[error(transparent)]
-    Unit(#[from] UnitError),
-    #[error(transparent)]
-    Backend(#[from] toolsmith_executor::UnknownBackend),
-    #[error("expected a whole number of at least 1")]
-    Zero,
-    #[error(transparent)]
-    Profile(#[from] toolsmith_registry::UnknownProfile),
-    #[error(transparent)]
-    ToolName(#[from] toolsmith_registry::NameError),
-    #[error(transparent)]
-    Sandbox(Box<toolsmith_registry::UnknownSetting>),
-    #[error(transparent)]
-    User(Box<toolsmith_executor::Error>),
-    #[error(
-        "setting the user tools run as needs toolsmith to run as root (it runs as uid {uid}); a non-root toolsmith's tools already run as its own uid, without capabilities"
-    )]
-    UserNeedsRoot { uid: u32 },
-}
-
-/// A number or a string in the file; units are parsed after deserializing so
-/// that errors can name the key.
-#[derive(Debug, Clone)]
-struct Scalar(String);
-
-impl<'de> serde::Deserialize<'de> for Scalar {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
-        struct ScalarVisitor;
-        impl Visitor<'_> for ScalarVisitor {
-            type Value = Scalar;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a number or a string such as \"30s\" or \"512MiB\"")
-            }
-            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Scalar, E> {
-                Ok(Scalar(value.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Scalar, E> {
-                Ok(Scalar(value.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, value: f64) -> Result<Scalar, E> {
-                Ok(Scalar(value.to_string()))
-            }
-            fn visit_str<E: de::Error>(self, value: &str) -> Result<Scalar, E> {
-                Ok(Scalar(value.to_owned()))
-            }
-        }
-        deserializer.deserialize_any(ScalarVisitor)
-    }
-}
-
-// The doc comments of the `Raw*` structs and their fields are the user's
-// reference: `docs/config.md` is generated from them (see the
-// `config_reference` test), so write them for someone configuring toolsmith.
-// A new section is a field of `RawFile` and a documented `Raw*` struct.
-
-/// The config files are TOML. The user config,
-/// `$TOOLSMITH_HOME/config.toml` (default `~/.config/toolsmith/config.toml`),
-/// is read first; above it comes `--config FILE`, else `$TOOLSMITH_CONFIG`,
-/// else the project's `./.toolsmith/config.toml` if it exists and the user
-/// trusts the project (`toolsmith trust`). A trusted project config can only
-/// tighten what the user config and the defaults set, unless the user config
-/// says `[trust] project_may_loosen = true`; a file named with `--config` or
-/// `$TOOLSMITH_CONFIG` is the user's own and is not restricted. Every key is
-/// optional. Unknown keys and bad values are errors that name the key, so a
-/// typo never falls back to a default silently. Flags beat `TOOLSMITH_*`
-/// environment variables, which beat the project (or named) file, which
-/// beats the user file, which beats the defaults; `toolsmith doctor` shows
-/// every effective value and where it came from.
-///
-/// Durations are written `500ms`, `30s`, `2m`, `1h` (a plain number is
-/// seconds); sizes `64KiB`, `512MiB`, `1GiB` (powers of 1024) or `10MB`
-/// (powers of 1000), a plain number being bytes; a limit may also be
-/// `"unlimited"`.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    #[serde(default)]
-    limits: RawLimits,
-    #[serde(default)]
-    env: RawEnv,
-    #[serde(default)]
-    executor: RawExecutor,
-    #[serde(default)]
-    policy: RawPolicy,
-    #[serde(default)]
-    sandbox: RawSandbox,
-    #[serde(default)]
-    tools: BTreeMap<String, RawTool>,
-    #[serde(default)]
-    audit: RawAudit,
-    #[serde(default)]
-    discovery: RawDiscovery,
-    #[serde(default)]
-    generator: RawGenerator,
-    #[serde(default)]
-    trust: RawTrust,
-}
-
-/// Which project directories toolsmith may read without `toolsmith trust`,
-/// and how much a trusted project config may change. Read only from the user
-/// config and from a file named with `--config` or `$TOOLSMITH_CONFIG`; in a
-/// project config this section is a problem and is ignored. See
-/// docs/security.md, "Project trust".
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTrust {
-    /// Directories whose project layer is trusted, with every directory below
-    /// them, whatever their config says (for CI, e.g. `["/builds"]`).
-    /// Relative to this file's directory; `~/` is the home directory.
-    /// Default: none.
-    paths: Option<Vec<PathBuf>>,
-    /// Whether a trusted project config may loosen the sandbox, limits,
-    /// environment and policy this file and the defaults set. Default:
-    /// `false`: a loosening value is reported as a problem naming the key,
-    /// and the stricter value applies.
-    project_may_loosen: Option<bool>,
-}
-
-/// Where `generate`, `new` and the MCP `custom_tool` write. Scaffolded
-/// drafts go to `<project>/.toolsmith/drafts`; templates in
-/// `$TOOLSMITH_HOME/templates` replace the embedded ones (see
-/// docs/generator.md).
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGenerator {
-    /// The directory generated tools go to, relative to the config file's
-    /// directory. Default: `<project>/.toolsmith/tools`, the project layer.
-    tools_dir: Option<PathBuf>,
-}
-
-/// Which tools may be listed and called. A tool policy denies is never
-/// listed by `list` (but `list --all`) or `serve`, and calling it is
-/// `POLICY_DENIED` without starting anything.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPolicy {
-    /// Tool names that are never listed or called, e.g. `["deploy"]`.
-    disabled: Option<Vec<String>>,
-    /// When set, only these tools are listed and called (`[]` admits none).
-    allowed: Option<Vec<String>>,
-    /// `plan` admits only tools that declare `read_only: true`; `unattended`
-    /// admits only tools whose approval is `never`. Default: no profile.
-    /// Environment: `TOOLSMITH_PROFILE`; flag: `--profile` (`none` lifts it).
-    profile: Option<String>,
-}
-
-/// `[sandbox]`: what every tool's calls may reach, before `[tools.NAME]`.
-/// A tool's own declaration (`"sandbox"` in its description, or manifest
-/// frontmatter) can only tighten this, never loosen it.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSandbox {
-    /// `"allow"`, `"deny"` (a network namespace with loopback down; the call
-    /// fails closed with `POLICY_DENIED` where the kernel refuses one) or
-    /// `"deny-if-possible"` (runs without it there, and says so in the envelope).
-    network: Option<Scalar>,
-    /// `"full"`, `"project"` (writes only below the project directory and a
-    /// private temporary directory), `"read-only"` (only the private temporary
-    /// directory), or `"project-if-possible"`/`"read-only-if-possible"`.
-    filesystem: Option<Scalar>,
-    /// `"filter"` (default: toolsmith's seccomp filter, listed in
-    /// docs/security.md; the call fails closed with `POLICY_DENIED` where the
-    /// kernel cannot install it), `"filter-if-possible"` (runs without it
-    /// there, and says so in the envelope) or `"unfiltered"` (for a tool that
-    /// needs namespaces or another denied call, or ptrace outside a private PID namespace).
-    syscalls: Option<Scalar>,
-    /// For a toolsmith run as root: the identity tools run as, `"UID:GID"`,
-    /// `"UID"` or a user name (its primary group), with no supplementary
-    /// group. Files tools write belong to it, so the project must be
-    /// writable by it. Refused when toolsmith is not root. Default: root's
-    /// uid, without any capability.
-    user: Option<Scalar>,
-}
-
-/// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
-/// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
-/// `env` and `disabled`. A limit set here is the operator's decision about
-/// this tool: it beats the environment, `[limits]`, and the timeout the tool
-/// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
-/// discovery probes.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTool {
-    /// The wall-clock timeout of this tool's calls.
-    timeout: Option<Scalar>,
-    /// The time between SIGTERM and SIGKILL for this tool.
-    grace: Option<Scalar>,
-    /// The CPU time limit, or `"unlimited"`.
-    cpu: Option<Scalar>,
-    /// The memory limit, or `"unlimited"`.
-    memory: Option<Scalar>,
-    /// The most processes in the call's tree, or `"unlimited"`.
-    max_processes: Option<Scalar>,
-    /// The largest file the tool may write, or `"unlimited"`.
-    max_file_size: Option<Scalar>,
-    /// The most open file descriptors per process, or `"unlimited"`.
-    max_open_files: Option<Scalar>,
-    /// Bytes kept per output stream.
-    max_output: Option<Scalar>,
-    /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
-    /// this tool; `set` is laid over `[env] set` key by key.
-    env: Option<RawEnv>,
-    /// The network profile of this tool, as `[sandbox] network`.
-    network: Option<Scalar>,
-    /// The filesystem profile of this tool, as `[sandbox] filesystem`.
-    filesystem: Option<Scalar>,
-    /// The system-call filter of this tool, as `[sandbox] syscalls`.
-    syscalls: Option<Scalar>,
-    /// `true` denies the tool, like naming it in `[policy] disabled`.
-    disabled: Option<bool>,
-}
-
-/// The audit log: one JSON line per call (time, tool, the SHA-256 of the
-/// arguments' canonical JSON, outcome, duration, exit code or signal,
-/// backend), appended with `O_APPEND` so concurrent toolsmith processes never
-/// interleave. The arguments themselves are never logged.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAudit {
-    /// The log file, relative to this config file's directory. Default: no
-    /// audit log. A log that cannot be opened stops the call before anything
-    /// runs (status 2).
-    path: Option<PathBuf>,
-}
-
-/// Where tools are found, on top of the default layers (system, user,
-/// project). `--tools-dir` replaces all of them.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDiscovery {
-    /// Extra tool directories, each a layer above the project's, in order
-    /// (a later one wins a name). Relative to this config file's directory;
-    /// `~/` is the home directory. A missing one is a problem. Default: none.
-    dirs: Option<Vec<PathBuf>>,
-    /// Also read Kodelet's, ikigai's and Nanocoder's tool directories
-    /// (`~/.kodelet/tools`, `~/.ikigai/tools`, `~/.config/nanocoder/tools`,
-    /// and the project's `.kodelet/tools`, `.ikigai/tools`,
-    /// `.nanocoder/tools`), each just below toolsmith's directory of the same
-    /// scope. Default: `false`.
-    peers: Option<bool>,
-    /// Reuse the probe results of unchanged tool files
-    /// (`$XDG_CACHE_HOME/toolsmith/discovery.json`). Default: `true`; the
-    /// flag `--no-cache` turns it off for one command.
-    cache: Option<bool>,
-}
-
-/// The resource limits of every call. What enforces each one depends on the
-/// containment backend (see `docs/operators.md`). Precedence for one call,
-/// highest first: `run` flags, `[tools.NAME]`, environment variables,
-/// `[limits]`, defaults.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    /// The wall-clock timeout of a call; then the whole tree gets SIGTERM,
-    /// and SIGKILL after `grace`. A tool's own request (Kodelet `config`, a
-    /// manifest's `timeout_ms`) replaces it, up to `max_timeout`. Default:
-    /// `30s`. Environment: `TOOLSMITH_TIMEOUT`.
-    timeout: Option<Scalar>,
-    /// The time between SIGTERM and SIGKILL. Default: `2s`.
-    grace: Option<Scalar>,
-    /// The CPU time limit. Default: `unlimited` (the timeout still bounds a
-    /// call). Environment: `TOOLSMITH_CPU`.
-    cpu: Option<Scalar>,
-    /// The memory limit of a call. Default: `1GiB`. Environment:
-    /// `TOOLSMITH_MEMORY`.
-    memory: Option<Scalar>,
-    /// The most processes in a call's tree. Default: `256`.
-    max_processes: Option<Scalar>,
-    /// The largest file a tool may write. Default: `1GiB`.
-    max_file_size: Option<Scalar>,
-    /// The most open file descriptors per process. Default: `1024`.
-    max_open_files: Option<Scalar>,
-    /// Bytes kept per output stream; the rest is counted and discarded.
-    /// Default: `1MiB`. Environment: `TOOLSMITH_MAX_OUTPUT`.
-    max_output: Option<Scalar>,
-    /// The longest timeout a tool may ask for itself. Default: `5m`.
-    max_timeout: Option<Scalar>,
-    /// The size of the private TMPDIR of a `filesystem = "project"` or
-    /// `"read-only"` call: a tmpfs in the call's mount namespace (also its
-    /// `/dev/shm`), whose pages count against `memory`. A tool that fills it
-    /// gets ENOSPC. `"unlimited"` leaves the kernel's default, half of RAM.
-    /// Default: `64MiB`.
-    tmp_size: Option<Scalar>,
-}
-
-/// The environment of tool processes: nothing of toolsmith's own
-/// environment reaches a tool unless `allow` names it.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEnv {
-    /// The variables passed through from toolsmith's environment. Default:
-    /// `["PATH", "HOME", "USER", "LANG"]`; a list replaces it.
-    allow: Option<Vec<String>>,
-    /// Variables set for every tool, e.g. `{ LC_ALL = "C" }`. Default: none.
-    set: Option<BTreeMap<String, String>>,
-}
-
-/// How tool processes are run.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawExecutor {
-    /// The containment backend: `auto` (the strongest this kernel allows:
-    /// `cgroup`, then `pidns`, `subreaper`, `pgroup`), or one of those to
-    /// pin it (an error if the kernel does not allow it). Default: `auto`.
-    /// Environment: `TOOLSMITH_BACKEND`.
-    backend: Option<Scalar>,
-    /// The most tool processes running at once; further calls wait. Default:
-    /// 4 per core for `serve`, unlimited otherwise. Environment:
-    /// `TOOLSMITH_MAX_CONCURRENT`.
-    max_concurrent: Option<Scalar>,
-}
-
-/// A directory named in `[discovery] dirs`, with the directory of the file that named it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ConfigDir {
-    /// The config file's directory, as the file was named (maybe relative to the current directory).
-    pub(crate) base: PathBuf,
-    /// The directory as written: absolute, `~/...`, or relative to `base`.
-    pub(crate) dir: PathBuf,
-}
-
-impl ConfigDir {
-    /// The absolute directory, with `~/` read as `home`.
-    pub(crate) fn resolve(&self, cwd: &Path, home: Option<&Path>) -> PathBuf {
-        let dir = match (self.dir.strip_prefix("~"), home) {
-            (Ok(rest), Some(home)) => home.join(rest),
-            _ => cwd.join(&self.base).join(&self.dir),
-        };
-        std::path::absolute(&dir).unwrap_or(dir)
     }
 }
 
@@ -540,38 +206,7 @@ fn parse_with_trust(
     })?;
     let origin = path.display().to_string();
     let origin = origin.as_str();
-    let limits = LimitsOptions {
-        timeout: field("limits.timeout", &raw.limits.timeout, origin, duration)?,
-        grace: field("limits.grace", &raw.limits.grace, origin, duration)?,
-        cpu: field("limits.cpu", &raw.limits.cpu, origin, duration_cap)?,
-        memory: field("limits.memory", &raw.limits.memory, origin, size_cap)?,
-        max_processes: field(
-            "limits.max_processes",
-            &raw.limits.max_processes,
-            origin,
-            count_cap,
-        )?,
-        max_file_size: field(
-            "limits.max_file_size",
-            &raw.limits.max_file_size,
-            origin,
-            size_cap,
-        )?,
-        max_open_files: field(
-            "limits.max_open_files",
-            &raw.limits.max_open_files,
-            origin,
-            count_cap,
-        )?,
-        max_output: field("limits.max_output", &raw.limits.max_output, origin, size)?,
-        tmp_size: field("limits.tmp_size", &raw.limits.tmp_size, origin, size_cap)?,
-        max_timeout: field(
-            "limits.max_timeout",
-            &raw.limits.max_timeout,
-            origin,
-            duration,
-        )?,
-    };
+    let limits = limits_options(|key| Some((key.in_limits)(&raw.limits)), "limits.", origin)?;
     let executor = ExecutorOptions {
         backend: field(
             "executor.backend",
@@ -590,43 +225,8 @@ fn parse_with_trust(
         allow: raw.env.allow,
         set: raw.env.set.map(|set| set.into_iter().collect()),
     };
-    let policy = PolicyOptions {
-        disabled: tool_names("policy.disabled", raw.policy.disabled, origin)?,
-        allowed: tool_names("policy.allowed", raw.policy.allowed, origin)?,
-        profile: raw
-            .policy
-            .profile
-            .map(|profile| {
-                parse_profile(&profile).map_err(|source| ConfigError::Value {
-                    value: profile.clone(),
-                    key: "policy.profile".to_owned(),
-                    origin: origin.to_owned(),
-                    source,
-                })
-            })
-            .transpose()?,
-    };
-    let sandbox = SandboxOptions {
-        network: field(
-            "sandbox.network",
-            &raw.sandbox.network,
-            origin,
-            parse_network,
-        )?,
-        filesystem: field(
-            "sandbox.filesystem",
-            &raw.sandbox.filesystem,
-            origin,
-            parse_filesystem,
-        )?,
-        syscalls: field(
-            "sandbox.syscalls",
-            &raw.sandbox.syscalls,
-            origin,
-            parse_syscalls,
-        )?,
-        user: field("sandbox.user", &raw.sandbox.user, origin, parse_user)?,
-    };
+    let policy = policy_options(raw.policy, origin)?;
+    let sandbox = sandbox_options(&raw.sandbox, origin)?;
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
         let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
@@ -695,26 +295,70 @@ fn parse_with_trust(
     ))
 }
 
+/// The `[policy]` section.
+fn policy_options(raw: RawPolicy, origin: &str) -> Result<PolicyOptions, ConfigError> {
+    Ok(PolicyOptions {
+        disabled: tool_names("policy.disabled", raw.disabled, origin)?,
+        allowed: tool_names("policy.allowed", raw.allowed, origin)?,
+        profile: raw
+            .profile
+            .map(|profile| {
+                parse_profile(&profile).map_err(|source| ConfigError::Value {
+                    value: profile.clone(),
+                    key: "policy.profile".to_owned(),
+                    origin: origin.to_owned(),
+                    source,
+                })
+            })
+            .transpose()?,
+    })
+}
+
+/// The `[sandbox]` section.
+fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, ConfigError> {
+    Ok(SandboxOptions {
+        network: field("sandbox.network", &raw.network, origin, parse_network)?,
+        filesystem: field(
+            "sandbox.filesystem",
+            &raw.filesystem,
+            origin,
+            parse_filesystem,
+        )?,
+        syscalls: field("sandbox.syscalls", &raw.syscalls, origin, parse_syscalls)?,
+        user: field("sandbox.user", &raw.user, origin, parse_user)?,
+    })
+}
+
+/// The limits a section sets: `scalar` gives a key's scalar in it, `None` where the section
+/// has no such key; `prefix` is the section's, for errors.
+fn limits_options<'raw>(
+    scalar: impl Fn(&LimitKey) -> Option<&'raw Option<Scalar>>,
+    prefix: &str,
+    origin: &str,
+) -> Result<LimitsOptions, ConfigError> {
+    let mut limits = LimitsOptions::default();
+    for key in LIMIT_KEYS {
+        let Some(Some(scalar)) = scalar(key) else {
+            continue;
+        };
+        (key.parse)(&mut limits, &scalar.0).map_err(|source| ConfigError::Value {
+            value: scalar.0.clone(),
+            key: format!("{prefix}{}", key.name),
+            origin: origin.to_owned(),
+            source,
+        })?;
+    }
+    Ok(limits)
+}
+
 fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, ConfigError> {
     let key = |field: &str| format!("tools.{name}.{field}");
     Ok(ToolOptions {
-        limits: LimitsOptions {
-            timeout: field(&key("timeout"), &raw.timeout, origin, duration)?,
-            grace: field(&key("grace"), &raw.grace, origin, duration)?,
-            cpu: field(&key("cpu"), &raw.cpu, origin, duration_cap)?,
-            memory: field(&key("memory"), &raw.memory, origin, size_cap)?,
-            max_processes: field(&key("max_processes"), &raw.max_processes, origin, count_cap)?,
-            max_file_size: field(&key("max_file_size"), &raw.max_file_size, origin, size_cap)?,
-            max_open_files: field(
-                &key("max_open_files"),
-                &raw.max_open_files,
-                origin,
-                count_cap,
-            )?,
-            max_output: field(&key("max_output"), &raw.max_output, origin, size)?,
-            max_timeout: None,
-            tmp_size: None,
-        },
+        limits: limits_options(
+            |key| key.in_tool.map(|in_tool| in_tool(&raw)),
+            &format!("tools.{name}."),
+            origin,
+        )?,
         env: raw
             .env
             .map(|env| EnvOptions {
@@ -735,31 +379,6 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
         },
         disabled: raw.disabled,
     })
-}
-
-fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
-    text.parse()
-        .map_err(|error| ValueError::Sandbox(Box::new(error)))
-}
-
-fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
-    text.parse()
-        .map_err(|error| ValueError::Sandbox(Box::new(error)))
-}
-
-fn parse_syscalls(text: &str) -> Result<SyscallsSetting, ValueError> {
-    text.parse()
-        .map_err(|error| ValueError::Sandbox(Box::new(error)))
-}
-
-/// Resolves `[sandbox] user` in toolsmith's own process (a user name is
-/// looked up once, here); only a root toolsmith can switch identity.
-fn parse_user(text: &str) -> Result<RunAs, ValueError> {
-    let uid = toolsmith_executor::effective_uid();
-    if uid != 0 {
-        return Err(ValueError::UserNeedsRoot { uid });
-    }
-    RunAs::resolve(text).map_err(|error| ValueError::User(Box::new(error)))
 }
 
 /// Parses a list of tool names (plain or exposed), naming the key on error.
@@ -785,14 +404,6 @@ fn tool_names(
         .transpose()
 }
 
-/// Parses a profile name; `none` lifts a profile set by a lower layer.
-pub(crate) fn parse_profile(text: &str) -> Result<Option<Profile>, ValueError> {
-    if text.trim() == "none" {
-        return Ok(None);
-    }
-    Ok(Some(text.parse::<Profile>()?))
-}
-
 /// Parses the value of `key`, if the file sets it.
 fn field<T>(
     key: &str,
@@ -813,54 +424,13 @@ fn field<T>(
         })
 }
 
-fn duration(text: &str) -> Result<Duration, ValueError> {
-    Ok(units::parse_duration(text)?)
-}
-
-fn duration_cap(text: &str) -> Result<Cap<Duration>, ValueError> {
-    Ok(units::parse_cap(text, units::parse_duration)?)
-}
-
-fn size(text: &str) -> Result<u64, ValueError> {
-    Ok(units::parse_size(text)?)
-}
-
-fn size_cap(text: &str) -> Result<Cap<u64>, ValueError> {
-    Ok(units::parse_cap(text, units::parse_size)?)
-}
-
-fn count_cap(text: &str) -> Result<Cap<u64>, ValueError> {
-    Ok(units::parse_cap(text, units::parse_count)?)
-}
-
-/// Parses a backend name or `auto`.
-pub(crate) fn parse_backend(text: &str) -> Result<BackendChoice, ValueError> {
-    Ok(text.trim().parse::<BackendChoice>()?)
-}
-
-/// Parses a positive number of concurrent runs.
-pub(crate) fn parse_max_concurrent(text: &str) -> Result<usize, ValueError> {
-    match units::parse_count(text)? {
-        0 => Err(ValueError::Zero),
-        count => Ok(usize::try_from(count).unwrap_or(usize::MAX)),
-    }
-}
-
-/// A capped value as written in the file, for messages and `--show-settings`.
-pub(crate) fn describe_cap<T>(cap: Cap<T>, format: fn(T) -> String) -> String {
-    match cap {
-        Cap::Unlimited => "unlimited".to_owned(),
-        Cap::At(value) => format(value),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;
     use std::path::Path;
     use std::time::Duration;
 
-    use crate::config::parse;
+    use crate::settings::file::parse;
     use crate::units::Cap;
 
     fn check(text: &str, expect: Result<&str, &str>) {
@@ -1083,17 +653,6 @@ mod tests {
         );
     }
 
-    /// The whole message of a rejection: the error and its sources, as `main` prints it.
-    fn full_message(error: &dyn std::error::Error) -> String {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        message
-    }
-
     /// Parses `text` within a hang guard (not a speed claim); a rejection must be one
     /// non-empty line.
     fn check_no_panic(text: &str) {
@@ -1101,7 +660,7 @@ mod tests {
         let result = parse(text, Path::new("x.toml"));
         assert!(started.elapsed() < Duration::from_secs(5));
         if let Err(error) = result {
-            let message = full_message(&error);
+            let message = toolsmith_registry::error_chain(&error);
             assert!(!message.trim().is_empty());
             assert!(
                 !message.contains('\n'),

@@ -1,0 +1,72 @@
+//! Discovery as the commands ask for it: through the discovery cache the settings name, which is saved afterwards.
+
+use std::sync::Arc;
+
+use toolsmith_executor::Executor;
+use toolsmith_registry::{Catalog, DiscoveryCache, DiscoveryProgress, Policy, RunConfig, ToolName};
+
+use crate::settings::GlobalSettings;
+
+/// The discovery cache: the one stored in the cache directory, or one in memory only when
+/// the cache is off.
+pub(crate) fn discovery_cache(global: &GlobalSettings) -> DiscoveryCache {
+    match &global.cache_dir {
+        Some(dir) => DiscoveryCache::load(dir),
+        None => DiscoveryCache::in_memory(),
+    }
+}
+
+/// Discovers every tool of the layers through the discovery cache, then saves the cache.
+/// A file `policy` refuses is never run: it is in the catalog's `denied`.
+pub(crate) async fn discover(
+    global: &GlobalSettings,
+    executor: &Arc<Executor>,
+    config: &RunConfig,
+    policy: &Policy,
+    progress: &(dyn Fn(DiscoveryProgress) + Sync),
+) -> Catalog {
+    let mut cache = discovery_cache(global);
+    let catalog = toolsmith_registry::discover_layers(
+        executor,
+        &global.layers,
+        &mut cache,
+        config,
+        policy,
+        progress,
+    )
+    .await;
+    save_discovery_cache(&mut cache);
+    catalog
+}
+
+/// Discovers only the files that would provide `name` (asking a Kodelet tool's `config`
+/// if it never was), through the discovery cache, then saves the cache.
+pub(crate) async fn discover_tool(
+    global: &GlobalSettings,
+    executor: &Arc<Executor>,
+    name: &ToolName,
+    config: &RunConfig,
+    policy: &Policy,
+) -> Catalog {
+    let mut cache = discovery_cache(global);
+    let catalog = toolsmith_registry::discover_one(
+        executor,
+        &global.layers,
+        &mut cache,
+        name,
+        config,
+        policy,
+    )
+    .await;
+    save_discovery_cache(&mut cache);
+    catalog
+}
+
+/// Writes `cache` back. A cache that cannot be written costs probes next time, not this
+/// command, so the failure is a warning.
+fn save_discovery_cache(cache: &mut DiscoveryCache) {
+    if let Err(error) = cache.save() {
+        let message = toolsmith_registry::error_chain(&error);
+        tracing::warn!("{message}; unchanged tools will be probed again next time");
+    }
+}

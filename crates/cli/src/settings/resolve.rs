@@ -1,0 +1,470 @@
+//! Resolving the settings of a command: [`GlobalSettings`], shared by every subcommand, and [`RunSettings`], those of `run`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
+use toolsmith_registry::{
+    FilesystemSetting, Layer, LayerDir, LayerInputs, NetworkSetting, Policy, RunConfig,
+    SandboxSettings, SyscallsSetting, ToolName, ToolOverride, layer_dirs, project_dir,
+};
+
+use crate::args::{GlobalArgs, ProfileArg, RunArgs};
+use crate::env_vars::EnvVars;
+use crate::settings::combine::Combine;
+use crate::settings::file::ConfigFile;
+use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
+use crate::settings::options::{Options, PolicyOptions, ToolOptions};
+use crate::trust::TrustReport;
+use crate::units::Cap;
+
+/// The settings every subcommand shares.
+#[derive(Debug, Clone)]
+pub(crate) struct GlobalSettings {
+    /// The directory tool processes run in and relative paths are taken from.
+    pub(crate) cwd: PathBuf,
+    /// The tool directories with their layers, lowest precedence first, existing or not.
+    pub(crate) layers: Vec<LayerDir>,
+    /// Whether `layers` are exactly the `--tools-dir` directories.
+    pub(crate) explicit_dirs: bool,
+    /// Where the discovery cache lives, or `None` when it is off (or no cache directory is known).
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// Whether the cache was switched off (`--no-cache`, `[discovery] cache = false`).
+    pub(crate) cache_disabled: bool,
+    /// The config file read above the user's (the trusted project's, or the one named with
+    /// `--config`/`TOOLSMITH_CONFIG`), if any.
+    pub(crate) config_file: Option<PathBuf>,
+    /// The user config file that was read, if any.
+    pub(crate) user_config_file: Option<PathBuf>,
+    /// What project trust decided: what was skipped, what was not applied.
+    pub(crate) trust: TrustReport,
+    /// Where trust is recorded (`$XDG_STATE_HOME/toolsmith`), if known.
+    pub(crate) state_dir: Option<PathBuf>,
+    pub(crate) backend: BackendChoice,
+    pub(crate) max_concurrent: Option<usize>,
+    pub(crate) env_allow: Vec<String>,
+    pub(crate) env_set: Vec<(String, String)>,
+    /// Limits after env and file, before any subcommand flags.
+    pub(crate) limits_options: LimitsOptions,
+    pub(crate) limits: Limits,
+    /// The ceiling of tool-requested timeouts.
+    pub(crate) max_timeout: Duration,
+    /// The policy after env and file, before any `--profile`.
+    pub(crate) policy_options: PolicyOptions,
+    /// The `[tools.NAME]` sections.
+    pub(crate) tools: BTreeMap<ToolName, ToolOptions>,
+    /// The audit log file (absolute), if one is set.
+    pub(crate) audit_path: Option<PathBuf>,
+    /// The sandbox of every tool (`[sandbox]`), before `[tools.NAME]`.
+    pub(crate) sandbox: SandboxSettings,
+    /// The project directory: the git work tree enclosing `cwd`, else `cwd`.
+    /// A `filesystem = "project"` tool may write below it.
+    pub(crate) project_dir: PathBuf,
+    /// What the environment set, to tell where each effective value came from.
+    pub(super) env_layer: Options,
+    /// What the config file set.
+    pub(super) file_layer: Options,
+    /// What the user config file set.
+    pub(super) user_layer: Options,
+    /// Whether `--no-cache` was given.
+    pub(super) no_cache_flag: bool,
+    /// Where generated tools go: `[generator] tools_dir`, default `<project>/.toolsmith/tools`.
+    pub(crate) generator_tools_dir: PathBuf,
+    /// Where scaffolded drafts go: `<project>/.toolsmith/drafts`.
+    pub(crate) drafts_dir: PathBuf,
+    /// `$TOOLSMITH_HOME/templates`, whose templates replace the embedded ones, when
+    /// `TOOLSMITH_HOME` is set.
+    pub(crate) templates_dir: Option<PathBuf>,
+}
+
+/// The config files of one command, lowest first, and the trust decision that chose them.
+#[derive(Debug)]
+pub(crate) struct ConfigLayers {
+    /// The user config (`$TOOLSMITH_HOME/config.toml`).
+    pub(crate) user: Option<ConfigFile>,
+    /// The file above it: named with `--config`/`TOOLSMITH_CONFIG`, else the trusted
+    /// project's, already tightened.
+    pub(crate) upper: Option<ConfigFile>,
+    pub(crate) trust: TrustReport,
+}
+
+impl GlobalSettings {
+    /// Combines `--tools-dir`, the environment and the config files; `binary` is the running
+    /// executable, which the system layer is found relative to. The project's tool
+    /// directories are left out unless `files.trust` trusts the project.
+    pub(crate) fn resolve(
+        args: &GlobalArgs,
+        files: ConfigLayers,
+        env: Options,
+        cwd: &Path,
+        binary: Option<PathBuf>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> GlobalSettings {
+        let ConfigLayers {
+            user,
+            upper,
+            mut trust,
+        } = files;
+        let (user_config_file, user_options) = match user {
+            Some(file) => (Some(file.path), file.options),
+            None => (None, Options::default()),
+        };
+        let (config_file, file_options) = match upper {
+            Some(file) => (Some(file.path), file.options),
+            None => (None, Options::default()),
+        };
+        let env_layer = env.clone();
+        let file_layer = file_options.clone();
+        let user_layer = user_options.clone();
+        let combined = env.combine(file_options.combine(user_options));
+        let home = non_empty_path(lookup, EnvVars::HOME);
+        let explicit_dirs = !args.tools_dir.is_empty();
+        let project = project_dir(cwd);
+        let layers = if explicit_dirs {
+            let dirs: Vec<PathBuf> = args
+                .tools_dir
+                .iter()
+                .map(|dir| std::path::absolute(cwd.join(dir)).unwrap_or_else(|_| cwd.join(dir)))
+                .collect();
+            LayerDir::explicit(&dirs)
+        } else {
+            let config_dirs = combined
+                .discovery
+                .dirs
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(|dir| dir.resolve(cwd, home.as_deref()))
+                .collect();
+            let layers = layer_dirs(&LayerInputs {
+                binary,
+                toolsmith_home: non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+                    .map(|dir| cwd.join(dir)),
+                home: home.clone(),
+                project: project.clone(),
+                config_dirs,
+                peers: combined.discovery.peers.unwrap_or(false),
+            });
+            untrusted_project_left_out(layers, &mut trust)
+        };
+        let project = project_dir(cwd);
+        let generator_tools_dir = match &combined.generator.tools_dir {
+            Some(dir) => dir.resolve(cwd, home.as_deref()),
+            None => project.join(".toolsmith").join("tools"),
+        };
+        let drafts_dir = project.join(".toolsmith").join("drafts");
+        let templates_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+            .map(|dir| cwd.join(dir).join("templates"));
+        let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
+        let cache_dir = if cache_disabled {
+            None
+        } else {
+            cache_dir(lookup, home.as_deref())
+        };
+        GlobalSettings {
+            cwd: cwd.to_path_buf(),
+            layers,
+            user_config_file,
+            user_layer,
+            trust,
+            state_dir: crate::trust::state_dir(lookup),
+            explicit_dirs,
+            cache_dir,
+            cache_disabled,
+            config_file,
+            backend: combined.executor.backend.unwrap_or(BackendChoice::Auto),
+            max_concurrent: combined.executor.max_concurrent,
+            env_allow: combined.env.allow.unwrap_or_else(|| {
+                DEFAULT_ENV_ALLOW
+                    .iter()
+                    .map(|name| (*name).to_owned())
+                    .collect()
+            }),
+            env_set: combined.env.set.unwrap_or_default(),
+            limits: combined.limits.clone().resolve(),
+            max_timeout: combined.limits.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
+            limits_options: combined.limits,
+            policy_options: combined.policy,
+            tools: combined.tools,
+            audit_path: combined.audit.map(|path| {
+                std::path::absolute(cwd.join(&path)).unwrap_or_else(|_| cwd.join(path))
+            }),
+            env_layer,
+            file_layer,
+            no_cache_flag: args.no_cache,
+            sandbox: SandboxSettings {
+                network: combined.sandbox.network.unwrap_or(NetworkSetting::Allow),
+                filesystem: combined
+                    .sandbox
+                    .filesystem
+                    .unwrap_or(FilesystemSetting::Full),
+                private_pids: true,
+                syscalls: combined.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
+                user: combined.sandbox.user,
+            },
+            project_dir: project,
+            generator_tools_dir,
+            drafts_dir,
+            templates_dir,
+        }
+    }
+
+    /// The policy, with `--profile` (when given) above the other layers.
+    /// Disabled tools are those of `[policy] disabled` and of every
+    /// `[tools.NAME]` with `disabled = true`.
+    pub(crate) fn policy(&self, profile_flag: Option<ProfileArg>) -> Policy {
+        let flag = PolicyOptions {
+            profile: profile_flag.map(ProfileArg::profile),
+            ..PolicyOptions::default()
+        };
+        let options = flag.combine(self.policy_options.clone());
+        let mut disabled = options.disabled.unwrap_or_default();
+        for (name, tool) in &self.tools {
+            if tool.disabled == Some(true) && !disabled.contains(name) {
+                disabled.push(name.clone());
+            }
+        }
+        Policy {
+            disabled,
+            allowed: options.allowed,
+            profile: options.profile.flatten(),
+        }
+    }
+
+    /// How tools are run from `cwd`, with every `[tools.NAME]` section as an
+    /// override; `call` puts a call's flags above the section of its tool.
+    pub(crate) fn run_config(
+        &self,
+        cwd: &Path,
+        call: Option<(&ToolName, &LimitsOptions)>,
+    ) -> RunConfig {
+        let mut tools = self.tools.clone();
+        if let Some((name, flags)) = call {
+            let tool = tools.remove(name).unwrap_or_default();
+            let flags = ToolOptions {
+                limits: flags.clone(),
+                ..ToolOptions::default()
+            };
+            tools.insert(name.clone(), flags.combine(tool));
+        }
+        let overrides = tools
+            .into_iter()
+            .map(|(name, tool)| {
+                let tool_override = self.tool_override(tool);
+                (name, tool_override)
+            })
+            .collect();
+        RunConfig {
+            cwd: cwd.to_path_buf(),
+            env: self.tool_env(),
+            limits: self.limits.clone(),
+            max_timeout: self.max_timeout,
+            overrides,
+            sandbox: self.sandbox,
+            project_dir: self.project_dir.clone(),
+            protected: self.protected_paths(),
+        }
+    }
+
+    /// What stays read-only to `filesystem = "project"` tools besides the
+    /// project's `.git`, `.toolsmith` and peers' directories: every tool
+    /// directory and the config file, where inside the project.
+    fn protected_paths(&self) -> Vec<PathBuf> {
+        self.layers
+            .iter()
+            .map(|layer| layer.dir.clone())
+            .chain([self.generator_tools_dir.clone()])
+            .chain(self.config_file.clone())
+            .collect()
+    }
+
+    fn tool_override(&self, tool: ToolOptions) -> ToolOverride {
+        let limits = tool.limits;
+        let env = (tool.env.allow.is_some() || tool.env.set.is_some()).then(|| {
+            let allow = tool.env.allow.unwrap_or_else(|| self.env_allow.clone());
+            let mut set = self.env_set.clone();
+            for (key, value) in tool.env.set.unwrap_or_default() {
+                set.retain(|(existing, _)| existing != &key);
+                set.push((key, value));
+            }
+            toolsmith_executor::filtered_env(&allow, &set)
+        });
+        ToolOverride {
+            timeout: limits.timeout,
+            grace: limits.grace,
+            cpu: limits.cpu.map(Cap::into_option),
+            memory: limits.memory.map(Cap::into_option),
+            max_processes: limits.max_processes.map(Cap::into_option),
+            max_file_size: limits.max_file_size.map(Cap::into_option),
+            max_open_files: limits.max_open_files.map(Cap::into_option),
+            max_output: limits.max_output,
+            tmp_size: limits.tmp_size.map(Cap::into_option),
+            env,
+            network: tool.sandbox.network,
+            filesystem: tool.sandbox.filesystem,
+            syscalls: tool.sandbox.syscalls,
+        }
+    }
+
+    /// The tool directories, lowest precedence first.
+    pub(crate) fn tool_dirs(&self) -> Vec<PathBuf> {
+        self.layers
+            .iter()
+            .map(|layer_dir| layer_dir.dir.clone())
+            .collect()
+    }
+
+    /// Which variables toolsmith keeps in its own environment once the
+    /// settings are resolved: those some tool may receive (`[env] allow`,
+    /// every `[tools.NAME] env.allow`, and `${NAME}` in a manifest of the
+    /// tool directories, expanded at call time), and those toolsmith or its
+    /// libraries read (its own `TOOLSMITH_*`, XDG and locale variables,
+    /// `PATH`, `HOME`, `TMPDIR`, the terminal's, the dynamic loader's). The
+    /// others, the operator's secrets among them, are dropped from memory.
+    ///
+    /// A manifest added to a directory while `serve` runs can only expand
+    /// variables kept at start.
+    pub(crate) fn kept_environment(&self) -> impl Fn(&str) -> bool + use<> {
+        let mut names: std::collections::BTreeSet<String> = self
+            .env_allow
+            .iter()
+            .chain(
+                self.tools
+                    .values()
+                    .filter_map(|tool| tool.env.allow.as_ref())
+                    .flatten(),
+            )
+            .cloned()
+            .collect();
+        names.extend(toolsmith_registry::manifest_env_references(
+            &self.tool_dirs(),
+        ));
+        names.extend(
+            [
+                EnvVars::HOME,
+                EnvVars::NO_COLOR,
+                EnvVars::CLICOLOR_FORCE,
+                "PATH",
+                "TMPDIR",
+                "TERM",
+                "COLUMNS",
+                "LINES",
+                "USER",
+                "LOGNAME",
+                "SHELL",
+                "LANG",
+                "LANGUAGE",
+                "TZ",
+                "RUST_LOG",
+                "RUST_BACKTRACE",
+                "RUST_MIN_STACK",
+                "GLIBC_TUNABLES",
+            ]
+            .map(str::to_owned),
+        );
+        const PREFIXES: [&str; 4] = ["TOOLSMITH_", "XDG_", "LC_", "LD_"];
+        move |name: &str| {
+            names.contains(name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        }
+    }
+
+    /// The exact environment of tool processes.
+    pub(crate) fn tool_env(&self) -> Vec<(OsString, OsString)> {
+        toolsmith_executor::filtered_env(&self.env_allow, &self.env_set)
+    }
+}
+
+/// The layers without the project's when the project is not trusted, recording in `trust`
+/// the directories left out.
+fn untrusted_project_left_out(mut layers: Vec<LayerDir>, trust: &mut TrustReport) -> Vec<LayerDir> {
+    if trust.project_trusted() {
+        return layers;
+    }
+    let in_project = |layer: Layer| matches!(layer, Layer::Project | Layer::PeerProject(_));
+    let skipped: Vec<PathBuf> = layers
+        .iter()
+        .filter(|layer_dir| in_project(layer_dir.layer) && layer_dir.dir.exists())
+        .map(|layer_dir| layer_dir.dir.clone())
+        .collect();
+    // A project with no layer at all keeps its (missing) directories, so that `serve`
+    // sees the tools its generator writes there; one with a layer loses them.
+    if !skipped.is_empty() || !trust.units[0].skipped.is_empty() {
+        layers.retain(|layer_dir| !in_project(layer_dir.layer));
+    }
+    let unit = &mut trust.units[0];
+    for dir in skipped {
+        let dir = dir.canonicalize().unwrap_or(dir);
+        unit.skipped.insert(0, dir);
+    }
+    layers
+}
+
+/// The value of the variable `name` as a path, if it is set and not empty.
+fn non_empty_path(lookup: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<PathBuf> {
+    lookup(name)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$XDG_CACHE_HOME/toolsmith`, else `~/.cache/toolsmith`.
+///
+/// The XDG base directory specification says a relative `XDG_CACHE_HOME` is invalid and must
+/// be ignored, so it falls back to the home directory too.
+fn cache_dir(lookup: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -> Option<PathBuf> {
+    non_empty_path(lookup, EnvVars::XDG_CACHE_HOME)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| home.map(|home| home.join(".cache")))
+        .map(|dir| dir.join("toolsmith"))
+}
+
+/// The settings of `toolsmith run`.
+#[derive(Debug, Clone)]
+pub(crate) struct RunSettings {
+    /// The limits of the call before the tool's own requested timeout, for `--show-settings`.
+    pub(crate) limits: Limits,
+    /// The tool called, when the name is valid.
+    pub(crate) tool: Option<ToolName>,
+    /// How the call is run: the flags are the override of `tool`.
+    pub(crate) run_config: RunConfig,
+    pub(crate) policy: Policy,
+}
+
+impl RunSettings {
+    /// Puts the flags of `run` above the global layers.
+    pub(crate) fn resolve(args: &RunArgs, global: &GlobalSettings) -> RunSettings {
+        let flags = LimitsOptions {
+            timeout: args.timeout,
+            cpu: args.cpu,
+            memory: args.memory,
+            max_output: args.max_output,
+            tmp_size: args.tmp_size,
+            ..LimitsOptions::default()
+        };
+        let cwd = match &args.cwd {
+            Some(dir) => {
+                std::path::absolute(global.cwd.join(dir)).unwrap_or_else(|_| global.cwd.join(dir))
+            }
+            None => global.cwd.clone(),
+        };
+        let tool = ToolName::from_exposed_or_plain(&args.name).ok();
+        let tool_limits = match &tool {
+            Some(name) => flags.clone().combine(
+                global
+                    .tools
+                    .get(name)
+                    .map(|tool| tool.limits.clone())
+                    .unwrap_or_default(),
+            ),
+            None => flags.clone(),
+        };
+        let run_config = global.run_config(&cwd, tool.as_ref().map(|name| (name, &flags)));
+        RunSettings {
+            limits: tool_limits.combine(global.limits_options.clone()).resolve(),
+            tool,
+            run_config,
+            policy: global.policy(args.profile),
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The config file's format: the `Raw*` structs it deserializes into, whose doc comments are the user's reference.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::de::{self, Deserializer, Visitor};
+
+/// A number or a string in the file; units are parsed after deserializing so
+/// that errors can name the key.
+#[derive(Debug, Clone)]
+pub(super) struct Scalar(pub(super) String);
+
+impl<'de> serde::Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
+        struct ScalarVisitor;
+        impl Visitor<'_> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a string such as \"30s\" or \"512MiB\"")
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, value: f64) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Scalar, E> {
+                Ok(Scalar(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// A number or a string, in the schema.
+impl schemars::JsonSchema for Scalar {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scalar".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["number", "string"] })
+    }
+}
+
+// The doc comments of the `Raw*` structs and their fields are the user's
+// reference: `docs/config.md` is generated from the schema derived from them
+// (`cargo xtask codegen`), so write them for someone configuring toolsmith.
+// A new section is a field of `RawFile` and a documented `Raw*` struct.
+
+/// The JSON Schema of the config file, derived from [`RawFile`]: the description of every
+/// section and key is its doc comment.
+pub(crate) fn config_schema() -> serde_json::Value {
+    schemars::schema_for!(RawFile).to_value()
+}
+
+/// The config files are TOML. The user config,
+/// `$TOOLSMITH_HOME/config.toml` (default `~/.config/toolsmith/config.toml`),
+/// is read first; above it comes `--config FILE`, else `$TOOLSMITH_CONFIG`,
+/// else the project's `./.toolsmith/config.toml` if it exists and the user
+/// trusts the project (`toolsmith trust`). A trusted project config can only
+/// tighten what the user config and the defaults set, unless the user config
+/// says `[trust] project_may_loosen = true`; a file named with `--config` or
+/// `$TOOLSMITH_CONFIG` is the user's own and is not restricted. Every key is
+/// optional. Unknown keys and bad values are errors that name the key, so a
+/// typo never falls back to a default silently. Flags beat `TOOLSMITH_*`
+/// environment variables, which beat the project (or named) file, which
+/// beats the user file, which beats the defaults; `toolsmith doctor` shows
+/// every effective value and where it came from.
+///
+/// Durations are written `500ms`, `30s`, `2m`, `1h` (a plain number is
+/// seconds); sizes `64KiB`, `512MiB`, `1GiB` (powers of 1024) or `10MB`
+/// (powers of 1000), a plain number being bytes; a limit may also be
+/// `"unlimited"`.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    #[serde(default)]
+    pub(super) limits: RawLimits,
+    #[serde(default)]
+    pub(super) env: RawEnv,
+    #[serde(default)]
+    pub(super) executor: RawExecutor,
+    #[serde(default)]
+    pub(super) policy: RawPolicy,
+    #[serde(default)]
+    pub(super) sandbox: RawSandbox,
+    #[serde(default)]
+    pub(super) tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    pub(super) audit: RawAudit,
+    #[serde(default)]
+    pub(super) discovery: RawDiscovery,
+    #[serde(default)]
+    pub(super) generator: RawGenerator,
+    #[serde(default)]
+    pub(super) trust: RawTrust,
+}
+
+/// Which project directories toolsmith may read without `toolsmith trust`,
+/// and how much a trusted project config may change. Read only from the user
+/// config and from a file named with `--config` or `$TOOLSMITH_CONFIG`; in a
+/// project config this section is a problem and is ignored. See
+/// docs/security.md, "Project trust".
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTrust {
+    /// Directories whose project layer is trusted, with every directory below
+    /// them, whatever their config says (for CI, e.g. `["/builds"]`).
+    /// Relative to this file's directory; `~/` is the home directory.
+    /// Default: none.
+    pub(super) paths: Option<Vec<PathBuf>>,
+    /// Whether a trusted project config may loosen the sandbox, limits,
+    /// environment and policy this file and the defaults set. Default:
+    /// `false`: a loosening value is reported as a problem naming the key,
+    /// and the stricter value applies.
+    pub(super) project_may_loosen: Option<bool>,
+}
+
+/// Where `generate`, `new` and the MCP `custom_tool` write. Scaffolded
+/// drafts go to `<project>/.toolsmith/drafts`; templates in
+/// `$TOOLSMITH_HOME/templates` replace the embedded ones (see
+/// docs/generator.md).
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGenerator {
+    /// The directory generated tools go to, relative to the config file's
+    /// directory. Default: `<project>/.toolsmith/tools`, the project layer.
+    pub(super) tools_dir: Option<PathBuf>,
+}
+
+/// Which tools may be listed and called. A tool policy denies is never
+/// listed by `list` (but `list --all`) or `serve`, and calling it is
+/// `POLICY_DENIED` without starting anything.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPolicy {
+    /// Tool names that are never listed or called, e.g. `["deploy"]`.
+    pub(super) disabled: Option<Vec<String>>,
+    /// When set, only these tools are listed and called (`[]` admits none).
+    pub(super) allowed: Option<Vec<String>>,
+    /// `plan` admits only tools that declare `read_only: true`; `unattended`
+    /// admits only tools whose approval is `never`. Default: no profile.
+    /// Environment: `TOOLSMITH_PROFILE`; flag: `--profile` (`none` lifts it).
+    pub(super) profile: Option<String>,
+}
+
+/// `[sandbox]`: what every tool's calls may reach, before `[tools.NAME]`.
+/// A tool's own declaration (`"sandbox"` in its description, or manifest
+/// frontmatter) can only tighten this, never loosen it.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    /// `"allow"`, `"deny"` (a network namespace with loopback down; the call
+    /// fails closed with `POLICY_DENIED` where the kernel refuses one) or
+    /// `"deny-if-possible"` (runs without it there, and says so in the envelope).
+    pub(super) network: Option<Scalar>,
+    /// `"full"`, `"project"` (writes only below the project directory and a
+    /// private temporary directory), `"read-only"` (only the private temporary
+    /// directory), or `"project-if-possible"`/`"read-only-if-possible"`.
+    pub(super) filesystem: Option<Scalar>,
+    /// `"filter"` (default: toolsmith's seccomp filter, listed in
+    /// docs/security.md; the call fails closed with `POLICY_DENIED` where the
+    /// kernel cannot install it), `"filter-if-possible"` (runs without it
+    /// there, and says so in the envelope) or `"unfiltered"` (for a tool that
+    /// needs namespaces or another denied call, or ptrace outside a private PID namespace).
+    pub(super) syscalls: Option<Scalar>,
+    /// For a toolsmith run as root: the identity tools run as, `"UID:GID"`,
+    /// `"UID"` or a user name (its primary group), with no supplementary
+    /// group. Files tools write belong to it, so the project must be
+    /// writable by it. Refused when toolsmith is not root. Default: root's
+    /// uid, without any capability.
+    pub(super) user: Option<Scalar>,
+}
+
+/// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
+/// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
+/// `env` and `disabled`. A limit set here is the operator's decision about
+/// this tool: it beats the environment, `[limits]`, and the timeout the tool
+/// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
+/// discovery probes.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTool {
+    /// The wall-clock timeout of this tool's calls.
+    pub(super) timeout: Option<Scalar>,
+    /// The time between SIGTERM and SIGKILL for this tool.
+    pub(super) grace: Option<Scalar>,
+    /// The CPU time limit, or `"unlimited"`.
+    pub(super) cpu: Option<Scalar>,
+    /// The memory limit, or `"unlimited"`.
+    pub(super) memory: Option<Scalar>,
+    /// The most processes in the call's tree, or `"unlimited"`.
+    pub(super) max_processes: Option<Scalar>,
+    /// The largest file the tool may write, or `"unlimited"`.
+    pub(super) max_file_size: Option<Scalar>,
+    /// The most open file descriptors per process, or `"unlimited"`.
+    pub(super) max_open_files: Option<Scalar>,
+    /// Bytes kept per output stream.
+    pub(super) max_output: Option<Scalar>,
+    /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
+    /// this tool; `set` is laid over `[env] set` key by key.
+    pub(super) env: Option<RawEnv>,
+    /// The network profile of this tool, as `[sandbox] network`.
+    pub(super) network: Option<Scalar>,
+    /// The filesystem profile of this tool, as `[sandbox] filesystem`.
+    pub(super) filesystem: Option<Scalar>,
+    /// The system-call filter of this tool, as `[sandbox] syscalls`.
+    pub(super) syscalls: Option<Scalar>,
+    /// `true` denies the tool, like naming it in `[policy] disabled`.
+    pub(super) disabled: Option<bool>,
+}
+
+/// The audit log: one JSON line per call (time, tool, the SHA-256 of the
+/// arguments' canonical JSON, outcome, duration, exit code or signal,
+/// backend), appended with `O_APPEND` so concurrent toolsmith processes never
+/// interleave. The arguments themselves are never logged.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAudit {
+    /// The log file, relative to this config file's directory. Default: no
+    /// audit log. A log that cannot be opened stops the call before anything
+    /// runs (status 2).
+    pub(super) path: Option<PathBuf>,
+}
+
+/// Where tools are found, on top of the default layers (system, user,
+/// project). `--tools-dir` replaces all of them.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDiscovery {
+    /// Extra tool directories, each a layer above the project's, in order
+    /// (a later one wins a name). Relative to this config file's directory;
+    /// `~/` is the home directory. A missing one is a problem. Default: none.
+    pub(super) dirs: Option<Vec<PathBuf>>,
+    /// Also read Kodelet's, ikigai's and Nanocoder's tool directories
+    /// (`~/.kodelet/tools`, `~/.ikigai/tools`, `~/.config/nanocoder/tools`,
+    /// and the project's `.kodelet/tools`, `.ikigai/tools`,
+    /// `.nanocoder/tools`), each just below toolsmith's directory of the same
+    /// scope. Default: `false`.
+    pub(super) peers: Option<bool>,
+    /// Reuse the probe results of unchanged tool files
+    /// (`$XDG_CACHE_HOME/toolsmith/discovery.json`). Default: `true`; the
+    /// flag `--no-cache` turns it off for one command.
+    pub(super) cache: Option<bool>,
+}
+
+/// The resource limits of every call. What enforces each one depends on the
+/// containment backend (see `docs/operators.md`). Precedence for one call,
+/// highest first: `run` flags, `[tools.NAME]`, environment variables,
+/// `[limits]`, defaults.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    /// The wall-clock timeout of a call; then the whole tree gets SIGTERM,
+    /// and SIGKILL after `grace`. A tool's own request (Kodelet `config`, a
+    /// manifest's `timeout_ms`) replaces it, up to `max_timeout`. Default:
+    /// `30s`. Environment: `TOOLSMITH_TIMEOUT`.
+    pub(super) timeout: Option<Scalar>,
+    /// The time between SIGTERM and SIGKILL. Default: `2s`.
+    pub(super) grace: Option<Scalar>,
+    /// The CPU time limit. Default: `unlimited` (the timeout still bounds a
+    /// call). Environment: `TOOLSMITH_CPU`.
+    pub(super) cpu: Option<Scalar>,
+    /// The memory limit of a call. Default: `1GiB`. Environment:
+    /// `TOOLSMITH_MEMORY`.
+    pub(super) memory: Option<Scalar>,
+    /// The most processes in a call's tree. Default: `256`.
+    pub(super) max_processes: Option<Scalar>,
+    /// The largest file a tool may write. Default: `1GiB`.
+    pub(super) max_file_size: Option<Scalar>,
+    /// The most open file descriptors per process. Default: `1024`.
+    pub(super) max_open_files: Option<Scalar>,
+    /// Bytes kept per output stream; the rest is counted and discarded.
+    /// Default: `1MiB`. Environment: `TOOLSMITH_MAX_OUTPUT`.
+    pub(super) max_output: Option<Scalar>,
+    /// The longest timeout a tool may ask for itself. Default: `5m`.
+    pub(super) max_timeout: Option<Scalar>,
+    /// The size of the private TMPDIR of a `filesystem = "project"` or
+    /// `"read-only"` call: a tmpfs in the call's mount namespace (also its
+    /// `/dev/shm`), whose pages count against `memory`. A tool that fills it
+    /// gets ENOSPC. `"unlimited"` leaves the kernel's default, half of RAM.
+    /// Default: `64MiB`.
+    pub(super) tmp_size: Option<Scalar>,
+}
+
+/// The environment of tool processes: nothing of toolsmith's own
+/// environment reaches a tool unless `allow` names it.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEnv {
+    /// The variables passed through from toolsmith's environment. Default:
+    /// `["PATH", "HOME", "USER", "LANG"]`; a list replaces it.
+    pub(super) allow: Option<Vec<String>>,
+    /// Variables set for every tool, e.g. `{ LC_ALL = "C" }`. Default: none.
+    pub(super) set: Option<BTreeMap<String, String>>,
+}
+
+/// How tool processes are run.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExecutor {
+    /// The containment backend: `auto` (the strongest this kernel allows:
+    /// `cgroup`, then `pidns`, `subreaper`, `pgroup`), or one of those to
+    /// pin it (an error if the kernel does not allow it). Default: `auto`.
+    /// Environment: `TOOLSMITH_BACKEND`.
+    pub(super) backend: Option<Scalar>,
+    /// The most tool processes running at once; further calls wait. Default:
+    /// 4 per core for `serve`, unlimited otherwise. Environment:
+    /// `TOOLSMITH_MAX_CONCURRENT`.
+    pub(super) max_concurrent: Option<Scalar>,
+}
