@@ -84,7 +84,7 @@ pub(crate) enum Items {
 /// Whether `name` can be an argument passed out of band: an identifier that does not
 /// end in `_FILE` (a property `x_FILE` would pass for the file of `x`).
 pub(crate) fn passable_name(name: &str) -> bool {
-    crate::render::is_identifier(name) && !name.ends_with(FILE_SUFFIX)
+    crate::formats::manifest::render::is_identifier(name) && !name.ends_with(FILE_SUFFIX)
 }
 
 /// The variable of argument `name`.

@@ -604,7 +604,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use crate::schema::is_json_schema;
-    use crate::{InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, OutputSchema};
+    use crate::schema::{InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, OutputSchema};
 
     fn hello_schema() -> InputSchema {
         InputSchema::new(json!({

@@ -7,6 +7,10 @@
 //! `parameters.namespace.pattern: only allowed for type string`, and all
 //! errors of a file are reported at once (the frontmatter fields in a fixed order, then the body).
 
+pub(crate) mod expand;
+pub(crate) mod render;
+mod tag_context;
+
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -16,14 +20,21 @@ use serde_json::{Map, Number, Value};
 use serde_norway::Value as Yaml;
 use toolsmith_executor::Command;
 
-use crate::discovery::error_chain;
-use crate::expand::{ExpandError, Expansion};
-use crate::oob::FILE_SUFFIX;
-use crate::render::{Template, TemplateError, is_identifier};
-use crate::{
-    Approval, InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError,
-    SchemaError, TestCase, TestsError, ToolName, parse_tests,
-};
+use crate::formats::Approval;
+use crate::formats::declared_tests::{TestCase, TestsError, parse_tests};
+use crate::formats::manifest::expand::{ExpandError, Expansion};
+use crate::formats::manifest::render::{Template, TemplateError, is_identifier};
+use crate::message::error_chain;
+use crate::name::{NameError, ToolName};
+use crate::oob;
+use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
+use crate::schema::{InputSchema, OutputSchema, SchemaError};
+
+/// The file-name suffix of a Nanocoder manifest; the stem is the tool name.
+pub(crate) const FILE_SUFFIX: &str = ".md";
+
+/// The "probe" of a manifest, for messages: it is read, never run.
+pub(crate) const READ: &str = "read";
 
 /// The default `timeout_ms`.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -801,7 +812,7 @@ fn parse_parameters(
             });
             continue;
         }
-        if name.ends_with(FILE_SUFFIX) {
+        if name.ends_with(oob::FILE_SUFFIX) {
             errors.push(ManifestError::ReservedParameterName {
                 name: name.to_owned(),
             });
@@ -1394,8 +1405,8 @@ fn is_executable(path: &Path) -> bool {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::ToolName;
-    use crate::manifest::parse;
+    use crate::formats::manifest::parse;
+    use crate::name::ToolName;
 
     /// Parses a manifest for the file `demo.md` with `frontmatter` and the
     /// body `echo hi`; `Ok` holds the input schema, `Err` the error messages.
@@ -1738,7 +1749,7 @@ mod tests {
         let plain = manifest("");
         assert_eq!(
             (plain.approval, plain.read_only),
-            (crate::Approval::Always, false)
+            (crate::formats::Approval::Always, false)
         );
         assert_eq!(plain.timeout, std::time::Duration::from_millis(30_000));
         assert_eq!(plain.shell, None);
@@ -1751,7 +1762,7 @@ mod tests {
             "approval: never\nread_only: false\ntimeout_ms: 300000\nshell: sh\nfail_on_exit: true\n",
         );
         assert!(!explicit.read_only);
-        assert_eq!(explicit.shell, Some(crate::manifest::Shell::Sh));
+        assert_eq!(explicit.shell, Some(crate::formats::manifest::Shell::Sh));
         assert!(explicit.fail_on_exit);
     }
 

@@ -23,8 +23,8 @@
 
 use serde_json::Value;
 
+use crate::formats::manifest::tag_context::{TagKind, contexts_of_tags};
 use crate::oob::{arg_var, item_var};
-use crate::tag_context::{TagKind, contexts_of_tags};
 
 /// A parsed body: text, tags and sections, checked against the declared parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -500,7 +500,7 @@ pub(crate) fn is_identifier(name: &str) -> bool {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::render::Template;
+    use crate::formats::manifest::render::Template;
 
     const DECLARED: &[(&str, bool)] = &[
         ("a", false),
@@ -835,8 +835,8 @@ mod tests {
         use proptest::prelude::*;
         use serde_json::{Map, Value};
 
+        use crate::formats::manifest::render::Template;
         use crate::oob::{Items, OutOfBand};
-        use crate::render::Template;
 
         const BATCH: usize = 100;
         const CASES: u32 = 100;
@@ -978,8 +978,8 @@ mod tests {
 
         use serde_json::{Map, Value};
 
+        use crate::formats::manifest::render::Template;
         use crate::oob::{Items, OutOfBand};
-        use crate::render::Template;
 
         /// Word templates: `@` is where the tag (or an inner template) goes.
         const WORDS: &[&str] = &[

@@ -1,62 +1,28 @@
 //! Invoking a tool: validating the arguments, running it through the executor and mapping the outcome to an envelope.
 
-use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
-use std::path::PathBuf;
+use std::ffi::OsStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
-use crate::discovery::{error_chain, file_tool_name, first_line, resolve_config};
-use crate::manifest::CommandError;
+use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+use crate::discovery::cache::DiscoveryCache;
+use crate::discovery::catalog::Catalog;
+use crate::discovery::file_tool_name;
+use crate::discovery::probe::resolve_config;
+use crate::envelope::{Body, Envelope, ErrorCode, Metadata};
+use crate::error::Error;
+use crate::formats::Runner;
+use crate::formats::ikigai;
+use crate::formats::kodelet;
+use crate::formats::manifest::CommandError;
+use crate::message::{error_chain, first_line};
+use crate::name::ToolName;
 use crate::oob::{self, Items, OutOfBand, PrepareError};
-use crate::progress::{PROGRESS_FD_VAR, Progress};
-use crate::tool::Runner;
-use crate::{
-    Body, Catalog, DiscoveryCache, Envelope, Error, ErrorCode, Metadata, Policy, SandboxSettings,
-    Tool, ToolName, ToolOverride, ikigai, kodelet,
-};
-
-/// How tool processes are run, for probes and calls alike.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// The working directory of every tool process; must be absolute.
-    pub cwd: PathBuf,
-    /// The exact environment of every tool process, usually from
-    /// [`filtered_env`](toolsmith_executor::filtered_env).
-    pub env: Vec<(OsString, OsString)>,
-    /// The resource limits of a call. Probes use them with their own timeout
-    /// and output cap. `limits.timeout` is the default timeout: it applies to
-    /// tools that ask for none.
-    pub limits: Limits,
-    /// The longest timeout a tool may ask for (Kodelet's `config`, a
-    /// manifest's `timeout_ms`).
-    ///
-    /// Precedence of timeouts, decided in [`RunConfig::call_config`]: the
-    /// operator's explicit word for this tool (an entry in `overrides`, which
-    /// is where the CLI puts `run --timeout` and `[tools.NAME] timeout`) wins
-    /// outright; otherwise a tool's request replaces `limits.timeout` (longer
-    /// or shorter: the author knows how long the tool needs), capped by
-    /// `max_timeout`; otherwise `limits.timeout` applies.
-    pub max_timeout: Duration,
-    /// The operator's per-tool overrides of limits and environment, which
-    /// [`RunConfig::call_config`] applies.
-    pub overrides: BTreeMap<ToolName, ToolOverride>,
-    /// The operator's sandbox for every tool (`[sandbox]`), which a tool's
-    /// override replaces and a tool's declaration tightens. Discovery probes never run
-    /// under it: they get the strictest sandbox the kernel allows, whatever this grants.
-    pub sandbox: SandboxSettings,
-    /// The directory a `filesystem = "project"` tool may write in: the
-    /// project (see [`project_dir`](crate::project_dir)).
-    pub project_dir: PathBuf,
-    /// Paths that stay read-only to `filesystem = "project"` tools besides
-    /// the project's `.git`, `.toolsmith` and peers' tool directories: the
-    /// tool directories and the config file, those inside the project count
-    /// (see [`protected_paths`](crate::protected_paths)).
-    pub protected: Vec<PathBuf>,
-}
+use crate::overrides::RunConfig;
+use crate::policy::Policy;
+use crate::tool::Tool;
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
 /// `custom_tool_hello`) with `arguments`.
@@ -99,7 +65,7 @@ pub async fn invoke_named(
 /// `POLICY_DENIED` with the reason.
 ///
 /// The declared defaults are filled in next
-/// ([`InputSchema::with_defaults`](crate::InputSchema::with_defaults)), so a
+/// ([`InputSchema::with_defaults`](crate::schema::InputSchema::with_defaults)), so a
 /// required property with a default is satisfied. The completed arguments
 /// are then checked against the tool's input schema; when they fail it,
 /// nothing is run and the envelope is `INVALID_PARAMS`, listing every
@@ -121,7 +87,7 @@ pub async fn invoke(
 /// `progress`.
 ///
 /// The tool finds the file descriptor to write JSON lines on in `TOOLSMITH_PROGRESS_FD`
-/// (see [`PROGRESS_FD_VAR`](crate::PROGRESS_FD_VAR)); lines that are not progress reports
+/// (see [`PROGRESS_FD_VAR`](crate::call::progress::PROGRESS_FD_VAR)); lines that are not progress reports
 /// are ignored. Without a `progress` callback the variable is not set.
 pub async fn invoke_with_progress(
     executor: &Arc<Executor>,
@@ -526,8 +492,9 @@ mod tests {
         AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome, Termination,
     };
 
-    use crate::invoke::{envelope_from_outcome, format_duration, parse_stdout};
-    use crate::{Envelope, ToolName};
+    use crate::call::invoke::{envelope_from_outcome, format_duration, parse_stdout};
+    use crate::envelope::Envelope;
+    use crate::name::ToolName;
 
     fn capture(text: &str) -> Capture {
         Capture {
@@ -682,7 +649,7 @@ mod tests {
             stdout_of(outcome(Termination::Exited(0), None, "done\n", "")),
             None
         );
-        let long = "é".repeat(crate::METADATA_STDOUT_LIMIT);
+        let long = "é".repeat(crate::envelope::METADATA_STDOUT_LIMIT);
         let kept = stdout_of(outcome(
             Termination::Signaled(15),
             Some(LimitKind::Timeout),
@@ -690,7 +657,7 @@ mod tests {
             "",
         ))
         .unwrap();
-        assert!(kept.len() <= crate::METADATA_STDOUT_LIMIT && long.starts_with(&kept));
+        assert!(kept.len() <= crate::envelope::METADATA_STDOUT_LIMIT && long.starts_with(&kept));
     }
 
     #[test]
@@ -725,8 +692,12 @@ mod tests {
 
     #[test]
     fn metadata_of_a_run() {
-        let metadata =
-            crate::Metadata::from_outcome(&outcome(Termination::Exited(0), None, "x", "warn"));
+        let metadata = crate::envelope::Metadata::from_outcome(&outcome(
+            Termination::Exited(0),
+            None,
+            "x",
+            "warn",
+        ));
         assert_eq!(
             serde_json::to_value(metadata).unwrap(),
             json!({

@@ -11,7 +11,7 @@
 //! The scan models bash, the richer grammar: dash reads a subset, and evaluates nothing of a
 //! value in arithmetic.
 
-use crate::render::{Item, Quoting, Tag, TemplateError, as_written};
+use crate::formats::manifest::render::{Item, Quoting, Tag, TemplateError, as_written};
 
 /// What a tag is, for the refusals that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -969,7 +969,7 @@ impl Scan<'_> {
                 Item::Tag(_) => None,
             })
             .collect();
-        text.is_some_and(|text| crate::render::is_identifier(&text))
+        text.is_some_and(|text| crate::formats::manifest::render::is_identifier(&text))
     }
 
     fn word_ends_with_equals(&self, index: usize) -> bool {
