@@ -19,7 +19,7 @@ use crate::formats::kodelet;
 use crate::formats::manifest::CommandError;
 use crate::message::{error_chain, first_line};
 use crate::name::ToolName;
-use crate::oob::{self, Items, OutOfBand, PrepareError};
+use crate::oob::{self, OutOfBand, PrepareError};
 use crate::overrides::RunConfig;
 use crate::policy::Policy;
 use crate::tool::Tool;
@@ -131,10 +131,54 @@ pub async fn invoke_with_progress(
         tool
     };
     let arguments = &tool.input_schema().with_defaults(arguments);
+    let prepared = match prepare(tool, arguments, config)? {
+        Ok(prepared) => prepared,
+        Err(refused) => return Ok(refused),
+    };
+    let Prepared {
+        command,
+        limits,
+        reading,
+        out_of_band,
+    } = prepared;
+    let (result, limits) = run(executor, command, limits, progress).await;
+    // The files of large values are removed only now that the tool has ended.
+    drop(out_of_band);
+    outcome(tool, reading, result, &limits)
+}
+
+/// A call ready to run: its command and limits, how its outcome is read, and the arguments
+/// passed out of band (whose files must outlive the run).
+struct Prepared {
+    command: toolsmith_executor::Command,
+    limits: Limits,
+    reading: Reading,
+    out_of_band: Option<OutOfBand>,
+}
+
+/// How the outcome of a call becomes its envelope, which depends on the tool's format.
+enum Reading {
+    /// An executable's stdout is its JSON result (or an error); see [`envelope_from_outcome`].
+    Json,
+    /// A manifest's stdout is text; see [`manifest_envelope`].
+    Manifest {
+        fail_on_exit: bool,
+        json_result: bool,
+    },
+}
+
+/// Validates the arguments and builds the tool's command with its limits, environment,
+/// out-of-band arguments and sandbox. `Ok(Err(envelope))` when the call is refused before
+/// anything runs (invalid arguments, no shell for a manifest).
+fn prepare(
+    tool: &Tool,
+    arguments: &Value,
+    config: &RunConfig,
+) -> Result<Result<Prepared, Envelope>, Error> {
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
         let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Ok(Envelope::failure(
+        return Ok(Err(Envelope::failure(
             ErrorCode::InvalidParams,
             format!(
                 "Invalid arguments for tool {}: {}.",
@@ -142,24 +186,20 @@ pub async fn invoke_with_progress(
                 details.join("; ")
             ),
             Metadata::not_started(),
-        ));
+        )));
     }
     let mut call = config.call_config(tool);
     // A variable of the operator's that looks like an argument must never pass for one.
     call.env.retain(|(name, _)| !oob::is_reserved_var(name));
     let out_of_band = if tool.env_arguments() {
-        let items = match tool.runner() {
-            Runner::Manifest(_) => Items::PerElement,
-            Runner::Kodelet | Runner::Ikigai => Items::JsonOnly,
-        };
-        match OutOfBand::new(arguments, items) {
+        match OutOfBand::new(arguments, tool.runner().items()) {
             Ok(out_of_band) => Some(out_of_band),
             Err(PrepareError::Invalid(error)) => {
-                return Ok(Envelope::failure(
+                return Ok(Err(Envelope::failure(
                     ErrorCode::InvalidParams,
                     format!("Invalid arguments for tool {}: {error}.", tool.name()),
                     Metadata::not_started(),
-                ));
+                )));
             }
             Err(PrepareError::File(error)) => return Err(error.into()),
         }
@@ -170,32 +210,41 @@ pub async fn invoke_with_progress(
         program: tool.path().to_path_buf(),
         source,
     };
-    let command = match tool.runner() {
-        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &call.env, arguments)
-            .map_err(executor_error)?,
-        Runner::Ikigai => ikigai::run_command(tool.path(), &config.cwd, &call.env, arguments)
-            .map_err(executor_error)?,
+    let (mut command, reading) = match tool.runner() {
+        Runner::Kodelet => (
+            kodelet::run_command(tool.path(), &config.cwd, &call.env, arguments)
+                .map_err(executor_error)?,
+            Reading::Json,
+        ),
+        Runner::Ikigai => (
+            ikigai::run_command(tool.path(), &config.cwd, &call.env, arguments)
+                .map_err(executor_error)?,
+            Reading::Json,
+        ),
         Runner::Manifest(manifest) => {
             let in_file = |variable: &str| {
                 out_of_band
                     .as_ref()
                     .is_some_and(|out_of_band| out_of_band.in_file(variable))
             };
-            match manifest.command(arguments, &in_file, &config.cwd, &call.env) {
+            let command = match manifest.command(arguments, &in_file, &config.cwd, &call.env) {
                 Ok(command) => command,
                 Err(error @ CommandError::NoShell { .. }) => {
-                    return Ok(Envelope::failure(
+                    return Ok(Err(Envelope::failure(
                         ErrorCode::SpawnFailed,
                         format!("Tool {} could not be started: {error}.", tool.name()),
                         Metadata::not_started(),
-                    ));
+                    )));
                 }
                 Err(CommandError::Executor(source)) => return Err(executor_error(source)),
-            }
+            };
+            let reading = Reading::Manifest {
+                fail_on_exit: manifest.fail_on_exit,
+                json_result: manifest.output_schema.is_some(),
+            };
+            (command, reading)
         }
     };
-    let limits = call.limits;
-    let mut command = command;
     // After the manifest's own `env`, so that a manifest cannot shadow an argument.
     for (name, value) in out_of_band.iter().flat_map(OutOfBand::vars) {
         command.env(name, value);
@@ -204,6 +253,22 @@ pub async fn invoke_with_progress(
         call.sandbox
             .to_executor(&config.project_dir, &config.protected),
     );
+    Ok(Ok(Prepared {
+        command,
+        limits: call.limits,
+        reading,
+        out_of_band,
+    }))
+}
+
+/// Runs `command`, passing each progress report the tool writes to `progress`; the limits
+/// come back with the result for the envelope.
+async fn run(
+    executor: &Arc<Executor>,
+    mut command: toolsmith_executor::Command,
+    limits: Limits,
+    progress: Option<&(dyn Fn(Progress) + Sync)>,
+) -> (Result<Outcome, toolsmith_executor::Error>, Limits) {
     let mut reports = None;
     if progress.is_some() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -229,22 +294,25 @@ pub async fn invoke_with_progress(
             }
         }
     };
-    let ((result, limits), ()) = tokio::join!(run, forward);
-    // The files of large values are removed only now that the tool has ended.
-    drop(out_of_band);
+    let (ran, ()) = tokio::join!(run, forward);
+    ran
+}
+
+/// The envelope of a finished run, or of a run the executor could not start.
+fn outcome(
+    tool: &Tool,
+    reading: Reading,
+    result: Result<Outcome, toolsmith_executor::Error>,
+    limits: &Limits,
+) -> Result<Envelope, Error> {
     match result {
         Ok(outcome) => {
-            let envelope = match tool.runner() {
-                Runner::Kodelet | Runner::Ikigai => {
-                    envelope_from_outcome(tool.name(), &outcome, &limits)
-                }
-                Runner::Manifest(manifest) => manifest_envelope(
-                    tool.name(),
-                    manifest.fail_on_exit,
-                    manifest.output_schema.is_some(),
-                    &outcome,
-                    &limits,
-                ),
+            let envelope = match reading {
+                Reading::Json => envelope_from_outcome(tool.name(), &outcome, limits),
+                Reading::Manifest {
+                    fail_on_exit,
+                    json_result,
+                } => manifest_envelope(tool.name(), fail_on_exit, json_result, &outcome, limits),
             };
             Ok(check_output(tool, envelope))
         }

@@ -20,6 +20,7 @@ use std::fmt;
 
 use crate::formats::manifest::Manifest;
 use crate::name::{NameError, ToolName};
+use crate::oob::Items;
 
 /// The format a tool was written in, which fixes how it is described and run.
 ///
@@ -136,6 +137,15 @@ impl Runner {
             Runner::Kodelet => Format::Kodelet,
             Runner::Manifest(_) => Format::Manifest,
             Runner::Ikigai => Format::Ikigai,
+        }
+    }
+
+    /// Whether the elements of array arguments get variables of their own when passed out of
+    /// band: a manifest's body uses them, an executable reads the array's JSON.
+    pub(crate) fn items(&self) -> Items {
+        match self {
+            Runner::Manifest(_) => Items::PerElement,
+            Runner::Kodelet | Runner::Ikigai => Items::JsonOnly,
         }
     }
 

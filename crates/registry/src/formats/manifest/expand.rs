@@ -57,7 +57,7 @@ impl Expansion {
                 Some((name, default)) => (name, Some(default.to_owned())),
                 None => (inner, None),
             };
-            if !crate::formats::manifest::render::is_identifier(name) {
+            if !crate::oob::is_identifier(name) {
                 return Err(ExpandError::BadName {
                     inner: inner.to_owned(),
                 });

@@ -23,10 +23,10 @@ use toolsmith_executor::Command;
 use crate::formats::Approval;
 use crate::formats::declared_tests::{TestCase, TestsError, parse_tests};
 use crate::formats::manifest::expand::{ExpandError, Expansion};
-use crate::formats::manifest::render::{Template, TemplateError, is_identifier};
+use crate::formats::manifest::render::{Template, TemplateError};
 use crate::message::error_chain;
 use crate::name::{NameError, ToolName};
-use crate::oob;
+use crate::oob::{self, is_identifier};
 use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
 use crate::schema::{InputSchema, OutputSchema, SchemaError};
 

@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use crate::formats::manifest::tag_context::{TagKind, contexts_of_tags};
-use crate::oob::{arg_var, item_var};
+use crate::oob::{arg_var, is_identifier, item_var};
 
 /// A parsed body: text, tags and sections, checked against the declared parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -485,15 +485,6 @@ fn parse_tag(inner: &str) -> TagShape<'_> {
     } else {
         TagShape::Literal
     }
-}
-
-/// `^[A-Za-z_][A-Za-z0-9_]*$`: what a parameter name may be.
-pub(crate) fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|character| character.is_ascii_alphanumeric() || character == '_')
 }
 
 #[cfg(test)]

@@ -969,7 +969,7 @@ impl Scan<'_> {
                 Item::Tag(_) => None,
             })
             .collect();
-        text.is_some_and(|text| crate::formats::manifest::render::is_identifier(&text))
+        text.is_some_and(|text| crate::oob::is_identifier(&text))
     }
 
     fn word_ends_with_equals(&self, index: usize) -> bool {
