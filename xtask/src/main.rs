@@ -17,6 +17,7 @@ mod generate_bench;
 mod generated_bench;
 mod mcp_bench;
 mod new_tool;
+mod registry_layers;
 mod soak;
 mod tidy;
 
