@@ -96,12 +96,11 @@ pub use crate::formats::declared_tests::{Expectation, TestCase, TestsError, pars
 pub use crate::formats::ikigai::ToolSchemaError;
 pub use crate::formats::kodelet::go_duration::DurationError;
 pub use crate::formats::kodelet::{ConfigError, DescriptionError};
+pub use crate::formats::manifest::command::manifest_env_references;
+pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
+pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::render::TemplateError;
-pub use crate::formats::manifest::{
-    DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
-    manifest_env_references,
-};
 pub use crate::formats::{Annotations, Approval, Format};
 pub use crate::layer::{Layer, Peer};
 pub use crate::message::error_chain;

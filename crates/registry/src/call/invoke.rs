@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::formats::Runner;
 use crate::formats::ikigai;
 use crate::formats::kodelet;
-use crate::formats::manifest::CommandError;
+use crate::formats::manifest::error::CommandError;
 use crate::message::{error_chain, first_line};
 use crate::name::ToolName;
 use crate::oob::{self, OutOfBand, PrepareError};

@@ -10,7 +10,7 @@ use toolsmith_executor::LimitKind;
 use crate::discovery::PROBE_MAX_OUTPUT;
 use crate::formats::ikigai::ToolSchemaError;
 use crate::formats::kodelet::{ConfigError, DescriptionError};
-use crate::formats::manifest::ManifestErrors;
+use crate::formats::manifest::error::ManifestErrors;
 use crate::layer::Layer;
 use crate::message::error_chain;
 use crate::name::{NameError, ToolName};

@@ -22,7 +22,10 @@ use crate::tool::{Tool, ToolParts};
 /// format shares.
 pub(crate) fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, ProblemError> {
     let parts = if candidate.format == Format::Manifest {
-        load_manifest(probe_stdout(manifest::READ, &probed.record)?, candidate)?
+        load_manifest(
+            probe_stdout(manifest::model::READ, &probed.record)?,
+            candidate,
+        )?
     } else if probed.protocol == Protocol::IkigaiSchema {
         load_ikigai(probe_stdout(ikigai::SCHEMA_ARG, &probed.record)?, candidate)?
     } else {
@@ -168,7 +171,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
             "stream did not contain valid UTF-8",
         ),
     })?;
-    let manifest = manifest::parse(text, &candidate.expected)?;
+    let manifest = manifest::frontmatter::parse(text, &candidate.expected)?;
     Ok(ToolParts {
         name: manifest.name.clone(),
         description: manifest.description.clone(),

@@ -137,7 +137,7 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
     }
     let is_manifest = file_name
         .as_encoded_bytes()
-        .ends_with(manifest::FILE_SUFFIX.as_bytes());
+        .ends_with(manifest::model::FILE_SUFFIX.as_bytes());
     if !is_manifest && metadata.permissions().mode() & 0o111 == 0 {
         // A script someone forgot to make executable is the commonest reason a tool does not
         // show up; any other file without the execute bit (notes, data) is not a tool.
@@ -173,7 +173,7 @@ fn is_documentation(file_name: &std::ffi::OsStr) -> bool {
     const DOCUMENTATION: [&str; 5] = ["README", "CHANGELOG", "LICENSE", "CONTRIBUTING", "NOTES"];
     file_name.to_str().is_some_and(|file_name| {
         file_name
-            .strip_suffix(manifest::FILE_SUFFIX)
+            .strip_suffix(manifest::model::FILE_SUFFIX)
             .is_some_and(|stem| {
                 DOCUMENTATION
                     .iter()

@@ -18,7 +18,7 @@ pub(crate) mod manifest;
 
 use std::fmt;
 
-use crate::formats::manifest::Manifest;
+use crate::formats::manifest::model::Manifest;
 use crate::name::{NameError, ToolName};
 use crate::oob::Items;
 
@@ -57,7 +57,7 @@ impl Format {
     /// `k8s_pods`, `word-stats-tool` the ikigai tool `word_stats`, `file-read` the Kodelet
     /// tool `file_read`.
     pub(crate) fn of_file(file_name: &str) -> Result<(ToolName, Format), NameError> {
-        if let Some(stem) = file_name.strip_suffix(manifest::FILE_SUFFIX) {
+        if let Some(stem) = file_name.strip_suffix(manifest::model::FILE_SUFFIX) {
             return ToolName::new(stem).map(|name| (name, Format::Manifest));
         }
         match file_name.strip_suffix(ikigai::FILE_SUFFIX) {
