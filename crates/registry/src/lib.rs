@@ -78,15 +78,15 @@ pub use crate::discovery::cache::{
     CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
 };
 pub use crate::discovery::catalog::{Catalog, DeniedTool, Problem, ProblemError, Shadowed};
+pub use crate::discovery::discover::{
+    DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, discover, discover_layers, discover_one,
+};
 pub use crate::discovery::layers::{LayerDir, LayerInputs, layer_dirs, project_dir};
 pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
 pub use crate::discovery::validate::{
     Check, CheckKind, CheckStatus, FileReport, validate_dirs, validate_paths,
-};
-pub use crate::discovery::{
-    DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, discover, discover_layers, discover_one,
 };
 pub use crate::envelope::{
     Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, METADATA_STDOUT_LIMIT, Metadata,

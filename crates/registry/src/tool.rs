@@ -104,7 +104,7 @@ impl Tool {
     }
 
     /// True for a Kodelet tool whose optional `config` (the timeout it requests) has not been
-    /// asked yet: [`discover_one`](crate::discovery::discover_one) and
+    /// asked yet: [`discover_one`](crate::discovery::discover::discover_one) and
     /// [`LiveRegistry::ready_for_call`](crate::discovery::live::LiveRegistry::ready_for_call) ask it.
     pub fn config_pending(&self) -> bool {
         self.config_pending

@@ -9,7 +9,7 @@ use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 use crate::call::progress::{PROGRESS_FD_VAR, Progress};
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::Catalog;
-use crate::discovery::file_tool_name;
+use crate::discovery::discover::file_tool_name;
 use crate::discovery::probe::resolve_config;
 use crate::envelope::{Body, Envelope, ErrorCode, Metadata};
 use crate::error::Error;

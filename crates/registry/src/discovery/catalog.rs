@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use toolsmith_executor::LimitKind;
 
-use crate::discovery::PROBE_MAX_OUTPUT;
+use crate::discovery::discover::PROBE_MAX_OUTPUT;
 use crate::formats::ikigai::ToolSchemaError;
 use crate::formats::kodelet::{ConfigError, DescriptionError};
 use crate::formats::manifest::error::ManifestErrors;

@@ -33,9 +33,9 @@ use toolsmith_executor::Executor;
 
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::{Catalog, ProblemError};
+use crate::discovery::discover::{Freshness, discover_matching};
 use crate::discovery::layers::LayerDir;
 use crate::discovery::probe::resolve_config;
-use crate::discovery::{Freshness, discover_matching};
 use crate::error::Error;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;

@@ -12,10 +12,10 @@ use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
 use crate::discovery::cache::{ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed};
 use crate::discovery::catalog::ProblemError;
-use crate::discovery::load::load_kodelet;
-use crate::discovery::{
+use crate::discovery::discover::{
     Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_TIMEOUT,
 };
+use crate::discovery::load::load_kodelet;
 use crate::formats::{Format, Protocol, ikigai, kodelet};
 use crate::message::{error_chain, first_line};
 use crate::overrides::RunConfig;

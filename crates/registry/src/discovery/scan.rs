@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crate::discovery::cache::Fingerprint;
 use crate::discovery::catalog::{Problem, ProblemError};
+use crate::discovery::discover::{Candidate, problem_concerns};
 use crate::discovery::layers::LayerDir;
-use crate::discovery::{Candidate, problem_concerns};
 use crate::formats::{Format, manifest};
 use crate::layer::Layer;
 use crate::name::ToolName;

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use toolsmith_executor::Executor;
 
-use crate::discovery::Candidate;
 use crate::discovery::catalog::{Problem, ProblemError};
+use crate::discovery::discover::Candidate;
 use crate::discovery::layers::LayerDir;
 use crate::discovery::load::load_fresh;
 use crate::discovery::scan::{classify, scan_dirs};

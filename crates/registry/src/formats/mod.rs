@@ -24,10 +24,10 @@ use crate::oob::Items;
 
 /// The format a tool was written in, which fixes how it is described and run.
 ///
-/// A file's format is first decided from its name ([`Format::of_file`]); an executable with
+/// A file's format is first decided from its name (`Format::of_file`); an executable with
 /// no `-tool` suffix is first probed as [`Format::Kodelet`] and becomes an ikigai tool when
 /// only `--schema` answers. A loaded tool's format is the one that answered
-/// ([`Runner::format`]).
+/// (`Runner::format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// An executable speaking the Kodelet protocol: `tool description` prints
