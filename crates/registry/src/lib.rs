@@ -92,7 +92,9 @@ pub use crate::envelope::{
     Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, METADATA_STDOUT_LIMIT, Metadata,
 };
 pub use crate::error::Error;
+pub use crate::formats::annotations::{Annotations, Approval};
 pub use crate::formats::declared_tests::{Expectation, TestCase, TestsError, parse_tests};
+pub use crate::formats::format::Format;
 pub use crate::formats::ikigai::ToolSchemaError;
 pub use crate::formats::kodelet::go_duration::DurationError;
 pub use crate::formats::kodelet::{ConfigError, DescriptionError};
@@ -101,7 +103,6 @@ pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::render::TemplateError;
-pub use crate::formats::{Annotations, Approval, Format};
 pub use crate::layer::{Layer, Peer};
 pub use crate::message::error_chain;
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};

@@ -198,7 +198,8 @@ mod tests {
 
     use toolsmith_executor::Limits;
 
-    use crate::formats::{Annotations, Runner};
+    use crate::formats::annotations::Annotations;
+    use crate::formats::format::Runner;
     use crate::layer::Layer;
     use crate::name::ToolName;
     use crate::overrides::RunConfig;

@@ -18,7 +18,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::formats::{Annotations, Approval};
+use crate::formats::annotations::{Annotations, Approval};
 use crate::name::ToolName;
 use crate::tool::Tool;
 
@@ -188,7 +188,7 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
-    use crate::formats::{Annotations, Approval};
+    use crate::formats::annotations::{Annotations, Approval};
     use crate::name::ToolName;
     use crate::policy::{Denial, Policy, Profile};
 

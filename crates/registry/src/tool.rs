@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::formats::annotations::Annotations;
 use crate::formats::declared_tests::TestCase;
-use crate::formats::{Annotations, Format, Runner};
+use crate::formats::format::{Format, Runner};
 use crate::layer::Layer;
 use crate::name::ToolName;
 use crate::sandbox::SandboxDeclaration;

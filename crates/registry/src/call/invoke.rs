@@ -13,7 +13,7 @@ use crate::discovery::discover::file_tool_name;
 use crate::discovery::probe::resolve_config;
 use crate::envelope::{Body, Envelope, ErrorCode, Metadata};
 use crate::error::Error;
-use crate::formats::Runner;
+use crate::formats::format::Runner;
 use crate::formats::ikigai;
 use crate::formats::kodelet;
 use crate::formats::manifest::error::CommandError;

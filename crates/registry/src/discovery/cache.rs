@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::LimitKind;
 
-use crate::formats::Protocol;
+use crate::formats::format::Protocol;
 
 /// The version of the cache file's format; a file of another version is ignored.
 ///
@@ -521,7 +521,7 @@ mod tests {
     use crate::discovery::cache::{
         CACHE_FILE, ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed,
     };
-    use crate::formats::Protocol;
+    use crate::formats::format::Protocol;
 
     const PROTOCOL: Protocol = Protocol::KodeletDescription;
 

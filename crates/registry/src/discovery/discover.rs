@@ -16,7 +16,7 @@ use crate::discovery::layers::LayerDir;
 use crate::discovery::load::load;
 use crate::discovery::probe::{ask_configs, probe_all};
 use crate::discovery::scan::scan_dirs;
-use crate::formats::Format;
+use crate::formats::format::Format;
 use crate::layer::Layer;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;

@@ -16,7 +16,8 @@ use crate::discovery::discover::{
     Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_TIMEOUT,
 };
 use crate::discovery::load::load_kodelet;
-use crate::formats::{Format, Protocol, ikigai, kodelet};
+use crate::formats::format::{Format, Protocol};
+use crate::formats::{ikigai, kodelet};
 use crate::message::{error_chain, first_line};
 use crate::overrides::RunConfig;
 use crate::sandbox::{probe_sandbox, probe_sandbox_key};

@@ -18,7 +18,7 @@ use crate::discovery::discover::Candidate;
 use crate::discovery::layers::LayerDir;
 use crate::discovery::load::load_fresh;
 use crate::discovery::scan::{classify, scan_dirs};
-use crate::formats::Format;
+use crate::formats::format::Format;
 use crate::formats::ikigai::ToolSchemaError;
 use crate::formats::kodelet::DescriptionError;
 use crate::layer::Layer;

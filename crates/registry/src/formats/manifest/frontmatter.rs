@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Number, Value};
 use serde_norway::Value as Yaml;
 
-use crate::formats::Approval;
+use crate::formats::annotations::Approval;
 use crate::formats::declared_tests::parse_tests;
 use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 use crate::formats::manifest::expand::Expansion;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::formats::Approval;
+use crate::formats::annotations::Approval;
 use crate::formats::declared_tests::TestCase;
 use crate::formats::manifest::expand::Expansion;
 use crate::formats::manifest::render::Template;

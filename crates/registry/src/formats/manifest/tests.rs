@@ -342,7 +342,7 @@ fn defaults_of_the_annotations() {
     let plain = manifest("");
     assert_eq!(
         (plain.approval, plain.read_only),
-        (crate::formats::Approval::Always, false)
+        (crate::formats::annotations::Approval::Always, false)
     );
     assert_eq!(plain.timeout, std::time::Duration::from_millis(30_000));
     assert_eq!(plain.shell, None);
