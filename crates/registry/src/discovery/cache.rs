@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write as _};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -495,20 +495,24 @@ fn write_atomically(file: &Path, cache: &StoredCache) -> Result<(), CacheError> 
         path: file.to_path_buf(),
         source: io::Error::other(source),
     })?;
-    // The process id keeps two toolsmith processes from writing the same temporary file; the
-    // last rename wins, and the loser's entries are probed again next time.
-    let temporary = dir.join(format!(".{CACHE_FILE}.{}.tmp", std::process::id()));
+    // A temporary file of its own for each writer, in the cache's directory so the rename
+    // stays on one file system: the last rename wins, and the loser's entries are probed
+    // again next time. The mode is the one `File::create` gives (0o666 less the umask), not
+    // tempfile's 0o600, so the cache stays as readable as it was.
     let write = || -> io::Result<()> {
-        let mut out = fs::File::create(&temporary)?;
-        out.write_all(&bytes)?;
-        fs::rename(&temporary, file)
+        let mut temporary = tempfile::Builder::new()
+            .prefix(&format!(".{CACHE_FILE}."))
+            .suffix(".tmp")
+            .permissions(fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)?;
+        temporary.write_all(&bytes)?;
+        temporary.persist(file)?;
+        Ok(())
     };
-    write().map_err(|source| {
-        let _ignored = fs::remove_file(&temporary);
-        CacheError::Write {
-            path: file.to_path_buf(),
-            source,
-        }
+    // A failed write or rename drops the temporary file, which removes it.
+    write().map_err(|source| CacheError::Write {
+        path: file.to_path_buf(),
+        source,
     })
 }
 
@@ -572,6 +576,37 @@ mod tests {
                 .cloned()
         });
         assert_eq!(actual, expect);
+    }
+
+    /// A cache file that cannot be renamed into place (a directory holds its name) is a write
+    /// error naming the file, and the temporary file is gone: the directory holds what it held.
+    #[test]
+    fn failed_save_leaves_no_temporary_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let cache_dir = temp.path().join("cache");
+        let tool = temp.path().join("tool");
+        let fingerprint = old_file(&tool, "#!/bin/sh\n");
+        let mut cache = DiscoveryCache::load(&cache_dir);
+        cache.insert(
+            tool,
+            fingerprint,
+            SystemTime::now(),
+            SANDBOX.to_owned(),
+            output("{}"),
+        );
+        let blocker = cache_dir.join(CACHE_FILE);
+        fs::create_dir_all(blocker.join("occupied")).unwrap();
+        let error = cache.save().unwrap_err();
+        assert_eq!(
+            crate::message::error_chain(&error).split(": ").next(),
+            Some(format!("cannot write the discovery cache {}", blocker.display()).as_str())
+        );
+        let mut left: Vec<String> = fs::read_dir(&cache_dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [CACHE_FILE]);
     }
 
     #[test]
