@@ -326,7 +326,7 @@ fn take_string(
 
 #[cfg(test)]
 mod tests {
-    use std::error::Error as _;
+    use crate::message::error_chain;
 
     use serde_json::{Value, json};
 
@@ -345,15 +345,7 @@ mod tests {
                         .map(|output_schema| output_schema.as_json().clone()),
                 )
             })
-            .map_err(|error| {
-                let mut message = error.to_string();
-                let mut source = error.source();
-                while let Some(cause) = source {
-                    message.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                message
-            });
+            .map_err(|error| error_chain(&error));
         let expect = expect
             .map(|(name, input, output)| (name.to_owned(), input, output))
             .map_err(str::to_owned);

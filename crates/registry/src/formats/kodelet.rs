@@ -314,7 +314,7 @@ pub(crate) fn preview(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::error::Error as _;
+    use crate::message::error_chain;
 
     use std::time::Duration;
 
@@ -329,15 +329,7 @@ mod tests {
                     description.description,
                 )
             })
-            .map_err(|error| {
-                let mut message = error.to_string();
-                let mut source = error.source();
-                while let Some(cause) = source {
-                    message.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                message
-            });
+            .map_err(|error| error_chain(&error));
         let expect = expect
             .map(|(name, description)| (name.to_owned(), description.to_owned()))
             .map_err(str::to_owned);
@@ -465,13 +457,7 @@ mod tests {
     }
 
     fn check_config(stdout: &str, expect: Result<Option<Duration>, &str>) {
-        let actual = parse_config(stdout.as_bytes()).map_err(|error| {
-            let mut message = error.to_string();
-            if let Some(cause) = error.source() {
-                message.push_str(&format!(": {cause}"));
-            }
-            message
-        });
+        let actual = parse_config(stdout.as_bytes()).map_err(|error| error_chain(&error));
         assert_eq!(actual, expect.map_err(str::to_owned), "{stdout:?}");
     }
 
