@@ -23,15 +23,17 @@ use crate::tool::{Tool, ToolParts};
 /// Loads one candidate in its format from its probes' records, then applies the checks every
 /// format shares.
 pub(crate) fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, ProblemError> {
-    let parts = if candidate.format == Format::Manifest {
-        load_manifest(
+    // The protocol that answered decides: a manifest's record is always its reading, and a
+    // Kodelet-format file that only answered `--schema` is filed under ikigai's protocol.
+    let parts = match probed.protocol {
+        Protocol::ManifestRead => load_manifest(
             probe_stdout(manifest::model::READ, &probed.record)?,
             candidate,
-        )?
-    } else if probed.protocol == Protocol::IkigaiSchema {
-        load_ikigai(probe_stdout(ikigai::SCHEMA_ARG, &probed.record)?, candidate)?
-    } else {
-        match load_kodelet(probed, candidate) {
+        )?,
+        Protocol::IkigaiSchema => {
+            load_ikigai(probe_stdout(ikigai::SCHEMA_ARG, &probed.record)?, candidate)?
+        }
+        Protocol::KodeletDescription => match load_kodelet(probed, candidate) {
             Ok(parts) => parts,
             Err(description) => {
                 let Some(schema) = &probed.fallback else {
@@ -50,7 +52,7 @@ pub(crate) fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, Probl
                     schema: Box::new(schema_error),
                 });
             }
-        }
+        },
     };
     register(parts, &candidate.expected)
 }
