@@ -460,11 +460,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn required_text(
-        &self,
-        key: &str,
-        errors: &mut Vec<ManifestError>,
-    ) -> Option<String> {
+    fn required_text(&self, key: &str, errors: &mut Vec<ManifestError>) -> Option<String> {
         if self.get(key).is_none() {
             errors.push(ManifestError::Missing {
                 field: self.field(key),

@@ -286,19 +286,19 @@ impl Scan<'_> {
         })
     }
 
-    pub(super) fn current_word(&self) -> Option<usize> {
+    fn current_word(&self) -> Option<usize> {
         match self.stack.last() {
             Some((Frame::Code { command, .. }, _)) => command.word_start,
             _ => None,
         }
     }
 
-    pub(super) fn word_is_empty(&self) -> bool {
+    fn word_is_empty(&self) -> bool {
         self.current_word().is_none()
     }
 
     /// Whether the word so far is a plain name (`a` of `a[i]=1`).
-    pub(super) fn word_is_identifier(&self, index: usize) -> bool {
+    fn word_is_identifier(&self, index: usize) -> bool {
         let Some(start) = self.current_word() else {
             return false;
         };
@@ -312,13 +312,13 @@ impl Scan<'_> {
         text.is_some_and(|text| crate::oob::is_identifier(&text))
     }
 
-    pub(super) fn word_ends_with_equals(&self, index: usize) -> bool {
+    fn word_ends_with_equals(&self, index: usize) -> bool {
         self.current_word().is_some() && self.char_at(index.wrapping_sub(1)) == Some('=')
     }
 
     /// Skips the bodies of the pending here-documents, which start at `index`
     /// (just after a newline); a tag inside one is refused.
-    pub(super) fn skip_here_documents(
+    fn skip_here_documents(
         &mut self,
         mut index: usize,
         pending: &mut Vec<PendingHereDocument>,

@@ -41,7 +41,7 @@ pub(super) fn first_command_word(items: &[Item], words: &[Word]) -> Option<Word>
     words.get(skipped_words(items, words)).copied()
 }
 
-pub(super) fn is_reserved(text: &str) -> bool {
+fn is_reserved(text: &str) -> bool {
     matches!(
         text,
         "!" | "{"
@@ -185,7 +185,7 @@ pub(super) fn analyze(items: &[Item], words: &[Word]) -> Vec<(usize, Refusal)> {
 
 /// The refusals of `declare` and its kin: every name they set, and every value when `-i`
 /// (arithmetic) or `-n` (a name reference) makes them evaluate it.
-pub(super) fn declare_refusals(
+fn declare_refusals(
     program: &str,
     arguments: &[Word],
     texts: &[String],
@@ -228,7 +228,7 @@ pub(super) fn declare_refusals(
 
 /// The refusals of the commands that take a variable name as an operand or after an option
 /// (`read`, `mapfile`, `printf -v`, `test -v`, ...), skipping the values of other options.
-pub(super) fn name_operand_refusals(
+fn name_operand_refusals(
     program: &str,
     arguments: &[Word],
     texts: &[String],
@@ -285,7 +285,7 @@ pub(super) fn name_operand_refusals(
     }
 }
 
-pub(super) fn program_label(program: &str) -> &'static str {
+fn program_label(program: &str) -> &'static str {
     match program {
         "read" => "read",
         "mapfile" | "readarray" => "mapfile",
