@@ -19,6 +19,7 @@ mod generated_bench;
 mod mcp_bench;
 mod measure;
 mod new_tool;
+mod registry_layers;
 mod soak;
 mod tidy;
 

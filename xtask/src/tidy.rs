@@ -98,6 +98,7 @@ impl fmt::Display for Violation {
 
 /// Checks the workspace at `root`, printing every violation as `path:line` on stderr.
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
+    crate::registry_layers::run(root)?;
     let violations = check_workspace(root)?;
     for violation in &violations {
         eprintln!("{violation}");

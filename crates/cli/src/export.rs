@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rmcp::model::{JsonObject, ToolAnnotations};
 use serde_json::{Map, Value, json};
-use toolsmith_registry::{Approval, Tool, ToolKind};
+use toolsmith_registry::{Approval, Format, Tool};
 
 /// An API to export tool definitions for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -209,7 +209,7 @@ fn hints(tool: &Tool) -> Option<ToolAnnotations> {
     let destructive = match annotations.approval {
         _ if annotations.read_only => None,
         Approval::Destructive => Some(true),
-        Approval::Never | Approval::Always if tool.kind() == ToolKind::Manifest => Some(false),
+        Approval::Never | Approval::Always if tool.kind() == Format::Manifest => Some(false),
         Approval::Never | Approval::Always => None,
     };
     if !annotations.read_only && destructive.is_none() && annotations.title.is_none() {

@@ -7,7 +7,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 use toolsmith_executor::{Outcome, Termination};
 
-use crate::SandboxReport;
+use crate::sandbox::SandboxReport;
 
 /// The most stderr text kept in [`Metadata::stderr`].
 pub const METADATA_STDERR_LIMIT: usize = 8 * 1024;
@@ -275,7 +275,7 @@ mod tests {
     use serde_json::json;
 
     use crate::envelope::truncate_at_char_boundary;
-    use crate::{Body, Envelope, ErrorCode, Metadata};
+    use crate::envelope::{Body, Envelope, ErrorCode, Metadata};
 
     fn check(envelope: Envelope, expect: serde_json::Value) {
         assert_eq!(serde_json::to_value(&envelope).unwrap(), expect);

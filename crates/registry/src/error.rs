@@ -2,16 +2,20 @@
 
 use std::path::PathBuf;
 
-use crate::{
-    ArgumentFileError, AuditError, CacheError, ConfigError, DescriptionError, NameError,
-    ProblemError, SchemaError, ToolSchemaError,
-};
+use crate::call::audit::AuditError;
+use crate::discovery::cache::CacheError;
+use crate::discovery::catalog::ProblemError;
+use crate::formats::ikigai::ToolSchemaError;
+use crate::formats::kodelet::{ConfigError, DescriptionError};
+use crate::name::NameError;
+use crate::oob::ArgumentFileError;
+use crate::schema::SchemaError;
 
 /// Everything that can go wrong in the registry.
 ///
 /// Most failures of tools are not errors: a tool that cannot be loaded is a
-/// [`Problem`](crate::Problem) in the catalog, and a call that fails is an
-/// [`Envelope`](crate::Envelope) with an error code. What remains is invalid
+/// [`Problem`](crate::discovery::catalog::Problem) in the catalog, and a call that fails is an
+/// [`Envelope`](crate::envelope::Envelope) with an error code. What remains is invalid
 /// input to the API and failures of the executor's own plumbing.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -55,67 +55,63 @@
 //! ```
 #![warn(missing_docs)]
 
-mod audit;
-#[cfg(test)]
-mod bad_input;
-mod cache;
-mod declared_tests;
+mod call;
 mod discovery;
 mod envelope;
 mod error;
-mod expand;
-mod go_duration;
-mod ikigai;
-mod invoke;
-mod kodelet;
-mod layers;
-mod live;
-mod manifest;
+mod formats;
+mod layer;
+mod message;
 mod name;
 mod oob;
 mod overrides;
 mod policy;
-mod progress;
-mod render;
 mod sandbox;
 mod schema;
-mod tag_context;
 mod tool;
-mod validate;
 
-pub use crate::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
-pub use crate::cache::{CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN};
-pub use crate::declared_tests::{
-    CaseOutcome, Expectation, TestCase, TestsError, parse_tests, run_cases, run_tests,
+pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
+pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
+pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress};
+pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+pub use crate::discovery::cache::{
+    CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
 };
-pub use crate::discovery::{
-    Catalog, DeniedTool, DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, Problem, ProblemError,
-    Shadowed, discover, discover_layers, discover_one, error_chain, load_answered, resolve_config,
+pub use crate::discovery::catalog::{Catalog, DeniedTool, Problem, ProblemError, Shadowed};
+pub use crate::discovery::discover::{
+    DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, discover, discover_layers, discover_one,
+};
+pub use crate::discovery::layers::{LayerDir, LayerInputs, layer_dirs, project_dir};
+pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
+pub use crate::discovery::load::load_answered;
+pub use crate::discovery::probe::resolve_config;
+pub use crate::discovery::validate::{
+    Check, CheckKind, CheckStatus, FileReport, validate_dirs, validate_paths,
 };
 pub use crate::envelope::{
     Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, METADATA_STDOUT_LIMIT, Metadata,
 };
 pub use crate::error::Error;
-pub use crate::expand::ExpandError;
-pub use crate::go_duration::DurationError;
-pub use crate::ikigai::ToolSchemaError;
-pub use crate::invoke::{RunConfig, invoke, invoke_named, invoke_with_progress};
-pub use crate::kodelet::{ConfigError, DescriptionError};
-pub use crate::layers::{Layer, LayerDir, LayerInputs, Peer, layer_dirs, project_dir};
-pub use crate::live::{ChangeEvent, LiveRegistry, SETTLE};
-pub use crate::manifest::{
-    DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ManifestError, ManifestErrors, ParamType,
-    manifest_env_references,
-};
+pub use crate::formats::annotations::{Annotations, Approval};
+pub use crate::formats::declared_tests::{Expectation, TestCase, TestsError, parse_tests};
+pub use crate::formats::format::Format;
+pub use crate::formats::ikigai::ToolSchemaError;
+pub use crate::formats::kodelet::go_duration::DurationError;
+pub use crate::formats::kodelet::{ConfigError, DescriptionError};
+pub use crate::formats::manifest::command::manifest_env_references;
+pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
+pub use crate::formats::manifest::expand::ExpandError;
+pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
+pub use crate::formats::manifest::render::TemplateError;
+pub use crate::layer::{Layer, Peer};
+pub use crate::message::error_chain;
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::oob::{
     ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX,
     MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
 };
-pub use crate::overrides::{CallConfig, TimeoutSource, ToolOverride};
+pub use crate::overrides::{CallConfig, RunConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
-pub use crate::progress::{PROGRESS_FD_VAR, Progress};
-pub use crate::render::TemplateError;
 pub use crate::sandbox::{
     FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
     SandboxDeclarationError, SandboxReport, SandboxSettings, SyscallsSetting, UnknownSetting,
@@ -125,7 +121,4 @@ pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError, Violation,
 };
-pub use crate::tool::{Annotations, Approval, Tool, ToolKind};
-pub use crate::validate::{
-    Check, CheckKind, CheckStatus, FileReport, validate_dirs, validate_paths,
-};
+pub use crate::tool::Tool;

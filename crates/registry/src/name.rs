@@ -123,7 +123,7 @@ impl fmt::Display for ToolName {
 
 #[cfg(test)]
 mod tests {
-    use crate::{NameError, ToolName};
+    use crate::name::{NameError, ToolName};
 
     fn check(input: &str, expect: Result<&str, &str>) {
         let actual = ToolName::new(input);

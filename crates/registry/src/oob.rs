@@ -84,7 +84,7 @@ pub(crate) enum Items {
 /// Whether `name` can be an argument passed out of band: an identifier that does not
 /// end in `_FILE` (a property `x_FILE` would pass for the file of `x`).
 pub(crate) fn passable_name(name: &str) -> bool {
-    crate::render::is_identifier(name) && !name.ends_with(FILE_SUFFIX)
+    is_identifier(name) && !name.ends_with(FILE_SUFFIX)
 }
 
 /// The variable of argument `name`.
@@ -290,6 +290,16 @@ impl OutOfBand {
     fn files_dir(&self) -> Option<&std::path::Path> {
         self._files.as_ref().map(|files| files.dir.as_path())
     }
+}
+
+/// `^[A-Za-z_][A-Za-z0-9_]*$`: what a parameter name may be, so the names whose
+/// values can travel in variables.
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|character| character.is_ascii_alphanumeric() || character == '_')
 }
 
 #[cfg(test)]

@@ -9,12 +9,55 @@
 //! this very tool, while `[limits] timeout` is a default for tools that ask for nothing.
 //! Overrides apply to calls only: discovery probes keep their own timeout and output cap.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
-use crate::{FilesystemSetting, NetworkSetting, RunConfig, SandboxSettings, SyscallsSetting, Tool};
+use crate::name::ToolName;
+use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
+use crate::tool::Tool;
+
+/// How tool processes are run, for probes and calls alike.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The working directory of every tool process; must be absolute.
+    pub cwd: PathBuf,
+    /// The exact environment of every tool process, usually from
+    /// [`filtered_env`](toolsmith_executor::filtered_env).
+    pub env: Vec<(OsString, OsString)>,
+    /// The resource limits of a call. Probes use them with their own timeout
+    /// and output cap. `limits.timeout` is the default timeout: it applies to
+    /// tools that ask for none.
+    pub limits: Limits,
+    /// The longest timeout a tool may ask for (Kodelet's `config`, a
+    /// manifest's `timeout_ms`).
+    ///
+    /// Precedence of timeouts, decided in [`RunConfig::call_config`]: the
+    /// operator's explicit word for this tool (an entry in `overrides`, which
+    /// is where the CLI puts `run --timeout` and `[tools.NAME] timeout`) wins
+    /// outright; otherwise a tool's request replaces `limits.timeout` (longer
+    /// or shorter: the author knows how long the tool needs), capped by
+    /// `max_timeout`; otherwise `limits.timeout` applies.
+    pub max_timeout: Duration,
+    /// The operator's per-tool overrides of limits and environment, which
+    /// [`RunConfig::call_config`] applies.
+    pub overrides: BTreeMap<ToolName, ToolOverride>,
+    /// The operator's sandbox for every tool (`[sandbox]`), which a tool's
+    /// override replaces and a tool's declaration tightens. Discovery probes never run
+    /// under it: they get the strictest sandbox the kernel allows, whatever this grants.
+    pub sandbox: SandboxSettings,
+    /// The directory a `filesystem = "project"` tool may write in: the
+    /// project (see [`project_dir`](crate::discovery::layers::project_dir)).
+    pub project_dir: PathBuf,
+    /// Paths that stay read-only to `filesystem = "project"` tools besides
+    /// the project's `.git`, `.toolsmith` and peers' tool directories: the
+    /// tool directories and the config file, those inside the project count
+    /// (see [`protected_paths`](crate::sandbox::protected_paths)).
+    pub protected: Vec<PathBuf>,
+}
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
 ///
@@ -155,12 +198,16 @@ mod tests {
 
     use toolsmith_executor::Limits;
 
+    use crate::formats::annotations::Annotations;
+    use crate::formats::format::Runner;
+    use crate::layer::Layer;
+    use crate::name::ToolName;
+    use crate::overrides::RunConfig;
     use crate::overrides::{TimeoutSource, ToolOverride};
-    use crate::tool::{Runner, ToolParts};
-    use crate::{
-        Annotations, InputSchema, Layer, RunConfig, SandboxDeclaration, SandboxSettings, Tool,
-        ToolName,
-    };
+    use crate::sandbox::{SandboxDeclaration, SandboxSettings};
+    use crate::schema::InputSchema;
+    use crate::tool::Tool;
+    use crate::tool::ToolParts;
 
     fn tool(requested: Option<u64>) -> Tool {
         Tool::from_parts(ToolParts {

@@ -18,7 +18,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Annotations, Approval, Tool, ToolName};
+use crate::formats::annotations::{Annotations, Approval};
+use crate::name::ToolName;
+use crate::tool::Tool;
 
 /// A named restriction for a kind of session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -186,8 +188,9 @@ impl Policy {
 
 #[cfg(test)]
 mod tests {
+    use crate::formats::annotations::{Annotations, Approval};
+    use crate::name::ToolName;
     use crate::policy::{Denial, Policy, Profile};
-    use crate::{Annotations, Approval, ToolName};
 
     fn check(policy: &Policy, approval: Approval, read_only: bool, expect: Result<(), Denial>) {
         let annotations = Annotations {

@@ -469,7 +469,7 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
 /// listed too (the executor skips them).
 pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths = vec![project_dir.join(".git"), project_dir.join(".toolsmith")];
-    for peer in crate::Peer::ALL {
+    for peer in crate::layer::Peer::ALL {
         paths.push(project_dir.join(peer.project_tool_dir()));
     }
     let inside = |path: &Path| path.starts_with(project_dir) && path != project_dir;

@@ -1,105 +1,15 @@
 //! A discovered tool: its name, what it tells the LLM, its policy annotations, where it lives and how it is run.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::manifest::Manifest;
-use crate::{InputSchema, Layer, OutputSchema, SandboxDeclaration, TestCase, ToolName};
-
-/// The format a tool was written in, which fixes how it is described and run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolKind {
-    /// An executable speaking the Kodelet protocol: `tool description` prints
-    /// `{name, description, input_schema}` and `tool run` reads the JSON
-    /// arguments on stdin.
-    Kodelet,
-    /// A Nanocoder manifest: `NAME.md` with YAML frontmatter and a shell
-    /// body, parsed (never run) at discovery.
-    Manifest,
-    /// An executable speaking the ikigai protocol: `tool --schema` prints
-    /// `{name, description, parameters, returns}` and the tool runs with no
-    /// argument and the JSON arguments on stdin.
-    Ikigai,
-}
-
-impl ToolKind {
-    /// The name used in listings and JSON output, e.g. `kodelet`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolKind::Kodelet => "kodelet",
-            ToolKind::Manifest => "manifest",
-            ToolKind::Ikigai => "ikigai",
-        }
-    }
-}
-
-impl fmt::Display for ToolKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Whether a call needs a human's approval, as the tool declares it.
-///
-/// toolsmith does not prompt anyone: it carries the annotation to agents
-/// (MCP annotations) and uses it in profiles (`unattended` leaves out the
-/// tools that need approval).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Approval {
-    /// Never needs approval.
-    Never,
-    /// Always needs approval.
-    Always,
-    /// Needs approval because it changes things that are hard to undo.
-    Destructive,
-}
-
-impl Approval {
-    /// The name used in manifests and listings.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Approval::Never => "never",
-            Approval::Always => "always",
-            Approval::Destructive => "destructive",
-        }
-    }
-}
-
-/// What a tool declares about itself for policy and for agents.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Annotations {
-    /// A human-readable title, if the tool gives one.
-    pub title: Option<String>,
-    /// Whether calls need approval.
-    pub approval: Approval,
-    /// True when the tool only reads: it changes nothing outside its own process.
-    pub read_only: bool,
-}
-
-impl Annotations {
-    /// The annotations of a tool that declares none: the executable formats
-    /// come from systems without an approval step, so their tools run
-    /// without one, and nothing is assumed about what they change.
-    pub fn undeclared() -> Annotations {
-        Annotations {
-            title: None,
-            approval: Approval::Never,
-            read_only: false,
-        }
-    }
-}
-
-/// How a tool is run; one variant per format.
-#[derive(Debug, Clone)]
-pub(crate) enum Runner {
-    /// `tool run`, arguments as JSON on stdin.
-    Kodelet,
-    /// The manifest's body, rendered with the arguments, run by its shell.
-    Manifest(Box<Manifest>),
-    /// `tool` with no argument, arguments as JSON on stdin.
-    Ikigai,
-}
+use crate::formats::annotations::Annotations;
+use crate::formats::declared_tests::TestCase;
+use crate::formats::format::{Format, Runner};
+use crate::layer::Layer;
+use crate::name::ToolName;
+use crate::sandbox::SandboxDeclaration;
+use crate::schema::{InputSchema, OutputSchema};
 
 /// The parts a format's loader produces, from which a [`Tool`] is built.
 #[derive(Debug)]
@@ -195,8 +105,8 @@ impl Tool {
     }
 
     /// True for a Kodelet tool whose optional `config` (the timeout it requests) has not been
-    /// asked yet: [`discover_one`](crate::discover_one) and
-    /// [`LiveRegistry::ready_for_call`](crate::LiveRegistry::ready_for_call) ask it.
+    /// asked yet: [`discover_one`](crate::discovery::discover::discover_one) and
+    /// [`LiveRegistry::ready_for_call`](crate::discovery::live::LiveRegistry::ready_for_call) ask it.
     pub fn config_pending(&self) -> bool {
         self.config_pending
     }
@@ -231,16 +141,12 @@ impl Tool {
     }
 
     /// Its format.
-    pub fn kind(&self) -> ToolKind {
-        match self.runner {
-            Runner::Kodelet => ToolKind::Kodelet,
-            Runner::Manifest(_) => ToolKind::Manifest,
-            Runner::Ikigai => ToolKind::Ikigai,
-        }
+    pub fn kind(&self) -> Format {
+        self.runner.format()
     }
 
     /// The test cases it declares (`tests` in its description or frontmatter), for
-    /// [`run_tests`](crate::run_tests) and `toolsmith test`.
+    /// [`run_tests`](crate::call::declared_tests::run_tests) and `toolsmith test`.
     pub fn tests(&self) -> &[TestCase] {
         &self.tests
     }
@@ -248,17 +154,16 @@ impl Tool {
     /// The shell a manifest names in `shell` (`bash` or `sh`); `None` for other formats and
     /// for manifests that name none (those run with bash, else sh).
     pub fn manifest_shell(&self) -> Option<&'static str> {
-        match &self.runner {
-            Runner::Manifest(manifest) => manifest.shell.map(|shell| shell.program()),
-            Runner::Kodelet | Runner::Ikigai => None,
-        }
+        self.runner
+            .manifest()
+            .and_then(|manifest| manifest.shell.map(|shell| shell.program()))
     }
 
     /// Whether the tool receives each argument out of band, in a `TOOLSMITH_ARG_<name>`
     /// variable (see docs/protocol.md): always for manifests, for executables that declare
     /// `"env_arguments": true`.
     pub fn env_arguments(&self) -> bool {
-        self.env_arguments || matches!(self.runner, Runner::Manifest(_))
+        self.env_arguments || self.runner.format() == Format::Manifest
     }
 
     pub(crate) fn runner(&self) -> &Runner {

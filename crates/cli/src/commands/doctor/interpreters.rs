@@ -70,7 +70,7 @@ pub(super) fn needed_interpreters(catalog: &Catalog) -> Vec<(Interpreter, Vec<St
     for tool in tools {
         let interpreter = match tool.kind() {
             // A manifest that names no shell runs with bash, else sh: sh is what it needs.
-            toolsmith_registry::ToolKind::Manifest => {
+            toolsmith_registry::Format::Manifest => {
                 Some(Interpreter::Shell(tool.manifest_shell().unwrap_or("sh")))
             }
             _ => shebang_interpreter(tool.path()),

@@ -57,7 +57,7 @@ impl Expansion {
                 Some((name, default)) => (name, Some(default.to_owned())),
                 None => (inner, None),
             };
-            if !crate::render::is_identifier(name) {
+            if !crate::oob::is_identifier(name) {
                 return Err(ExpandError::BadName {
                     inner: inner.to_owned(),
                 });
@@ -98,7 +98,7 @@ impl Expansion {
 
 #[cfg(test)]
 mod tests {
-    use crate::expand::Expansion;
+    use crate::formats::manifest::expand::Expansion;
 
     fn check(text: &str, expect: Result<&str, &str>) {
         let lookup = |name: &str| match name {

@@ -137,7 +137,7 @@ pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, DurationError> {
 mod tests {
     use std::time::Duration;
 
-    use crate::go_duration::parse_go_duration;
+    use crate::formats::kodelet::go_duration::parse_go_duration;
 
     fn check(text: &str, expect: Result<Duration, &str>) {
         let actual = parse_go_duration(text).map_err(|error| error.to_string());

@@ -13,11 +13,20 @@ use std::sync::Arc;
 
 use toolsmith_executor::Executor;
 
-use crate::discovery::{Candidate, Format, classify, error_chain, load_fresh, scan_dirs};
-use crate::{
-    DescriptionError, Layer, LayerDir, Policy, Problem, ProblemError, RunConfig, Tool, ToolName,
-    ToolSchemaError,
-};
+use crate::discovery::catalog::{Problem, ProblemError};
+use crate::discovery::discover::Candidate;
+use crate::discovery::layers::LayerDir;
+use crate::discovery::load::load_fresh;
+use crate::discovery::scan::{classify, scan_dirs};
+use crate::formats::format::Format;
+use crate::formats::ikigai::ToolSchemaError;
+use crate::formats::kodelet::DescriptionError;
+use crate::layer::Layer;
+use crate::message::error_chain;
+use crate::name::ToolName;
+use crate::overrides::RunConfig;
+use crate::policy::Policy;
+use crate::tool::Tool;
 
 /// One thing validation checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -311,7 +320,7 @@ fn report(
 
 /// Keeps the output schema check honest when the tool declares none.
 fn note_passed_tool(file_report: &mut FileReport, tool: &Tool) {
-    if let crate::tool::Runner::Manifest(manifest) = tool.runner() {
+    if let Some(manifest) = tool.runner().manifest() {
         file_report.warnings = manifest.body.warnings().to_vec();
     }
     if tool.output_schema().is_none() {
@@ -464,7 +473,7 @@ fn not_a_candidate_reason(path: &Path) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use crate::validate::{CheckKind, CheckStatus, report};
+    use crate::discovery::validate::{CheckKind, CheckStatus, report};
 
     fn check(in_directory: bool, failure: Option<CheckKind>, expect: &str) {
         let file_report = report(

@@ -10,7 +10,7 @@
 //! cache holds nothing that a change of the parser could make stale.
 //! Failures that can come from the machine rather than the file (a timeout, a limit, a
 //! non-zero exit, a signal, a spawn error) are kept only in memory, for the life of one
-//! [`LiveRegistry`](crate::LiveRegistry): the next process probes them again, so that
+//! [`LiveRegistry`](crate::discovery::live::LiveRegistry): the next process probes them again, so that
 //! installing a missing interpreter fixes a tool without touching it.
 //!
 //! A file modified less than [`RACY_MARGIN`] before its probe started is not trusted on the
@@ -25,11 +25,13 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write as _};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use toolsmith_executor::LimitKind;
+
+use crate::formats::format::Protocol;
 
 /// The version of the cache file's format; a file of another version is ignored.
 ///
@@ -115,7 +117,7 @@ pub(crate) enum ConfigAnswer {
 pub(crate) struct Probed {
     /// The protocol of `record`: a Kodelet-format file that failed `description` but answered
     /// `--schema` is filed under ikigai's protocol.
-    pub(crate) protocol: &'static str,
+    pub(crate) protocol: Protocol,
     pub(crate) record: ProbeRecord,
     /// What a Kodelet tool's optional `config` answered, once asked.
     pub(crate) config: ConfigAnswer,
@@ -126,7 +128,7 @@ pub(crate) struct Probed {
 
 impl Probed {
     /// The record of a protocol that needs nothing else.
-    pub(crate) fn only(protocol: &'static str, record: ProbeRecord) -> Probed {
+    pub(crate) fn only(protocol: Protocol, record: ProbeRecord) -> Probed {
         Probed {
             protocol,
             record,
@@ -158,7 +160,7 @@ impl Entry {
             .is_none_or(|fallback| matches!(fallback, ProbeRecord::Output(_)));
         matches!(self.probed.record, ProbeRecord::Output(_))
             && fallback_is_the_files
-            && known_protocol(self.probed.protocol).is_some()
+            && Protocol::PERSISTED.contains(&self.probed.protocol)
     }
 
     /// Whether a later write could have left the fingerprint unchanged.
@@ -239,7 +241,7 @@ pub struct DiscoveryCache {
 }
 
 impl DiscoveryCache {
-    /// A cache that is never written to disk: within one [`LiveRegistry`](crate::LiveRegistry)
+    /// A cache that is never written to disk: within one [`LiveRegistry`](crate::discovery::live::LiveRegistry)
     /// it still spares re-probing unchanged files.
     pub fn in_memory() -> DiscoveryCache {
         DiscoveryCache {
@@ -288,7 +290,7 @@ impl DiscoveryCache {
         &self,
         path: &Path,
         fingerprint: &Fingerprint,
-        protocols: &[&str],
+        protocols: &[Protocol],
         sandbox: &str,
     ) -> Option<&Probed> {
         let entry = self.entries.get(path)?;
@@ -419,7 +421,7 @@ fn stored_entry(path: &Path, entry: &Entry) -> Option<StoredEntry> {
     Some(StoredEntry {
         path: path.to_path_buf(),
         fingerprint: entry.fingerprint,
-        protocol: entry.probed.protocol.to_owned(),
+        protocol: entry.probed.protocol.as_str().to_owned(),
         sandbox: entry.sandbox.clone(),
         probed_at_secs: probed_at.as_secs(),
         probed_at_nanos: probed_at.subsec_nanos(),
@@ -445,8 +447,8 @@ fn read_entries(file: &Path) -> Result<HashMap<PathBuf, Entry>, String> {
         serde_json::from_slice(&bytes).map_err(|error| format!("corrupt: {error}"))?;
     let mut entries = HashMap::new();
     for stored_entry in stored.entries {
-        // Protocols are compared as static strings; one this build does not know never matches.
-        let Some(protocol) = known_protocol(&stored_entry.protocol) else {
+        // A protocol this build does not know never matches.
+        let Some(protocol) = Protocol::persisted(&stored_entry.protocol) else {
             continue;
         };
         let probed_at = SystemTime::UNIX_EPOCH.checked_add(Duration::new(
@@ -481,15 +483,6 @@ fn read_entries(file: &Path) -> Result<HashMap<PathBuf, Entry>, String> {
     Ok(entries)
 }
 
-/// The protocols whose records are kept across processes: those that run a program. A
-/// manifest's record (its contents) stays in memory, since reading the file again costs no
-/// more than reading its cache entry.
-pub(crate) const PROTOCOLS: &[&str] = &[crate::kodelet::PROTOCOL, crate::ikigai::PROTOCOL];
-
-fn known_protocol(name: &str) -> Option<&'static str> {
-    PROTOCOLS.iter().copied().find(|known| *known == name)
-}
-
 /// Writes `cache` to a temporary file beside `file` and renames it over `file`, so that a
 /// reader sees the old file or the new one, never a part.
 fn write_atomically(file: &Path, cache: &StoredCache) -> Result<(), CacheError> {
@@ -502,20 +495,24 @@ fn write_atomically(file: &Path, cache: &StoredCache) -> Result<(), CacheError> 
         path: file.to_path_buf(),
         source: io::Error::other(source),
     })?;
-    // The process id keeps two toolsmith processes from writing the same temporary file; the
-    // last rename wins, and the loser's entries are probed again next time.
-    let temporary = dir.join(format!(".{CACHE_FILE}.{}.tmp", std::process::id()));
+    // A temporary file of its own for each writer, in the cache's directory so the rename
+    // stays on one file system: the last rename wins, and the loser's entries are probed
+    // again next time. The mode is the one `File::create` gives (0o666 less the umask), not
+    // tempfile's 0o600, so the cache stays as readable as it was.
     let write = || -> io::Result<()> {
-        let mut out = fs::File::create(&temporary)?;
-        out.write_all(&bytes)?;
-        fs::rename(&temporary, file)
+        let mut temporary = tempfile::Builder::new()
+            .prefix(&format!(".{CACHE_FILE}."))
+            .suffix(".tmp")
+            .permissions(fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)?;
+        temporary.write_all(&bytes)?;
+        temporary.persist(file)?;
+        Ok(())
     };
-    write().map_err(|source| {
-        let _ignored = fs::remove_file(&temporary);
-        CacheError::Write {
-            path: file.to_path_buf(),
-            source,
-        }
+    // A failed write or rename drops the temporary file, which removes it.
+    write().map_err(|source| CacheError::Write {
+        path: file.to_path_buf(),
+        source,
     })
 }
 
@@ -525,10 +522,12 @@ mod tests {
     use std::path::Path;
     use std::time::{Duration, SystemTime};
 
-    use crate::cache::{
+    use crate::discovery::cache::{
         CACHE_FILE, ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed,
     };
-    use crate::kodelet::PROTOCOL;
+    use crate::formats::format::Protocol;
+
+    const PROTOCOL: Protocol = Protocol::KodeletDescription;
 
     const HOUR: Duration = Duration::from_secs(3600);
 
@@ -577,6 +576,37 @@ mod tests {
                 .cloned()
         });
         assert_eq!(actual, expect);
+    }
+
+    /// A cache file that cannot be renamed into place (a directory holds its name) is a write
+    /// error naming the file, and the temporary file is gone: the directory holds what it held.
+    #[test]
+    fn failed_save_leaves_no_temporary_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let cache_dir = temp.path().join("cache");
+        let tool = temp.path().join("tool");
+        let fingerprint = old_file(&tool, "#!/bin/sh\n");
+        let mut cache = DiscoveryCache::load(&cache_dir);
+        cache.insert(
+            tool,
+            fingerprint,
+            SystemTime::now(),
+            SANDBOX.to_owned(),
+            output("{}"),
+        );
+        let blocker = cache_dir.join(CACHE_FILE);
+        fs::create_dir_all(blocker.join("occupied")).unwrap();
+        let error = cache.save().unwrap_err();
+        assert_eq!(
+            crate::message::error_chain(&error).split(": ").next(),
+            Some(format!("cannot write the discovery cache {}", blocker.display()).as_str())
+        );
+        let mut left: Vec<String> = fs::read_dir(&cache_dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [CACHE_FILE]);
     }
 
     #[test]

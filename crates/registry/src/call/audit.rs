@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::{Body, Envelope};
+use crate::envelope::{Body, Envelope};
 
 /// Why the audit log could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -287,8 +287,8 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use crate::audit::{AuditLog, AuditRecord, arguments_sha256, rfc3339_utc};
-    use crate::{Envelope, ErrorCode, Metadata};
+    use crate::call::audit::{AuditLog, AuditRecord, arguments_sha256, rfc3339_utc};
+    use crate::envelope::{Envelope, ErrorCode, Metadata};
 
     fn check(envelope: Envelope, expect: Value) {
         let record = AuditRecord::new(
@@ -308,7 +308,7 @@ mod tests {
         metadata.backend = Some("cgroup".to_owned());
         check(
             Envelope {
-                body: crate::Body::Success { result: json!(1) },
+                body: crate::envelope::Body::Success { result: json!(1) },
                 metadata,
             },
             json!({

@@ -16,18 +16,14 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use toolsmith_executor::Command;
 
-use crate::kodelet::preview;
+use crate::formats::kodelet::preview;
+use crate::name::{NameError, ToolName};
+use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
+use crate::schema::{InputSchema, OutputSchema, SchemaError};
 use crate::schema::{is_json_schema, json_type};
-use crate::{
-    InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError, SchemaError,
-    ToolName,
-};
 
 /// The argument that asks a tool for its schema.
 pub(crate) const SCHEMA_ARG: &str = "--schema";
-
-/// The discovery cache's name for this protocol's probe output.
-pub(crate) const PROTOCOL: &str = "ikigai-schema";
 
 /// The suffix of a file that is an ikigai tool by name: `word-stats-tool` is
 /// tool `word_stats`, probed with `--schema` only.
@@ -330,11 +326,11 @@ fn take_string(
 
 #[cfg(test)]
 mod tests {
-    use std::error::Error as _;
+    use crate::message::error_chain;
 
     use serde_json::{Value, json};
 
-    use crate::ikigai::parse_schema;
+    use crate::formats::ikigai::parse_schema;
 
     /// Parses `stdout` and renders the tool's name, input schema and output
     /// schema, or the error with its whole source chain.
@@ -349,15 +345,7 @@ mod tests {
                         .map(|output_schema| output_schema.as_json().clone()),
                 )
             })
-            .map_err(|error| {
-                let mut message = error.to_string();
-                let mut source = error.source();
-                while let Some(cause) = source {
-                    message.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                message
-            });
+            .map_err(|error| error_chain(&error));
         let expect = expect
             .map(|(name, input, output)| (name.to_owned(), input, output))
             .map_err(str::to_owned);

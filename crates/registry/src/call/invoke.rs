@@ -1,62 +1,28 @@
 //! Invoking a tool: validating the arguments, running it through the executor and mapping the outcome to an envelope.
 
-use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
-use std::path::PathBuf;
+use std::ffi::OsStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
 
-use crate::discovery::{error_chain, file_tool_name, first_line, resolve_config};
-use crate::manifest::CommandError;
-use crate::oob::{self, Items, OutOfBand, PrepareError};
-use crate::progress::{PROGRESS_FD_VAR, Progress};
-use crate::tool::Runner;
-use crate::{
-    Body, Catalog, DiscoveryCache, Envelope, Error, ErrorCode, Metadata, Policy, SandboxSettings,
-    Tool, ToolName, ToolOverride, ikigai, kodelet,
-};
-
-/// How tool processes are run, for probes and calls alike.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// The working directory of every tool process; must be absolute.
-    pub cwd: PathBuf,
-    /// The exact environment of every tool process, usually from
-    /// [`filtered_env`](toolsmith_executor::filtered_env).
-    pub env: Vec<(OsString, OsString)>,
-    /// The resource limits of a call. Probes use them with their own timeout
-    /// and output cap. `limits.timeout` is the default timeout: it applies to
-    /// tools that ask for none.
-    pub limits: Limits,
-    /// The longest timeout a tool may ask for (Kodelet's `config`, a
-    /// manifest's `timeout_ms`).
-    ///
-    /// Precedence of timeouts, decided in [`RunConfig::call_config`]: the
-    /// operator's explicit word for this tool (an entry in `overrides`, which
-    /// is where the CLI puts `run --timeout` and `[tools.NAME] timeout`) wins
-    /// outright; otherwise a tool's request replaces `limits.timeout` (longer
-    /// or shorter: the author knows how long the tool needs), capped by
-    /// `max_timeout`; otherwise `limits.timeout` applies.
-    pub max_timeout: Duration,
-    /// The operator's per-tool overrides of limits and environment, which
-    /// [`RunConfig::call_config`] applies.
-    pub overrides: BTreeMap<ToolName, ToolOverride>,
-    /// The operator's sandbox for every tool (`[sandbox]`), which a tool's
-    /// override replaces and a tool's declaration tightens. Discovery probes never run
-    /// under it: they get the strictest sandbox the kernel allows, whatever this grants.
-    pub sandbox: SandboxSettings,
-    /// The directory a `filesystem = "project"` tool may write in: the
-    /// project (see [`project_dir`](crate::project_dir)).
-    pub project_dir: PathBuf,
-    /// Paths that stay read-only to `filesystem = "project"` tools besides
-    /// the project's `.git`, `.toolsmith` and peers' tool directories: the
-    /// tool directories and the config file, those inside the project count
-    /// (see [`protected_paths`](crate::protected_paths)).
-    pub protected: Vec<PathBuf>,
-}
+use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+use crate::discovery::cache::DiscoveryCache;
+use crate::discovery::catalog::Catalog;
+use crate::discovery::discover::file_tool_name;
+use crate::discovery::probe::resolve_config;
+use crate::envelope::{Body, Envelope, ErrorCode, Metadata};
+use crate::error::Error;
+use crate::formats::format::Runner;
+use crate::formats::ikigai;
+use crate::formats::kodelet;
+use crate::formats::manifest::error::CommandError;
+use crate::message::{error_chain, first_line};
+use crate::name::ToolName;
+use crate::oob::{self, OutOfBand, PrepareError};
+use crate::overrides::RunConfig;
+use crate::policy::Policy;
+use crate::tool::Tool;
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
 /// `custom_tool_hello`) with `arguments`.
@@ -99,7 +65,7 @@ pub async fn invoke_named(
 /// `POLICY_DENIED` with the reason.
 ///
 /// The declared defaults are filled in next
-/// ([`InputSchema::with_defaults`](crate::InputSchema::with_defaults)), so a
+/// ([`InputSchema::with_defaults`](crate::schema::InputSchema::with_defaults)), so a
 /// required property with a default is satisfied. The completed arguments
 /// are then checked against the tool's input schema; when they fail it,
 /// nothing is run and the envelope is `INVALID_PARAMS`, listing every
@@ -121,7 +87,7 @@ pub async fn invoke(
 /// `progress`.
 ///
 /// The tool finds the file descriptor to write JSON lines on in `TOOLSMITH_PROGRESS_FD`
-/// (see [`PROGRESS_FD_VAR`](crate::PROGRESS_FD_VAR)); lines that are not progress reports
+/// (see [`PROGRESS_FD_VAR`](crate::call::progress::PROGRESS_FD_VAR)); lines that are not progress reports
 /// are ignored. Without a `progress` callback the variable is not set.
 pub async fn invoke_with_progress(
     executor: &Arc<Executor>,
@@ -165,10 +131,54 @@ pub async fn invoke_with_progress(
         tool
     };
     let arguments = &tool.input_schema().with_defaults(arguments);
+    let prepared = match prepare(tool, arguments, config)? {
+        Ok(prepared) => prepared,
+        Err(refused) => return Ok(refused),
+    };
+    let Prepared {
+        command,
+        limits,
+        reading,
+        out_of_band,
+    } = prepared;
+    let (result, limits) = run(executor, command, limits, progress).await;
+    // The files of large values are removed only now that the tool has ended.
+    drop(out_of_band);
+    outcome(tool, reading, result, &limits)
+}
+
+/// A call ready to run: its command and limits, how its outcome is read, and the arguments
+/// passed out of band (whose files must outlive the run).
+struct Prepared {
+    command: toolsmith_executor::Command,
+    limits: Limits,
+    reading: Reading,
+    out_of_band: Option<OutOfBand>,
+}
+
+/// How the outcome of a call becomes its envelope, which depends on the tool's format.
+enum Reading {
+    /// An executable's stdout is its JSON result (or an error); see [`envelope_from_outcome`].
+    Json,
+    /// A manifest's stdout is text; see [`manifest_envelope`].
+    Manifest {
+        fail_on_exit: bool,
+        json_result: bool,
+    },
+}
+
+/// Validates the arguments and builds the tool's command with its limits, environment,
+/// out-of-band arguments and sandbox. `Ok(Err(envelope))` when the call is refused before
+/// anything runs (invalid arguments, no shell for a manifest).
+fn prepare(
+    tool: &Tool,
+    arguments: &Value,
+    config: &RunConfig,
+) -> Result<Result<Prepared, Envelope>, Error> {
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
         let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Ok(Envelope::failure(
+        return Ok(Err(Envelope::failure(
             ErrorCode::InvalidParams,
             format!(
                 "Invalid arguments for tool {}: {}.",
@@ -176,24 +186,20 @@ pub async fn invoke_with_progress(
                 details.join("; ")
             ),
             Metadata::not_started(),
-        ));
+        )));
     }
     let mut call = config.call_config(tool);
     // A variable of the operator's that looks like an argument must never pass for one.
     call.env.retain(|(name, _)| !oob::is_reserved_var(name));
     let out_of_band = if tool.env_arguments() {
-        let items = match tool.runner() {
-            Runner::Manifest(_) => Items::PerElement,
-            Runner::Kodelet | Runner::Ikigai => Items::JsonOnly,
-        };
-        match OutOfBand::new(arguments, items) {
+        match OutOfBand::new(arguments, tool.runner().items()) {
             Ok(out_of_band) => Some(out_of_band),
             Err(PrepareError::Invalid(error)) => {
-                return Ok(Envelope::failure(
+                return Ok(Err(Envelope::failure(
                     ErrorCode::InvalidParams,
                     format!("Invalid arguments for tool {}: {error}.", tool.name()),
                     Metadata::not_started(),
-                ));
+                )));
             }
             Err(PrepareError::File(error)) => return Err(error.into()),
         }
@@ -204,32 +210,41 @@ pub async fn invoke_with_progress(
         program: tool.path().to_path_buf(),
         source,
     };
-    let command = match tool.runner() {
-        Runner::Kodelet => kodelet::run_command(tool.path(), &config.cwd, &call.env, arguments)
-            .map_err(executor_error)?,
-        Runner::Ikigai => ikigai::run_command(tool.path(), &config.cwd, &call.env, arguments)
-            .map_err(executor_error)?,
+    let (mut command, reading) = match tool.runner() {
+        Runner::Kodelet => (
+            kodelet::run_command(tool.path(), &config.cwd, &call.env, arguments)
+                .map_err(executor_error)?,
+            Reading::Json,
+        ),
+        Runner::Ikigai => (
+            ikigai::run_command(tool.path(), &config.cwd, &call.env, arguments)
+                .map_err(executor_error)?,
+            Reading::Json,
+        ),
         Runner::Manifest(manifest) => {
             let in_file = |variable: &str| {
                 out_of_band
                     .as_ref()
                     .is_some_and(|out_of_band| out_of_band.in_file(variable))
             };
-            match manifest.command(arguments, &in_file, &config.cwd, &call.env) {
+            let command = match manifest.command(arguments, &in_file, &config.cwd, &call.env) {
                 Ok(command) => command,
                 Err(error @ CommandError::NoShell { .. }) => {
-                    return Ok(Envelope::failure(
+                    return Ok(Err(Envelope::failure(
                         ErrorCode::SpawnFailed,
                         format!("Tool {} could not be started: {error}.", tool.name()),
                         Metadata::not_started(),
-                    ));
+                    )));
                 }
                 Err(CommandError::Executor(source)) => return Err(executor_error(source)),
-            }
+            };
+            let reading = Reading::Manifest {
+                fail_on_exit: manifest.fail_on_exit,
+                json_result: manifest.output_schema.is_some(),
+            };
+            (command, reading)
         }
     };
-    let limits = call.limits;
-    let mut command = command;
     // After the manifest's own `env`, so that a manifest cannot shadow an argument.
     for (name, value) in out_of_band.iter().flat_map(OutOfBand::vars) {
         command.env(name, value);
@@ -238,6 +253,22 @@ pub async fn invoke_with_progress(
         call.sandbox
             .to_executor(&config.project_dir, &config.protected),
     );
+    Ok(Ok(Prepared {
+        command,
+        limits: call.limits,
+        reading,
+        out_of_band,
+    }))
+}
+
+/// Runs `command`, passing each progress report the tool writes to `progress`; the limits
+/// come back with the result for the envelope.
+async fn run(
+    executor: &Arc<Executor>,
+    mut command: toolsmith_executor::Command,
+    limits: Limits,
+    progress: Option<&(dyn Fn(Progress) + Sync)>,
+) -> (Result<Outcome, toolsmith_executor::Error>, Limits) {
     let mut reports = None;
     if progress.is_some() {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -263,22 +294,25 @@ pub async fn invoke_with_progress(
             }
         }
     };
-    let ((result, limits), ()) = tokio::join!(run, forward);
-    // The files of large values are removed only now that the tool has ended.
-    drop(out_of_band);
+    let (ran, ()) = tokio::join!(run, forward);
+    ran
+}
+
+/// The envelope of a finished run, or of a run the executor could not start.
+fn outcome(
+    tool: &Tool,
+    reading: Reading,
+    result: Result<Outcome, toolsmith_executor::Error>,
+    limits: &Limits,
+) -> Result<Envelope, Error> {
     match result {
         Ok(outcome) => {
-            let envelope = match tool.runner() {
-                Runner::Kodelet | Runner::Ikigai => {
-                    envelope_from_outcome(tool.name(), &outcome, &limits)
-                }
-                Runner::Manifest(manifest) => manifest_envelope(
-                    tool.name(),
-                    manifest.fail_on_exit,
-                    manifest.output_schema.is_some(),
-                    &outcome,
-                    &limits,
-                ),
+            let envelope = match reading {
+                Reading::Json => envelope_from_outcome(tool.name(), &outcome, limits),
+                Reading::Manifest {
+                    fail_on_exit,
+                    json_result,
+                } => manifest_envelope(tool.name(), fail_on_exit, json_result, &outcome, limits),
             };
             Ok(check_output(tool, envelope))
         }
@@ -526,8 +560,9 @@ mod tests {
         AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome, Termination,
     };
 
-    use crate::invoke::{envelope_from_outcome, format_duration, parse_stdout};
-    use crate::{Envelope, ToolName};
+    use crate::call::invoke::{envelope_from_outcome, format_duration, parse_stdout};
+    use crate::envelope::Envelope;
+    use crate::name::ToolName;
 
     fn capture(text: &str) -> Capture {
         Capture {
@@ -682,7 +717,7 @@ mod tests {
             stdout_of(outcome(Termination::Exited(0), None, "done\n", "")),
             None
         );
-        let long = "é".repeat(crate::METADATA_STDOUT_LIMIT);
+        let long = "é".repeat(crate::envelope::METADATA_STDOUT_LIMIT);
         let kept = stdout_of(outcome(
             Termination::Signaled(15),
             Some(LimitKind::Timeout),
@@ -690,7 +725,7 @@ mod tests {
             "",
         ))
         .unwrap();
-        assert!(kept.len() <= crate::METADATA_STDOUT_LIMIT && long.starts_with(&kept));
+        assert!(kept.len() <= crate::envelope::METADATA_STDOUT_LIMIT && long.starts_with(&kept));
     }
 
     #[test]
@@ -725,8 +760,12 @@ mod tests {
 
     #[test]
     fn metadata_of_a_run() {
-        let metadata =
-            crate::Metadata::from_outcome(&outcome(Termination::Exited(0), None, "x", "warn"));
+        let metadata = crate::envelope::Metadata::from_outcome(&outcome(
+            Termination::Exited(0),
+            None,
+            "x",
+            "warn",
+        ));
         assert_eq!(
             serde_json::to_value(metadata).unwrap(),
             json!({

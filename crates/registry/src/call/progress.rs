@@ -42,7 +42,7 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
-    use crate::Progress;
+    use crate::call::progress::Progress;
 
     fn check(line: &str, expect: Option<(f64, Option<f64>, Option<&str>)>) {
         let parsed = Progress::parse(line.as_bytes())

@@ -1,5 +1,7 @@
 //! The Kodelet tool protocol: `tool description` prints the tool's metadata as JSON, `tool config` optionally asks for a timeout, `tool run` reads the arguments on stdin.
 
+pub(crate) mod go_duration;
+
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::time::Duration;
@@ -7,16 +9,12 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_executor::Command;
 
-use crate::go_duration::{DurationError, parse_go_duration};
+use crate::formats::declared_tests::{TestCase, TestsError, parse_tests};
+use crate::formats::kodelet::go_duration::{DurationError, parse_go_duration};
+use crate::name::{NameError, ToolName};
+use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
 use crate::schema::json_type;
-use crate::{
-    InputSchema, NameError, OutputSchema, SandboxDeclaration, SandboxDeclarationError, SchemaError,
-    TestCase, TestsError, ToolName, parse_tests,
-};
-
-/// The protocol's name in the discovery cache: a cached probe output is only reused by the
-/// protocol that produced it.
-pub(crate) const PROTOCOL: &str = "kodelet-description";
+use crate::schema::{InputSchema, OutputSchema, SchemaError};
 
 /// The argument that asks a tool for its description.
 pub(crate) const DESCRIPTION_ARG: &str = "description";
@@ -316,11 +314,11 @@ pub(crate) fn preview(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::error::Error as _;
+    use crate::message::error_chain;
 
     use std::time::Duration;
 
-    use crate::kodelet::{parse_config, parse_description};
+    use crate::formats::kodelet::{parse_config, parse_description};
 
     /// Renders the error with its whole source chain, as the CLI does.
     fn check(stdout: &str, expect: Result<(&str, &str), &str>) {
@@ -331,15 +329,7 @@ mod tests {
                     description.description,
                 )
             })
-            .map_err(|error| {
-                let mut message = error.to_string();
-                let mut source = error.source();
-                while let Some(cause) = source {
-                    message.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                message
-            });
+            .map_err(|error| error_chain(&error));
         let expect = expect
             .map(|(name, description)| (name.to_owned(), description.to_owned()))
             .map_err(str::to_owned);
@@ -467,13 +457,7 @@ mod tests {
     }
 
     fn check_config(stdout: &str, expect: Result<Option<Duration>, &str>) {
-        let actual = parse_config(stdout.as_bytes()).map_err(|error| {
-            let mut message = error.to_string();
-            if let Some(cause) = error.source() {
-                message.push_str(&format!(": {cause}"));
-            }
-            message
-        });
+        let actual = parse_config(stdout.as_bytes()).map_err(|error| error_chain(&error));
         assert_eq!(actual, expect.map_err(str::to_owned), "{stdout:?}");
     }
 

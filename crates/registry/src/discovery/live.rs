@@ -31,10 +31,16 @@ use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
 use tokio::sync::{broadcast, mpsc};
 use toolsmith_executor::Executor;
 
-use crate::discovery::{Freshness, discover_matching, resolve_config};
-use crate::{
-    Catalog, DiscoveryCache, Error, LayerDir, Policy, ProblemError, RunConfig, Tool, ToolName,
-};
+use crate::discovery::cache::DiscoveryCache;
+use crate::discovery::catalog::{Catalog, ProblemError};
+use crate::discovery::discover::{Freshness, discover_matching};
+use crate::discovery::layers::LayerDir;
+use crate::discovery::probe::resolve_config;
+use crate::error::Error;
+use crate::name::ToolName;
+use crate::overrides::RunConfig;
+use crate::policy::Policy;
+use crate::tool::Tool;
 
 /// How long a file must have been left alone before the watcher probes it, and the debounce of
 /// the file-system events.
@@ -254,7 +260,7 @@ impl LiveRegistry {
             resolve_config(&self.shared.executor, tool, &mut cache, &self.shared.config).await;
         if let Err(error) = cache.save() {
             tracing::warn!(
-                error = %crate::discovery::error_chain(&error),
+                error = %crate::message::error_chain(&error),
                 "the discovery cache was not saved; a tool's `config` will be asked again next start"
             );
         }
@@ -288,7 +294,7 @@ impl Shared {
         .await;
         if let Err(error) = cache.save() {
             tracing::warn!(
-                error = %crate::discovery::error_chain(&error),
+                error = %crate::message::error_chain(&error),
                 "the discovery cache was not saved; unchanged tools will be probed again next start"
             );
         }
@@ -441,7 +447,7 @@ async fn watch_loop(
         }
         let targets = watch_targets(&shared.layers, &shared.config.cwd);
         if let Err(error) = update_watches(&mut debouncer, &targets, &touched, &mut watched) {
-            tracing::warn!(error = %crate::discovery::error_chain(&error), "a tool directory cannot be watched; its changes need an explicit refresh");
+            tracing::warn!(error = %crate::message::error_chain(&error), "a tool directory cannot be watched; its changes need an explicit refresh");
         }
         let (_event, settles_at) = shared.rescan(Freshness::Settle(SETTLE)).await;
         retry_at = settles_at.map(|settles_at| {
@@ -457,8 +463,9 @@ async fn watch_loop(
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use crate::live::is_relevant;
-    use crate::{Layer, LayerDir};
+    use crate::discovery::layers::LayerDir;
+    use crate::discovery::live::is_relevant;
+    use crate::layer::Layer;
 
     fn check(path: &str, expect: bool) {
         let layers = [

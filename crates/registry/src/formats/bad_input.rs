@@ -11,14 +11,18 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::discovery::error_chain;
-use crate::{InputSchema, ToolName, ikigai, kodelet, manifest};
+use crate::formats::ikigai;
+use crate::formats::kodelet;
+use crate::formats::manifest;
+use crate::message::error_chain;
+use crate::name::ToolName;
+use crate::schema::InputSchema;
 
 /// A hang guard per case, not a speed claim: every target is linear in its input or bounded by
 /// the limits of `schema.rs`, so even a debug build on a loaded machine stays far below it.
 const CASE_BOUND: Duration = Duration::from_secs(5);
 
-const MANIFEST: &str = include_str!("../../../examples/tools/word-count.md");
+const MANIFEST: &str = include_str!("../../../../examples/tools/word-count.md");
 
 const DESCRIPTION: &str = r#"{"name": "hello", "description": "Say hello", "input_schema": {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[A-Z]", "minLength": 1}, "age": {"type": "integer", "minimum": 0}}, "required": ["name"]}}"#;
 
@@ -181,7 +185,7 @@ fn bounded<T>(target: impl FnOnce() -> T) -> T {
 
 fn check_manifest(text: &str) {
     let expected = ToolName::new("word_count").unwrap();
-    if let Err(errors) = bounded(|| manifest::parse(text, &expected)) {
+    if let Err(errors) = bounded(|| manifest::frontmatter::parse(text, &expected)) {
         assert_clear(&errors);
     }
 }
@@ -292,7 +296,7 @@ fn manifest_alias_bomb_is_refused() {
     }
     let text = format!("---\n{frontmatter}---\necho hi\n");
     let expected = ToolName::new("word_count").unwrap();
-    let errors = bounded(|| manifest::parse(&text, &expected)).unwrap_err();
+    let errors = bounded(|| manifest::frontmatter::parse(&text, &expected)).unwrap_err();
     assert_clear(&errors);
 }
 

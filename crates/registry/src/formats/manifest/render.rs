@@ -23,8 +23,8 @@
 
 use serde_json::Value;
 
-use crate::oob::{arg_var, item_var};
-use crate::tag_context::{TagKind, contexts_of_tags};
+use crate::formats::manifest::tag_context::{TagKind, contexts_of_tags};
+use crate::oob::{arg_var, is_identifier, item_var};
 
 /// A parsed body: text, tags and sections, checked against the declared parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -487,20 +487,11 @@ fn parse_tag(inner: &str) -> TagShape<'_> {
     }
 }
 
-/// `^[A-Za-z_][A-Za-z0-9_]*$`: what a parameter name may be.
-pub(crate) fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|character| character.is_ascii_alphanumeric() || character == '_')
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::render::Template;
+    use crate::formats::manifest::render::Template;
 
     const DECLARED: &[(&str, bool)] = &[
         ("a", false),
@@ -835,8 +826,8 @@ mod tests {
         use proptest::prelude::*;
         use serde_json::{Map, Value};
 
+        use crate::formats::manifest::render::Template;
         use crate::oob::{Items, OutOfBand};
-        use crate::render::Template;
 
         const BATCH: usize = 100;
         const CASES: u32 = 100;
@@ -978,8 +969,8 @@ mod tests {
 
         use serde_json::{Map, Value};
 
+        use crate::formats::manifest::render::Template;
         use crate::oob::{Items, OutOfBand};
-        use crate::render::Template;
 
         /// Word templates: `@` is where the tag (or an inner template) goes.
         const WORDS: &[&str] = &[

@@ -1,13 +1,13 @@
-//! Declared tests: the `tests` list a tool may carry (in its description JSON or manifest frontmatter), parsed into [`TestCase`]s, and the runner that calls the tool through [`invoke`](crate::invoke) and compares each envelope with its [`Expectation`].
+//! Declared tests: the `tests` list a tool may carry (in its description JSON or manifest
+//! frontmatter), parsed into [`TestCase`]s, each with the [`Expectation`] an envelope must meet.
+//! The runner that calls the tool is [`crate::call::declared_tests`].
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use toolsmith_executor::Executor;
 
+use crate::envelope::{Body, Envelope};
 use crate::schema::json_type;
-use crate::{Body, Envelope, Error, Policy, RunConfig, Tool, invoke};
 
 /// One declared test case: arguments and what the envelope must show.
 #[derive(Debug, Clone, PartialEq)]
@@ -279,71 +279,12 @@ fn compact(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// How one declared test case went.
-#[derive(Debug, Clone)]
-pub struct CaseOutcome {
-    /// The case's display name.
-    pub name: String,
-    /// The case.
-    pub case: TestCase,
-    /// The envelope of the call.
-    pub envelope: Envelope,
-    /// `None` when the case passed, otherwise what differs.
-    pub mismatch: Option<String>,
-}
-
-impl CaseOutcome {
-    /// True when the envelope met the expectation.
-    pub fn passed(&self) -> bool {
-        self.mismatch.is_none()
-    }
-}
-
-/// Runs `cases` against `tool`, one after the other, each through [`invoke`] (so under the
-/// tool's normal limits, environment and policy).
-pub async fn run_cases(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    cases: &[TestCase],
-    config: &RunConfig,
-    policy: &Policy,
-) -> Result<Vec<CaseOutcome>, Error> {
-    let mut outcomes = Vec::with_capacity(cases.len());
-    for (index, case) in cases.iter().enumerate() {
-        let envelope = invoke(
-            executor,
-            tool,
-            &Value::Object(case.input.clone()),
-            config,
-            policy,
-        )
-        .await?;
-        outcomes.push(CaseOutcome {
-            name: case.display_name(index),
-            case: case.clone(),
-            mismatch: case.expect.mismatch(&envelope),
-            envelope,
-        });
-    }
-    Ok(outcomes)
-}
-
-/// Runs the tests `tool` declares (see [`Tool::tests`]).
-pub async fn run_tests(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    config: &RunConfig,
-    policy: &Policy,
-) -> Result<Vec<CaseOutcome>, Error> {
-    run_cases(executor, tool, tool.tests(), config, policy).await
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{ErrorCode, Metadata};
+    use crate::envelope::{ErrorCode, Metadata};
 
     fn check(tests: Value, expect: Result<usize, &str>) {
         match (parse_tests(&tests), expect) {

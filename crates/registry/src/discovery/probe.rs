@@ -1,0 +1,458 @@
+//! Probing candidates: running each format's probe under the probe sandbox and limits, at
+//! most as many at once as the machine has cores, and keeping what they printed.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
+
+use crate::discovery::cache::{ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed};
+use crate::discovery::catalog::ProblemError;
+use crate::discovery::discover::{
+    Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_TIMEOUT,
+};
+use crate::discovery::load::load_kodelet;
+use crate::formats::format::{Format, Protocol};
+use crate::formats::{ikigai, kodelet};
+use crate::message::{error_chain, first_line};
+use crate::overrides::RunConfig;
+use crate::sandbox::{probe_sandbox, probe_sandbox_key};
+use crate::tool::Tool;
+
+/// Probes every candidate; the results, each with the moment its probe started, are in the
+/// candidates' order. `progress` hears of the total at once and of each finished probe.
+pub(crate) async fn probe_all(
+    executor: &Arc<Executor>,
+    candidates: &[&Candidate],
+    config: &RunConfig,
+    progress: &(dyn Fn(DiscoveryProgress) + Sync),
+) -> Vec<(Result<Probed, ProblemError>, SystemTime)> {
+    let total = candidates.len();
+    progress(DiscoveryProgress { probed: 0, total });
+    let permits = Arc::new(tokio::sync::Semaphore::new(probes_in_flight()));
+    let sessions = Arc::new(Sessions::default());
+    let limits = probe_limits(&config.limits);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut index_of_task = HashMap::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        let executor = Arc::clone(executor);
+        let sessions = Arc::clone(&sessions);
+        let permits = Arc::clone(&permits);
+        let limits = limits.clone();
+        let cwd = config.cwd.clone();
+        let env = config.env.clone();
+        let sandbox = probe_sandbox();
+        let path = candidate.path.clone();
+        let format = candidate.format;
+        let handle = tasks.spawn(async move {
+            // The semaphore is never closed, so acquiring only waits.
+            let _permit = permits.acquire_owned().await;
+            let directory = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let session = sessions.take(&directory, &executor);
+            let probe = Probe {
+                session: &session,
+                cwd: &cwd,
+                env: &env,
+                limits: &limits,
+                sandbox: &sandbox,
+            };
+            // Taken before the probe reads the file, so a write after the read has a later
+            // modification time than this (see `RACY_MARGIN`).
+            let probed_at = SystemTime::now();
+            let probed = probe.run(format, &path).await;
+            sessions.put(directory, session);
+            (probed, probed_at)
+        });
+        index_of_task.insert(handle.id(), index);
+    }
+
+    let mut results: Vec<Option<(Result<Probed, ProblemError>, SystemTime)>> =
+        candidates.iter().map(|_| None).collect();
+    let mut probed = 0;
+    while let Some(joined) = tasks.join_next_with_id().await {
+        match joined {
+            Ok((task_id, result)) => {
+                if let Some(&index) = index_of_task.get(&task_id) {
+                    results[index] = Some(result);
+                }
+                probed += 1;
+                progress(DiscoveryProgress { probed, total });
+            }
+            Err(join_error) if join_error.is_panic() => {
+                std::panic::resume_unwind(join_error.into_panic());
+            }
+            Err(_cancelled) => {}
+        }
+    }
+    // Panics are resumed above and no task is aborted here, but a runtime that shuts
+    // down cancels the tasks it owns while this future may still be polled.
+    results
+        .into_iter()
+        .map(|result| result.unwrap_or_else(|| (Err(ProblemError::Cancelled), SystemTime::now())))
+        .collect()
+}
+
+/// The executor sessions of one discovery's probes, by tool directory: the probes of one
+/// directory (one author, one trust decision) take turns in a few inits (one per probe in
+/// flight), so that their namespaces, mounts and filter are set up a few times rather than
+/// once per probe. Probes of different directories never share one. Each probe still runs in
+/// a cgroup of its own, killed at its end; what a probe leaves in its TMPDIR, a later probe
+/// of the same directory may see (`docs/discovery.md`).
+#[derive(Default)]
+struct Sessions {
+    idle: std::sync::Mutex<Vec<(PathBuf, toolsmith_executor::Session)>>,
+}
+
+impl Sessions {
+    /// An idle session of `directory`, or a new one.
+    fn take(&self, directory: &Path, executor: &Arc<Executor>) -> toolsmith_executor::Session {
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match idle.iter().position(|(dir, _)| dir == directory) {
+            Some(index) => idle.swap_remove(index).1,
+            None => executor.session(),
+        }
+    }
+
+    fn put(&self, directory: PathBuf, session: toolsmith_executor::Session) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((directory, session));
+    }
+}
+
+/// How many probes run at once: two per core. A probe spends much of its time waiting (for the
+/// spawner thread, its init, the program's exit), so one per core leaves cores idle; `cargo
+/// xtask bench` (discovery) measured 500 cold probes at 0.85 s with one per core and 0.65 s
+/// with two on 2 cores, and no further gain with more.
+pub(crate) fn probes_in_flight() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The limits of a probe: the caller's, with the probe's timeout and output cap.
+pub(crate) fn probe_limits(base: &Limits) -> Limits {
+    Limits {
+        timeout: PROBE_TIMEOUT,
+        grace: base.grace.min(PROBE_MAX_GRACE),
+        max_output: PROBE_MAX_OUTPUT,
+        ..base.clone()
+    }
+}
+
+/// What a probe needs to run a candidate.
+pub(crate) struct Probe<'a> {
+    /// Probes run in sessions, never as calls: a session's runs prepare no sandbox ahead
+    /// (`Executor::keep_prepared`), so the probes' sandbox never waits in the place of a
+    /// call's. A lone probe has a session of its own.
+    session: &'a toolsmith_executor::Session,
+    cwd: &'a Path,
+    env: &'a [(OsString, OsString)],
+    limits: &'a Limits,
+    /// [`probe_sandbox`]: the strictest the kernel allows, whatever the operator grants calls,
+    /// since a probe runs the tool's program only to ask for its description.
+    sandbox: &'a toolsmith_executor::Sandbox,
+}
+
+impl Probe<'_> {
+    /// Runs the probes of `format` on the file at `path`. Only a failure to run a probe at all
+    /// is an error; whatever the program did is a record, which [`load`] interprets.
+    async fn run(&self, format: Format, path: &Path) -> Result<Probed, ProblemError> {
+        match format {
+            // A manifest is read, not run: its record is its contents, which the live registry
+            // keeps like any other while a changed manifest settles.
+            Format::Manifest => fs::read(path)
+                .map(|contents| Probed::only(Protocol::ManifestRead, ProbeRecord::Output(contents)))
+                .map_err(|source| ProblemError::ReadManifest { source }),
+            Format::Ikigai => Ok(Probed::only(
+                Protocol::IkigaiSchema,
+                self.schema(path).await?,
+            )),
+            Format::Kodelet => self.kodelet(path).await,
+        }
+    }
+
+    /// `description`; when it fails the way an ikigai tool would, `--schema` as well. The
+    /// optional `config` is not asked here but at the tool's first call ([`ask_configs`]).
+    async fn kodelet(&self, path: &Path) -> Result<Probed, ProblemError> {
+        let command = kodelet::description_command(path, self.cwd, self.env).map_err(|source| {
+            ProblemError::Spawn {
+                probe: kodelet::DESCRIPTION_ARG,
+                source,
+            }
+        })?;
+        let description = self.record(kodelet::DESCRIPTION_ARG, command).await?;
+        let described = probe_stdout(kodelet::DESCRIPTION_ARG, &description).and_then(|stdout| {
+            kodelet::parse_description(stdout)
+                .map(drop)
+                .map_err(|source| ProblemError::Description { source })
+        });
+        match described {
+            Ok(()) => Ok(Probed::only(Protocol::KodeletDescription, description)),
+            Err(error) if !worth_trying_schema(&error) => {
+                Ok(Probed::only(Protocol::KodeletDescription, description))
+            }
+            Err(_) => {
+                let schema = self.schema(path).await?;
+                let answered = probe_stdout(ikigai::SCHEMA_ARG, &schema)
+                    .is_ok_and(|stdout| ikigai::parse_schema(stdout).is_ok());
+                if answered {
+                    Ok(Probed::only(Protocol::IkigaiSchema, schema))
+                } else {
+                    Ok(Probed {
+                        fallback: Some(Box::new(schema)),
+                        ..Probed::only(Protocol::KodeletDescription, description)
+                    })
+                }
+            }
+        }
+    }
+
+    /// The `--schema` probe.
+    async fn schema(&self, path: &Path) -> Result<ProbeRecord, ProblemError> {
+        let command = ikigai::schema_command(path, self.cwd, self.env).map_err(|source| {
+            ProblemError::Spawn {
+                probe: ikigai::SCHEMA_ARG,
+                source,
+            }
+        })?;
+        self.record(ikigai::SCHEMA_ARG, command).await
+    }
+
+    /// What the optional `config` subcommand answered: what it printed, or that the tool does
+    /// not implement it (a non-zero exit, a timeout, ...), which is not a problem.
+    async fn config(&self, path: &Path) -> ConfigAnswer {
+        let command = match kodelet::config_command(path, self.cwd, self.env) {
+            Ok(command) => command,
+            Err(error) => {
+                tracing::debug!(path = %path.display(), %error, "no `config` probe");
+                return ConfigAnswer::NotImplemented;
+            }
+        };
+        match self.record(kodelet::CONFIG_ARG, command).await {
+            Ok(ProbeRecord::Output(stdout)) => ConfigAnswer::Printed(stdout),
+            Ok(record) => {
+                tracing::debug!(path = %path.display(), ?record, "`config` not implemented");
+                ConfigAnswer::NotImplemented
+            }
+            Err(error) => {
+                tracing::debug!(path = %path.display(), error = %error_chain(&error), "`config` not implemented");
+                ConfigAnswer::NotImplemented
+            }
+        }
+    }
+
+    /// Runs `command` (the probe called `probe`, e.g. `description`) and records how it ended.
+    async fn record(
+        &self,
+        probe: &'static str,
+        mut command: Command,
+    ) -> Result<ProbeRecord, ProblemError> {
+        command.sandbox(self.sandbox.clone());
+        let outcome = self
+            .session
+            .run(&command, self.limits)
+            .await
+            .map_err(|source| ProblemError::Spawn { probe, source })?;
+        match outcome.limit {
+            Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(self.limits.timeout)),
+            Some(limit) => return Ok(ProbeRecord::Limit(limit)),
+            None => {}
+        }
+        match outcome.termination {
+            Termination::Exited(0) => {}
+            Termination::Exited(code) => {
+                return Ok(ProbeRecord::Exited {
+                    code,
+                    first_stderr_line: first_line(&outcome.stderr.text_lossy()),
+                });
+            }
+            Termination::Signaled(signal) => return Ok(ProbeRecord::Signaled(signal)),
+        }
+        if outcome.stdout.truncated {
+            return Ok(ProbeRecord::OutputTooLarge(outcome.stdout.total));
+        }
+        Ok(ProbeRecord::Output(outcome.stdout.bytes))
+    }
+}
+
+/// What the probe called `probe` printed, or why that is not a usable answer.
+pub(crate) fn probe_stdout<'a>(
+    probe: &'static str,
+    record: &'a ProbeRecord,
+) -> Result<&'a [u8], ProblemError> {
+    match record {
+        ProbeRecord::Output(stdout) => Ok(stdout),
+        ProbeRecord::Timeout(timeout) => Err(ProblemError::Timeout {
+            probe,
+            timeout: *timeout,
+        }),
+        ProbeRecord::Limit(limit) => Err(ProblemError::Limit {
+            probe,
+            limit: *limit,
+        }),
+        ProbeRecord::Exited {
+            code,
+            first_stderr_line,
+        } => Err(ProblemError::Exited {
+            probe,
+            code: *code,
+            first_stderr_line: first_stderr_line.clone(),
+        }),
+        ProbeRecord::Signaled(signal) => Err(ProblemError::Signaled {
+            probe,
+            signal: *signal,
+        }),
+        ProbeRecord::OutputTooLarge(total) => Err(ProblemError::OutputTooLarge {
+            probe,
+            total: *total,
+        }),
+    }
+}
+
+/// Asks `config` of every candidate whose result is a Kodelet description that loads and
+/// whose `config` was never asked, in parallel (at most two probes per core), and records the
+/// answers in `results`; returns the indices answered.
+///
+/// Listing never asks: a cold discovery then spawns one process per tool, not two. A tool's
+/// first call asks ([`discover_one`], [`LiveRegistry::ready_for_call`](crate::discovery::live::LiveRegistry::ready_for_call)),
+/// and the cache keeps the answer with the description, so the timeout a tool requests
+/// applies from its first call on.
+pub(crate) async fn ask_configs(
+    executor: &Arc<Executor>,
+    candidates: &[&Candidate],
+    results: &mut [Result<Probed, ProblemError>],
+    config: &RunConfig,
+) -> Vec<usize> {
+    let pending: Vec<usize> = results
+        .iter()
+        .zip(candidates)
+        .enumerate()
+        .filter(|(_, (result, candidate))| {
+            result.as_ref().is_ok_and(|probed| {
+                probed.protocol == Protocol::KodeletDescription
+                    && probed.config == ConfigAnswer::NotAsked
+                    && load_kodelet(probed, candidate).is_ok()
+            })
+        })
+        .map(|(index, _)| index)
+        .collect();
+    if pending.is_empty() {
+        return pending;
+    }
+    let permits = Arc::new(tokio::sync::Semaphore::new(probes_in_flight()));
+    let limits = probe_limits(&config.limits);
+    let mut tasks = tokio::task::JoinSet::new();
+    for &index in &pending {
+        let executor = Arc::clone(executor);
+        let permits = Arc::clone(&permits);
+        let limits = limits.clone();
+        let cwd = config.cwd.clone();
+        let env = config.env.clone();
+        let path = candidates[index].path.clone();
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let session = executor.session();
+            let probe = Probe {
+                session: &session,
+                cwd: &cwd,
+                env: &env,
+                limits: &limits,
+                sandbox: &probe_sandbox(),
+            };
+            (index, probe.config(&path).await)
+        });
+    }
+    let mut answered = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, answer)) => {
+                if let Some(Ok(probed)) = results.get_mut(index) {
+                    probed.config = answer;
+                    answered.push(index);
+                }
+            }
+            Err(join_error) if join_error.is_panic() => {
+                std::panic::resume_unwind(join_error.into_panic());
+            }
+            // Cancelled with the runtime: the tool keeps its `config` pending.
+            Err(_cancelled) => {}
+        }
+    }
+    answered
+}
+
+/// `tool` ready to be called: for a Kodelet tool whose `config` was never asked
+/// ([`Tool::config_pending`]), the answer `cache` holds for its file, else the answer of a
+/// `config` probe run now (in the probes' sandbox) and recorded in `cache` (not saved).
+///
+/// A `config` that asks for an invalid timeout makes the tool a problem, as it would have
+/// been had discovery asked: the error says why, and the caller runs nothing.
+pub async fn resolve_config(
+    executor: &Arc<Executor>,
+    tool: &Tool,
+    cache: &mut DiscoveryCache,
+    config: &RunConfig,
+) -> Result<Tool, ProblemError> {
+    if !tool.config_pending() {
+        return Ok(tool.clone());
+    }
+    let fingerprint = fs::metadata(tool.path()).map(|metadata| Fingerprint::of(&metadata));
+    let sandbox_key = probe_sandbox_key(executor.features());
+    let cached = fingerprint
+        .as_ref()
+        .ok()
+        .and_then(|fingerprint| cache.config_of(tool.path(), fingerprint, &sandbox_key))
+        .cloned();
+    let answer = match cached {
+        Some(answer) => answer,
+        None => {
+            let limits = probe_limits(&config.limits);
+            let session = executor.session();
+            let probe = Probe {
+                session: &session,
+                cwd: &config.cwd,
+                env: &config.env,
+                limits: &limits,
+                sandbox: &probe_sandbox(),
+            };
+            let answer = probe.config(tool.path()).await;
+            if let Ok(fingerprint) = &fingerprint {
+                cache.set_config(tool.path(), fingerprint, answer.clone());
+            }
+            answer
+        }
+    };
+    let requested = match answer {
+        ConfigAnswer::Printed(printed) => {
+            kodelet::parse_config(&printed).map_err(|source| ProblemError::Config { source })?
+        }
+        ConfigAnswer::NotImplemented | ConfigAnswer::NotAsked => None,
+    };
+    Ok(tool.with_requested_timeout(requested))
+}
+
+/// Whether a failure to load a file as a Kodelet tool leaves room for it to
+/// be an ikigai tool, so that `--schema` is worth a probe.
+///
+/// Not when the answer was a Kodelet description with a mistake in it (the
+/// mistake is the whole story), nor when the file could not be started (it
+/// would not start for `--schema` either), nor when `description` hung: an
+/// ikigai tool given an argument it ignores reads an empty stdin and ends,
+/// and a second hanging probe would double the cost of a broken file.
+pub(crate) fn worth_trying_schema(error: &ProblemError) -> bool {
+    match error {
+        ProblemError::Description { source } => !source.is_kodelet_answer(),
+        ProblemError::Exited { .. }
+        | ProblemError::Signaled { .. }
+        | ProblemError::OutputTooLarge { .. }
+        | ProblemError::Limit { .. } => true,
+        _ => false,
+    }
+}

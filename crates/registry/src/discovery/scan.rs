@@ -1,0 +1,184 @@
+//! Scanning tool directories: which files are candidates, with the name and [`Format`] their
+//! file name gives them.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::discovery::cache::Fingerprint;
+use crate::discovery::catalog::{Problem, ProblemError};
+use crate::discovery::discover::{Candidate, problem_concerns};
+use crate::discovery::layers::LayerDir;
+use crate::formats::format::Format;
+use crate::formats::manifest;
+use crate::layer::Layer;
+use crate::name::ToolName;
+use crate::overrides::RunConfig;
+
+/// The candidates and problems of `layers` (relative directories taken from `config.cwd`),
+/// only those concerning `only` when it is given.
+pub(crate) fn scan_dirs(
+    layers: &[LayerDir],
+    only: Option<&ToolName>,
+    config: &RunConfig,
+) -> (Vec<Candidate>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut candidates = Vec::new();
+    for layer_dir in layers {
+        let dir = config.cwd.join(&layer_dir.dir);
+        scan_dir(&dir, layer_dir.layer, &mut candidates, &mut problems);
+    }
+    if let Some(only) = only {
+        candidates.retain(|candidate| &candidate.expected == only);
+        problems.retain(|problem| problem_concerns(problem, only));
+    }
+    (candidates, problems)
+}
+
+/// Adds the candidates of `dir` in sorted file-name order.
+fn scan_dir(
+    dir: &Path,
+    layer: Layer,
+    candidates: &mut Vec<Candidate>,
+    problems: &mut Vec<Problem>,
+) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(source) if source.kind() == io::ErrorKind::NotFound && !layer.missing_is_problem() => {
+            return;
+        }
+        Err(source) => {
+            problems.push(Problem {
+                path: dir.to_path_buf(),
+                error: ProblemError::ReadDir { source },
+            });
+            return;
+        }
+    };
+    let mut paths = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => paths.push(entry.path()),
+            Err(source) => problems.push(Problem {
+                path: dir.to_path_buf(),
+                error: ProblemError::ReadDir { source },
+            }),
+        }
+    }
+    paths.sort();
+
+    let mut winners: HashMap<ToolName, PathBuf> = HashMap::new();
+    for path in paths {
+        match classify(&path) {
+            Ok(Some(Classified {
+                name: expected,
+                format,
+                fingerprint,
+            })) => {
+                if let Some(winner) = winners.get(&expected) {
+                    problems.push(Problem {
+                        error: ProblemError::Duplicate {
+                            name: expected,
+                            winner: winner.clone(),
+                        },
+                        path,
+                    });
+                    continue;
+                }
+                winners.insert(expected.clone(), path.clone());
+                candidates.push(Candidate {
+                    path,
+                    source: dir.to_path_buf(),
+                    layer,
+                    expected,
+                    format,
+                    fingerprint,
+                });
+            }
+            Ok(None) => {}
+            Err(error) => problems.push(Problem { path, error }),
+        }
+    }
+}
+
+/// What [`classify`] tells of a candidate file.
+#[derive(Debug)]
+pub(crate) struct Classified {
+    pub(crate) name: ToolName,
+    pub(crate) format: Format,
+    pub(crate) fingerprint: Fingerprint,
+}
+
+/// The tool name, format and fingerprint of `path` if it is a candidate, `None` if it is
+/// silently skipped.
+pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> {
+    let Some(file_name) = path.file_name() else {
+        return Ok(None);
+    };
+    if file_name.as_encoded_bytes().starts_with(b".") || is_documentation(file_name) {
+        return Ok(None);
+    }
+    let metadata = match fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(source) => {
+            let is_link = fs::symlink_metadata(path)
+                .map(|link| link.file_type().is_symlink())
+                .unwrap_or(false);
+            return Err(if is_link {
+                ProblemError::BrokenLink { source }
+            } else {
+                ProblemError::Metadata { source }
+            });
+        }
+    };
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    let is_manifest = file_name
+        .as_encoded_bytes()
+        .ends_with(manifest::model::FILE_SUFFIX.as_bytes());
+    if !is_manifest && metadata.permissions().mode() & 0o111 == 0 {
+        // A script someone forgot to make executable is the commonest reason a tool does not
+        // show up; any other file without the execute bit (notes, data) is not a tool.
+        return if starts_with_shebang(path) {
+            Err(ProblemError::NotExecutable)
+        } else {
+            Ok(None)
+        };
+    }
+    let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
+    let (name, format) =
+        Format::of_file(file_name).map_err(|source| ProblemError::FileName { source })?;
+    Ok(Some(Classified {
+        name,
+        format,
+        fingerprint: Fingerprint::of(&metadata),
+    }))
+}
+
+/// True when the file at `path` starts with `#!`.
+fn starts_with_shebang(path: &Path) -> bool {
+    let mut start = [0_u8; 2];
+    fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut start))
+        .is_ok_and(|()| &start == b"#!")
+}
+
+/// True for the documentation files people keep next to their tools
+/// (`README.md`, `CHANGELOG.md`, ...): markdown, but not manifests, and never
+/// worth a problem report. Any other `.md` file whose name is not a valid
+/// tool name is still reported, so a misnamed manifest is not silently lost.
+fn is_documentation(file_name: &std::ffi::OsStr) -> bool {
+    const DOCUMENTATION: [&str; 5] = ["README", "CHANGELOG", "LICENSE", "CONTRIBUTING", "NOTES"];
+    file_name.to_str().is_some_and(|file_name| {
+        file_name
+            .strip_suffix(manifest::model::FILE_SUFFIX)
+            .is_some_and(|stem| {
+                DOCUMENTATION
+                    .iter()
+                    .any(|doc| stem.eq_ignore_ascii_case(doc))
+            })
+    })
+}
