@@ -36,14 +36,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunAs};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName};
+use toolsmith_registry::{
+    FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName, format_duration,
+};
 
 #[cfg(test)]
 use crate::settings::ConfigDir;
 use crate::settings::{
     Combine, DEFAULT_MAX_TIMEOUT, EnvOptions, LimitsOptions, Options, SandboxOptions,
 };
-use crate::units::{Cap, format_duration, format_size};
+use crate::units::{Cap, format_size};
 
 /// A value of the project config that would loosen the user's settings; it was not applied.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -121,22 +121,6 @@ pub(crate) fn parse_cap<T>(
     parse(text).map(Cap::At)
 }
 
-/// Prints a duration in the largest unit that keeps it whole: `2m`, `30s`, `500ms`.
-pub(crate) fn format_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis == 0 {
-        "0s".to_owned()
-    } else if millis.is_multiple_of(3_600_000) {
-        format!("{}h", millis / 3_600_000)
-    } else if millis.is_multiple_of(60_000) {
-        format!("{}m", millis / 60_000)
-    } else if millis.is_multiple_of(1000) {
-        format!("{}s", millis / 1000)
-    } else {
-        format!("{millis}ms")
-    }
-}
-
 /// Prints a size in the largest binary unit that keeps it whole: `1GiB`, `64KiB`, `1000B`.
 pub(crate) fn format_size(bytes: u64) -> String {
     for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
@@ -151,7 +135,9 @@ pub(crate) fn format_size(bytes: u64) -> String {
 mod tests {
     use std::time::Duration;
 
-    use crate::units::{Cap, format_duration, format_size, parse_cap, parse_duration, parse_size};
+    use toolsmith_registry::format_duration;
+
+    use crate::units::{Cap, format_size, parse_cap, parse_duration, parse_size};
 
     fn check<T: PartialEq + std::fmt::Debug>(
         parse: fn(&str) -> Result<T, crate::units::UnitError>,

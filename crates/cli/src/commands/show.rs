@@ -6,14 +6,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::{Executor, Features};
-use toolsmith_registry::{CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName};
+use toolsmith_registry::{
+    CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName, format_duration,
+};
 
 use crate::args::ShowArgs;
 use crate::commands::discover;
 use crate::exit::ExitStatus;
 use crate::output::{self, Cell, Paint};
 use crate::settings::{GlobalSettings, limits_json};
-use crate::units::format_duration;
 
 /// Prints the tool; a name that no tool has is status 1, with the reasons
 /// (files of that name that failed to load) on stderr.

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
+use toolsmith_registry::format_duration;
+
 use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
 use crate::settings::schema::{RawLimits, RawTool, Scalar};
@@ -11,7 +13,7 @@ use crate::settings::values::{
     ValueError, count_cap, duration, duration_cap, show_count_cap, show_duration_cap,
     show_size_cap, size, size_cap,
 };
-use crate::units::{Cap, format_duration, format_size};
+use crate::units::{Cap, format_size};
 
 /// The longest timeout a tool may ask for when the operator sets no
 /// `max_timeout`: the most a Nanocoder manifest may declare.

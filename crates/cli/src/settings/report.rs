@@ -4,13 +4,12 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use toolsmith_executor::{BackendChoice, Limits};
-use toolsmith_registry::{Profile, ToolName};
+use toolsmith_registry::{Profile, ToolName, format_duration};
 
 use crate::env_vars::EnvVars;
 use crate::settings::limits::{LIMIT_KEYS, LimitKey};
 use crate::settings::options::{Options, ToolOptions};
 use crate::settings::resolve::GlobalSettings;
-use crate::units::format_duration;
 
 /// Where the effective value of a setting came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, RunAs};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting};
+use toolsmith_registry::{
+    FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, format_duration,
+};
 
-use crate::units::{self, Cap, UnitError, format_duration, format_size};
+use crate::units::{self, Cap, UnitError, format_size};
 
 /// Why a single value was refused.
 #[derive(Debug, thiserror::Error)]

@@ -17,6 +17,7 @@ use crate::formats::format::Runner;
 use crate::formats::ikigai;
 use crate::formats::kodelet;
 use crate::formats::manifest::error::CommandError;
+use crate::message::format_duration;
 use crate::message::{error_chain, first_line};
 use crate::name::ToolName;
 use crate::oob::{self, OutOfBand, PrepareError};
@@ -537,20 +538,6 @@ fn not_found_sentence(name: &str, catalog: &Catalog) -> String {
     }
 }
 
-/// A duration for sentences: `500ms`, `2s`, `1.5s`, `2m`.
-fn format_duration(duration: std::time::Duration) -> String {
-    let millis = duration.as_millis();
-    if millis < 1000 {
-        format!("{millis}ms")
-    } else if millis.is_multiple_of(60_000) {
-        format!("{}m", millis / 60_000)
-    } else if millis.is_multiple_of(1000) {
-        format!("{}s", millis / 1000)
-    } else {
-        format!("{:.1}s", duration.as_secs_f64())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -560,7 +547,7 @@ mod tests {
         AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome, Termination,
     };
 
-    use crate::call::invoke::{envelope_from_outcome, format_duration, parse_stdout};
+    use crate::call::invoke::{envelope_from_outcome, parse_stdout};
     use crate::envelope::Envelope;
     use crate::name::ToolName;
 
@@ -749,13 +736,6 @@ mod tests {
         assert_eq!(parse_stdout(b"42\n"), json!(42));
         assert_eq!(parse_stdout(b"text\r\n"), json!("text"));
         assert_eq!(parse_stdout(b""), json!(""));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(format_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(format_duration(Duration::from_secs(120)), "2m");
-        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
     }
 
     #[test]
