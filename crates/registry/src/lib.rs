@@ -72,7 +72,7 @@ mod tool;
 
 pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
 pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
-pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress};
+pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress, unavailable};
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::discovery::cache::{
     CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,

@@ -62,7 +62,7 @@ pub(crate) async fn run(
     let started = Instant::now();
     let config = &settings.run_config;
     let envelope = match &settings.tool {
-        Some(name) => {
+        Ok(name) => {
             let catalog =
                 discover::discover_tool(global, executor, name, config, &settings.policy).await;
             match catalog.get(name) {
@@ -82,23 +82,11 @@ pub(crate) async fn run(
                     envelope.context("cannot run the tool")?
                 }
                 // The registry words the sentence, naming files of that name that failed to load.
-                None => toolsmith_registry::invoke_named(
-                    executor,
-                    &catalog,
-                    &args.name,
-                    arguments,
-                    config,
-                    &settings.policy,
-                )
-                .await
-                .context("cannot run the tool")?,
+                None => toolsmith_registry::unavailable(&catalog, name, &args.name),
             }
         }
-        None => {
-            let reason = ToolName::from_exposed_or_plain(&args.name)
-                .err()
-                .map(|error| format!(": {error}"))
-                .unwrap_or_default();
+        Err(error) => {
+            let reason = format!(": {error}");
             Envelope::failure(
                 ErrorCode::ToolNotFound,
                 format!("No tool named {:?}{reason}.", args.name),

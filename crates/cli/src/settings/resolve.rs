@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
-    FilesystemSetting, Layer, LayerDir, LayerInputs, NetworkSetting, Policy, RunConfig,
+    FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, RunConfig,
     SandboxSettings, SyscallsSetting, ToolName, ToolOverride, layer_dirs, project_dir,
 };
 
@@ -424,8 +424,8 @@ fn cache_dir(lookup: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -> Op
 pub(crate) struct RunSettings {
     /// The limits of the call before the tool's own requested timeout, for `--show-settings`.
     pub(crate) limits: Limits,
-    /// The tool called, when the name is valid.
-    pub(crate) tool: Option<ToolName>,
+    /// The tool called, or why its name is not one (parsed once, here).
+    pub(crate) tool: Result<ToolName, NameError>,
     /// How the call is run: the flags are the override of `tool`.
     pub(crate) run_config: RunConfig,
     pub(crate) policy: Policy,
@@ -448,18 +448,18 @@ impl RunSettings {
             }
             None => global.cwd.clone(),
         };
-        let tool = ToolName::from_exposed_or_plain(&args.name).ok();
+        let tool = ToolName::from_exposed_or_plain(&args.name);
         let tool_limits = match &tool {
-            Some(name) => flags.clone().combine(
+            Ok(name) => flags.clone().combine(
                 global
                     .tools
                     .get(name)
                     .map(|tool| tool.limits.clone())
                     .unwrap_or_default(),
             ),
-            None => flags.clone(),
+            Err(_) => flags.clone(),
         };
-        let run_config = global.run_config(&cwd, tool.as_ref().map(|name| (name, &flags)));
+        let run_config = global.run_config(&cwd, tool.as_ref().ok().map(|name| (name, &flags)));
         RunSettings {
             limits: tool_limits.combine(global.limits_options.clone()).resolve(),
             tool,

@@ -37,26 +37,35 @@ pub async fn invoke_named(
     config: &RunConfig,
     policy: &Policy,
 ) -> Result<Envelope, Error> {
-    let tool_name = ToolName::from_exposed_or_plain(name).ok();
-    let tool = tool_name
-        .as_ref()
-        .and_then(|tool_name| catalog.get(tool_name));
-    let denied = tool_name
-        .as_ref()
-        .and_then(|tool_name| catalog.get_denied(tool_name));
-    match (tool, denied) {
-        (Some(tool), _) => invoke(executor, tool, arguments, config, policy).await,
+    let Ok(tool_name) = ToolName::from_exposed_or_plain(name) else {
+        return Ok(Envelope::failure(
+            ErrorCode::ToolNotFound,
+            not_found_sentence(name, None, catalog),
+            Metadata::not_started(),
+        ));
+    };
+    match catalog.get(&tool_name) {
+        Some(tool) => invoke(executor, tool, arguments, config, policy).await,
+        None => Ok(unavailable(catalog, &tool_name, name)),
+    }
+}
+
+/// The envelope of a call of `name` (as the caller wrote it: `shown`) that `catalog` has no
+/// callable tool for: `POLICY_DENIED` when policy kept discovery from asking the file (the
+/// reason said), else `TOOL_NOT_FOUND`, naming a file of that name that failed to load.
+pub fn unavailable(catalog: &Catalog, name: &ToolName, shown: &str) -> Envelope {
+    match catalog.get_denied(name) {
         // Discovery did not even ask the file for its description.
-        (None, Some(denied)) => Ok(Envelope::failure(
+        Some(denied) => Envelope::failure(
             ErrorCode::PolicyDenied,
             format!("Tool {} may not be called: {}.", denied.name, denied.denial),
             Metadata::not_started(),
-        )),
-        (None, None) => Ok(Envelope::failure(
+        ),
+        None => Envelope::failure(
             ErrorCode::ToolNotFound,
-            not_found_sentence(name, catalog),
+            not_found_sentence(shown, Some(name), catalog),
             Metadata::not_started(),
-        )),
+        ),
     }
 }
 
@@ -518,15 +527,16 @@ fn structured_error(stdout: &Value) -> Option<&str> {
         .filter(|message| !message.trim().is_empty())
 }
 
-fn not_found_sentence(name: &str, catalog: &Catalog) -> String {
-    let wanted = ToolName::from_exposed_or_plain(name).ok();
+/// Why there is no tool `name` (`wanted`, when it is a valid name): a file of that name that
+/// failed to load, or none at all.
+fn not_found_sentence(name: &str, wanted: Option<&ToolName>, catalog: &Catalog) -> String {
     let problem = catalog.problems().iter().find(|problem| {
         let file_name = problem
             .path
             .file_name()
             .and_then(|file_name| file_name.to_str());
         let file_tool = file_name.and_then(file_tool_name);
-        file_tool.is_some() && file_tool == wanted
+        file_tool.is_some() && file_tool.as_ref() == wanted
     });
     match problem {
         Some(problem) => format!(
@@ -723,7 +733,7 @@ mod tests {
         );
         check(
             outcome(Termination::Signaled(9), Some(LimitKind::Cpu), "", ""),
-            json!({"tool_success": false, "error": "Tool demo used up its CPU time limit of 1.5s and was killed.", "error_code": "CPU_LIMIT"}),
+            json!({"tool_success": false, "error": "Tool demo used up its CPU time limit of 1500ms and was killed.", "error_code": "CPU_LIMIT"}),
         );
         check(
             outcome(Termination::Signaled(9), Some(LimitKind::Memory), "", ""),
