@@ -26,7 +26,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context;
 use rmcp::model::{
@@ -45,7 +45,7 @@ use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
-    AuditLog, AuditRecord, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode,
+    AuditLog, AuditedCall, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode,
     LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
     error_chain,
 };
@@ -216,15 +216,11 @@ impl Handler {
         }
     }
 
-    /// Appends `record` to the audit log, if there is one, naming the HTTP client if known.
-    fn audit(&self, mut record: AuditRecord, context: Option<&RequestContext<RoleServer>>) {
-        let Some(audit) = &self.shared.audit else {
-            return;
-        };
-        record.client = context.and_then(client_identity);
+    /// Ends `call` with `envelope` in the audit log, if there is one.
+    fn audit(&self, call: AuditedCall, envelope: &Envelope) {
         // The result is real and the client waits for it: a line that cannot be written
         // is reported, and the call still answered.
-        if let Err(error) = audit.append(&record) {
+        if let Err(error) = call.finish(self.shared.audit.as_ref(), envelope) {
             tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
         }
     }
@@ -241,15 +237,13 @@ impl Handler {
         tools
     }
 
-    // long: a call with its audit orchestration, which issue 14 moves into one registry call; left whole until then.
     async fn call(
         &self,
         tool: &Tool,
         arguments: &Value,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let started_at = SystemTime::now();
-        let started = Instant::now();
+        let audited = AuditedCall::start(tool.name().as_str(), arguments, client_identity(context));
         let _in_flight = self.shared.metrics.call_started();
         let token = context.meta.get_progress_token();
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
@@ -315,7 +309,7 @@ impl Handler {
                 self.shared.metrics.call_ended(
                     tool.name().as_str(),
                     "cancelled",
-                    started.elapsed().as_secs_f64(),
+                    audited.elapsed().as_secs_f64(),
                 );
                 return Ok(CallToolResult::error(vec![ContentBlock::text("The call was cancelled.")]));
             }
@@ -331,7 +325,7 @@ impl Handler {
                 self.shared.metrics.call_ended(
                     tool.name().as_str(),
                     "killed",
-                    started.elapsed().as_secs_f64(),
+                    audited.elapsed().as_secs_f64(),
                 );
                 return Err(McpError::internal_error(
                     "the server shut down: the call was still running when the shutdown's grace \
@@ -350,25 +344,16 @@ impl Handler {
         self.shared.metrics.call_ended(
             tool.name().as_str(),
             outcome,
-            started.elapsed().as_secs_f64(),
+            audited.elapsed().as_secs_f64(),
         );
         tracing::info!(
             tool = %tool.name(),
             outcome,
             client = client_identity(context).as_deref().unwrap_or("stdio"),
-            duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            duration_ms = u64::try_from(audited.elapsed().as_millis()).unwrap_or(u64::MAX),
             "call answered"
         );
-        self.audit(
-            AuditRecord::new(
-                tool.name().as_str(),
-                arguments,
-                &envelope,
-                started_at,
-                started.elapsed(),
-            ),
-            Some(context),
-        );
+        self.audit(audited, &envelope);
         Ok(call_result(tool, &envelope))
     }
 }
@@ -527,16 +512,9 @@ impl ServerHandler for Handler {
             );
             if self.shared.audit.is_some() {
                 let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-                self.audit(
-                    AuditRecord::new(
-                        denied.name.as_str(),
-                        &arguments,
-                        &envelope,
-                        SystemTime::now(),
-                        Duration::ZERO,
-                    ),
-                    Some(&context),
-                );
+                let call =
+                    AuditedCall::start(denied.name.as_str(), &arguments, client_identity(&context));
+                self.audit(call, &envelope);
             }
             let mut meta = JsonObject::new();
             meta.insert(

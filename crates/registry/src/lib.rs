@@ -70,7 +70,7 @@ mod sandbox;
 mod schema;
 mod tool;
 
-pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, arguments_sha256};
+pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, AuditedCall, arguments_sha256};
 pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
 pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress, unavailable};
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};

@@ -3,13 +3,12 @@
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    AuditLog, AuditRecord, Envelope, ErrorCode, Metadata, Progress, ToolName,
+    AuditLog, AuditedCall, Envelope, ErrorCode, Metadata, Progress, ToolName,
 };
 
 use crate::args::RunArgs;
@@ -58,8 +57,11 @@ pub(crate) async fn run(
         .as_deref()
         .map(AuditLog::open)
         .transpose()?;
-    let started_at = SystemTime::now();
-    let started = Instant::now();
+    let tool_name = settings
+        .tool
+        .as_ref()
+        .map_or(args.name.as_str(), ToolName::as_str);
+    let call = AuditedCall::start(tool_name, arguments, None);
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Ok(name) => {
@@ -96,14 +98,7 @@ pub(crate) async fn run(
     };
     // The line is written before the envelope, so that a reader that goes
     // away (a closed pipe) cannot leave a call unrecorded.
-    let audited = audit.as_ref().map_or(Ok(()), |audit| {
-        let tool = settings
-            .tool
-            .as_ref()
-            .map_or(args.name.as_str(), ToolName::as_str);
-        let record = AuditRecord::new(tool, arguments, &envelope, started_at, started.elapsed());
-        audit.append(&record)
-    });
+    let audited = call.finish(audit.as_ref(), &envelope);
     output::write_json(&envelope)?;
     if envelope.error_code() == Some(ErrorCode::ToolNotFound) {
         let hint = super::unknown_tool_hint(&args.name, global, executor).await;

@@ -15,7 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -129,6 +129,54 @@ impl AuditLog {
             // record is missing.
             let _ignored = self.file.set_len(fragment_end - written);
         }
+    }
+}
+
+/// One call as the audit log records it, from its start to its envelope: the one place where a
+/// call is timed, turned into an [`AuditRecord`] and appended, whoever made the call (`toolsmith
+/// run`, an MCP `tools/call`, a call policy refused).
+#[derive(Debug)]
+#[must_use = "a call is recorded only when finished"]
+pub struct AuditedCall {
+    tool: String,
+    arguments: Value,
+    client: Option<String>,
+    time: SystemTime,
+    started: Instant,
+}
+
+impl AuditedCall {
+    /// A call of `tool` (as the caller named it) with `arguments`, starting now; `client` is
+    /// who asked, when a transport knows.
+    pub fn start(tool: &str, arguments: &Value, client: Option<String>) -> AuditedCall {
+        AuditedCall {
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+            client,
+            time: SystemTime::now(),
+            started: Instant::now(),
+        }
+    }
+
+    /// How long the call has run so far.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Ends the call with `envelope` and appends its line to `log`, if there is one.
+    pub fn finish(self, log: Option<&AuditLog>, envelope: &Envelope) -> Result<(), AuditError> {
+        let Some(log) = log else {
+            return Ok(());
+        };
+        let mut record = AuditRecord::new(
+            &self.tool,
+            &self.arguments,
+            envelope,
+            self.time,
+            self.started.elapsed(),
+        );
+        record.client = self.client;
+        log.append(&record)
     }
 }
 
@@ -287,7 +335,7 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use crate::call::audit::{AuditLog, AuditRecord, arguments_sha256, rfc3339_utc};
+    use crate::call::audit::{AuditLog, AuditRecord, AuditedCall, arguments_sha256, rfc3339_utc};
     use crate::envelope::{Envelope, ErrorCode, Metadata};
 
     fn check(envelope: Envelope, expect: Value) {
@@ -372,6 +420,37 @@ mod tests {
         assert_eq!(
             rfc3339_utc(UNIX_EPOCH - Duration::from_secs(1)),
             "1970-01-01T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn an_audited_call_writes_one_line_naming_its_client_and_nothing_without_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let envelope = Envelope::failure(
+            ErrorCode::PolicyDenied,
+            "Tool demo may not be called.".to_owned(),
+            Metadata::not_started(),
+        );
+        let arguments = json!({"b": 1, "a": 2});
+        let call = AuditedCall::start("demo", &arguments, Some("127.0.0.1 (token)".to_owned()));
+        call.finish(Some(&log), &envelope).unwrap();
+        AuditedCall::start("demo", &arguments, None)
+            .finish(None, &envelope)
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert_eq!(lines[0]["tool"], "demo");
+        assert_eq!(lines[0]["outcome"], "POLICY_DENIED");
+        assert_eq!(lines[0]["client"], "127.0.0.1 (token)");
+        assert_eq!(
+            lines[0]["arguments_sha256"],
+            arguments_sha256(&arguments).as_str()
         );
     }
 
