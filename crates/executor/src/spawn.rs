@@ -26,19 +26,12 @@ use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use crate::init::{self, KernelSigaction, NSIG};
 use crate::mounts::MountPlan;
 use crate::privileges::{self, PrivilegePlan, PrivilegeStep};
+use crate::rlimits::Rlimit;
 use crate::{Command, Error, seccomp};
 
 /// The size of the child's stack. The child's code is a straight line of
 /// system calls; this leaves ample room even in debug builds.
 const CHILD_STACK_SIZE: usize = 256 * 1024;
-
-/// One resource limit to set in the child.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Rlimit {
-    pub(crate) resource: libc::__rlimit_resource_t,
-    pub(crate) soft: u64,
-    pub(crate) hard: u64,
-}
 
 /// A user-namespace identity map the child writes for itself after entering
 /// a new user namespace (`/proc/self/uid_map` and `gid_map`).
@@ -1191,7 +1184,9 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
                 rlim_cur: limit.soft,
                 rlim_max: limit.hard,
             };
-            if libc::setrlimit(limit.resource, &value) != 0 {
+            // nix's `Resource` is the C library's own number: `__rlimit_resource_t`
+            // on glibc, `int` on musl.
+            if libc::setrlimit(limit.resource as _, &value) != 0 {
                 return fail(context, STAGE_RLIMIT);
             }
         }
