@@ -57,7 +57,7 @@ use nix::sys::resource::{Resource, getrlimit};
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
 pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
-pub use crate::error::Error;
+pub use crate::error::{Error, Stage};
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};

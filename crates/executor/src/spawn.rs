@@ -27,7 +27,7 @@ use crate::init::{self, KernelSigaction, NSIG};
 use crate::mounts::MountPlan;
 use crate::privileges::{self, PrivilegePlan, PrivilegeStep};
 use crate::rlimits::Rlimit;
-use crate::{Command, Error, seccomp};
+use crate::{Command, Error, Stage, seccomp};
 
 /// The size of the child's stack. The child's code is a straight line of
 /// system calls; this leaves ample room even in debug builds.
@@ -235,59 +235,6 @@ fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
         .chain(std::iter::once(ptr::null()))
         .collect()
 }
-
-/// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 25] = [
-    "none",
-    "writing the user namespace id maps",
-    "joining the run's cgroup",
-    "setsid",
-    "setrlimit",
-    "redirecting stdio",
-    "closing inherited file descriptors",
-    "chdir",
-    "prctl(PR_SET_NO_NEW_PRIVS)",
-    "sigprocmask",
-    "execve",
-    "prctl(PR_SET_PDEATHSIG)",
-    "the executor exited during the spawn",
-    "mounting a private /proc",
-    "landlock_restrict_self",
-    "prctl(PR_SET_DUMPABLE) in the init",
-    "starting the program from the init",
-    "setsid in the init",
-    "setting up the run's mounts",
-    "sethostname",
-    "dropping the capability bounding set (PR_CAPBSET_DROP, PR_SET_SECUREBITS)",
-    "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
-    "dropping capabilities (capset)",
-    "installing the seccomp filter",
-    "entering the network namespace (setns)",
-];
-const STAGE_ID_MAPS: usize = 1;
-const STAGE_CGROUP: usize = 2;
-const STAGE_SETSID: usize = 3;
-const STAGE_RLIMIT: usize = 4;
-const STAGE_STDIO: usize = 5;
-const STAGE_CLOSE_FDS: usize = 6;
-const STAGE_CHDIR: usize = 7;
-const STAGE_NO_NEW_PRIVS: usize = 8;
-const STAGE_SIGMASK: usize = 9;
-const STAGE_EXECVE: usize = 10;
-const STAGE_PDEATHSIG: usize = 11;
-const STAGE_ORPHANED: usize = 12;
-const STAGE_MOUNT_PROC: usize = 13;
-const STAGE_LANDLOCK: usize = 14;
-const STAGE_INIT_DUMPABLE: usize = 15;
-const STAGE_INIT_CLONE: usize = 16;
-const STAGE_INIT_SETSID: usize = 17;
-const STAGE_MOUNTS: usize = 18;
-const STAGE_HOSTNAME: usize = 19;
-const STAGE_BOUNDING_SET: usize = 20;
-const STAGE_IDENTITY: usize = 21;
-const STAGE_CAPABILITIES: usize = 22;
-const STAGE_SECCOMP: usize = 23;
-const STAGE_NETWORK: usize = 24;
 
 /// Memory shared between the executor and the child (the child runs in the
 /// executor's address space: the init for its whole life, the program until
@@ -664,10 +611,10 @@ pub(crate) fn spawn(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, E
 
 /// The error a failed child recorded, if it did.
 fn failure(context: &ChildContext, plan: &SpawnPlan) -> Option<Error> {
-    let failed_stage = context.failed_stage.load(Ordering::Acquire);
-    (failed_stage != 0).then(|| Error::Spawn {
+    let stage = Stage::from_code(context.failed_stage.load(Ordering::Acquire))?;
+    Some(Error::Spawn {
         program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
-        stage: STAGES[failed_stage],
+        stage,
         source: io::Error::from_raw_os_error(context.errno.load(Ordering::Acquire)),
     })
 }
@@ -684,12 +631,15 @@ fn failure(context: &ChildContext, plan: &SpawnPlan) -> Option<Error> {
 /// started ([`spawn`] does the same on the spawner thread, then [`go`]).
 pub(crate) fn prepare_on_init_thread(setup: Box<InitPlan>) -> Result<Prepared, Error> {
     prepare_or_stage(setup, true).map_err(|failed| match failed {
-        SetupFailed { stage: 0, .. } => Error::Sys {
+        SetupFailed { stage: None, .. } => Error::Sys {
             call: "setting up the namespaces in toolsmith's init",
             source: io::Error::other("the init ended before it was ready"),
         },
-        SetupFailed { stage, errno } => Error::Sys {
-            call: STAGES[stage],
+        SetupFailed {
+            stage: Some(stage),
+            errno,
+        } => Error::Sys {
+            call: stage.name(),
             source: io::Error::from_raw_os_error(errno),
         },
     })
@@ -723,7 +673,7 @@ pub(crate) fn spawn_apart(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spaw
 /// the step that failed in the init (a spawn error of the program).
 fn setup_error(failed: SetupFailed, plan: &SpawnPlan) -> Error {
     match failed {
-        SetupFailed { stage: 0, errno } => Error::Sys {
+        SetupFailed { stage: None, errno } => Error::Sys {
             call: "clone (toolsmith's init)",
             source: if errno == 0 {
                 io::Error::other("the init ended before it was ready")
@@ -731,20 +681,23 @@ fn setup_error(failed: SetupFailed, plan: &SpawnPlan) -> Error {
                 io::Error::from_raw_os_error(errno)
             },
         },
-        SetupFailed { stage, errno } => Error::Spawn {
+        SetupFailed {
+            stage: Some(stage),
+            errno,
+        } => Error::Spawn {
             program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
-            stage: STAGES[stage],
+            stage,
             source: io::Error::from_raw_os_error(errno),
         },
     }
 }
 
 /// How a preparation failed: the step that failed in the init and its errno
-/// (stage 0: the init died without saying, or the executor's own call failed,
-/// with `errno`).
+/// (no stage: the init died without saying, or the executor's own call
+/// failed, with `errno`).
 #[derive(Debug)]
 struct SetupFailed {
-    stage: usize,
+    stage: Option<Stage>,
     errno: i32,
 }
 
@@ -754,7 +707,7 @@ impl From<Error> for SetupFailed {
             Error::Sys { source, .. } => source.raw_os_error().unwrap_or(0),
             _ => 0,
         };
-        SetupFailed { stage: 0, errno }
+        SetupFailed { stage: None, errno }
     }
 }
 
@@ -762,7 +715,7 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
     if !setup.with_init {
         // Without an init the child is the program itself: nothing waits.
         return Err(SetupFailed {
-            stage: 0,
+            stage: None,
             errno: libc::EINVAL,
         });
     }
@@ -798,7 +751,7 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
         };
         if pid < 0 {
             let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            return Err(SetupFailed { stage: 0, errno });
+            return Err(SetupFailed { stage: None, errno });
         }
         (
             pid,
@@ -822,10 +775,10 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
         }),
     };
     if !ready {
-        let stage = prepared.keep.as_ref().map_or((0, 0), |keep| {
+        let stage = prepared.keep.as_ref().map_or((None, 0), |keep| {
             let context = &keep._context.0;
             (
-                context.failed_stage.load(Ordering::Acquire),
+                Stage::from_code(context.failed_stage.load(Ordering::Acquire)),
                 context.errno.load(Ordering::Acquire),
             )
         });
@@ -921,7 +874,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
     unsafe {
         // C1 step 1: the namespace's first process, while it holds its capabilities.
         if setup.id_maps.as_ref().is_some_and(|maps| !maps.write_own()) {
-            return fail(context, STAGE_ID_MAPS);
+            return fail(context, Stage::IdMaps);
         }
         // The program dies with the executor. The signal fires when the
         // parent *thread* exits, which is why spawns come from one long-lived
@@ -936,7 +889,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 0 as libc::c_ulong,
             ) != 0
             {
-                return fail(context, STAGE_PDEATHSIG);
+                return fail(context, Stage::Pdeathsig);
             }
             let mut poll = libc::pollfd {
                 fd: executor,
@@ -944,18 +897,18 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 revents: 0,
             };
             if libc::poll(&mut poll, 1, 0) != 0 {
-                return fail(context, STAGE_ORPHANED);
+                return fail(context, Stage::Orphaned);
             }
         }
         if let Some(network) = setup.network
             && libc::setns(network, libc::CLONE_NEWNET) != 0
         {
-            return fail(context, STAGE_NETWORK);
+            return fail(context, Stage::Network);
         }
         // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
         // here, in the namespace's first process, before the program starts.
         if setup.mount_proc && !mount_private_proc() {
-            return fail(context, STAGE_MOUNT_PROC);
+            return fail(context, Stage::MountProc);
         }
         // Before Landlock in the program: `set_up` adds the TMPDIR tmpfs's
         // rule to the ruleset the program enforces.
@@ -964,10 +917,10 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             .as_ref()
             .is_some_and(|mounts| !crate::mounts::set_up(mounts))
         {
-            return fail(context, STAGE_MOUNTS);
+            return fail(context, Stage::Mounts);
         }
         if setup.hostname && !crate::mounts::set_hostname() {
-            return fail(context, STAGE_HOSTNAME);
+            return fail(context, Stage::Hostname);
         }
         if !setup.with_init {
             return tool_main(argument);
@@ -984,13 +937,13 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             0 as libc::c_ulong,
         ) != 0
         {
-            return fail(context, STAGE_INIT_DUMPABLE);
+            return fail(context, Stage::InitDumpable);
         }
         init::reset_signal_dispositions();
         // Out of the executor's session and process group: a terminal's
         // Ctrl-C to toolsmith's group must not reach the init.
         if libc::setsid() < 0 {
-            return fail(context, STAGE_INIT_SETSID);
+            return fail(context, Stage::InitSetsid);
         }
         // The bounding set only limits what an `execve` grants, and the
         // init never calls it: it keeps the capabilities it holds.
@@ -998,7 +951,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             .bounding
             .is_some_and(|last| !privileges::lock_bounding_set(last))
         {
-            return fail(context, STAGE_BOUNDING_SET);
+            return fail(context, Stage::BoundingSet);
         }
         // The filter, last of the set-up: the init itself lives under it
         // from here on, and the program inherits it, so a call does not pay
@@ -1014,10 +967,10 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 0 as libc::c_ulong,
             ) != 0
             {
-                return fail(context, STAGE_NO_NEW_PRIVS);
+                return fail(context, Stage::NoNewPrivs);
             }
             if !seccomp::install(filter) {
-                return fail(context, STAGE_SECCOMP);
+                return fail(context, Stage::Seccomp);
             }
         }
         // Ready: the loop waits for the call.
@@ -1096,7 +1049,7 @@ unsafe fn start_tool(context: &ChildContext, argument: *mut c_void) -> libc::pid
                 .store(*libc::__errno_location(), Ordering::Release);
             context
                 .failed_stage
-                .store(STAGE_INIT_CLONE, Ordering::Release);
+                .store(Stage::InitClone.code(), Ordering::Release);
             return 0;
         }
         if context.failed_stage.load(Ordering::Acquire) != 0 {
@@ -1115,14 +1068,14 @@ unsafe fn start_tool(context: &ChildContext, argument: *mut c_void) -> libc::pid
 }
 
 /// Records the failed step and its errno where the parent reads them, then exits.
-fn fail(context: &ChildContext, stage: usize) -> c_int {
+fn fail(context: &ChildContext, stage: Stage) -> c_int {
     // SAFETY: __errno_location is async-signal-safe and thread-local;
     // _exit never returns.
     unsafe {
         context
             .errno
             .store(*libc::__errno_location(), Ordering::Release);
-        context.failed_stage.store(stage, Ordering::Release);
+        context.failed_stage.store(stage.code(), Ordering::Release);
         libc::_exit(127)
     }
 }
@@ -1143,7 +1096,7 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
         // every process sharing its victim's memory.
         for &procs in &plan.cgroup_procs {
             if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
-                return fail(context, STAGE_CGROUP);
+                return fail(context, Stage::Cgroup);
             }
         }
         // C1 step 3: session, signals, limits, descriptors.
@@ -1158,7 +1111,7 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             libc::setsid() >= 0
         };
         if !own_group {
-            return fail(context, STAGE_SETSID);
+            return fail(context, Stage::Setsid);
         }
         // Dispositions the executor set to "ignore" would survive execve.
         // The raw system call also resets the signals glibc reserves for
@@ -1187,12 +1140,12 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             // nix's `Resource` is the C library's own number: `__rlimit_resource_t`
             // on glibc, `int` on musl.
             if libc::setrlimit(limit.resource as _, &value) != 0 {
-                return fail(context, STAGE_RLIMIT);
+                return fail(context, Stage::Rlimit);
             }
         }
         for (target, &source) in plan.stdio.iter().enumerate() {
             if libc::dup2(source, target as c_int) < 0 {
-                return fail(context, STAGE_STDIO);
+                return fail(context, Stage::Stdio);
             }
         }
         // The report pipe's end is 4 or above, so dup2 always makes a new descriptor 3,
@@ -1200,7 +1153,7 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
         let first_closed: u32 = match plan.report {
             Some(report) => {
                 if libc::dup2(report, crate::command::REPORT_FD) < 0 {
-                    return fail(context, STAGE_STDIO);
+                    return fail(context, Stage::Stdio);
                 }
                 4
             }
@@ -1213,9 +1166,9 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             return fail(
                 context,
                 match step {
-                    PrivilegeStep::Bounding => STAGE_BOUNDING_SET,
-                    PrivilegeStep::Identity => STAGE_IDENTITY,
-                    PrivilegeStep::Capabilities => STAGE_CAPABILITIES,
+                    PrivilegeStep::Bounding => Stage::BoundingSet,
+                    PrivilegeStep::Identity => Stage::Identity,
+                    PrivilegeStep::Capabilities => Stage::Capabilities,
                 },
             );
         }
@@ -1230,7 +1183,7 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             0 as libc::c_ulong,
         ) != 0
         {
-            return fail(context, STAGE_NO_NEW_PRIVS);
+            return fail(context, Stage::NoNewPrivs);
         }
         if let Some(ruleset) = plan.landlock
             && libc::syscall(
@@ -1239,35 +1192,35 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
                 0 as libc::c_ulong,
             ) != 0
         {
-            return fail(context, STAGE_LANDLOCK);
+            return fail(context, Stage::Landlock);
         }
         // With an init, the init installed the filter and this process inherited it.
         if !setup.with_init
             && let Some(filter) = &setup.seccomp
             && !seccomp::install(filter)
         {
-            return fail(context, STAGE_SECCOMP);
+            return fail(context, Stage::Seccomp);
         }
         // C1 step 6: close inherited descriptors, chdir, unmask, execve.
         if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
             && !close_fds_slowly(first_closed as c_int)
         {
-            return fail(context, STAGE_CLOSE_FDS);
+            return fail(context, Stage::CloseFds);
         }
         if libc::chdir(plan.cwd.as_ptr()) != 0 {
-            return fail(context, STAGE_CHDIR);
+            return fail(context, Stage::Chdir);
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         if libc::sigprocmask(libc::SIG_SETMASK, &empty, ptr::null_mut()) != 0 {
-            return fail(context, STAGE_SIGMASK);
+            return fail(context, Stage::Sigmask);
         }
         libc::execve(
             plan.program.as_ptr(),
             plan.argv_ptrs.as_ptr(),
             plan.envp_ptrs.as_ptr(),
         );
-        fail(context, STAGE_EXECVE)
+        fail(context, Stage::Execve)
     }
 }
 
