@@ -136,12 +136,10 @@ impl Executor {
         }
         let hard_limits = HardLimits::read(getrlimit)?;
         let host = sandbox::Host {
-            // SAFETY: geteuid cannot fail.
-            is_root: unsafe { libc::geteuid() } == 0,
+            is_root: nix::unistd::geteuid().is_root(),
             last_capability: privileges::last_capability(),
         };
-        // SAFETY: getpid cannot fail.
-        let own_pidfd = pidfd::open(unsafe { libc::getpid() });
+        let own_pidfd = pidfd::open(nix::unistd::getpid().as_raw());
         Ok(Executor {
             backend,
             cgroups: if backend == Backend::Cgroup {

@@ -24,7 +24,7 @@
 //! (about 850 µs here), and with no socket to make, a run cannot reach
 //! anything in it, another run's sockets included.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -299,22 +299,10 @@ impl Planner {
                 let made = std::thread::Builder::new()
                     .name("toolsmith-netns".to_owned())
                     .spawn(|| -> std::io::Result<OwnedFd> {
-                        // SAFETY: unshare moves only this thread, which ends right after.
-                        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        // SAFETY: a NUL-terminated path; the descriptor is ours.
-                        let fd = unsafe {
-                            libc::open(
-                                c"/proc/thread-self/ns/net".as_ptr(),
-                                libc::O_RDONLY | libc::O_CLOEXEC,
-                            )
-                        };
-                        if fd < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        // SAFETY: a fresh descriptor that we now own.
-                        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+                        // Moves only this thread, which ends right after.
+                        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
+                        // Close-on-exec, as every descriptor std opens.
+                        Ok(OwnedFd::from(std::fs::File::open("/proc/thread-self/ns/net")?))
                     })
                     .map_err(|error| error.to_string())
                     .and_then(|thread| {

@@ -23,6 +23,13 @@ use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous, mprotect, munmap};
+use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::{SysconfVar, getgid, getuid, pipe2, sysconf};
+
 use crate::init::{self, KernelSigaction, NSIG};
 use crate::mounts::MountPlan;
 use crate::privileges::{self, PrivilegePlan, PrivilegeStep};
@@ -45,8 +52,7 @@ impl IdMaps {
     /// Maps the current uid and gid onto themselves, so the program sees the
     /// same identity inside the namespace.
     pub(crate) fn identity() -> IdMaps {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (getuid(), getgid());
         IdMaps {
             uid_map: format!("{uid} {uid} 1").into_bytes(),
             gid_map: format!("{gid} {gid} 1").into_bytes(),
@@ -367,7 +373,7 @@ impl Drop for Prepared {
 /// with a guard page below it.
 #[derive(Debug)]
 pub(crate) struct ChildStack {
-    base: *mut c_void,
+    base: ptr::NonNull<c_void>,
     len: usize,
 }
 
@@ -375,31 +381,29 @@ impl ChildStack {
     fn new(count: usize) -> Result<ChildStack, Error> {
         let page = page_size();
         let len = (CHILD_STACK_SIZE + page) * count;
-        let mmap_error = |source| Error::Sys {
+        let mmap_error = |errno| Error::Sys {
             call: "mmap",
-            source,
+            source: io::Error::from(errno),
         };
+        let length = std::num::NonZeroUsize::new(len).ok_or_else(|| mmap_error(Errno::EINVAL))?;
         // SAFETY: an anonymous private mapping with no address hint.
         let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
+            mmap_anonymous(
+                None,
+                length,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE | MapFlags::MAP_STACK,
             )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(mmap_error(io::Error::last_os_error()));
         }
+        .map_err(mmap_error)?;
         let stack = ChildStack { base, len };
         for index in 0..count {
             // SAFETY: each guard page lies inside the mapping just created.
-            let guard = base.wrapping_byte_add(index * (CHILD_STACK_SIZE + page));
-            if unsafe { libc::mprotect(guard, page, libc::PROT_NONE) } != 0 {
-                return Err(mmap_error(io::Error::last_os_error()));
+            unsafe {
+                let guard = stack.base.byte_add(index * (CHILD_STACK_SIZE + page));
+                mprotect(guard, page, ProtFlags::PROT_NONE)
             }
+            .map_err(mmap_error)?;
         }
         Ok(stack)
     }
@@ -409,6 +413,7 @@ impl ChildStack {
         // The stack grows down on every architecture we support; 16-byte
         // alignment holds because the mapping is page aligned.
         self.base
+            .as_ptr()
             .wrapping_byte_add((index + 1) * (CHILD_STACK_SIZE + page_size()))
     }
 }
@@ -419,14 +424,16 @@ unsafe impl Send for ChildStack {}
 impl Drop for ChildStack {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the mapping created in `new`.
-        unsafe { libc::munmap(self.base, self.len) };
+        let _ignored = unsafe { munmap(self.base, self.len) };
     }
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096)
+    sysconf(SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|size| usize::try_from(size).ok())
+        .unwrap_or(4096)
 }
 
 /// The byte the init writes when its set-up is done and it waits for [`go`].
@@ -444,25 +451,27 @@ const FAILED: u8 = b'F';
 /// that uses the spawner thread's `errno` (they inherited its thread
 /// pointer), that thread runs nothing that reads or writes it: it waits in
 /// raw system calls with every signal blocked.
-struct SignalsBlocked(libc::sigset_t);
+///
+/// `pthread_sigmask` returns its error rather than setting `errno`, and the
+/// mask is set before the clone and restored after the handshake.
+struct SignalsBlocked(SigSet);
 
 impl SignalsBlocked {
     fn new() -> SignalsBlocked {
-        // SAFETY: both sets are initialised by sigfillset/pthread_sigmask before use.
-        unsafe {
-            let mut all_signals: libc::sigset_t = std::mem::zeroed();
-            let mut previous: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all_signals);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all_signals, &mut previous);
-            SignalsBlocked(previous)
-        }
+        let mut previous = SigSet::empty();
+        // Cannot fail: SIG_SETMASK with a valid set.
+        let _ignored = pthread_sigmask(
+            SigmaskHow::SIG_SETMASK,
+            Some(&SigSet::all()),
+            Some(&mut previous),
+        );
+        SignalsBlocked(previous)
     }
 }
 
 impl Drop for SignalsBlocked {
     fn drop(&mut self) {
-        // SAFETY: restoring the mask saved in `new`.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, ptr::null_mut()) };
+        let _ignored = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.0), None);
     }
 }
 
@@ -1452,36 +1461,25 @@ unsafe fn close_fds_slowly(first: c_int) -> bool {
 /// A non-blocking signalfd for every signal, close-on-exec and at least 3.
 /// It reads the pending signals of whichever process reads it: the init.
 fn signalfd() -> Result<OwnedFd, Error> {
-    // SAFETY: a full set, initialised by sigfillset before use.
-    let fd = unsafe {
-        let mut every_signal: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut every_signal);
-        libc::signalfd(-1, &every_signal, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
-    };
-    if fd < 0 {
-        return Err(Error::Sys {
-            call: "signalfd",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: a fresh descriptor that we now own.
-    above_stdio(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = SignalFd::with_flags(
+        &SigSet::all(),
+        SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
+    )
+    .map_err(|errno| Error::Sys {
+        call: "signalfd",
+        source: io::Error::from(errno),
+    })?;
+    above_stdio(OwnedFd::from(fd))
 }
 
 /// Creates a pipe whose both ends are close-on-exec and at least 3, so that
 /// `dup2` onto 0, 1 and 2 in the child never clobbers another end. Returns
 /// `(read, write)`.
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::Sys {
-            call: "pipe2",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: pipe2 returned two fresh descriptors that we now own.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = pipe2(OFlag::O_CLOEXEC).map_err(|errno| Error::Sys {
+        call: "pipe2",
+        source: io::Error::from(errno),
+    })?;
     Ok((above_stdio(read)?, above_stdio(write)?))
 }
 
@@ -1495,14 +1493,11 @@ pub(crate) fn at_least(fd: OwnedFd, lowest: c_int) -> Result<OwnedFd, Error> {
     if fd.as_raw_fd() >= lowest {
         return Ok(fd);
     }
-    // SAFETY: F_DUPFD_CLOEXEC on a valid descriptor.
-    let duplicate = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, lowest) };
-    if duplicate < 0 {
-        return Err(Error::Sys {
+    let duplicate =
+        fcntl(&fd, FcntlArg::F_DUPFD_CLOEXEC(lowest)).map_err(|errno| Error::Sys {
             call: "fcntl(F_DUPFD_CLOEXEC)",
-            source: io::Error::last_os_error(),
-        });
-    }
+            source: io::Error::from(errno),
+        })?;
     // SAFETY: fcntl returned a fresh descriptor that we now own.
     Ok(unsafe { OwnedFd::from_raw_fd(duplicate) })
 }
@@ -1510,20 +1505,14 @@ pub(crate) fn at_least(fd: OwnedFd, lowest: c_int) -> Result<OwnedFd, Error> {
 /// Switches the parent's end of a pipe to non-blocking mode (the child's end
 /// stays blocking, as programs expect).
 pub(crate) fn set_nonblocking(fd: &OwnedFd) -> Result<(), Error> {
-    // SAFETY: F_GETFL/F_SETFL on a valid descriptor.
-    let result = unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 {
-            flags
-        } else {
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK)
-        }
-    };
-    if result < 0 {
-        return Err(Error::Sys {
+    fcntl(fd, FcntlArg::F_GETFL)
+        .and_then(|flags| {
+            let flags = OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK;
+            fcntl(fd, FcntlArg::F_SETFL(flags))
+        })
+        .map(drop)
+        .map_err(|errno| Error::Sys {
             call: "fcntl(O_NONBLOCK)",
-            source: io::Error::last_os_error(),
-        });
-    }
-    Ok(())
+            source: io::Error::from(errno),
+        })
 }
