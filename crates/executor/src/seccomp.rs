@@ -590,6 +590,26 @@ pub(crate) unsafe fn install(filter: &libc::sock_fprog) -> bool {
     }
 }
 
+/// Sets `PR_SET_NO_NEW_PRIVS` on the calling process: `execve` grants no
+/// privilege from then on, and a filter (or a Landlock ruleset) may be
+/// installed without `CAP_SYS_ADMIN`. False when it failed.
+///
+/// # Safety
+/// Async-signal-safe and allocation-free: one `prctl`. Meant for the clone
+/// child and toolsmith's init (nix's wrapper is not for code after a clone).
+pub(crate) unsafe fn set_no_new_privs() -> bool {
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes 1 and three zeros.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_NO_NEW_PRIVS,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        ) == 0
+    }
+}
+
 /// Whether the filter can be installed here, proven by installing it in a
 /// child that then checks that a denied call is refused.
 pub(crate) fn probe() -> Result<(), String> {
@@ -638,14 +658,7 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
     // calls below only touch this process's own state.
     unsafe {
         let filter = &*argument.cast::<libc::sock_fprog>();
-        if libc::prctl(
-            libc::PR_SET_NO_NEW_PRIVS,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        ) != 0
-            || !install(filter)
+        if !set_no_new_privs() || !install(filter)
         {
             libc::_exit(1);
         }

@@ -72,24 +72,24 @@ impl IdMaps {
         unsafe {
             let was_dumpable = libc::prctl(libc::PR_GET_DUMPABLE) == 1;
             if !was_dumpable {
-                set_dumpable(1);
+                let _ignored = set_dumpable(1);
             }
             let written = write_file(c"/proc/self/setgroups", b"deny")
                 && write_file(c"/proc/self/uid_map", &self.uid_map)
                 && write_file(c"/proc/self/gid_map", &self.gid_map);
             if !was_dumpable {
-                set_dumpable(0);
+                let _ignored = set_dumpable(0);
             }
             written
         }
     }
 }
 
-/// Sets `PR_SET_DUMPABLE`. Async-signal-safe.
+/// Sets `PR_SET_DUMPABLE`; false when it failed. Async-signal-safe.
 ///
 /// # Safety
 /// One `prctl`.
-unsafe fn set_dumpable(value: libc::c_ulong) {
+unsafe fn set_dumpable(value: libc::c_ulong) -> bool {
     // SAFETY: PR_SET_DUMPABLE takes 0 or 1.
     unsafe {
         libc::prctl(
@@ -98,8 +98,8 @@ unsafe fn set_dumpable(value: libc::c_ulong) {
             0 as libc::c_ulong,
             0 as libc::c_ulong,
             0 as libc::c_ulong,
-        )
-    };
+        ) == 0
+    }
 }
 
 /// What the namespace's first process sets up before any program exists:
@@ -528,21 +528,11 @@ fn await_byte(status_read: RawFd, pidfd: RawFd) -> Option<u8> {
         if ready < 0 {
             continue;
         }
-        if polls[0].revents != 0 {
-            let mut byte = 0_u8;
-            // SAFETY: a one-byte read into a local.
-            let read = unsafe {
-                init::syscall4(
-                    libc::SYS_read,
-                    status_read as usize,
-                    ptr::from_mut(&mut byte) as usize,
-                    1,
-                    0,
-                )
-            };
-            if read == 1 {
-                return Some(byte);
-            }
+        // SAFETY: our own pipe's read end.
+        if polls[0].revents != 0
+            && let Some(byte) = unsafe { init::read_byte(status_read) }
+        {
+            return Some(byte);
         }
         // The init exited: whatever it wrote before is in the pipe.
         if polls[1].revents != 0 && !readable(status_read, 0) {
@@ -825,21 +815,12 @@ pub(crate) fn go(
     let status_read = keep.status_read.as_raw_fd();
     let started = {
         let _blocked = SignalsBlocked::new();
-        let byte = 1_u8;
-        // SAFETY: a one-byte write from a local to our own pipe.
-        let written = unsafe {
-            init::syscall4(
-                libc::SYS_write,
-                keep._go.1.as_raw_fd() as usize,
-                ptr::from_ref(&byte) as usize,
-                1,
-                0,
-            )
-        };
-        if written == 1 {
+        // SAFETY: our own pipe's write end.
+        let written = unsafe { init::write_byte(keep._go.1.as_raw_fd(), 1) };
+        if written {
             meanwhile();
         }
-        written == 1 && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
+        written && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
     };
     if !started {
         let error = failure(context, plan).unwrap_or_else(|| Error::Sys {
@@ -938,14 +919,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         // toolsmith's init. The memory it shares with the executor becomes
         // non-dumpable before the program exists, so the program can never
         // ptrace the init or read its memory (`docs/security.md`).
-        if libc::prctl(
-            libc::PR_SET_DUMPABLE,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        ) != 0
-        {
+        if !set_dumpable(0) {
             return fail(context, Stage::InitDumpable);
         }
         init::reset_signal_dispositions();
@@ -968,14 +942,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
         // filter refuses (see `init.rs`). NO_NEW_PRIVS lets a filter be
         // installed without CAP_SYS_ADMIN; the init never calls `execve`.
         if let Some(filter) = &setup.seccomp {
-            if libc::prctl(
-                libc::PR_SET_NO_NEW_PRIVS,
-                1 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            ) != 0
-            {
+            if !seccomp::set_no_new_privs() {
                 return fail(context, Stage::NoNewPrivs);
             }
             if !seccomp::install(filter) {
@@ -983,7 +950,7 @@ extern "C" fn child_main(argument: *mut c_void) -> c_int {
             }
         }
         // Ready: the loop waits for the call.
-        if !init::handshake(context.status_fd, READY) {
+        if !init::write_byte(context.status_fd, READY) {
             init::exit(0);
         }
         init_loop(context, argument)
@@ -1028,7 +995,7 @@ unsafe fn init_loop(context: &ChildContext, argument: *mut c_void) -> ! {
                 let byte = if tool > 0 { STARTED } else { FAILED };
                 tool = tool.max(0);
                 // SAFETY: as above.
-                unsafe { init::handshake(context.status_fd, byte) };
+                unsafe { init::write_byte(context.status_fd, byte) };
             }
             // SAFETY: as above.
             init::Wake::Closed => unsafe { init::exit(0) },
@@ -1184,14 +1151,7 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
         // C1 step 5: NO_NEW_PRIVS, Landlock, then seccomp, last.
         // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
         // descriptor, which the next step closes.
-        if libc::prctl(
-            libc::PR_SET_NO_NEW_PRIVS,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        ) != 0
-        {
+        if !seccomp::set_no_new_privs() {
             return fail(context, Stage::NoNewPrivs);
         }
         if let Some(ruleset) = plan.landlock
