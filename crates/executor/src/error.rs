@@ -1,7 +1,7 @@
 //! The executor's error type.
 
-use std::{fmt, io};
 use std::path::PathBuf;
+use std::{fmt, io};
 
 use crate::{Backend, RunAs};
 
@@ -148,7 +148,32 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in the order of their codes (from 1).
-    const ALL: [Stage; 24] = [Stage::IdMaps, Stage::Cgroup, Stage::Setsid, Stage::Rlimit, Stage::Stdio, Stage::CloseFds, Stage::Chdir, Stage::NoNewPrivs, Stage::Sigmask, Stage::Execve, Stage::Pdeathsig, Stage::Orphaned, Stage::MountProc, Stage::Landlock, Stage::InitDumpable, Stage::InitClone, Stage::InitSetsid, Stage::Mounts, Stage::Hostname, Stage::BoundingSet, Stage::Identity, Stage::Capabilities, Stage::Seccomp, Stage::Network];
+    const ALL: [Stage; 24] = [
+        Stage::IdMaps,
+        Stage::Cgroup,
+        Stage::Setsid,
+        Stage::Rlimit,
+        Stage::Stdio,
+        Stage::CloseFds,
+        Stage::Chdir,
+        Stage::NoNewPrivs,
+        Stage::Sigmask,
+        Stage::Execve,
+        Stage::Pdeathsig,
+        Stage::Orphaned,
+        Stage::MountProc,
+        Stage::Landlock,
+        Stage::InitDumpable,
+        Stage::InitClone,
+        Stage::InitSetsid,
+        Stage::Mounts,
+        Stage::Hostname,
+        Stage::BoundingSet,
+        Stage::Identity,
+        Stage::Capabilities,
+        Stage::Seccomp,
+        Stage::Network,
+    ];
 
     /// The step's name, as errors display it.
     pub fn name(self) -> &'static str {
@@ -172,7 +197,9 @@ impl Stage {
             Stage::InitSetsid => "setsid in the init",
             Stage::Mounts => "setting up the run's mounts",
             Stage::Hostname => "sethostname",
-            Stage::BoundingSet => "dropping the capability bounding set (PR_CAPBSET_DROP, PR_SET_SECUREBITS)",
+            Stage::BoundingSet => {
+                "dropping the capability bounding set (PR_CAPBSET_DROP, PR_SET_SECUREBITS)"
+            }
             Stage::Identity => "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
             Stage::Capabilities => "dropping capabilities (capset)",
             Stage::Seccomp => "installing the seccomp filter",
@@ -213,7 +240,11 @@ mod tests {
     fn every_stage_round_trips_through_its_code_and_has_a_name_of_its_own() {
         for (index, stage) in Stage::ALL.into_iter().enumerate() {
             assert_eq!(Stage::from_code(stage.code()), Some(stage));
-            assert!(Stage::ALL[..index].iter().all(|earlier| earlier.name() != stage.name()));
+            assert!(
+                Stage::ALL[..index]
+                    .iter()
+                    .all(|earlier| earlier.name() != stage.name())
+            );
         }
         assert_eq!(Stage::from_code(0), None);
         assert_eq!(Stage::from_code(Stage::ALL.len() + 1), None);

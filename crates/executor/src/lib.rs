@@ -38,6 +38,7 @@ mod limits;
 mod mounts;
 mod outcome;
 mod pidfd;
+mod pipes;
 mod prepared;
 mod privileges;
 mod rlimits;

@@ -658,8 +658,7 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
     // calls below only touch this process's own state.
     unsafe {
         let filter = &*argument.cast::<libc::sock_fprog>();
-        if !set_no_new_privs() || !install(filter)
-        {
+        if !set_no_new_privs() || !install(filter) {
             libc::_exit(1);
         }
         // Without the filter, both calls fail with EFAULT (or EINVAL).

@@ -1453,11 +1453,10 @@ pub(crate) fn at_least(fd: OwnedFd, lowest: c_int) -> Result<OwnedFd, Error> {
     if fd.as_raw_fd() >= lowest {
         return Ok(fd);
     }
-    let duplicate =
-        fcntl(&fd, FcntlArg::F_DUPFD_CLOEXEC(lowest)).map_err(|errno| Error::Sys {
-            call: "fcntl(F_DUPFD_CLOEXEC)",
-            source: io::Error::from(errno),
-        })?;
+    let duplicate = fcntl(&fd, FcntlArg::F_DUPFD_CLOEXEC(lowest)).map_err(|errno| Error::Sys {
+        call: "fcntl(F_DUPFD_CLOEXEC)",
+        source: io::Error::from(errno),
+    })?;
     // SAFETY: fcntl returned a fresh descriptor that we now own.
     Ok(unsafe { OwnedFd::from_raw_fd(duplicate) })
 }
