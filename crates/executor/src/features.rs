@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use crate::cgroup::Cgroups;
 use crate::mounts::MountPlan;
-use crate::spawn::IdMaps;
+use crate::plan::IdMaps;
 
 /// The result of probing one kernel feature.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,7 +290,7 @@ extern "C" fn namespace_probe_child(argument: *mut c_void) -> libc::c_int {
         unsafe { libc::_exit(1) }
     }
     // SAFETY: plain system calls in the probe child's own namespaces.
-    if probe.mount_proc && !unsafe { crate::spawn::mount_private_proc() } {
+    if probe.mount_proc && !unsafe { crate::child::mount_private_proc() } {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(2) }
     }

@@ -5,7 +5,7 @@
 //! sends itself: a program that is PID 1 ignores `kill -TERM $$`, SIGSTOP,
 //! SIGXFSZ and the executor's SIGTERM at a deadline. So the program is never
 //! PID 1. The namespace's first process stays in the executor's code (see
-//! `spawn.rs`): it sets the namespaces up, starts the program as its child
+//! `spawn.rs` and `child.rs`): it sets the namespaces up, starts the program as its child
 //! (PID 2) with a second vfork-style clone, and then runs [`supervise`]:
 //! it forwards every signal it receives to the program's process group,
 //! reaps every process that is re-parented to it, and when the program

@@ -26,6 +26,7 @@
 mod backend;
 mod capture;
 mod cgroup;
+mod child;
 mod command;
 mod containment;
 mod environ;
@@ -39,6 +40,7 @@ mod mounts;
 mod outcome;
 mod pidfd;
 mod pipes;
+mod plan;
 mod prepared;
 mod privileges;
 mod rlimits;
@@ -46,6 +48,7 @@ mod run;
 mod sandbox;
 mod seccomp;
 mod spawn;
+mod spawner;
 mod subreaper;
 mod sweep;
 
@@ -252,7 +255,7 @@ impl Executor {
             call: "open(/dev/null)",
             source,
         })?;
-        spawn::above_stdio(file.into())
+        crate::pipes::above_stdio(file.into())
     }
 
     /// The rlimits of a run: always no core files; CPU with soft < hard so

@@ -2,16 +2,20 @@
 //! captures, toolsmith's init's status record, the report lines and stdin.
 //! Each read or write is one cancel-safe step of `run.rs`'s event loop.
 
+use std::ffi::c_int;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::unistd::pipe2;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
+use crate::Error;
 use crate::capture::StreamCapture;
 use crate::command::MAX_REPORT_LINE;
 use crate::init::StatusRecord;
-use crate::{Error, spawn};
 
 /// The size of one read from an output pipe.
 const READ_CHUNK: usize = 64 * 1024;
@@ -165,7 +169,7 @@ impl Reports {
 
 /// The parent's end of an output pipe, non-blocking and registered with the runtime.
 pub(crate) fn receiver(read_end: OwnedFd) -> Result<pipe::Receiver, Error> {
-    spawn::set_nonblocking(&read_end)?;
+    set_nonblocking(&read_end)?;
     pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
         call: "registering a pipe with the runtime",
         source,
@@ -185,7 +189,7 @@ impl Input<'_> {
     pub(crate) fn new(write_end: Option<OwnedFd>, bytes: &[u8]) -> Result<Input<'_>, Error> {
         let pipe = match write_end {
             Some(write_end) => {
-                spawn::set_nonblocking(&write_end)?;
+                set_nonblocking(&write_end)?;
                 Some(
                     pipe::Sender::from_owned_fd_unchecked(write_end).map_err(|source| {
                         Error::Sys {
@@ -235,4 +239,48 @@ impl Input<'_> {
             self.unread = true;
         }
     }
+}
+
+/// Creates a pipe whose both ends are close-on-exec and at least 3, so that
+/// `dup2` onto 0, 1 and 2 in the child never clobbers another end. Returns
+/// `(read, write)`.
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
+    let (read, write) = pipe2(OFlag::O_CLOEXEC).map_err(|errno| Error::Sys {
+        call: "pipe2",
+        source: io::Error::from(errno),
+    })?;
+    Ok((above_stdio(read)?, above_stdio(write)?))
+}
+
+/// Returns `fd` itself when it is 3 or above, else a close-on-exec duplicate that is.
+pub(crate) fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, Error> {
+    at_least(fd, 3)
+}
+
+/// Returns `fd` itself when it is `lowest` or above, else a close-on-exec duplicate that is.
+pub(crate) fn at_least(fd: OwnedFd, lowest: c_int) -> Result<OwnedFd, Error> {
+    if fd.as_raw_fd() >= lowest {
+        return Ok(fd);
+    }
+    let duplicate = fcntl(&fd, FcntlArg::F_DUPFD_CLOEXEC(lowest)).map_err(|errno| Error::Sys {
+        call: "fcntl(F_DUPFD_CLOEXEC)",
+        source: io::Error::from(errno),
+    })?;
+    // SAFETY: fcntl returned a fresh descriptor that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(duplicate) })
+}
+
+/// Switches the parent's end of a pipe to non-blocking mode (the child's end
+/// stays blocking, as programs expect).
+pub(crate) fn set_nonblocking(fd: &OwnedFd) -> Result<(), Error> {
+    fcntl(fd, FcntlArg::F_GETFL)
+        .and_then(|flags| {
+            let flags = OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK;
+            fcntl(fd, FcntlArg::F_SETFL(flags))
+        })
+        .map(drop)
+        .map_err(|errno| Error::Sys {
+            call: "fcntl(O_NONBLOCK)",
+            source: io::Error::from(errno),
+        })
 }

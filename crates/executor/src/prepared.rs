@@ -28,8 +28,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::plan::{IdMaps, InitPlan};
 use crate::sandbox::{self, SandboxPlan};
-use crate::spawn::{self, IdMaps, InitPlan, Prepared};
+use crate::spawn::{self, Prepared};
 use crate::{Backend, Error, Features, Sandbox, seccomp};
 
 /// What a prepared sandbox is prepared for: the same profile and TMPDIR size.
@@ -312,7 +313,7 @@ impl Planner {
                             .map_err(|error| error.to_string())
                     });
                 match made {
-                    Ok(fd) => spawn::at_least(fd, 3).ok(),
+                    Ok(fd) => crate::pipes::at_least(fd, 3).ok(),
                     Err(error) => {
                         tracing::debug!(%error, "no shared network namespace: each run gets its own");
                         None
@@ -356,7 +357,7 @@ impl Planner {
             .refilling_key
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(key.clone());
-        let queued = spawn::on_init_thread(Box::new(move || {
+        let queued = crate::spawner::on_init_thread(Box::new(move || {
             // Another refill may have made one since this was queued.
             if planner.lock_ready().iter().any(|ready| ready.key == key) {
                 planner.refill_done();

@@ -12,9 +12,10 @@ use tokio::io::unix::AsyncFd;
 use crate::containment::{Containment, Leader, MARKER_VAR};
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
 use crate::pipes::{InitStatus, Input, Reports, Stream};
+use crate::plan::{Confinement, SpawnPlan};
 use crate::prepared::{Key, Session, Start};
 use crate::sandbox::SandboxPlan;
-use crate::spawn::{self, Confinement, Prepared, SpawnPlan};
+use crate::spawn::{self, Prepared};
 use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
 
 /// How long the pipes may still be read after the main process exited and
@@ -171,11 +172,11 @@ fn start<'command>(
     guard: &mut RunGuard<'_>,
 ) -> Result<Started<'command>, Error> {
     let (run_id, key, sandbox, start_from) = sandbox;
-    let (stdout_read, stdout_write) = spawn::pipe()?;
-    let (stderr_read, stderr_write) = spawn::pipe()?;
+    let (stdout_read, stdout_write) = crate::pipes::pipe()?;
+    let (stderr_read, stderr_write) = crate::pipes::pipe()?;
     let (stdin_child, stdin_parent) = match command.stdin_bytes() {
         Some(_) => {
-            let (read, write) = spawn::pipe()?;
+            let (read, write) = crate::pipes::pipe()?;
             (read, Some(write))
         }
         None => (executor.dev_null()?, None),
@@ -183,9 +184,9 @@ fn start<'command>(
 
     let report_pipe = match command.report_sink() {
         Some(_) => {
-            let (read, write) = spawn::pipe()?;
+            let (read, write) = crate::pipes::pipe()?;
             // Descriptor 3 in the child: its source must not be 3 itself (see spawn.rs).
-            Some((read, spawn::at_least(write, 4)?))
+            Some((read, crate::pipes::at_least(write, 4)?))
         }
         None => None,
     };
@@ -278,16 +279,16 @@ fn spawn_program(
         }
     };
     match start_from {
-        Start::Prepared(prepared) => spawn::go_from_any(prepared, plan, refill),
+        Start::Prepared(prepared) => crate::spawner::go_from_any(prepared, plan, refill),
         // A session's init serves its later runs too: on a thread of its own,
         // their programs start from their own threads, not one after another
         // on the spawner thread (discovery runs several sessions at once).
         Start::Setup(setup) if session.is_some() && setup.with_init => {
-            spawn::spawn_apart(setup, plan)
+            crate::spawner::spawn_apart(setup, plan)
         }
         Start::Setup(setup) => {
             refill();
-            spawn::spawn_from_spawner(setup, plan)
+            crate::spawner::spawn_from_spawner(setup, plan)
         }
     }
 }
