@@ -13,6 +13,7 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 
 use crate::init::{self, KernelSigaction, NSIG};
+use crate::plan::{InitPlan, SpawnPlan};
 use crate::privileges::{self, PrivilegeStep};
 use crate::spawn::{ChildContext, FAILED, READY, STARTED};
 use crate::{Stage, seccomp};
@@ -324,40 +325,8 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
             }
             None => 3,
         };
-        // C1 step 4: identity, then every capability dropped.
-        if let Some(privileges) = &plan.privileges
-            && let Err(step) = privileges::drop_privileges(privileges, setup.bounding.is_some())
-        {
-            return fail(
-                context,
-                match step {
-                    PrivilegeStep::Bounding => Stage::BoundingSet,
-                    PrivilegeStep::Identity => Stage::Identity,
-                    PrivilegeStep::Capabilities => Stage::Capabilities,
-                },
-            );
-        }
-        // C1 step 5: NO_NEW_PRIVS, Landlock, then seccomp, last.
-        // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
-        // descriptor, which the next step closes.
-        if !seccomp::set_no_new_privs() {
-            return fail(context, Stage::NoNewPrivs);
-        }
-        if let Some(ruleset) = plan.landlock
-            && libc::syscall(
-                libc::SYS_landlock_restrict_self,
-                ruleset,
-                0 as libc::c_ulong,
-            ) != 0
-        {
-            return fail(context, Stage::Landlock);
-        }
-        // With an init, the init installed the filter and this process inherited it.
-        if !setup.with_init
-            && let Some(filter) = &setup.seccomp
-            && !seccomp::install(filter)
-        {
-            return fail(context, Stage::Seccomp);
+        if let Err(stage) = confine(setup, plan) {
+            return fail(context, stage);
         }
         // C1 step 6: close inherited descriptors, chdir, unmask, execve.
         if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
@@ -380,6 +349,48 @@ extern "C" fn tool_main(argument: *mut c_void) -> c_int {
         );
         fail(context, Stage::Execve)
     }
+}
+
+/// The program's confinement, right before its descriptors are closed:
+/// identity and capabilities (C1 step 4), then `PR_SET_NO_NEW_PRIVS`,
+/// Landlock and, without an init, the filter, last (C1 step 5). The failed
+/// step, with `errno` as it left it.
+///
+/// # Safety
+/// In the program's process before `execve`: raw system calls only.
+unsafe fn confine(setup: &InitPlan, plan: &SpawnPlan) -> Result<(), Stage> {
+    if let Some(privileges) = &plan.privileges {
+        // SAFETY: as the caller's.
+        unsafe { privileges::drop_privileges(privileges, setup.bounding.is_some()) }.map_err(
+            |step| match step {
+                PrivilegeStep::Bounding => Stage::BoundingSet,
+                PrivilegeStep::Identity => Stage::Identity,
+                PrivilegeStep::Capabilities => Stage::Capabilities,
+            },
+        )?;
+    }
+    // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
+    // descriptor, which the caller's next step closes.
+    // SAFETY: one prctl.
+    if !unsafe { seccomp::set_no_new_privs() } {
+        return Err(Stage::NoNewPrivs);
+    }
+    if let Some(ruleset) = plan.landlock
+        // SAFETY: a ruleset descriptor the parent opened.
+        && unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0 as libc::c_ulong) }
+            != 0
+    {
+        return Err(Stage::Landlock);
+    }
+    // With an init, the init installed the filter and this process inherited it.
+    if !setup.with_init
+        && let Some(filter) = &setup.seccomp
+        // SAFETY: a program the parent built, which outlives the call.
+        && !unsafe { seccomp::install(filter) }
+    {
+        return Err(Stage::Seccomp);
+    }
+    Ok(())
 }
 
 /// Makes every mount private (so nothing the child mounts propagates to the
