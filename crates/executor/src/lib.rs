@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod bpf;
 mod capture;
 mod cgroup;
 mod child;
