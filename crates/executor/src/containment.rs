@@ -10,6 +10,9 @@ use std::collections::HashSet;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::{Pid, getpid};
+
 use crate::cgroup::Leaf;
 use crate::spawn::InitKeep;
 use crate::{Backend, pidfd, sweep};
@@ -92,9 +95,9 @@ impl Containment {
                 }
             }
             Containment::ProcessGroup => {
-                // SAFETY: the group id is the leader's pid, which cannot be
-                // reused while the leader is unreaped.
-                unsafe { libc::kill(-leader.pid, signal) };
+                // The group id is the leader's pid, which cannot be reused
+                // while the leader is unreaped.
+                kill_group(leader.pid, signal);
             }
         }
         if signal == libc::SIGTERM {
@@ -107,8 +110,8 @@ impl Containment {
         match self {
             Containment::ProcessGroup | Containment::PidNamespace => {
                 if matches!(self, Containment::ProcessGroup) {
-                    // SAFETY: as in signal_tree.
-                    unsafe { libc::kill(-leader.pid, signal) };
+                    // As in signal_tree.
+                    kill_group(leader.pid, signal);
                 } else {
                     pidfd::send_signal(&leader.pidfd, signal);
                 }
@@ -166,8 +169,8 @@ impl Containment {
                     })
                     .count() as u64;
                 if leftovers > 0 {
-                    // SAFETY: the leader is an unreaped zombie, so its group id is ours.
-                    unsafe { libc::kill(-leader.pid, libc::SIGKILL) };
+                    // The leader is an unreaped zombie, so its group id is ours.
+                    kill_group(leader.pid, libc::SIGKILL);
                 }
                 Some(leftovers)
             }
@@ -235,8 +238,7 @@ impl Containment {
         let Containment::Subreaper { marker, seen } = self else {
             return true;
         };
-        // SAFETY: getpid cannot fail.
-        let executor_pid = unsafe { libc::getpid() };
+        let executor_pid = getpid().as_raw();
         let mut remaining = false;
         for entry in sweep::scan() {
             if entry.state == b'Z' {
@@ -336,4 +338,11 @@ fn in_cgroup(pid: libc::pid_t, leaf_path: &std::path::Path) -> bool {
             .map(|path| path.trim_start_matches('/'))
             .any(|path| !path.is_empty() && leaf_path.ends_with(path))
     })
+}
+
+/// Sends `signal` to the process group `group`; a group already gone is no error.
+fn kill_group(group: libc::pid_t, signal: libc::c_int) {
+    if let Ok(signal) = Signal::try_from(signal) {
+        let _ignored = killpg(Pid::from_raw(group), signal);
+    }
 }

@@ -170,21 +170,8 @@ pub unsafe fn scrub_environment(keep: &dyn Fn(&str) -> bool) -> Vec<String> {
 /// nor open its `/proc/<pid>/mem`, `environ` or descriptors. Tools get their
 /// own dumpable flag back at `execve`.
 pub fn forbid_dumping() -> Result<(), Error> {
-    // SAFETY: PR_SET_DUMPABLE with 0 only changes a flag of this process.
-    let result = unsafe {
-        libc::prctl(
-            libc::PR_SET_DUMPABLE,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    if result != 0 {
-        return Err(Error::Sys {
-            call: "prctl(PR_SET_DUMPABLE)",
-            source: io::Error::last_os_error(),
-        });
-    }
-    Ok(())
+    nix::sys::prctl::set_dumpable(false).map_err(|errno| Error::Sys {
+        call: "prctl(PR_SET_DUMPABLE)",
+        source: io::Error::from(errno),
+    })
 }

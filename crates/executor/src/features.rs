@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use crate::cgroup::Cgroups;
 use crate::mounts::MountPlan;
-use crate::spawn::IdMaps;
+use crate::plan::IdMaps;
 
 /// The result of probing one kernel feature.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,8 +163,7 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
 }
 
 fn probe_pidfd() -> Probe {
-    // SAFETY: getpid cannot fail.
-    let own_pid = unsafe { libc::getpid() };
+    let own_pid = nix::unistd::getpid().as_raw();
     match crate::pidfd::open(own_pid) {
         Some(_) => Probe {
             available: true,
@@ -178,14 +177,7 @@ fn probe_pidfd() -> Probe {
 }
 
 fn probe_subreaper() -> Probe {
-    let mut current: libc::c_int = 0;
-    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int.
-    let works = unsafe {
-        libc::prctl(
-            libc::PR_GET_CHILD_SUBREAPER,
-            &mut current as *mut libc::c_int,
-        )
-    } == 0;
+    let works = nix::sys::prctl::get_child_subreaper().is_ok();
     let proc_readable = std::fs::read("/proc/self/environ").is_ok();
     Probe {
         available: works && proc_readable,
@@ -246,8 +238,7 @@ fn probe_with(
     mounts: Option<MountPlan>,
     what: &str,
 ) -> Probe {
-    // SAFETY: geteuid cannot fail.
-    let is_root = unsafe { libc::geteuid() } == 0;
+    let is_root = nix::unistd::geteuid().is_root();
     let probe = NamespaceProbe {
         id_maps: (!is_root).then(IdMaps::identity),
         mount_proc,
@@ -275,13 +266,9 @@ fn probe_with(
             detail: format!("clone refused {what}: {}", std::io::Error::last_os_error()),
         };
     }
-    let mut status = 0;
-    // SAFETY: pid is our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
+    let code = match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
+        _ => -1,
     };
     Probe {
         available: code == 0,
@@ -303,7 +290,7 @@ extern "C" fn namespace_probe_child(argument: *mut c_void) -> libc::c_int {
         unsafe { libc::_exit(1) }
     }
     // SAFETY: plain system calls in the probe child's own namespaces.
-    if probe.mount_proc && !unsafe { crate::spawn::mount_private_proc() } {
+    if probe.mount_proc && !unsafe { crate::child::mount_private_proc() } {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(2) }
     }

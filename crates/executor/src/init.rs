@@ -5,7 +5,7 @@
 //! sends itself: a program that is PID 1 ignores `kill -TERM $$`, SIGSTOP,
 //! SIGXFSZ and the executor's SIGTERM at a deadline. So the program is never
 //! PID 1. The namespace's first process stays in the executor's code (see
-//! `spawn.rs`): it sets the namespaces up, starts the program as its child
+//! `spawn.rs` and `child.rs`): it sets the namespaces up, starts the program as its child
 //! (PID 2) with a second vfork-style clone, and then runs [`supervise`]:
 //! it forwards every signal it receives to the program's process group,
 //! reaps every process that is re-parented to it, and when the program
@@ -153,7 +153,9 @@ pub(crate) unsafe fn wait(signal_fd: c_int, go_fd: c_int) -> Wake {
         }
         if polls[1].revents != 0 {
             // SAFETY: raw system calls only.
-            return if unsafe { wait_for_go(go_fd) } {
+            // One byte on the go pipe; EOF or an error: the executor let
+            // this init go unused.
+            return if unsafe { read_byte(go_fd) }.is_some() {
                 Wake::Go
             } else {
                 Wake::Closed
@@ -255,16 +257,18 @@ pub(crate) unsafe fn reap_children(tool: libc::pid_t, status_fd: c_int) -> bool 
     }
 }
 
-/// Writes `byte` to the status pipe; false when that failed.
+/// Writes `byte` to `fd` (the handshakes on the status and go pipes); false
+/// when that failed. Raw system calls only: the init, and the spawner
+/// thread while an init or its program shares its `errno`, use it.
 ///
 /// # Safety
-/// Raw system calls only.
-pub(crate) unsafe fn handshake(status_fd: c_int, byte: u8) -> bool {
+/// `fd` is a descriptor of this process.
+pub(crate) unsafe fn write_byte(fd: c_int, byte: u8) -> bool {
     // SAFETY: a one-byte write from a local.
     unsafe {
         syscall4(
             libc::SYS_write,
-            status_fd as usize,
+            fd as usize,
             ptr::from_ref(&byte) as usize,
             1,
             0,
@@ -272,26 +276,26 @@ pub(crate) unsafe fn handshake(status_fd: c_int, byte: u8) -> bool {
     }
 }
 
-/// Waits for the executor's go: one byte on the go pipe (true), or EOF or an
-/// error (false: the executor let this init go unused).
+/// Reads one byte from `fd`, again when a signal interrupted the read:
+/// `None` at EOF or on an error. Raw system calls only, as [`write_byte`].
 ///
 /// # Safety
-/// Raw system calls only.
-pub(crate) unsafe fn wait_for_go(go_fd: c_int) -> bool {
+/// `fd` is a descriptor of this process.
+pub(crate) unsafe fn read_byte(fd: c_int) -> Option<u8> {
     let mut byte = 0_u8;
     loop {
         // SAFETY: a one-byte read into a local.
         let read = unsafe {
             syscall4(
                 libc::SYS_read,
-                go_fd as usize,
+                fd as usize,
                 ptr::from_mut(&mut byte) as usize,
                 1,
                 0,
             )
         };
         if read != -(libc::EINTR as isize) {
-            return read == 1;
+            return (read == 1).then_some(byte);
         }
     }
 }

@@ -129,7 +129,7 @@ pub(crate) fn ruleset(abi: u32, writable: &[&Path]) -> Result<OwnedFd, Error> {
             Err(error) => return Err(error),
         }
     }
-    crate::spawn::at_least(ruleset, 4)
+    crate::pipes::at_least(ruleset, 4)
 }
 
 fn add_rule(

@@ -24,8 +24,10 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod bpf;
 mod capture;
 mod cgroup;
+mod child;
 mod command;
 mod containment;
 mod environ;
@@ -38,12 +40,16 @@ mod limits;
 mod mounts;
 mod outcome;
 mod pidfd;
+mod pipes;
+mod plan;
 mod prepared;
 mod privileges;
+mod rlimits;
 mod run;
 mod sandbox;
 mod seccomp;
 mod spawn;
+mod spawner;
 mod subreaper;
 mod sweep;
 
@@ -51,10 +57,12 @@ use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use nix::sys::resource::{Resource, getrlimit};
+
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
 pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
-pub use crate::error::Error;
+pub use crate::error::{Error, Stage};
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
 pub use crate::outcome::{Capture, Outcome, Termination};
@@ -67,7 +75,7 @@ pub use crate::sandbox::{
 use crate::cgroup::Cgroups;
 use crate::containment::Containment;
 use crate::prepared::Planner;
-use crate::spawn::Rlimit;
+use crate::rlimits::{HardLimits, Rlimit};
 
 /// How an [`Executor`] is set up.
 #[derive(Debug, Clone)]
@@ -88,20 +96,9 @@ pub struct Executor {
     /// The features, the host and what plans a run's sandbox, shared with
     /// the spawner thread that prepares sandboxes ahead (`prepared.rs`).
     planner: Arc<Planner>,
-    /// The executor's own hard rlimits: a run's limits are clamped to them,
-    /// since raising a hard limit needs CAP_SYS_RESOURCE.
-    hard_limits: Vec<(libc::__rlimit_resource_t, u64)>,
+    /// The executor's own hard rlimits, which bound a run's.
+    hard_limits: HardLimits,
 }
-
-/// The rlimits the executor may set on a run.
-const RLIMIT_RESOURCES: [libc::__rlimit_resource_t; 6] = [
-    libc::RLIMIT_CORE,
-    libc::RLIMIT_CPU,
-    libc::RLIMIT_FSIZE,
-    libc::RLIMIT_NOFILE,
-    libc::RLIMIT_DATA,
-    libc::RLIMIT_NPROC,
-];
 
 impl Executor {
     /// Probes the kernel and sets up the chosen backend.
@@ -142,22 +139,12 @@ impl Executor {
         if backend == Backend::Subreaper {
             subreaper::acquire()?;
         }
-        let hard_limits = RLIMIT_RESOURCES
-            .into_iter()
-            .map(|resource| {
-                // SAFETY: getrlimit fills a plain struct.
-                let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-                unsafe { libc::getrlimit(resource, &mut limit) };
-                (resource, limit.rlim_max)
-            })
-            .collect();
+        let hard_limits = HardLimits::read(getrlimit)?;
         let host = sandbox::Host {
-            // SAFETY: geteuid cannot fail.
-            is_root: unsafe { libc::geteuid() } == 0,
+            is_root: nix::unistd::geteuid().is_root(),
             last_capability: privileges::last_capability(),
         };
-        // SAFETY: getpid cannot fail.
-        let own_pidfd = pidfd::open(unsafe { libc::getpid() });
+        let own_pidfd = pidfd::open(nix::unistd::getpid().as_raw());
         Ok(Executor {
             backend,
             cgroups: if backend == Backend::Cgroup {
@@ -269,7 +256,7 @@ impl Executor {
             call: "open(/dev/null)",
             source,
         })?;
-        spawn::above_stdio(file.into())
+        crate::pipes::above_stdio(file.into())
     }
 
     /// The rlimits of a run: always no core files; CPU with soft < hard so
@@ -278,46 +265,33 @@ impl Executor {
     /// processes (which does not bind root, and counts every process of the uid).
     fn rlimits(&self, limits: &Limits) -> Vec<Rlimit> {
         let cgroups = self.cgroups.as_ref();
-        let mut wanted: Vec<(libc::__rlimit_resource_t, u64, u64)> =
-            vec![(libc::RLIMIT_CORE, 0, 0)];
+        let mut wanted: Vec<(Resource, u64, u64)> = vec![(Resource::RLIMIT_CORE, 0, 0)];
         if let Some(cpu) = limits.cpu {
             let soft = cpu.as_secs() + u64::from(cpu.subsec_nanos() > 0);
             let soft = soft.max(1);
-            wanted.push((libc::RLIMIT_CPU, soft, soft + 1));
+            wanted.push((Resource::RLIMIT_CPU, soft, soft + 1));
         }
         if let Some(bytes) = limits.max_file_size {
-            wanted.push((libc::RLIMIT_FSIZE, bytes, bytes));
+            wanted.push((Resource::RLIMIT_FSIZE, bytes, bytes));
         }
         if let Some(count) = limits.max_open_files {
-            wanted.push((libc::RLIMIT_NOFILE, count, count));
+            wanted.push((Resource::RLIMIT_NOFILE, count, count));
         }
         if let Some(bytes) = limits
             .memory
             .filter(|_| !cgroups.is_some_and(Cgroups::limits_memory))
         {
-            wanted.push((libc::RLIMIT_DATA, bytes, bytes));
+            wanted.push((Resource::RLIMIT_DATA, bytes, bytes));
         }
         if let Some(count) = limits
             .max_processes
             .filter(|_| !self.planner.host.is_root && !cgroups.is_some_and(Cgroups::limits_pids))
         {
-            wanted.push((libc::RLIMIT_NPROC, count, count));
+            wanted.push((Resource::RLIMIT_NPROC, count, count));
         }
         wanted
             .into_iter()
-            .map(|(resource, soft, hard)| {
-                let ceiling = self
-                    .hard_limits
-                    .iter()
-                    .find(|(known, _)| *known == resource)
-                    .map_or(libc::RLIM_INFINITY, |(_, hard)| *hard);
-                let hard = hard.min(ceiling);
-                Rlimit {
-                    resource,
-                    soft: soft.min(hard),
-                    hard,
-                }
-            })
+            .map(|(resource, soft, hard)| self.hard_limits.clamp(resource, soft, hard))
             .collect()
     }
 }

@@ -24,12 +24,13 @@
 //! (about 850 µs here), and with no socket to make, a run cannot reach
 //! anything in it, another run's sockets included.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::plan::{IdMaps, InitPlan};
 use crate::sandbox::{self, SandboxPlan};
-use crate::spawn::{self, IdMaps, InitPlan, Prepared};
+use crate::spawn::{self, Prepared};
 use crate::{Backend, Error, Features, Sandbox, seccomp};
 
 /// What a prepared sandbox is prepared for: the same profile and TMPDIR size.
@@ -299,22 +300,10 @@ impl Planner {
                 let made = std::thread::Builder::new()
                     .name("toolsmith-netns".to_owned())
                     .spawn(|| -> std::io::Result<OwnedFd> {
-                        // SAFETY: unshare moves only this thread, which ends right after.
-                        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        // SAFETY: a NUL-terminated path; the descriptor is ours.
-                        let fd = unsafe {
-                            libc::open(
-                                c"/proc/thread-self/ns/net".as_ptr(),
-                                libc::O_RDONLY | libc::O_CLOEXEC,
-                            )
-                        };
-                        if fd < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        // SAFETY: a fresh descriptor that we now own.
-                        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+                        // Moves only this thread, which ends right after.
+                        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
+                        // Close-on-exec, as every descriptor std opens.
+                        Ok(OwnedFd::from(std::fs::File::open("/proc/thread-self/ns/net")?))
                     })
                     .map_err(|error| error.to_string())
                     .and_then(|thread| {
@@ -324,7 +313,7 @@ impl Planner {
                             .map_err(|error| error.to_string())
                     });
                 match made {
-                    Ok(fd) => spawn::at_least(fd, 3).ok(),
+                    Ok(fd) => crate::pipes::at_least(fd, 3).ok(),
                     Err(error) => {
                         tracing::debug!(%error, "no shared network namespace: each run gets its own");
                         None
@@ -368,7 +357,7 @@ impl Planner {
             .refilling_key
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(key.clone());
-        let queued = spawn::on_init_thread(Box::new(move || {
+        let queued = crate::spawner::on_init_thread(Box::new(move || {
             // Another refill may have made one since this was queued.
             if planner.lock_ready().iter().any(|ready| ready.key == key) {
                 planner.refill_done();

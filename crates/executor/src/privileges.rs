@@ -12,7 +12,6 @@
 //! What the parent prepares ([`PrivilegePlan`]) is plain data; the child's
 //! part ([`drop_privileges`]) only makes system calls.
 
-use std::ffi::CString;
 use std::fmt;
 use std::io;
 
@@ -77,38 +76,23 @@ impl fmt::Display for RunAs {
 }
 
 fn lookup_user(name: &str) -> Result<RunAs, String> {
-    let c_name = CString::new(name).map_err(|_| "the name contains a NUL byte".to_owned())?;
-    let mut buffer = vec![0_u8; 16 * 1024];
-    // SAFETY: getpwnam_r writes into `entry` and `buffer`, both ours and
-    // large enough (ERANGE otherwise); `result` points at `entry` on success.
-    unsafe {
-        let mut entry: libc::passwd = std::mem::zeroed();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let code = libc::getpwnam_r(
-            c_name.as_ptr(),
-            &mut entry,
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            &mut result,
-        );
-        if code != 0 {
-            return Err(format!(
-                "the user database could not be read: {}",
-                io::Error::from_raw_os_error(code)
-            ));
-        }
-        if result.is_null() {
-            return Err("no such user (give UID:GID for a user without an entry)".to_owned());
-        }
-        Ok(RunAs::new(entry.pw_uid, entry.pw_gid))
+    if name.contains('\0') {
+        return Err("the name contains a NUL byte".to_owned());
+    }
+    match nix::unistd::User::from_name(name) {
+        Ok(Some(user)) => Ok(RunAs::new(user.uid.as_raw(), user.gid.as_raw())),
+        Ok(None) => Err("no such user (give UID:GID for a user without an entry)".to_owned()),
+        Err(errno) => Err(format!(
+            "the user database could not be read: {}",
+            io::Error::from(errno)
+        )),
     }
 }
 
 /// The effective uid of the calling process: 0 when it may set a run's
 /// identity ([`Privileges::Drop`] with a [`RunAs`]).
 pub fn effective_uid() -> libc::uid_t {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
 }
 
 /// Whether a run keeps the executor's privileges.

@@ -4,20 +4,18 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::pipe;
 
-use crate::capture::StreamCapture;
-use crate::command::MAX_REPORT_LINE;
 use crate::containment::{Containment, Leader, MARKER_VAR};
-use crate::init::StatusRecord;
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
+use crate::pipes::{InitStatus, Input, Reports, Stream};
+use crate::plan::{Confinement, SpawnPlan};
 use crate::prepared::{Key, Session, Start};
-use crate::spawn::{self, Confinement, Prepared, SpawnPlan};
+use crate::sandbox::SandboxPlan;
+use crate::spawn::{self, Prepared};
 use crate::{Command, Error, Executor, LimitKind, Limits, Outcome, Termination, pidfd};
 
 /// How long the pipes may still be read after the main process exited and
@@ -31,9 +29,6 @@ const TREE_GONE_BUDGET: Duration = Duration::from_secs(1);
 
 /// How often the tree's CPU time is compared with the CPU limit.
 const CPU_POLL_INTERVAL: Duration = Duration::from_millis(50);
-
-/// The size of one read from an output pipe.
-const READ_CHUNK: usize = 64 * 1024;
 
 /// A run in progress. Dropping it (a cancelled future, an early error)
 /// kills and reaps everything the run started.
@@ -62,196 +57,13 @@ impl Drop for RunGuard<'_> {
     }
 }
 
-/// An output pipe being read into a bounded capture.
-struct Stream {
-    pipe: Option<pipe::Receiver>,
-    capture: StreamCapture,
-    buffer: Box<[u8]>,
-}
-
-impl Stream {
-    fn new(read_end: OwnedFd, cap: u64) -> Result<Stream, Error> {
-        Ok(Stream {
-            pipe: Some(receiver(read_end)?),
-            capture: StreamCapture::new(cap),
-            buffer: vec![0; READ_CHUNK].into_boxed_slice(),
-        })
-    }
-
-    fn open(&self) -> bool {
-        self.pipe.is_some()
-    }
-
-    /// Reads one chunk; closes the stream at EOF or on an error. Cancel-safe.
-    async fn read_chunk(&mut self) {
-        let Some(pipe) = &mut self.pipe else {
-            return;
-        };
-        match pipe.read(&mut self.buffer).await {
-            Ok(0) | Err(_) => self.pipe = None,
-            Ok(read) => self.capture.push(&self.buffer[..read]),
-        }
-    }
-}
-
-/// The status pipe of toolsmith's init: the program's [`StatusRecord`], or
-/// nothing when the init died without one (killed with the namespace).
-struct InitStatus {
-    pipe: Option<pipe::Receiver>,
-    bytes: Vec<u8>,
-}
-
-impl InitStatus {
-    /// True once the record is whole or the pipe reached EOF.
-    fn finished(&self) -> bool {
-        self.pipe.is_none() || self.bytes.len() == StatusRecord::SIZE
-    }
-
-    /// Reads what is left of the record. Cancel-safe.
-    async fn read_chunk(&mut self) {
-        let Some(pipe) = &mut self.pipe else {
-            return;
-        };
-        let mut buffer = [0_u8; StatusRecord::SIZE];
-        let wanted = StatusRecord::SIZE - self.bytes.len();
-        match pipe.read(&mut buffer[..wanted]).await {
-            Ok(0) | Err(_) => self.pipe = None,
-            Ok(read) => self.bytes.extend_from_slice(&buffer[..read]),
-        }
-    }
-
-    /// Takes what the pipe holds without waiting, and closes it.
-    fn drain(&mut self) {
-        if let Some(pipe) = self.pipe.take() {
-            let mut buffer = [0_u8; StatusRecord::SIZE];
-            while self.bytes.len() < StatusRecord::SIZE {
-                let wanted = StatusRecord::SIZE - self.bytes.len();
-                match pipe.try_read(&mut buffer[..wanted]) {
-                    Ok(read) if read > 0 => self.bytes.extend_from_slice(&buffer[..read]),
-                    _ => break,
-                }
-            }
-        }
-    }
-
-    fn record(&self) -> Option<StatusRecord> {
-        StatusRecord::decode(&self.bytes)
-    }
-}
-
-/// The report pipe (see [`Command::reports`]): lines forwarded to the caller as they arrive.
-struct Reports {
-    pipe: Option<pipe::Receiver>,
-    sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
-    line: Vec<u8>,
-    /// The current line outgrew [`MAX_REPORT_LINE`]; it is dropped up to its newline.
-    overlong: bool,
-    buffer: Box<[u8]>,
-}
-
-impl Reports {
-    fn new(
-        read_end: OwnedFd,
-        sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
-    ) -> Result<Reports, Error> {
-        Ok(Reports {
-            pipe: Some(receiver(read_end)?),
-            sink,
-            line: Vec::new(),
-            overlong: false,
-            buffer: vec![0; READ_CHUNK].into_boxed_slice(),
-        })
-    }
-
-    fn open(&self) -> bool {
-        self.pipe.is_some()
-    }
-
-    /// Reads one chunk and forwards the lines it completes. Cancel-safe.
-    async fn read_chunk(&mut self) {
-        let Some(pipe) = &mut self.pipe else {
-            return;
-        };
-        let read = match pipe.read(&mut self.buffer).await {
-            Ok(0) | Err(_) => {
-                self.pipe = None;
-                // A last line without its newline still counts.
-                if !self.line.is_empty() && !self.overlong {
-                    let _ignored = self.sink.send(std::mem::take(&mut self.line));
-                }
-                return;
-            }
-            Ok(read) => read,
-        };
-        for &byte in &self.buffer[..read] {
-            if byte == b'\n' {
-                if !self.overlong {
-                    // A caller that stopped listening is not the program's failure.
-                    let _ignored = self.sink.send(std::mem::take(&mut self.line));
-                }
-                self.line.clear();
-                self.overlong = false;
-            } else if self.line.len() < MAX_REPORT_LINE {
-                self.line.push(byte);
-            } else {
-                self.overlong = true;
-                self.line.clear();
-            }
-        }
-    }
-}
-
-/// The parent's end of an output pipe, non-blocking and registered with the runtime.
-fn receiver(read_end: OwnedFd) -> Result<pipe::Receiver, Error> {
-    spawn::set_nonblocking(&read_end)?;
-    pipe::Receiver::from_owned_fd_unchecked(read_end).map_err(|source| Error::Sys {
-        call: "registering a pipe with the runtime",
-        source,
-    })
-}
-
-/// The input being written to the program's stdin.
-struct Input<'input> {
-    pipe: Option<pipe::Sender>,
-    remaining: &'input [u8],
-    unread: bool,
-}
-
-impl Input<'_> {
-    fn pending(&self) -> bool {
-        self.pipe.is_some()
-    }
-
-    /// Writes one chunk; closes stdin when done. A program that exits or
-    /// closes stdin without reading everything is not an error.
-    async fn write_chunk(&mut self) {
-        let Some(pipe) = &mut self.pipe else {
-            return;
-        };
-        if self.remaining.is_empty() {
-            self.pipe = None;
-            return;
-        }
-        match pipe.write(self.remaining).await {
-            Ok(written) => self.remaining = &self.remaining[written..],
-            Err(error) => {
-                if error.kind() != io::ErrorKind::BrokenPipe {
-                    tracing::debug!(%error, "writing stdin failed");
-                }
-                self.unread = true;
-                self.pipe = None;
-            }
-        }
-    }
-
-    fn close(&mut self) {
-        if self.pipe.take().is_some() && !self.remaining.is_empty() {
-            self.unread = true;
-        }
-    }
-}
-
 /// Runs `command` to completion. See [`Executor::run`].
+///
+/// Four steps: [`start`] (the sandbox, the container, the pipes and the
+/// spawn), [`supervise`] (the lifecycle's event loop until the tree has
+/// exited), [`settle`] (the leader reaped, the tree gone, the init kept for
+/// a session or handed to the reaper) and [`drain`] (what the pipes still
+/// hold), then [`outcome`].
 pub(crate) async fn run(
     executor: &Executor,
     command: &Command,
@@ -265,7 +77,7 @@ pub(crate) async fn run(
     if session.is_none() && executor.planner.keeps_prepared() {
         executor.planner.await_refill(&key).await;
     }
-    let (sandbox, start) = match session.and_then(|session| session.take(&key)) {
+    let (sandbox, start_from) = match session.and_then(|session| session.take(&key)) {
         Some((sandbox, prepared)) => (sandbox, Start::Prepared(prepared)),
         None => executor.planner.start(&key)?,
     };
@@ -278,12 +90,93 @@ pub(crate) async fn run(
         containment: Some(containment),
         leader: None,
     };
+    let Started {
+        started,
+        mut streams,
+    } = start(
+        executor,
+        command,
+        limits,
+        session,
+        (run_id, &key, &sandbox, start_from),
+        &mut guard,
+    )?;
+    let Some(leader) = guard.leader.as_ref() else {
+        return Err(lost("the run lost its leader"));
+    };
+    // The program's exit is the init's record when there is an init (the init
+    // itself lives on until the executor kills it), else the pidfd. An init
+    // that dies first (killed at a deadline) shows on its pidfd too: it
+    // shares the executor's descriptors, so its status pipe has no EOF.
+    // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
+    // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
+    // later) is dropped before `guard`.
+    let leader_exit = unsafe {
+        AsyncFd::register_with_interest(leader.pidfd.as_raw_fd(), tokio::io::Interest::READABLE)
+    }
+    .map_err(|error| Error::Sys {
+        call: "registering a pidfd with the runtime",
+        source: io::Error::from(error),
+    })?;
+    let supervised = supervise(
+        &mut guard,
+        &leader_exit,
+        &mut streams,
+        limits,
+        keep_init.is_some(),
+        started,
+    )
+    .await;
+    drop(leader_exit);
+    streams.input.close();
+    let settled = settle(
+        executor,
+        &mut guard,
+        key,
+        sandbox,
+        keep_init,
+        streams.init_status.as_ref(),
+    )
+    .await?;
+    drain(&mut streams).await;
+    let wall_time = started.elapsed();
+    outcome(executor, limits, supervised, streams, settled, wall_time)
+}
 
-    let (stdout_read, stdout_write) = spawn::pipe()?;
-    let (stderr_read, stderr_write) = spawn::pipe()?;
+/// What the event loop reads, writes and watches while the program runs.
+struct Streams<'input> {
+    stdout: Stream,
+    stderr: Stream,
+    input: Input<'input>,
+    reports: Option<Reports>,
+    /// With toolsmith's init, its status pipe.
+    init_status: Option<InitStatus>,
+}
+
+/// A run whose program has called `execve`.
+struct Started<'input> {
+    /// When the program was started (the deadline counts from here).
+    started: Instant,
+    streams: Streams<'input>,
+}
+
+/// Opens the run's pipes, plans the spawn and starts the program (in a
+/// prepared init, or in one set up at once, or without one), then puts its
+/// leader in the guard. `sandbox` is the run's id, key, sandbox plan and start.
+fn start<'command>(
+    executor: &Executor,
+    command: &'command Command,
+    limits: &Limits,
+    session: Option<&Session>,
+    sandbox: (u64, &Key, &SandboxPlan, Start),
+    guard: &mut RunGuard<'_>,
+) -> Result<Started<'command>, Error> {
+    let (run_id, key, sandbox, start_from) = sandbox;
+    let (stdout_read, stdout_write) = crate::pipes::pipe()?;
+    let (stderr_read, stderr_write) = crate::pipes::pipe()?;
     let (stdin_child, stdin_parent) = match command.stdin_bytes() {
         Some(_) => {
-            let (read, write) = spawn::pipe()?;
+            let (read, write) = crate::pipes::pipe()?;
             (read, Some(write))
         }
         None => (executor.dev_null()?, None),
@@ -291,9 +184,9 @@ pub(crate) async fn run(
 
     let report_pipe = match command.report_sink() {
         Some(_) => {
-            let (read, write) = spawn::pipe()?;
+            let (read, write) = crate::pipes::pipe()?;
             // Descriptor 3 in the child: its source must not be 3 itself (see spawn.rs).
-            Some((read, spawn::at_least(write, 4)?))
+            Some((read, crate::pipes::at_least(write, 4)?))
         }
         None => None,
     };
@@ -332,6 +225,49 @@ pub(crate) async fn run(
     )?;
 
     let started = Instant::now();
+    let spawned = spawn_program(executor, session, key, start_from, &plan)?;
+    drop((stdin_child, stdout_write, stderr_write));
+    let reports = match (report_pipe, command.report_sink()) {
+        (Some((read, write)), Some(sink)) => {
+            drop(write);
+            Some(Reports::new(read, sink.clone())?)
+        }
+        _ => None,
+    };
+    let (init_keep, init_status) = match spawned.init {
+        Some(init) => (Some(init.keep), Some(InitStatus::new(init.status)?)),
+        None => (None, None),
+    };
+    guard.leader = Some(Leader {
+        pid: spawned.pid,
+        pidfd: spawned.pidfd,
+        init: init_keep,
+    });
+
+    let stdout = Stream::new(stdout_read, limits.max_output)?;
+    let stderr = Stream::new(stderr_read, limits.max_output)?;
+    let input = Input::new(stdin_parent, command.stdin_bytes().unwrap_or_default())?;
+    Ok(Started {
+        started,
+        streams: Streams {
+            stdout,
+            stderr,
+            input,
+            reports,
+            init_status,
+        },
+    })
+}
+
+/// Starts the planned program: in a prepared init, or in one set up at once
+/// (on a thread of its own for a session), or without one.
+fn spawn_program(
+    executor: &Executor,
+    session: Option<&Session>,
+    key: &Key,
+    start_from: Start,
+    plan: &SpawnPlan,
+) -> Result<spawn::Spawned, Error> {
     // The next call's sandbox is prepared while this one runs, so that
     // back-to-back calls find it ready: it is queued as soon as this run's
     // program is on its way, on another core. A session's runs reuse the
@@ -339,81 +275,50 @@ pub(crate) async fn run(
     // sandbox there would only push a call's out).
     let refill = || {
         if session.is_none() {
-            executor.planner.refill(&key);
+            executor.planner.refill(key);
         }
     };
-    let spawned = match start {
-        Start::Prepared(prepared) => spawn::go_from_any(prepared, &plan, refill)?,
+    match start_from {
+        Start::Prepared(prepared) => crate::spawner::go_from_any(prepared, plan, refill),
         // A session's init serves its later runs too: on a thread of its own,
         // their programs start from their own threads, not one after another
         // on the spawner thread (discovery runs several sessions at once).
         Start::Setup(setup) if session.is_some() && setup.with_init => {
-            spawn::spawn_apart(setup, &plan)?
+            crate::spawner::spawn_apart(setup, plan)
         }
         Start::Setup(setup) => {
             refill();
-            spawn::spawn_from_spawner(setup, &plan)?
+            crate::spawner::spawn_from_spawner(setup, plan)
         }
-    };
-    drop((stdin_child, stdout_write, stderr_write));
-    let mut reports = match (report_pipe, command.report_sink()) {
-        (Some((read, write)), Some(sink)) => {
-            drop(write);
-            Some(Reports::new(read, sink.clone())?)
-        }
-        _ => None,
-    };
-    let (init_keep, mut init_status) = match spawned.init {
-        Some(init) => (
-            Some(init.keep),
-            Some(InitStatus {
-                pipe: Some(receiver(init.status)?),
-                bytes: Vec::with_capacity(StatusRecord::SIZE),
-            }),
-        ),
-        None => (None, None),
-    };
-    let leader = guard.leader.insert(Leader {
-        pid: spawned.pid,
-        pidfd: spawned.pidfd,
-        init: init_keep,
-    });
-    // The program's exit is the init's record when there is an init (the init
-    // itself lives on until the executor kills it), else the pidfd. An init
-    // that dies first (killed at a deadline) shows on its pidfd too: it
-    // shares the executor's descriptors, so its status pipe has no EOF.
-    // SAFETY: the pidfd is owned by `guard.leader`, which is taken only after
-    // `leader_exit` is dropped, and on cancellation `leader_exit` (declared
-    // later) is dropped before `guard`.
-    let leader_exit = unsafe {
-        AsyncFd::register_with_interest(leader.pidfd.as_raw_fd(), tokio::io::Interest::READABLE)
     }
-    .map_err(|error| Error::Sys {
-        call: "registering a pidfd with the runtime",
-        source: io::Error::from(error),
-    })?;
+}
 
-    let mut stdout = Stream::new(stdout_read, limits.max_output)?;
-    let mut stderr = Stream::new(stderr_read, limits.max_output)?;
-    let mut input = Input {
-        pipe: match stdin_parent {
-            Some(write_end) => {
-                spawn::set_nonblocking(&write_end)?;
-                Some(
-                    pipe::Sender::from_owned_fd_unchecked(write_end).map_err(|source| {
-                        Error::Sys {
-                            call: "registering a pipe with the runtime",
-                            source,
-                        }
-                    })?,
-                )
-            }
-            None => None,
-        },
-        remaining: command.stdin_bytes().unwrap_or_default(),
-        unread: false,
-    };
+/// How the event loop ended: the lifecycle (its limit and escalation) and
+/// the leftovers it killed.
+struct Supervised {
+    lifecycle: Lifecycle,
+    leftovers_killed: Option<u64>,
+}
 
+/// The event loop: feeds the [`Lifecycle`] with the leader's exit, the
+/// deadline, the grace and the CPU limit, and carries out its actions,
+/// while it reads the output pipes and the reports and writes stdin. Ends
+/// when the lifecycle reaches [`Phase::Exited`].
+async fn supervise(
+    guard: &mut RunGuard<'_>,
+    leader_exit: &AsyncFd<std::os::fd::RawFd>,
+    streams: &mut Streams<'_>,
+    limits: &Limits,
+    keep_init: bool,
+    started: Instant,
+) -> Supervised {
+    let Streams {
+        stdout,
+        stderr,
+        input,
+        reports,
+        init_status,
+    } = streams;
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
     let watch_cpu = limits.cpu.filter(|_| {
         guard
@@ -433,14 +338,14 @@ pub(crate) async fn run(
         let running = lifecycle.phase() == Phase::Running;
         let event = tokio::select! {
             biased;
-            () = leader_readable(&leader_exit), if leader_running(init_status.as_ref()) => {
+            () = leader_readable(leader_exit), if leader_running(init_status.as_ref()) => {
                 if let Some(status) = init_status.as_mut() {
                     // The init died: what it wrote before is in the pipe.
                     status.drain();
                 }
                 Event::LeaderExited
             }
-            () = read_init_status(&mut init_status), if init_status.as_ref().is_some_and(|status| !status.finished()) => {
+            () = read_init_status(init_status), if init_status.as_ref().is_some_and(|status| !status.finished()) => {
                 if init_status.as_ref().is_some_and(InitStatus::finished) {
                     Event::LeaderExited
                 } else {
@@ -460,7 +365,7 @@ pub(crate) async fn run(
             () = stdout.read_chunk(), if stdout.open() => continue,
             () = stderr.read_chunk(), if stderr.open() => continue,
             () = input.write_chunk(), if input.pending() => continue,
-            () = read_reports(&mut reports), if reports.as_ref().is_some_and(Reports::open) => continue,
+            () = read_reports(reports), if reports.as_ref().is_some_and(Reports::open) => continue,
         };
         let Some(action) = lifecycle.on(event, Instant::now()) else {
             continue;
@@ -474,7 +379,7 @@ pub(crate) async fn run(
             Action::KillTree => containment.signal_tree(leader, libc::SIGKILL),
             Action::KillLeftovers => {
                 leftovers_killed = containment.kill_leftovers(leader);
-                if leader.is_init() && keep_init.is_none() {
+                if leader.is_init() && !keep_init {
                     // The program has exited: its init's work is done, and
                     // the namespace (with anything left in it) ends with it.
                     pidfd::send_signal(&leader.pidfd, libc::SIGKILL);
@@ -482,20 +387,40 @@ pub(crate) async fn run(
             }
         }
     }
-    drop(leader_exit);
-    input.close();
+    Supervised {
+        lifecycle,
+        leftovers_killed,
+    }
+}
 
-    // The leader has exited: reap it (it is our child and a zombie, so its
-    // pid could not have been reused), then make sure the tree is gone.
+/// What is left of a run once its tree is gone.
+struct Settled {
+    /// The leader's own wait status and usage, when it was reaped here.
+    reaped: Option<pidfd::Reaped>,
+    /// The run's container, still to be read (CPU time, peak memory, OOM
+    /// kills) and released.
+    containment: Containment,
+    applied: crate::AppliedSandbox,
+}
+
+/// After the lifecycle: reaps the leader (it is our child and a zombie, so
+/// its pid could not have been reused), makes sure the tree is gone, and
+/// keeps the init for the session's next run, or hands it and the sandbox
+/// to the reaper thread, or drops the sandbox.
+async fn settle(
+    executor: &Executor,
+    guard: &mut RunGuard<'_>,
+    key: Key,
+    sandbox: SandboxPlan,
+    keep_init: Option<&Session>,
+    init_status: Option<&InitStatus>,
+) -> Result<Settled, Error> {
     let mut leader = guard.leader.take();
     // The program's record is in and its cgroup was killed: a session's
     // init waits for the session's next run once the cgroup is empty.
     let reusable = match (keep_init, leader.take()) {
         (Some(session), Some(init))
-            if init.is_init()
-                && init_status
-                    .as_ref()
-                    .is_some_and(|status| status.record().is_some()) =>
+            if init.is_init() && init_status.is_some_and(|status| status.record().is_some()) =>
         {
             Some((session, init))
         }
@@ -543,27 +468,52 @@ pub(crate) async fn run(
         }
         (None, sandbox) => drop(sandbox),
     }
+    let containment = containment.ok_or_else(|| lost("the run lost its container"))?;
+    Ok(Settled {
+        reaped,
+        containment,
+        applied,
+    })
+}
+
+/// Reads what the output and report pipes still hold, for at most
+/// [`DRAIN_BUDGET`].
+async fn drain(streams: &mut Streams<'_>) {
+    let Streams {
+        stdout,
+        stderr,
+        reports,
+        ..
+    } = streams;
     let drain_until = tokio::time::Instant::now() + DRAIN_BUDGET;
     let reports_open = |reports: &Option<Reports>| reports.as_ref().is_some_and(Reports::open);
-    while stdout.open() || stderr.open() || reports_open(&reports) {
+    while stdout.open() || stderr.open() || reports_open(reports) {
         tokio::select! {
             () = tokio::time::sleep_until(drain_until) => break,
             () = stdout.read_chunk(), if stdout.open() => {}
             () = stderr.read_chunk(), if stderr.open() => {}
-            () = read_reports(&mut reports), if reports_open(&reports) => {}
+            () = read_reports(reports), if reports_open(reports) => {}
         }
     }
-    let wall_time = started.elapsed();
+}
 
-    let Some(containment) = containment else {
-        return Err(Error::Sys {
-            call: "run",
-            source: io::Error::other("the run lost its container"),
-        });
-    };
+/// The run's [`Outcome`], and its container released.
+fn outcome(
+    executor: &Executor,
+    limits: &Limits,
+    supervised: Supervised,
+    streams: Streams<'_>,
+    settled: Settled,
+    wall_time: Duration,
+) -> Result<Outcome, Error> {
+    let Settled {
+        reaped,
+        containment,
+        applied,
+    } = settled;
     // With an init, the program's own status comes from its record, and its
     // usage too: the init's rusage would report the executor's memory as its own.
-    let reaped = match &init_status {
+    let reaped = match &streams.init_status {
         Some(status) => status.record().map(pidfd::Reaped::from_record),
         None => reaped,
     };
@@ -573,6 +523,7 @@ pub(crate) async fn run(
     let cpu_time = containment
         .cpu_time()
         .or(reaped.map(|reaped| reaped.cpu_time));
+    let lifecycle = supervised.lifecycle;
     let limit = lifecycle.limit().or_else(|| {
         if containment.oom_kills() > 0 {
             return Some(LimitKind::Memory);
@@ -592,15 +543,23 @@ pub(crate) async fn run(
         peak_memory: containment
             .peak_memory()
             .or(reaped.map(|reaped| reaped.max_rss_bytes)),
-        stdout: stdout.capture.finish(),
-        stderr: stderr.capture.finish(),
-        leftovers_killed,
-        stdin_unread: input.unread,
+        stdout: streams.stdout.capture.finish(),
+        stderr: streams.stderr.capture.finish(),
+        leftovers_killed: supervised.leftovers_killed,
+        stdin_unread: streams.input.unread,
         backend: containment.backend(),
         sandbox: applied,
     };
     executor.release(containment);
     Ok(outcome)
+}
+
+/// The error of a run that lost track of what it started.
+fn lost(what: &str) -> Error {
+    Error::Sys {
+        call: "run",
+        source: io::Error::other(what),
+    }
 }
 
 async fn leader_readable(leader_exit: &AsyncFd<std::os::fd::RawFd>) {

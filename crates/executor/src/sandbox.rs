@@ -245,40 +245,7 @@ pub(crate) fn plan(
         syscall_filter: false,
         relaxed: Vec::new(),
     };
-    let privileges = match sandbox.privileges {
-        Privileges::Keep => None,
-        Privileges::Drop(run_as) => {
-            if let Some(run_as) = run_as
-                && !host.is_root
-            {
-                return Err(Error::RunAsNeedsRoot { run_as });
-            }
-            applied.capabilities_dropped = true;
-            applied.run_as = run_as;
-            Some(PrivilegePlan {
-                run_as,
-                last_capability: host.last_capability,
-            })
-        }
-    };
-    let seccomp_program = match sandbox.syscalls {
-        Syscalls::Unfiltered => None,
-        Syscalls::Filtered(enforcement) => {
-            if features.seccomp.available {
-                applied.syscall_filter = true;
-                Some(())
-            } else {
-                unavailable(
-                    enforcement,
-                    "syscalls = filter",
-                    "a seccomp filter",
-                    &features.seccomp.detail,
-                    &mut applied,
-                )?;
-                None
-            }
-        }
-    };
+    let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
     let mut clone_flags = 0;
     if let Network::Deny(enforcement) = sandbox.network {
         if features.network_namespace.available {
@@ -303,65 +270,13 @@ pub(crate) fn plan(
         clone_flags |= libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
         applied.private_ipc = true;
     }
-    let (writable_root, enforcement, access) = match &sandbox.filesystem {
-        Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
-        Filesystem::Project { root, enforcement } => (
-            Some(root.as_path()),
-            *enforcement,
-            FilesystemAccess::Project,
-        ),
-        Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
-    };
-    let requirement = match access {
-        FilesystemAccess::Project => "filesystem = project",
-        _ => "filesystem = read-only",
-    };
+    let FilesystemPlan {
+        writable_root,
+        landlock_ruleset,
+        landlock_rights,
+        temp_dir,
+    } = plan_filesystem(sandbox, features, run_name, &mut applied)?;
     let mounts_available = features.private_mounts.available;
-    let mut landlock_ruleset = None;
-    let mut landlock_rights = 0;
-    let mut temp_dir = None;
-    if access != FilesystemAccess::Full {
-        match features
-            .landlock_abi
-            .filter(|_| features.landlock.available)
-        {
-            Some(abi) => {
-                if !mounts_available {
-                    // Without capabilities (a non-root executor), a program cannot change
-                    // the metadata of files it does not own, so Landlock alone keeps the
-                    // promise there; a root executor's programs need the read-only mounts.
-                    // SAFETY: geteuid cannot fail.
-                    let strict =
-                        enforcement == Enforcement::Required && unsafe { libc::geteuid() } == 0;
-                    unavailable(
-                        if strict {
-                            Enforcement::Required
-                        } else {
-                            Enforcement::IfPossible
-                        },
-                        requirement,
-                        "a mount namespace (read-only mounts: file metadata and device nodes)",
-                        &features.private_mounts.detail,
-                        &mut applied,
-                    )?;
-                }
-                let dir = create_temp_dir(run_name, applied.run_as)?;
-                let mut writable: Vec<&Path> = vec![&dir.path];
-                writable.extend(writable_root);
-                landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
-                landlock_rights = landlock::writable_rights(abi);
-                temp_dir = Some(dir);
-                applied.filesystem = access;
-            }
-            None => unavailable(
-                enforcement,
-                requirement,
-                "Landlock",
-                &features.landlock.detail,
-                &mut applied,
-            )?,
-        }
-    }
     let restricted = applied.filesystem != FilesystemAccess::Full;
     let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
     let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
@@ -409,6 +324,134 @@ pub(crate) fn plan(
         seccomp: seccomp_program
             .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
         applied,
+    })
+}
+
+/// The privileges a run drops and whether it gets the system-call filter,
+/// or an error when they cannot be had; `applied` says what applies.
+fn plan_privileges(
+    sandbox: &Sandbox,
+    features: &Features,
+    host: Host,
+    applied: &mut AppliedSandbox,
+) -> Result<(Option<PrivilegePlan>, Option<()>), Error> {
+    let privileges = match sandbox.privileges {
+        Privileges::Keep => None,
+        Privileges::Drop(run_as) => {
+            if let Some(run_as) = run_as
+                && !host.is_root
+            {
+                return Err(Error::RunAsNeedsRoot { run_as });
+            }
+            applied.capabilities_dropped = true;
+            applied.run_as = run_as;
+            Some(PrivilegePlan {
+                run_as,
+                last_capability: host.last_capability,
+            })
+        }
+    };
+    let seccomp_program = match sandbox.syscalls {
+        Syscalls::Unfiltered => None,
+        Syscalls::Filtered(enforcement) => {
+            if features.seccomp.available {
+                applied.syscall_filter = true;
+                Some(())
+            } else {
+                unavailable(
+                    enforcement,
+                    "syscalls = filter",
+                    "a seccomp filter",
+                    &features.seccomp.detail,
+                    applied,
+                )?;
+                None
+            }
+        }
+    };
+    Ok((privileges, seccomp_program))
+}
+
+/// The filesystem part of a plan: the directories Landlock leaves
+/// writable, its ruleset and the private TMPDIR; `applied` says what applies.
+struct FilesystemPlan<'sandbox> {
+    writable_root: Option<&'sandbox Path>,
+    landlock_ruleset: Option<OwnedFd>,
+    landlock_rights: u64,
+    temp_dir: Option<TempDir>,
+}
+
+/// Plans the sandbox's filesystem restriction, or fails closed when a
+/// required mechanism is unavailable.
+fn plan_filesystem<'sandbox>(
+    sandbox: &'sandbox Sandbox,
+    features: &Features,
+    run_name: &str,
+    applied: &mut AppliedSandbox,
+) -> Result<FilesystemPlan<'sandbox>, Error> {
+    let (writable_root, enforcement, access) = match &sandbox.filesystem {
+        Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
+        Filesystem::Project { root, enforcement } => (
+            Some(root.as_path()),
+            *enforcement,
+            FilesystemAccess::Project,
+        ),
+        Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
+    };
+    let requirement = match access {
+        FilesystemAccess::Project => "filesystem = project",
+        _ => "filesystem = read-only",
+    };
+    let mounts_available = features.private_mounts.available;
+    let mut landlock_ruleset = None;
+    let mut landlock_rights = 0;
+    let mut temp_dir = None;
+    if access != FilesystemAccess::Full {
+        match features
+            .landlock_abi
+            .filter(|_| features.landlock.available)
+        {
+            Some(abi) => {
+                if !mounts_available {
+                    // Without capabilities (a non-root executor), a program cannot change
+                    // the metadata of files it does not own, so Landlock alone keeps the
+                    // promise there; a root executor's programs need the read-only mounts.
+                    let strict =
+                        enforcement == Enforcement::Required && nix::unistd::geteuid().is_root();
+                    unavailable(
+                        if strict {
+                            Enforcement::Required
+                        } else {
+                            Enforcement::IfPossible
+                        },
+                        requirement,
+                        "a mount namespace (read-only mounts: file metadata and device nodes)",
+                        &features.private_mounts.detail,
+                        applied,
+                    )?;
+                }
+                let dir = create_temp_dir(run_name, applied.run_as)?;
+                let mut writable: Vec<&Path> = vec![&dir.path];
+                writable.extend(writable_root);
+                landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
+                landlock_rights = landlock::writable_rights(abi);
+                temp_dir = Some(dir);
+                applied.filesystem = access;
+            }
+            None => unavailable(
+                enforcement,
+                requirement,
+                "Landlock",
+                &features.landlock.detail,
+                applied,
+            )?,
+        }
+    }
+    Ok(FilesystemPlan {
+        writable_root,
+        landlock_ruleset,
+        landlock_rights,
+        temp_dir,
     })
 }
 

@@ -4,7 +4,8 @@
 //!
 //! The program is written by hand rather than with a crate (seccompiler,
 //! libseccomp): about seventy numbers, a few with an argument check, found
-//! by a balanced binary search over the number (`build`), the child must
+//! by a balanced binary search over the number (`bpf.rs` compiles this
+//! module's table of rules into it), the child must
 //! install it with one system call and no allocation, and every rule is
 //! listed with its reason in `docs/security.md`, which a generated program
 //! would hide. The tests run the program in an interpreter of classic BPF
@@ -20,6 +21,8 @@
 
 use std::sync::OnceLock;
 
+use crate::bpf::build;
+
 /// Whether the filter of a network-denied run refuses `socket` for every
 /// family, and `socketpair` but for connected Unix stream and seqpacket
 /// pairs, so that a run cannot make a socket that names another
@@ -33,47 +36,14 @@ pub(crate) const SUPPORTED: bool = true;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) const SUPPORTED: bool = false;
 
-/// `AUDIT_ARCH_X86_64`: EM_X86_64 | 64-bit | little-endian.
-#[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xC000_003E;
-/// `AUDIT_ARCH_AARCH64`: EM_AARCH64 | 64-bit | little-endian.
-#[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xC000_00B7;
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-const AUDIT_ARCH: u32 = 0;
-
-/// x32 system calls are numbered from this bit on x86_64; each is another
-/// entry point to a call the list below names by its 64-bit number.
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-
-/// `BPF_LD | BPF_W | BPF_ABS` (0x00, 0x00, 0x20).
-const BPF_LD_W_ABS: u16 = 0x20;
-/// `BPF_ALU | BPF_AND | BPF_K` (0x04, 0x50, 0x00).
-const BPF_ALU_AND_K: u16 = 0x54;
-/// `BPF_JMP | BPF_JEQ | BPF_K`, and the same with `BPF_JGE` and `BPF_JSET`.
-const BPF_JEQ_K: u16 = 0x15;
-const BPF_JGE_K: u16 = 0x35;
-const BPF_JSET_K: u16 = 0x45;
-/// `BPF_JMP | BPF_JA`: an unconditional jump by `k`, 32 bits wide.
-const BPF_JA: u16 = 0x05;
-const BPF_RET_K: u16 = 0x06;
-
-const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+/// `seccomp(2)`'s operation that installs a filter.
 const SECCOMP_SET_MODE_FILTER: libc::c_ulong = 1;
-
-/// Offsets in `struct seccomp_data`.
-const OFFSET_NR: u32 = 0;
-const OFFSET_ARCH: u32 = 4;
-/// The low 32 bits of the first argument (little-endian).
-const OFFSET_ARG0_LOW: u32 = 16;
 
 /// Every `CLONE_NEW*` flag `clone` takes: mount, cgroup, UTS, IPC, user,
 /// PID, network (Docker's mask 0x7E020000). `CLONE_NEWTIME` (0x80) lies in
 /// the exit-signal byte of `clone`, so it is only checked for `unshare`.
-const CLONE_NAMESPACES: u32 = 0x7E02_0000;
-const CLONE_NEWTIME: u32 = 0x80;
+pub(crate) const CLONE_NAMESPACES: u32 = 0x7E02_0000;
+pub(crate) const CLONE_NEWTIME: u32 = 0x80;
 
 /// `AF_VSOCK`: sockets to the hypervisor, which no network namespace covers.
 const AF_VSOCK: u32 = 40;
@@ -81,14 +51,14 @@ const AF_VSOCK: u32 = 40;
 /// The `personality` values a program may set: the default (`PER_LINUX`),
 /// `PER_LINUX32` (8), `ADDR_NO_RANDOMIZE` with either (used by `setarch -R`
 /// and debuggers), and the query `0xffffffff`: Docker's list.
-const PERSONALITIES: [u32; 5] = [0, 8, 0x0002_0000, 0x0002_0008, 0xffff_ffff];
+pub(crate) const PERSONALITIES: [u32; 5] = [0, 8, 0x0002_0000, 0x0002_0008, 0xffff_ffff];
 
 /// Calls that fail with `EPERM`, in three groups: what needs a capability
 /// the run does not have (denied anyway, but the kernel code behind the
 /// check is attack surface), what reaches outside the run whatever its
 /// privileges, and what has a record of kernel bugs with no use in a tool.
 /// `docs/security.md` gives the reason for each line.
-const DENIED: &[libc::c_long] = &[
+pub(crate) const DENIED: &[libc::c_long] = &[
     // Kernel keyrings are not namespaced: keys outlive the call and are shared.
     libc::SYS_add_key,
     libc::SYS_keyctl,
@@ -152,19 +122,6 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_ioperm,
 ];
 
-fn statement(code: u16, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
-
 fn number(call: libc::c_long) -> u32 {
     u32::try_from(call).expect("system call numbers are small and positive")
 }
@@ -175,10 +132,10 @@ fn number(call: libc::c_long) -> u32 {
 /// copy of a shell would leave a setuid-root program in the project for the
 /// next user to run (`b08` in the hostile corpus). No capability covers that:
 /// the owner may always set these bits, so the filter refuses them.
-const SET_ID_BITS: u32 = 0o6000;
+pub(crate) const SET_ID_BITS: u32 = 0o6000;
 
 /// `AF_UNIX`: the one family `socketpair` may make under `network = deny`.
-const AF_UNIX: u32 = 1;
+pub(crate) const AF_UNIX: u32 = 1;
 
 /// Tracing: refused only to a run without a private PID namespace. In one, a
 /// tool sees nothing but its own tree and toolsmith's init, which is not
@@ -186,7 +143,7 @@ const AF_UNIX: u32 = 1;
 /// debugger, `strace` or the leak checker of AddressSanitizer (which traces
 /// its own threads) work as in a shell. Outside one, other processes of the
 /// same uid would be in reach.
-const TRACING: &[libc::c_long] = &[
+pub(crate) const TRACING: &[libc::c_long] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
     libc::SYS_process_vm_writev,
@@ -204,12 +161,12 @@ const SYS_FCHMODAT2: libc::c_long = 452;
 /// socket of a pair may `sendto` any named datagram socket: `/dev/log`,
 /// journald's socket, a listener in `/tmp`, an abstract name of the network
 /// namespace, so `SOCK_DGRAM` (and every other type) is refused.
-const SOCK_TYPE_MASK: u32 = 0xf;
-const SOCKETPAIR_TYPES: [u32; 2] = [1, 5];
+pub(crate) const SOCK_TYPE_MASK: u32 = 0xf;
+pub(crate) const SOCKETPAIR_TYPES: [u32; 2] = [1, 5];
 
 /// What the filter does with one system-call number the search finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Rule {
+pub(crate) enum Rule {
     /// Fails with this errno.
     Refuse(i32),
     /// Fails with `EPERM` when the low 32 bits of argument `argument` have a
@@ -234,7 +191,7 @@ pub(crate) fn program(network_denied: bool, private_pids: bool) -> &'static [lib
 
 /// Every number the filter does not simply allow, with its rule, sorted by
 /// number.
-fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
+pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
     let tracing: &[libc::c_long] = if private_pids { &[] } else { TRACING };
     let mut rules: Vec<(libc::c_long, Rule)> = DENIED
         .iter()
@@ -305,265 +262,6 @@ fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
     rules
 }
 
-/// A run of consecutive numbers with one rule (only plain refusals are
-/// merged): the unit the search sorts and a leaf compares.
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    first: u32,
-    last: u32,
-    rule: Rule,
-}
-
-/// `rules` (sorted) with runs of consecutive numbers refused alike merged:
-/// `acct` to `ioperm` are eleven numbers in a row on x86_64, the mount API
-/// and `io_uring` nine.
-fn spans(rules: &[(u32, Rule)]) -> Vec<Span> {
-    let mut spans: Vec<Span> = Vec::with_capacity(rules.len());
-    for &(call, rule) in rules {
-        match spans.last_mut() {
-            Some(span)
-                if matches!(rule, Rule::Refuse(_))
-                    && span.rule == rule
-                    && span.last + 1 == call =>
-            {
-                span.last = call;
-            }
-            _ => spans.push(Span {
-                first: call,
-                last: call,
-                rule,
-            }),
-        }
-    }
-    spans
-}
-
-/// Spans a leaf of the search compares one by one. Each level of the tree
-/// costs one comparison on the way down, each span of a leaf one or two
-/// more and as many instructions: eight keeps both the program (about a
-/// hundred instructions) and the longest walk (about a dozen) short.
-const LEAF_SIZE: usize = 8;
-
-/// The program: the architecture check, then a balanced binary search over
-/// the sorted spans of `rules` (as libseccomp's binary-tree optimisation
-/// does), whose leaves run the rule of the number they find and allow every
-/// other one.
-///
-/// The kernel runs the filter for every system call the run makes, and once
-/// more for every number of every architecture when it installs it (to
-/// cache the numbers the filter allows whatever their arguments): a search
-/// takes about a dozen steps where a list of every rule took all of them.
-/// Installing also translates and compiles every instruction, so the leaves
-/// keep the program small: consecutive numbers share a comparison, and the
-/// rules of a leaf share its returns.
-fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
-    let mut program = header();
-    program.extend(search(&spans(&rules(network_denied, private_pids))));
-    program
-}
-
-/// Loads the number after checking the architecture: a foreign one kills,
-/// an x32 number is refused.
-fn header() -> Vec<libc::sock_filter> {
-    let mut program = vec![
-        statement(BPF_LD_W_ABS, OFFSET_ARCH),
-        jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
-        statement(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
-        statement(BPF_LD_W_ABS, OFFSET_NR),
-    ];
-    if cfg!(target_arch = "x86_64") {
-        program.push(jump(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1));
-        program.push(refuse(libc::EPERM));
-    }
-    program
-}
-
-/// The search over `spans` (sorted, the number in the accumulator): a
-/// fragment of which every path ends in a return, so fragments join without
-/// knowing what follows them.
-fn search(spans: &[Span]) -> Vec<libc::sock_filter> {
-    if spans.len() <= LEAF_SIZE {
-        return leaf(spans);
-    }
-    let middle = spans.len() / 2;
-    let below = search(&spans[..middle]);
-    let above = search(&spans[middle..]);
-    let pivot = spans[middle].first;
-    let mut fragment = Vec::with_capacity(below.len() + above.len() + 2);
-    match u8::try_from(below.len()) {
-        Ok(over_below) => fragment.push(jump(BPF_JGE_K, pivot, over_below, 0)),
-        Err(_) => {
-            // A conditional jump reaches 255 instructions at most; an
-            // unconditional one takes a 32-bit offset.
-            fragment.push(jump(BPF_JGE_K, pivot, 0, 1));
-            fragment.push(statement(BPF_JA, count(below.len())));
-        }
-    }
-    fragment.extend(below);
-    fragment.extend(above);
-    fragment
-}
-
-/// Where a jump of a leaf goes, resolved to an offset once the leaf is laid out.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Goto {
-    /// The next instruction; after the last comparison, the ALLOW.
-    Next,
-    Allow,
-    Refuse(i32),
-    /// The argument check of the leaf's span at this index.
-    Check(usize),
-}
-
-/// An instruction of a leaf; `jt` and `jf` matter for jumps only.
-struct Op {
-    code: u16,
-    k: u32,
-    jt: Goto,
-    jf: Goto,
-}
-
-fn op(code: u16, k: u32) -> Op {
-    op_jump(code, k, Goto::Next, Goto::Next)
-}
-
-fn op_jump(code: u16, k: u32, jt: Goto, jf: Goto) -> Op {
-    Op { code, k, jt, jf }
-}
-
-/// A leaf: the comparisons, in ascending order, each jumping to its span's
-/// refusal or argument check; then the argument checks (one copy of each
-/// distinct one), the ALLOW and the refusals, which every rule of the leaf
-/// shares.
-fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
-    let mut ops = Vec::new();
-    for (index, span) in spans.iter().enumerate() {
-        let target = match span.rule {
-            Rule::Refuse(errno) => Goto::Refuse(errno),
-            _ => Goto::Check(index),
-        };
-        if span.first == span.last {
-            ops.push(op_jump(BPF_JEQ_K, span.first, target, Goto::Next));
-        } else {
-            // Below this span the number is below every remaining one too.
-            ops.push(op_jump(BPF_JGE_K, span.first, Goto::Next, Goto::Allow));
-            ops.push(op_jump(BPF_JGE_K, span.last + 1, Goto::Next, target));
-        }
-    }
-    let comparisons = ops.len();
-    let mut check_at = vec![0; spans.len()];
-    for (index, span) in spans.iter().enumerate() {
-        check_at[index] = match spans[..index]
-            .iter()
-            .position(|seen| seen.rule == span.rule)
-        {
-            Some(same) => check_at[same],
-            None => {
-                let start = ops.len();
-                ops.extend(check(span.rule));
-                start
-            }
-        };
-    }
-    let allow_at = ops.len();
-    ops.push(op(BPF_RET_K, SECCOMP_RET_ALLOW));
-    let mut refusals: Vec<(i32, usize)> = Vec::new();
-    for index in 0..ops.len() {
-        for goto in [ops[index].jt, ops[index].jf] {
-            if let Goto::Refuse(errno) = goto
-                && !refusals.iter().any(|&(known, _)| known == errno)
-            {
-                refusals.push((errno, ops.len()));
-                ops.push(op(BPF_RET_K, refusal(errno)));
-            }
-        }
-    }
-    let resolve = |from: usize, goto: Goto| -> u8 {
-        let target = match goto {
-            Goto::Next if from + 1 == comparisons => allow_at,
-            Goto::Next => from + 1,
-            Goto::Allow => allow_at,
-            Goto::Refuse(errno) => refusals
-                .iter()
-                .find(|&&(known, _)| known == errno)
-                .map(|&(_, at)| at)
-                .expect("every refusal a leaf jumps to is laid out"),
-            Goto::Check(index) => check_at[index],
-        };
-        u8::try_from(target - (from + 1)).expect("a leaf is a few dozen instructions")
-    };
-    ops.iter()
-        .enumerate()
-        .map(|(index, op)| {
-            // The class bits of a jump (`BPF_JMP`).
-            if op.code & 0x07 == 0x05 {
-                jump(op.code, op.k, resolve(index, op.jt), resolve(index, op.jf))
-            } else {
-                statement(op.code, op.k)
-            }
-        })
-        .collect()
-}
-
-/// The argument check of a rule, run with the number in the accumulator:
-/// it loads an argument and jumps to the leaf's ALLOW or refusal.
-fn check(rule: Rule) -> Vec<Op> {
-    let refuse = Goto::Refuse(libc::EPERM);
-    let allow_only = |values: &[u32]| {
-        let mut ops: Vec<Op> = values
-            .iter()
-            .map(|&value| op_jump(BPF_JEQ_K, value, Goto::Allow, Goto::Next))
-            .collect();
-        if let Some(last) = ops.last_mut() {
-            last.jf = refuse;
-        }
-        ops
-    };
-    match rule {
-        Rule::Refuse(_) => Vec::new(),
-        Rule::RefuseBits { argument, mask } => vec![
-            op(BPF_LD_W_ABS, argument_low(argument)),
-            op_jump(BPF_JSET_K, mask, refuse, Goto::Allow),
-        ],
-        Rule::RefuseFamily(family) => vec![
-            op(BPF_LD_W_ABS, argument_low(0)),
-            op_jump(BPF_JEQ_K, family, refuse, Goto::Allow),
-        ],
-        Rule::UnixStreamPairsOnly => {
-            let mut ops = vec![
-                op(BPF_LD_W_ABS, argument_low(0)),
-                op_jump(BPF_JEQ_K, AF_UNIX, Goto::Next, refuse),
-                op(BPF_LD_W_ABS, argument_low(1)),
-                op(BPF_ALU_AND_K, SOCK_TYPE_MASK),
-            ];
-            ops.extend(allow_only(&SOCKETPAIR_TYPES));
-            ops
-        }
-        Rule::Personalities => {
-            let mut ops = vec![op(BPF_LD_W_ABS, argument_low(0))];
-            ops.extend(allow_only(&PERSONALITIES));
-            ops
-        }
-    }
-}
-
-fn refusal(errno: i32) -> u32 {
-    SECCOMP_RET_ERRNO | u32::try_from(errno).expect("errno values are small and positive")
-}
-
-fn refuse(errno: i32) -> libc::sock_filter {
-    statement(BPF_RET_K, refusal(errno))
-}
-
-/// The offset of the low 32 bits of argument `argument` (little-endian).
-fn argument_low(argument: u32) -> u32 {
-    OFFSET_ARG0_LOW + 8 * argument
-}
-
-fn count(length: usize) -> u32 {
-    u32::try_from(length).expect("the filter is well under 4096 instructions")
-}
-
 /// The program in the form `seccomp(2)` takes.
 pub(crate) fn fprog(program: &'static [libc::sock_filter]) -> libc::sock_fprog {
     libc::sock_fprog {
@@ -586,6 +284,26 @@ pub(crate) unsafe fn install(filter: &libc::sock_fprog) -> bool {
             SECCOMP_SET_MODE_FILTER,
             0 as libc::c_ulong,
             std::ptr::from_ref(filter),
+        ) == 0
+    }
+}
+
+/// Sets `PR_SET_NO_NEW_PRIVS` on the calling process: `execve` grants no
+/// privilege from then on, and a filter (or a Landlock ruleset) may be
+/// installed without `CAP_SYS_ADMIN`. False when it failed.
+///
+/// # Safety
+/// Async-signal-safe and allocation-free: one `prctl`. Meant for the clone
+/// child and toolsmith's init (nix's wrapper is not for code after a clone).
+pub(crate) unsafe fn set_no_new_privs() -> bool {
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes 1 and three zeros.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_NO_NEW_PRIVS,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
         ) == 0
     }
 }
@@ -638,15 +356,7 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
     // calls below only touch this process's own state.
     unsafe {
         let filter = &*argument.cast::<libc::sock_fprog>();
-        if libc::prctl(
-            libc::PR_SET_NO_NEW_PRIVS,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        ) != 0
-            || !install(filter)
-        {
+        if !set_no_new_privs() || !install(filter) {
             libc::_exit(1);
         }
         // Without the filter, both calls fail with EFAULT (or EINVAL).
@@ -667,10 +377,10 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
 
 #[cfg(test)]
 mod tests {
-    use crate::seccomp::{
-        AUDIT_ARCH, BPF_JA, DENIED, LEAF_SIZE, REFUSES_EVERY_SOCKET_UNDER_DENY, Rule, Span,
-        TRACING, X32_SYSCALL_BIT, build, header, leaf, rules, search, spans,
+    use crate::bpf::{
+        AUDIT_ARCH, BPF_JA, LEAF_SIZE, Span, X32_SYSCALL_BIT, build, header, leaf, search, spans,
     };
+    use crate::seccomp::{DENIED, REFUSES_EVERY_SOCKET_UNDER_DENY, Rule, TRACING, rules};
 
     /// What a call must get, as `seccomp(2)` returns it.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -963,7 +673,7 @@ mod tests {
                 last: call,
                 rule,
             }]);
-            program.push(crate::seccomp::jump(
+            program.push(crate::bpf::jump(
                 0x15,
                 call,
                 0,
@@ -971,7 +681,7 @@ mod tests {
             ));
             program.extend(code);
         }
-        program.push(crate::seccomp::statement(0x06, 0x7fff_0000));
+        program.push(crate::bpf::statement(0x06, 0x7fff_0000));
         program
     }
 

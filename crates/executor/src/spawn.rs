@@ -1,5 +1,4 @@
-//! Starting a process on the vfork path, with the per-run set-up done in the
-//! child before `execve` and without any allocation after the clone.
+//! Starting a process on the vfork path: the executor's side of a spawn.
 //!
 //! Rust's `std::process::Command` leaves `posix_spawn` for `fork()` as soon
 //! as a `pre_exec` closure is set, and fork copies the page tables of the
@@ -10,12 +9,14 @@
 //! child calls `execve` or exits.
 //!
 //! Everything the child needs (C strings, pointer arrays, limits, file
-//! descriptors) is prepared by [`SpawnPlan::new`] before the clone. The child
-//! only makes system calls: no allocation, no locks, no panics. It reports a
-//! failure by storing the failed step and errno in memory it shares with the
-//! parent, then calls `_exit(127)`.
+//! descriptors) is prepared in `plan.rs` before the clone; the child's code,
+//! which only makes system calls, is in `child.rs`; the threads that clone
+//! are in `spawner.rs`. This module holds the clone itself, the memory the
+//! child shares with the executor ([`ChildContext`]), the child stacks, a
+//! prepared init ([`Prepared`]) and the handshakes: [`spawn`] at once,
+//! [`prepare_on_init_thread`] then [`go`] with toolsmith's init.
 
-use std::ffi::{CString, OsStr, c_char, c_int, c_void};
+use std::ffi::{OsStr, c_int, c_void};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -23,299 +24,42 @@ use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
-use crate::init::{self, KernelSigaction, NSIG};
-use crate::mounts::MountPlan;
-use crate::privileges::{self, PrivilegePlan, PrivilegeStep};
-use crate::{Command, Error, seccomp};
+use nix::errno::Errno;
+use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous, mprotect, munmap};
+use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::{SysconfVar, sysconf};
+
+use crate::child::child_main;
+use crate::init;
+use crate::pipes::{above_stdio, pipe};
+use crate::plan::{InitPlan, SpawnPlan};
+use crate::{Error, Stage};
 
 /// The size of the child's stack. The child's code is a straight line of
 /// system calls; this leaves ample room even in debug builds.
 const CHILD_STACK_SIZE: usize = 256 * 1024;
 
-/// One resource limit to set in the child.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Rlimit {
-    pub(crate) resource: libc::__rlimit_resource_t,
-    pub(crate) soft: u64,
-    pub(crate) hard: u64,
-}
-
-/// A user-namespace identity map the child writes for itself after entering
-/// a new user namespace (`/proc/self/uid_map` and `gid_map`).
-#[derive(Debug)]
-pub(crate) struct IdMaps {
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
-}
-
-impl IdMaps {
-    /// Maps the current uid and gid onto themselves, so the program sees the
-    /// same identity inside the namespace.
-    pub(crate) fn identity() -> IdMaps {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        IdMaps {
-            uid_map: format!("{uid} {uid} 1").into_bytes(),
-            gid_map: format!("{gid} {gid} 1").into_bytes(),
-        }
-    }
-
-    /// Writes the maps for the calling process, which has just entered a new
-    /// user namespace. Async-signal-safe.
-    ///
-    /// A process that is not dumpable (toolsmith sets `PR_SET_DUMPABLE` 0 at
-    /// start) has its `/proc/self` files owned by root, which a non-root
-    /// child cannot open for writing. Dumpability belongs to the memory the
-    /// child shares with the executor (`CLONE_VM`), so it is turned on for
-    /// the three writes only and off again at once.
-    pub(crate) fn write_own(&self) -> bool {
-        // SAFETY: prctl and write_file only make system calls.
-        unsafe {
-            let was_dumpable = libc::prctl(libc::PR_GET_DUMPABLE) == 1;
-            if !was_dumpable {
-                set_dumpable(1);
-            }
-            let written = write_file(c"/proc/self/setgroups", b"deny")
-                && write_file(c"/proc/self/uid_map", &self.uid_map)
-                && write_file(c"/proc/self/gid_map", &self.gid_map);
-            if !was_dumpable {
-                set_dumpable(0);
-            }
-            written
-        }
-    }
-}
-
-/// Sets `PR_SET_DUMPABLE`. Async-signal-safe.
-///
-/// # Safety
-/// One `prctl`.
-unsafe fn set_dumpable(value: libc::c_ulong) {
-    // SAFETY: PR_SET_DUMPABLE takes 0 or 1.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_DUMPABLE,
-            value,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-}
-
-/// What the namespace's first process sets up before any program exists:
-/// everything that follows from the sandbox alone, so that it can be done
-/// ahead of the call (see [`prepare_on_init_thread`]).
-#[derive(Debug)]
-pub(crate) struct InitPlan {
-    /// Extra `CLONE_NEW*` flags.
-    pub(crate) clone_flags: c_int,
-    /// Identity maps to write when `CLONE_NEWUSER` is among the flags.
-    pub(crate) id_maps: Option<IdMaps>,
-    /// Mount a fresh `/proc` (the flags include `CLONE_NEWPID | CLONE_NEWNS`).
-    pub(crate) mount_proc: bool,
-    /// The run's mount layout (the flags include `CLONE_NEWNS`); replaces `mount_proc`.
-    pub(crate) mounts: Option<MountPlan>,
-    /// Set the hostname (the flags include `CLONE_NEWUTS`).
-    pub(crate) hostname: bool,
-    /// A network namespace to enter with `setns` (the executor's shared
-    /// empty one) instead of a new one.
-    pub(crate) network: Option<RawFd>,
-    /// The seccomp filter: installed by the init before the program exists
-    /// (the program inherits it), or by the program itself without an init.
-    pub(crate) seccomp: Option<libc::sock_fprog>,
-    /// A pidfd of the executor itself: the child sets `PR_SET_PDEATHSIG` and
-    /// then checks through it that the executor did not die in between.
-    pub(crate) executor_pidfd: Option<RawFd>,
-    /// A new PID namespace: its first process is toolsmith's init, which
-    /// starts the program as its child (see `init.rs`).
-    pub(crate) with_init: bool,
-    /// The init empties its bounding set (up to this capability) and locks
-    /// its securebits while it is prepared, when its programs drop their
-    /// privileges: they inherit both, and their own drop only checks them.
-    pub(crate) bounding: Option<u32>,
-}
-
-// SAFETY: the seccomp program is static; the plan is never mutated after construction.
-unsafe impl Send for InitPlan {}
-// SAFETY: as above.
-unsafe impl Sync for InitPlan {}
-
-/// Everything the program's own process needs, prepared before the clone.
-#[derive(Debug)]
-pub(crate) struct SpawnPlan {
-    program: CString,
-    // The pointer arrays below point into these; they must outlive the spawn.
-    _argv: Vec<CString>,
-    _envp: Vec<CString>,
-    argv_ptrs: Vec<*const c_char>,
-    envp_ptrs: Vec<*const c_char>,
-    cwd: CString,
-    stdio: [RawFd; 3],
-    /// The write end of the report pipe, put on fd 3 in the child; 4 or above.
-    report: Option<RawFd>,
-    cgroup_procs: Vec<RawFd>,
-    rlimits: Vec<Rlimit>,
-    /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
-    landlock: Option<RawFd>,
-    /// The identity and capabilities to drop before `execve`.
-    privileges: Option<PrivilegePlan>,
-}
-
-// SAFETY: the raw pointers point into the CStrings owned by the plan itself;
-// they are only read, by the child, while the plan is borrowed by the spawn.
-unsafe impl Send for SpawnPlan {}
-// SAFETY: as above; the plan is never mutated after construction.
-unsafe impl Sync for SpawnPlan {}
-
-/// What the program's process drops and enforces, from the run's sandbox.
-pub(crate) struct Confinement {
-    /// A Landlock ruleset (4 or above) to enforce just before the descriptors are closed.
-    pub(crate) landlock: Option<RawFd>,
-    /// The identity and capabilities to drop before `execve`.
-    pub(crate) privileges: Option<PrivilegePlan>,
-}
-
-impl SpawnPlan {
-    /// Prepares a spawn of `command` with the given stdio descriptors (each
-    /// must be 3 or above), cgroup `cgroup.procs` descriptors to join, and
-    /// rlimits, and `extra_env` appended to the command's environment.
-    pub(crate) fn new(
-        command: &Command,
-        extra_env: &[(&OsStr, &OsStr)],
-        stdio: [RawFd; 3],
-        report: Option<RawFd>,
-        cgroup_procs: Vec<RawFd>,
-        rlimits: Vec<Rlimit>,
-        confinement: Confinement,
-    ) -> Result<SpawnPlan, Error> {
-        let program = c_string(command.program().as_os_str())?;
-        let mut argv = Vec::with_capacity(command.args().len() + 1);
-        argv.push(program.clone());
-        for arg in command.args() {
-            argv.push(c_string(arg)?);
-        }
-        let mut envp = Vec::with_capacity(command.env_vars().len() + extra_env.len());
-        // A variable the executor sets (the private TMPDIR) replaces the command's.
-        let pairs = command
-            .env_vars()
-            .iter()
-            .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
-            .filter(|(name, _)| !extra_env.iter().any(|(extra, _)| extra == name))
-            .chain(extra_env.iter().copied());
-        for (name, value) in pairs {
-            let mut entry = Vec::with_capacity(name.len() + value.len() + 1);
-            entry.extend_from_slice(name.as_bytes());
-            entry.push(b'=');
-            entry.extend_from_slice(value.as_bytes());
-            envp.push(c_string(OsStr::from_bytes(&entry))?);
-        }
-        let argv_ptrs = null_terminated(&argv);
-        let envp_ptrs = null_terminated(&envp);
-        Ok(SpawnPlan {
-            program,
-            _argv: argv,
-            _envp: envp,
-            argv_ptrs,
-            envp_ptrs,
-            cwd: c_string(command.cwd().as_os_str())?,
-            stdio,
-            report,
-            cgroup_procs,
-            rlimits,
-            landlock: confinement.landlock,
-            privileges: confinement.privileges,
-        })
-    }
-}
-
-fn c_string(value: &OsStr) -> Result<CString, Error> {
-    CString::new(value.as_bytes()).map_err(|_| Error::NulByte {
-        value: value.to_string_lossy().into_owned(),
-    })
-}
-
-fn null_terminated(strings: &[CString]) -> Vec<*const c_char> {
-    strings
-        .iter()
-        .map(|string| string.as_ptr())
-        .chain(std::iter::once(ptr::null()))
-        .collect()
-}
-
-/// The steps of the child's set-up, named in spawn errors.
-const STAGES: [&str; 25] = [
-    "none",
-    "writing the user namespace id maps",
-    "joining the run's cgroup",
-    "setsid",
-    "setrlimit",
-    "redirecting stdio",
-    "closing inherited file descriptors",
-    "chdir",
-    "prctl(PR_SET_NO_NEW_PRIVS)",
-    "sigprocmask",
-    "execve",
-    "prctl(PR_SET_PDEATHSIG)",
-    "the executor exited during the spawn",
-    "mounting a private /proc",
-    "landlock_restrict_self",
-    "prctl(PR_SET_DUMPABLE) in the init",
-    "starting the program from the init",
-    "setsid in the init",
-    "setting up the run's mounts",
-    "sethostname",
-    "dropping the capability bounding set (PR_CAPBSET_DROP, PR_SET_SECUREBITS)",
-    "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
-    "dropping capabilities (capset)",
-    "installing the seccomp filter",
-    "entering the network namespace (setns)",
-];
-const STAGE_ID_MAPS: usize = 1;
-const STAGE_CGROUP: usize = 2;
-const STAGE_SETSID: usize = 3;
-const STAGE_RLIMIT: usize = 4;
-const STAGE_STDIO: usize = 5;
-const STAGE_CLOSE_FDS: usize = 6;
-const STAGE_CHDIR: usize = 7;
-const STAGE_NO_NEW_PRIVS: usize = 8;
-const STAGE_SIGMASK: usize = 9;
-const STAGE_EXECVE: usize = 10;
-const STAGE_PDEATHSIG: usize = 11;
-const STAGE_ORPHANED: usize = 12;
-const STAGE_MOUNT_PROC: usize = 13;
-const STAGE_LANDLOCK: usize = 14;
-const STAGE_INIT_DUMPABLE: usize = 15;
-const STAGE_INIT_CLONE: usize = 16;
-const STAGE_INIT_SETSID: usize = 17;
-const STAGE_MOUNTS: usize = 18;
-const STAGE_HOSTNAME: usize = 19;
-const STAGE_BOUNDING_SET: usize = 20;
-const STAGE_IDENTITY: usize = 21;
-const STAGE_CAPABILITIES: usize = 22;
-const STAGE_SECCOMP: usize = 23;
-const STAGE_NETWORK: usize = 24;
-
 /// Memory shared between the executor and the child (the child runs in the
 /// executor's address space: the init for its whole life, the program until
 /// `execve`). Boxed, so that its address stays put while a prepared init waits.
-struct ChildContext {
+pub(crate) struct ChildContext {
     /// The namespace set-up; lives as long as the init (see [`Prepared`]).
-    setup: *const InitPlan,
+    pub(crate) setup: *const InitPlan,
     /// The program's plan: stored by [`go`] just before it wakes the init,
     /// borrowed until the init's handshake. The same plan as the set-up's
     /// call on the direct path.
-    tool: AtomicPtr<SpawnPlan>,
-    failed_stage: AtomicUsize,
-    errno: AtomicI32,
+    pub(crate) tool: AtomicPtr<SpawnPlan>,
+    pub(crate) failed_stage: AtomicUsize,
+    pub(crate) errno: AtomicI32,
     /// The write end of the status pipe (with an init), else -1.
-    status_fd: c_int,
+    pub(crate) status_fd: c_int,
     /// The read end of the go pipe (with an init), else -1.
-    go_fd: c_int,
+    pub(crate) go_fd: c_int,
     /// A signalfd for every signal (with an init), else -1.
-    signal_fd: c_int,
+    pub(crate) signal_fd: c_int,
     /// The top of the program's own stack (with an init), else null.
-    tool_stack: *mut c_void,
+    pub(crate) tool_stack: *mut c_void,
 }
 
 // SAFETY: the pointers point into plans and a stack owned next to the
@@ -358,7 +102,7 @@ pub(crate) struct InitKeep {
     _signals: OwnedFd,
     _context: Box<ContextBox>,
     _setup: Box<InitPlan>,
-    /// The init was cloned by a thread of its own ([`on_init_thread`]), not
+    /// The init was cloned by a thread of its own ([`on_init_thread`](crate::spawner::on_init_thread)), not
     /// by the spawner thread: [`go`] may run from any thread.
     own_thread: bool,
 }
@@ -391,6 +135,12 @@ impl Prepared {
             pidfd: Some(pidfd),
             keep: Some(keep),
         }
+    }
+
+    /// The init was cloned by a thread of its own, not by the spawner
+    /// thread: [`go`] may run from any thread.
+    pub(crate) fn own_thread(&self) -> bool {
+        self.keep.as_ref().is_some_and(|keep| keep.own_thread)
     }
 
     /// A duplicate of the init's pidfd, to wait for its end from elsewhere.
@@ -427,7 +177,7 @@ impl Drop for Prepared {
 /// with a guard page below it.
 #[derive(Debug)]
 pub(crate) struct ChildStack {
-    base: *mut c_void,
+    base: ptr::NonNull<c_void>,
     len: usize,
 }
 
@@ -435,31 +185,29 @@ impl ChildStack {
     fn new(count: usize) -> Result<ChildStack, Error> {
         let page = page_size();
         let len = (CHILD_STACK_SIZE + page) * count;
-        let mmap_error = |source| Error::Sys {
+        let mmap_error = |errno| Error::Sys {
             call: "mmap",
-            source,
+            source: io::Error::from(errno),
         };
+        let length = std::num::NonZeroUsize::new(len).ok_or_else(|| mmap_error(Errno::EINVAL))?;
         // SAFETY: an anonymous private mapping with no address hint.
         let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
+            mmap_anonymous(
+                None,
+                length,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE | MapFlags::MAP_STACK,
             )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(mmap_error(io::Error::last_os_error()));
         }
+        .map_err(mmap_error)?;
         let stack = ChildStack { base, len };
         for index in 0..count {
             // SAFETY: each guard page lies inside the mapping just created.
-            let guard = base.wrapping_byte_add(index * (CHILD_STACK_SIZE + page));
-            if unsafe { libc::mprotect(guard, page, libc::PROT_NONE) } != 0 {
-                return Err(mmap_error(io::Error::last_os_error()));
+            unsafe {
+                let guard = stack.base.byte_add(index * (CHILD_STACK_SIZE + page));
+                mprotect(guard, page, ProtFlags::PROT_NONE)
             }
+            .map_err(mmap_error)?;
         }
         Ok(stack)
     }
@@ -469,6 +217,7 @@ impl ChildStack {
         // The stack grows down on every architecture we support; 16-byte
         // alignment holds because the mapping is page aligned.
         self.base
+            .as_ptr()
             .wrapping_byte_add((index + 1) * (CHILD_STACK_SIZE + page_size()))
     }
 }
@@ -479,23 +228,25 @@ unsafe impl Send for ChildStack {}
 impl Drop for ChildStack {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the mapping created in `new`.
-        unsafe { libc::munmap(self.base, self.len) };
+        let _ignored = unsafe { munmap(self.base, self.len) };
     }
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096)
+    sysconf(SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|size| usize::try_from(size).ok())
+        .unwrap_or(4096)
 }
 
 /// The byte the init writes when its set-up is done and it waits for [`go`].
-const READY: u8 = b'R';
+pub(crate) const READY: u8 = b'R';
 /// The byte the init writes once the program has called `execve`.
-const STARTED: u8 = b'S';
+pub(crate) const STARTED: u8 = b'S';
 /// The byte the init writes when the program failed before `execve` (the
 /// step and errno are in the context).
-const FAILED: u8 = b'F';
+pub(crate) const FAILED: u8 = b'F';
 
 /// Blocks every signal of the calling thread until dropped.
 ///
@@ -504,25 +255,27 @@ const FAILED: u8 = b'F';
 /// that uses the spawner thread's `errno` (they inherited its thread
 /// pointer), that thread runs nothing that reads or writes it: it waits in
 /// raw system calls with every signal blocked.
-struct SignalsBlocked(libc::sigset_t);
+///
+/// `pthread_sigmask` returns its error rather than setting `errno`, and the
+/// mask is set before the clone and restored after the handshake.
+struct SignalsBlocked(SigSet);
 
 impl SignalsBlocked {
     fn new() -> SignalsBlocked {
-        // SAFETY: both sets are initialised by sigfillset/pthread_sigmask before use.
-        unsafe {
-            let mut all_signals: libc::sigset_t = std::mem::zeroed();
-            let mut previous: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all_signals);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all_signals, &mut previous);
-            SignalsBlocked(previous)
-        }
+        let mut previous = SigSet::empty();
+        // Cannot fail: SIG_SETMASK with a valid set.
+        let _ignored = pthread_sigmask(
+            SigmaskHow::SIG_SETMASK,
+            Some(&SigSet::all()),
+            Some(&mut previous),
+        );
+        SignalsBlocked(previous)
     }
 }
 
 impl Drop for SignalsBlocked {
     fn drop(&mut self) {
-        // SAFETY: restoring the mask saved in `new`.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, ptr::null_mut()) };
+        let _ignored = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.0), None);
     }
 }
 
@@ -579,21 +332,11 @@ fn await_byte(status_read: RawFd, pidfd: RawFd) -> Option<u8> {
         if ready < 0 {
             continue;
         }
-        if polls[0].revents != 0 {
-            let mut byte = 0_u8;
-            // SAFETY: a one-byte read into a local.
-            let read = unsafe {
-                init::syscall4(
-                    libc::SYS_read,
-                    status_read as usize,
-                    ptr::from_mut(&mut byte) as usize,
-                    1,
-                    0,
-                )
-            };
-            if read == 1 {
-                return Some(byte);
-            }
+        // SAFETY: our own pipe's read end.
+        if polls[0].revents != 0
+            && let Some(byte) = unsafe { init::read_byte(status_read) }
+        {
+            return Some(byte);
         }
         // The init exited: whatever it wrote before is in the pipe.
         if polls[1].revents != 0 && !readable(status_read, 0) {
@@ -671,10 +414,10 @@ pub(crate) fn spawn(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, E
 
 /// The error a failed child recorded, if it did.
 fn failure(context: &ChildContext, plan: &SpawnPlan) -> Option<Error> {
-    let failed_stage = context.failed_stage.load(Ordering::Acquire);
-    (failed_stage != 0).then(|| Error::Spawn {
+    let stage = Stage::from_code(context.failed_stage.load(Ordering::Acquire))?;
+    Some(Error::Spawn {
         program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
-        stage: STAGES[failed_stage],
+        stage,
         source: io::Error::from_raw_os_error(context.errno.load(Ordering::Acquire)),
     })
 }
@@ -687,50 +430,29 @@ fn failure(context: &ChildContext, plan: &SpawnPlan) -> Option<Error> {
 /// The init shares the executor's memory (`CLONE_VM`, no `execve`) and its
 /// descriptor table (`CLONE_FILES`): the program it starts later gets a copy
 /// of the table as it is then, with that call's pipes in it, and closes all
-/// but its own before `execve`. Call from the thread [`on_init_thread`]
+/// but its own before `execve`. Call from the thread [`on_init_thread`](crate::spawner::on_init_thread)
 /// started ([`spawn`] does the same on the spawner thread, then [`go`]).
 pub(crate) fn prepare_on_init_thread(setup: Box<InitPlan>) -> Result<Prepared, Error> {
     prepare_or_stage(setup, true).map_err(|failed| match failed {
-        SetupFailed { stage: 0, .. } => Error::Sys {
+        SetupFailed { stage: None, .. } => Error::Sys {
             call: "setting up the namespaces in toolsmith's init",
             source: io::Error::other("the init ended before it was ready"),
         },
-        SetupFailed { stage, errno } => Error::Sys {
-            call: STAGES[stage],
+        SetupFailed {
+            stage: Some(stage),
+            errno,
+        } => Error::Sys {
+            call: stage.name(),
             source: io::Error::from_raw_os_error(errno),
         },
     })
 }
 
-/// [`spawn`] of a plan with an init, the init on a thread of its own
-/// ([`on_init_thread`]) rather than the spawner thread: for an init that
-/// serves more runs after this one (a session's), which then start their
-/// programs from their own threads ([`go_from_any`]) instead of queuing on
-/// the spawner thread. Blocks the calling thread likewise.
-pub(crate) fn spawn_apart(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let (answer, prepared) = std::sync::mpsc::sync_channel(1);
-    on_init_thread(Box::new(move || {
-        let result = prepare_or_stage(setup, true);
-        let pidfd = result.as_ref().ok().and_then(Prepared::pidfd_copy);
-        // A caller that is gone drops the init, which the thread then outlives.
-        let _ignored = answer.send(result);
-        pidfd
-    }))?;
-    let prepared = prepared
-        .recv()
-        .map_err(|_| Error::Sys {
-            call: "preparing toolsmith's init",
-            source: io::Error::other("the init's thread ended without an answer"),
-        })?
-        .map_err(|failed| setup_error(failed, plan))?;
-    go(prepared, plan, || ())
-}
-
 /// The error of a failed set-up of `plan`'s init: the executor's own call, or
 /// the step that failed in the init (a spawn error of the program).
-fn setup_error(failed: SetupFailed, plan: &SpawnPlan) -> Error {
+pub(crate) fn setup_error(failed: SetupFailed, plan: &SpawnPlan) -> Error {
     match failed {
-        SetupFailed { stage: 0, errno } => Error::Sys {
+        SetupFailed { stage: None, errno } => Error::Sys {
             call: "clone (toolsmith's init)",
             source: if errno == 0 {
                 io::Error::other("the init ended before it was ready")
@@ -738,20 +460,23 @@ fn setup_error(failed: SetupFailed, plan: &SpawnPlan) -> Error {
                 io::Error::from_raw_os_error(errno)
             },
         },
-        SetupFailed { stage, errno } => Error::Spawn {
+        SetupFailed {
+            stage: Some(stage),
+            errno,
+        } => Error::Spawn {
             program: Path::new(OsStr::from_bytes(plan.program.as_bytes())).to_path_buf(),
-            stage: STAGES[stage],
+            stage,
             source: io::Error::from_raw_os_error(errno),
         },
     }
 }
 
 /// How a preparation failed: the step that failed in the init and its errno
-/// (stage 0: the init died without saying, or the executor's own call failed,
-/// with `errno`).
+/// (no stage: the init died without saying, or the executor's own call
+/// failed, with `errno`).
 #[derive(Debug)]
-struct SetupFailed {
-    stage: usize,
+pub(crate) struct SetupFailed {
+    stage: Option<Stage>,
     errno: i32,
 }
 
@@ -761,15 +486,18 @@ impl From<Error> for SetupFailed {
             Error::Sys { source, .. } => source.raw_os_error().unwrap_or(0),
             _ => 0,
         };
-        SetupFailed { stage: 0, errno }
+        SetupFailed { stage: None, errno }
     }
 }
 
-fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, SetupFailed> {
+pub(crate) fn prepare_or_stage(
+    setup: Box<InitPlan>,
+    own_thread: bool,
+) -> Result<Prepared, SetupFailed> {
     if !setup.with_init {
         // Without an init the child is the program itself: nothing waits.
         return Err(SetupFailed {
-            stage: 0,
+            stage: None,
             errno: libc::EINVAL,
         });
     }
@@ -805,7 +533,7 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
         };
         if pid < 0 {
             let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            return Err(SetupFailed { stage: 0, errno });
+            return Err(SetupFailed { stage: None, errno });
         }
         (
             pid,
@@ -829,10 +557,10 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
         }),
     };
     if !ready {
-        let stage = prepared.keep.as_ref().map_or((0, 0), |keep| {
+        let stage = prepared.keep.as_ref().map_or((None, 0), |keep| {
             let context = &keep._context.0;
             (
-                context.failed_stage.load(Ordering::Acquire),
+                Stage::from_code(context.failed_stage.load(Ordering::Acquire)),
                 context.errno.load(Ordering::Acquire),
             )
         });
@@ -849,8 +577,8 @@ fn prepare_or_stage(setup: Box<InitPlan>, own_thread: bool) -> Result<Prepared, 
 /// program has called `execve` (or failed before it). Call from the spawner
 /// thread when the spawner thread cloned the init (it and its programs write
 /// that thread's `errno`, so that thread must not run meanwhile); an init of
-/// its own thread ([`on_init_thread`]) may be started from any thread: see
-/// [`go_from_any`].
+/// its own thread ([`on_init_thread`](crate::spawner::on_init_thread)) may be started from any thread: see
+/// [`go_from_any`](crate::spawner::go_from_any).
 pub(crate) fn go(
     mut prepared: Prepared,
     plan: &SpawnPlan,
@@ -870,21 +598,12 @@ pub(crate) fn go(
     let status_read = keep.status_read.as_raw_fd();
     let started = {
         let _blocked = SignalsBlocked::new();
-        let byte = 1_u8;
-        // SAFETY: a one-byte write from a local to our own pipe.
-        let written = unsafe {
-            init::syscall4(
-                libc::SYS_write,
-                keep._go.1.as_raw_fd() as usize,
-                ptr::from_ref(&byte) as usize,
-                1,
-                0,
-            )
-        };
-        if written == 1 {
+        // SAFETY: our own pipe's write end.
+        let written = unsafe { init::write_byte(keep._go.1.as_raw_fd(), 1) };
+        if written {
             meanwhile();
         }
-        written == 1 && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
+        written && await_byte(status_read, pidfd.as_raw_fd()) == Some(STARTED)
     };
     if !started {
         let error = failure(context, plan).unwrap_or_else(|| Error::Sys {
@@ -909,673 +628,16 @@ pub(crate) fn go(
     })
 }
 
-/// The child's entry point: the namespace's first process. Only system calls
-/// from here on.
-///
-/// Without an init this process is the program. With one, this process is
-/// toolsmith's init: it sets the namespaces up, waits for the call, starts
-/// the program with [`tool_main`] and supervises it (`init.rs`).
-extern "C" fn child_main(argument: *mut c_void) -> c_int {
-    // SAFETY: the parent passed a ChildContext that outlives the child's use
-    // of it (the parent waits until execve, _exit or the init's handshake,
-    // and keeps a prepared init's context until it is reaped).
-    let context = unsafe { &*argument.cast::<ChildContext>() };
-    // SAFETY: the set-up plan lives as long as the context.
-    let setup = unsafe { &*context.setup };
-
-    // SAFETY: every call below is a plain system call on descriptors and
-    // buffers prepared by the parent; none allocates or takes a lock.
-    unsafe {
-        // C1 step 1: the namespace's first process, while it holds its capabilities.
-        if setup.id_maps.as_ref().is_some_and(|maps| !maps.write_own()) {
-            return fail(context, STAGE_ID_MAPS);
-        }
-        // The program dies with the executor. The signal fires when the
-        // parent *thread* exits, which is why spawns come from one long-lived
-        // thread (`spawn_from_spawner`); and the executor may have died
-        // before the call, which the pidfd shows.
-        if let Some(executor) = setup.executor_pidfd {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            ) != 0
-            {
-                return fail(context, STAGE_PDEATHSIG);
-            }
-            let mut poll = libc::pollfd {
-                fd: executor,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            if libc::poll(&mut poll, 1, 0) != 0 {
-                return fail(context, STAGE_ORPHANED);
-            }
-        }
-        if let Some(network) = setup.network
-            && libc::setns(network, libc::CLONE_NEWNET) != 0
-        {
-            return fail(context, STAGE_NETWORK);
-        }
-        // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
-        // here, in the namespace's first process, before the program starts.
-        if setup.mount_proc && !mount_private_proc() {
-            return fail(context, STAGE_MOUNT_PROC);
-        }
-        // Before Landlock in the program: `set_up` adds the TMPDIR tmpfs's
-        // rule to the ruleset the program enforces.
-        if setup
-            .mounts
-            .as_ref()
-            .is_some_and(|mounts| !crate::mounts::set_up(mounts))
-        {
-            return fail(context, STAGE_MOUNTS);
-        }
-        if setup.hostname && !crate::mounts::set_hostname() {
-            return fail(context, STAGE_HOSTNAME);
-        }
-        if !setup.with_init {
-            return tool_main(argument);
-        }
-
-        // toolsmith's init. The memory it shares with the executor becomes
-        // non-dumpable before the program exists, so the program can never
-        // ptrace the init or read its memory (`docs/security.md`).
-        if libc::prctl(
-            libc::PR_SET_DUMPABLE,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        ) != 0
-        {
-            return fail(context, STAGE_INIT_DUMPABLE);
-        }
-        init::reset_signal_dispositions();
-        // Out of the executor's session and process group: a terminal's
-        // Ctrl-C to toolsmith's group must not reach the init.
-        if libc::setsid() < 0 {
-            return fail(context, STAGE_INIT_SETSID);
-        }
-        // The bounding set only limits what an `execve` grants, and the
-        // init never calls it: it keeps the capabilities it holds.
-        if setup
-            .bounding
-            .is_some_and(|last| !privileges::lock_bounding_set(last))
-        {
-            return fail(context, STAGE_BOUNDING_SET);
-        }
-        // The filter, last of the set-up: the init itself lives under it
-        // from here on, and the program inherits it, so a call does not pay
-        // for building the kernel's copy of it. The init needs nothing the
-        // filter refuses (see `init.rs`). NO_NEW_PRIVS lets a filter be
-        // installed without CAP_SYS_ADMIN; the init never calls `execve`.
-        if let Some(filter) = &setup.seccomp {
-            if libc::prctl(
-                libc::PR_SET_NO_NEW_PRIVS,
-                1 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            ) != 0
-            {
-                return fail(context, STAGE_NO_NEW_PRIVS);
-            }
-            if !seccomp::install(filter) {
-                return fail(context, STAGE_SECCOMP);
-            }
-        }
-        // Ready: the loop waits for the call.
-        if !init::handshake(context.status_fd, READY) {
-            init::exit(0);
-        }
-        init_loop(context, argument)
-    }
-}
-
-/// toolsmith's init after its set-up: starts a program at each go, forwards
-/// signals to the running one, reaps every process re-parented to it, and
-/// writes each program's record when it exits (`init.rs`). Ends when the
-/// executor closes the go pipe, or kills it.
-///
-/// # Safety
-/// Only in the init, after its handshake.
-unsafe fn init_loop(context: &ChildContext, argument: *mut c_void) -> ! {
-    let mut tool: libc::pid_t = 0;
-    loop {
-        // SAFETY: raw system calls on the init's descriptors and signals.
-        match unsafe { init::wait(context.signal_fd, context.go_fd) } {
-            init::Wake::Signal(libc::SIGCHLD) => {
-                // SAFETY: as above.
-                if tool != 0 && unsafe { init::reap_children(tool, context.status_fd) } {
-                    tool = 0;
-                } else if tool == 0 {
-                    // Orphans of an earlier program, killed with its cgroup.
-                    // SAFETY: as above.
-                    unsafe { init::reap_children(0, context.status_fd) };
-                }
-            }
-            init::Wake::Signal(signal) => {
-                if tool != 0 {
-                    // SAFETY: as above.
-                    unsafe { init::forward(tool, signal) };
-                }
-            }
-            // One program at a time: a go while one runs is the executor's
-            // mistake, and is dropped.
-            init::Wake::Go if tool != 0 => {}
-            init::Wake::Go => {
-                // SAFETY: as above; the executor stored the program's plan
-                // before the go and keeps it until the handshake.
-                tool = unsafe { start_tool(context, argument) };
-                let byte = if tool > 0 { STARTED } else { FAILED };
-                tool = tool.max(0);
-                // SAFETY: as above.
-                unsafe { init::handshake(context.status_fd, byte) };
-            }
-            // SAFETY: as above.
-            init::Wake::Closed => unsafe { init::exit(0) },
-        }
-    }
-}
-
-/// Starts the program as the init's child (PID 2 for the first), sharing the
-/// memory until its `execve` on a stack of its own, while this process is
-/// suspended. Returns its pid, or 0 when it failed before `execve` (it is
-/// reaped; the step and errno are in the context) or could not be cloned.
-///
-/// # Safety
-/// Only in the init.
-unsafe fn start_tool(context: &ChildContext, argument: *mut c_void) -> libc::pid_t {
-    // SAFETY: tool_main only makes system calls on the context.
-    unsafe {
-        let tool = libc::clone(
-            tool_main,
-            context.tool_stack,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            argument,
-        );
-        if tool < 0 {
-            context
-                .errno
-                .store(*libc::__errno_location(), Ordering::Release);
-            context
-                .failed_stage
-                .store(STAGE_INIT_CLONE, Ordering::Release);
-            return 0;
-        }
-        if context.failed_stage.load(Ordering::Acquire) != 0 {
-            let mut status = 0;
-            init::syscall4(
-                libc::SYS_wait4,
-                tool as usize,
-                ptr::from_mut(&mut status) as usize,
-                libc::__WALL as usize,
-                0,
-            );
-            return 0;
-        }
-        tool
-    }
-}
-
-/// Records the failed step and its errno where the parent reads them, then exits.
-fn fail(context: &ChildContext, stage: usize) -> c_int {
-    // SAFETY: __errno_location is async-signal-safe and thread-local;
-    // _exit never returns.
-    unsafe {
-        context
-            .errno
-            .store(*libc::__errno_location(), Ordering::Release);
-        context.failed_stage.store(stage, Ordering::Release);
-        libc::_exit(127)
-    }
-}
-
-/// The program's process, from its set-up to `execve`. Only system calls.
-extern "C" fn tool_main(argument: *mut c_void) -> c_int {
-    // SAFETY: as in child_main: the context outlives the program's set-up.
-    let context = unsafe { &*argument.cast::<ChildContext>() };
-    // SAFETY: both plans outlive the program's set-up (see ChildContext).
-    let (setup, plan) = unsafe { (&*context.setup, &*context.tool.load(Ordering::Acquire)) };
-
-    // SAFETY: every call below is a plain system call on descriptors and
-    // buffers prepared by the parent; none allocates or takes a lock.
-    unsafe {
-        // Joining the cgroups comes first, so every process the program ever
-        // starts is born inside them. The init stays out of them: it shares
-        // the executor's memory, and the memory cgroup's OOM killer kills
-        // every process sharing its victim's memory.
-        for &procs in &plan.cgroup_procs {
-            if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
-                return fail(context, STAGE_CGROUP);
-            }
-        }
-        // C1 step 3: session, signals, limits, descriptors.
-        // Under an init, a process group of its own in the init's session,
-        // as a shell makes for a job: the init left toolsmith's session
-        // already, and a session of its own would also cost an autogroup of
-        // the scheduler's, created and joined on the call's path. Without
-        // one, a new session leaves toolsmith's session and terminal.
-        let own_group = if setup.with_init {
-            libc::setpgid(0, 0) == 0
-        } else {
-            libc::setsid() >= 0
-        };
-        if !own_group {
-            return fail(context, STAGE_SETSID);
-        }
-        // Dispositions the executor set to "ignore" would survive execve.
-        // The raw system call also resets the signals glibc reserves for
-        // itself (32 and 33), which its sigaction wrapper refuses to touch.
-        // Errors for SIGKILL and SIGSTOP are expected and harmless. Under an
-        // init there is nothing to reset: the init reset every disposition
-        // before any program existed and never sets one, and this process
-        // inherited them (64 system calls fewer per call).
-        if !setup.with_init {
-            let default_action = KernelSigaction::default();
-            for signal in 1..NSIG {
-                libc::syscall(
-                    libc::SYS_rt_sigaction,
-                    signal,
-                    &raw const default_action,
-                    ptr::null_mut::<KernelSigaction>(),
-                    size_of::<u64>(),
-                );
-            }
-        }
-        for limit in &plan.rlimits {
-            let value = libc::rlimit {
-                rlim_cur: limit.soft,
-                rlim_max: limit.hard,
-            };
-            if libc::setrlimit(limit.resource, &value) != 0 {
-                return fail(context, STAGE_RLIMIT);
-            }
-        }
-        for (target, &source) in plan.stdio.iter().enumerate() {
-            if libc::dup2(source, target as c_int) < 0 {
-                return fail(context, STAGE_STDIO);
-            }
-        }
-        // The report pipe's end is 4 or above, so dup2 always makes a new descriptor 3,
-        // which (unlike its close-on-exec source) survives execve.
-        let first_closed: u32 = match plan.report {
-            Some(report) => {
-                if libc::dup2(report, crate::command::REPORT_FD) < 0 {
-                    return fail(context, STAGE_STDIO);
-                }
-                4
-            }
-            None => 3,
-        };
-        // C1 step 4: identity, then every capability dropped.
-        if let Some(privileges) = &plan.privileges
-            && let Err(step) = privileges::drop_privileges(privileges, setup.bounding.is_some())
-        {
-            return fail(
-                context,
-                match step {
-                    PrivilegeStep::Bounding => STAGE_BOUNDING_SET,
-                    PrivilegeStep::Identity => STAGE_IDENTITY,
-                    PrivilegeStep::Capabilities => STAGE_CAPABILITIES,
-                },
-            );
-        }
-        // C1 step 5: NO_NEW_PRIVS, Landlock, then seccomp, last.
-        // Landlock needs no_new_privs (without CAP_SYS_ADMIN) and its ruleset
-        // descriptor, which the next step closes.
-        if libc::prctl(
-            libc::PR_SET_NO_NEW_PRIVS,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        ) != 0
-        {
-            return fail(context, STAGE_NO_NEW_PRIVS);
-        }
-        if let Some(ruleset) = plan.landlock
-            && libc::syscall(
-                libc::SYS_landlock_restrict_self,
-                ruleset,
-                0 as libc::c_ulong,
-            ) != 0
-        {
-            return fail(context, STAGE_LANDLOCK);
-        }
-        // With an init, the init installed the filter and this process inherited it.
-        if !setup.with_init
-            && let Some(filter) = &setup.seccomp
-            && !seccomp::install(filter)
-        {
-            return fail(context, STAGE_SECCOMP);
-        }
-        // C1 step 6: close inherited descriptors, chdir, unmask, execve.
-        if libc::syscall(libc::SYS_close_range, first_closed, u32::MAX, 0_u32) != 0
-            && !close_fds_slowly(first_closed as c_int)
-        {
-            return fail(context, STAGE_CLOSE_FDS);
-        }
-        if libc::chdir(plan.cwd.as_ptr()) != 0 {
-            return fail(context, STAGE_CHDIR);
-        }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        if libc::sigprocmask(libc::SIG_SETMASK, &empty, ptr::null_mut()) != 0 {
-            return fail(context, STAGE_SIGMASK);
-        }
-        libc::execve(
-            plan.program.as_ptr(),
-            plan.argv_ptrs.as_ptr(),
-            plan.envp_ptrs.as_ptr(),
-        );
-        fail(context, STAGE_EXECVE)
-    }
-}
-
-/// Makes every mount private (so nothing the child mounts propagates to the
-/// host), then mounts a fresh `/proc` for the calling process's PID
-/// namespace over the old one. For a child in new PID and mount namespaces.
-///
-/// # Safety
-/// Async-signal-safe: only `mount`.
-pub(crate) unsafe fn mount_private_proc() -> bool {
-    // SAFETY: mount with static NUL-terminated strings.
-    unsafe {
-        libc::mount(
-            ptr::null(),
-            c"/".as_ptr(),
-            ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            ptr::null(),
-        ) == 0
-            && libc::mount(
-                c"proc".as_ptr(),
-                c"/proc".as_ptr(),
-                c"proc".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                ptr::null(),
-            ) == 0
-    }
-}
-
-/// Work for the spawner thread.
-enum SpawnJob {
-    /// [`spawn`], with the program's plan borrowed for the duration of the
-    /// call (the caller blocks until the reply).
-    Spawn {
-        setup: Box<InitPlan>,
-        plan: *const SpawnPlan,
-        reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
-    },
-    /// [`go`], borrowed likewise.
-    Go {
-        prepared: Prepared,
-        plan: *const SpawnPlan,
-        reply: std::sync::mpsc::SyncSender<Result<Spawned, Error>>,
-    },
-}
-
-// SAFETY: the plans are Sync and outlive the job (the requester blocks on the reply).
-unsafe impl Send for SpawnJob {}
-
-static SPAWNER: std::sync::Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> =
-    std::sync::Mutex::new(None);
-
-fn spawner_gone() -> Error {
-    Error::Sys {
-        call: "spawning from the spawner thread",
-        source: io::Error::other("the spawner thread is gone"),
-    }
-}
-
-/// Hands `job` to the executor's spawner thread, a thread that lives as
-/// long as the process. `PR_SET_PDEATHSIG` fires when the parent *thread*
-/// exits (isolation.md pitfall 13); spawning from a runtime worker or a
-/// blocking-pool thread that later exits would kill the program. And an init
-/// inherits the thread pointer of the thread that cloned it, so it and its
-/// program write that thread's `errno`: one thread clones every init and
-/// starts every program, and waits with signals blocked while they run.
-fn send_to_spawner(job: SpawnJob) -> Result<(), Error> {
-    let mut spawner = SPAWNER
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if spawner.is_none() {
-        let (sender, jobs) = std::sync::mpsc::channel::<SpawnJob>();
-        std::thread::Builder::new()
-            .name("toolsmith-spawner".to_owned())
-            .spawn(move || {
-                for job in jobs {
-                    match job {
-                        SpawnJob::Spawn { setup, plan, reply } => {
-                            // SAFETY: the requester blocks on the reply, so the plan is alive.
-                            let _ignored = reply.send(spawn(setup, unsafe { &*plan }));
-                        }
-                        SpawnJob::Go {
-                            prepared,
-                            plan,
-                            reply,
-                        } => {
-                            // SAFETY: as above.
-                            let _ignored = reply.send(go(prepared, unsafe { &*plan }, || ()));
-                        }
-                    }
-                }
-            })
-            .map_err(|source| Error::Sys {
-                call: "starting the spawner thread",
-                source,
-            })?;
-        *spawner = Some(sender);
-    }
-    let Some(sender) = spawner.as_ref() else {
-        return Err(spawner_gone());
-    };
-    sender.send(job).map_err(|_| spawner_gone())
-}
-
-/// [`spawn`] on the spawner thread. Blocks the calling thread until the
-/// program has called `execve`, as [`spawn`] itself does.
-pub(crate) fn spawn_from_spawner(setup: Box<InitPlan>, plan: &SpawnPlan) -> Result<Spawned, Error> {
-    let (reply, answer) = std::sync::mpsc::sync_channel(1);
-    send_to_spawner(SpawnJob::Spawn {
-        setup,
-        plan: ptr::from_ref(plan),
-        reply,
-    })?;
-    answer.recv().map_err(|_| spawner_gone())?
-}
-
-/// [`go`] on the spawner thread, blocking likewise; `meanwhile` runs on the
-/// calling thread once the job is handed over.
-fn go_from_spawner(
-    prepared: Prepared,
-    plan: &SpawnPlan,
-    meanwhile: impl FnOnce(),
-) -> Result<Spawned, Error> {
-    let (reply, answer) = std::sync::mpsc::sync_channel(1);
-    send_to_spawner(SpawnJob::Go {
-        prepared,
-        plan: ptr::from_ref(plan),
-        reply,
-    })?;
-    meanwhile();
-    answer.recv().map_err(|_| spawner_gone())?
-}
-
-/// [`go`] from the calling thread when the init has a thread of its own,
-/// else on the spawner thread; blocks until the program has called `execve`.
-/// `meanwhile` runs on the calling thread while the init starts the program
-/// (it may set that thread's `errno`, which no init of its own shares).
-pub(crate) fn go_from_any(
-    prepared: Prepared,
-    plan: &SpawnPlan,
-    meanwhile: impl FnOnce(),
-) -> Result<Spawned, Error> {
-    if prepared.keep.as_ref().is_some_and(|keep| keep.own_thread) {
-        go(prepared, plan, meanwhile)
-    } else {
-        go_from_spawner(prepared, plan, meanwhile)
-    }
-}
-
-/// Runs `work` on a new thread that then lives exactly as long as the init
-/// `work` prepares ([`prepare_on_init_thread`]; `work` returns a duplicate
-/// of its pidfd, or `None` when it prepared none).
-///
-/// An init inherits the thread pointer of the thread that cloned it, so it
-/// and every program it starts write that thread's `errno`, and its
-/// `PR_SET_PDEATHSIG` fires when that thread exits. A thread of its own
-/// that only waits satisfies both: nothing else of the executor's runs on
-/// it, so an init prepared ahead never queues a call's start behind it on
-/// the spawner thread, and the call starts the program from its own thread
-/// ([`go_from_any`]).
-pub(crate) fn on_init_thread(
-    work: Box<dyn FnOnce() -> Option<OwnedFd> + Send>,
-) -> Result<(), Error> {
-    std::thread::Builder::new()
-        .name("toolsmith-init".to_owned())
-        .stack_size(INIT_THREAD_STACK)
-        .spawn(move || {
-            let Some(pidfd) = work() else { return };
-            let mut poll = libc::pollfd {
-                fd: pidfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // Raw: a program may write this thread's `errno` meanwhile. A
-            // pidfd is readable once its process has exited.
-            // SAFETY: ppoll on one valid pollfd, no timeout, no mask change.
-            while unsafe {
-                init::syscall4(libc::SYS_ppoll, ptr::from_mut(&mut poll) as usize, 1, 0, 0)
-            } <= 0
-            {}
-        })
-        .map(drop)
-        .map_err(|source| Error::Sys {
-            call: "starting a thread for toolsmith's init",
-            source,
-        })
-}
-
-/// The stack of a thread of [`on_init_thread`]: it plans a sandbox and
-/// clones the init (which runs on a stack of its own), then waits.
-const INIT_THREAD_STACK: usize = 256 * 1024;
-
-/// Writes `data` to the file at `path` with one `write`; true on success.
-///
-/// # Safety
-/// Async-signal-safe: only `open`, `write` and `close`.
-unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> bool {
-    // SAFETY: path is NUL-terminated; data is a valid buffer.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let written = libc::write(fd, data.as_ptr().cast(), data.len());
-        libc::close(fd);
-        usize::try_from(written).is_ok_and(|written| written == data.len())
-    }
-}
-
-/// Closes descriptors `first` and up one by one, for kernels without `close_range`.
-///
-/// # Safety
-/// Async-signal-safe: only `getrlimit` and `close`.
-unsafe fn close_fds_slowly(first: c_int) -> bool {
-    // SAFETY: plain system calls on our own descriptor table.
-    unsafe {
-        let mut limit: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return false;
-        }
-        let highest = c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
-        for fd in first..highest {
-            libc::close(fd);
-        }
-        true
-    }
-}
-
 /// A non-blocking signalfd for every signal, close-on-exec and at least 3.
 /// It reads the pending signals of whichever process reads it: the init.
 fn signalfd() -> Result<OwnedFd, Error> {
-    // SAFETY: a full set, initialised by sigfillset before use.
-    let fd = unsafe {
-        let mut every_signal: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut every_signal);
-        libc::signalfd(-1, &every_signal, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
-    };
-    if fd < 0 {
-        return Err(Error::Sys {
-            call: "signalfd",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: a fresh descriptor that we now own.
-    above_stdio(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Creates a pipe whose both ends are close-on-exec and at least 3, so that
-/// `dup2` onto 0, 1 and 2 in the child never clobbers another end. Returns
-/// `(read, write)`.
-pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::Sys {
-            call: "pipe2",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: pipe2 returned two fresh descriptors that we now own.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    Ok((above_stdio(read)?, above_stdio(write)?))
-}
-
-/// Returns `fd` itself when it is 3 or above, else a close-on-exec duplicate that is.
-pub(crate) fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, Error> {
-    at_least(fd, 3)
-}
-
-/// Returns `fd` itself when it is `lowest` or above, else a close-on-exec duplicate that is.
-pub(crate) fn at_least(fd: OwnedFd, lowest: c_int) -> Result<OwnedFd, Error> {
-    if fd.as_raw_fd() >= lowest {
-        return Ok(fd);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC on a valid descriptor.
-    let duplicate = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, lowest) };
-    if duplicate < 0 {
-        return Err(Error::Sys {
-            call: "fcntl(F_DUPFD_CLOEXEC)",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: fcntl returned a fresh descriptor that we now own.
-    Ok(unsafe { OwnedFd::from_raw_fd(duplicate) })
-}
-
-/// Switches the parent's end of a pipe to non-blocking mode (the child's end
-/// stays blocking, as programs expect).
-pub(crate) fn set_nonblocking(fd: &OwnedFd) -> Result<(), Error> {
-    // SAFETY: F_GETFL/F_SETFL on a valid descriptor.
-    let result = unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 {
-            flags
-        } else {
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK)
-        }
-    };
-    if result < 0 {
-        return Err(Error::Sys {
-            call: "fcntl(O_NONBLOCK)",
-            source: io::Error::last_os_error(),
-        });
-    }
-    Ok(())
+    let fd = SignalFd::with_flags(
+        &SigSet::all(),
+        SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
+    )
+    .map_err(|errno| Error::Sys {
+        call: "signalfd",
+        source: io::Error::from(errno),
+    })?;
+    above_stdio(OwnedFd::from(fd))
 }

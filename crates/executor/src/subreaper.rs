@@ -39,12 +39,8 @@ pub(crate) fn release() {
 }
 
 fn set(on: bool) -> Result<(), Error> {
-    // SAFETY: prctl with an integer argument.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, libc::c_ulong::from(on)) } != 0 {
-        return Err(Error::Sys {
-            call: "prctl(PR_SET_CHILD_SUBREAPER)",
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    Ok(())
+    nix::sys::prctl::set_child_subreaper(on).map_err(|errno| Error::Sys {
+        call: "prctl(PR_SET_CHILD_SUBREAPER)",
+        source: std::io::Error::from(errno),
+    })
 }
