@@ -12,6 +12,8 @@ use anyhow::Context;
 
 use crate::CheckFailed;
 
+mod size;
+
 /// One house-style rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rule {
@@ -34,6 +36,9 @@ enum Rule {
     /// Every template in `templates/` is embedded by the generator, and every embedded
     /// template exists.
     TemplateReference,
+    /// A source file holds at most 800 lines of non-test code, a function at most 120 lines
+    /// unless a `// long: <why>` comment says why (`size.rs`).
+    Size,
 }
 
 impl Rule {
@@ -48,6 +53,7 @@ impl Rule {
             Rule::InternalDependency => "internal-dependency",
             Rule::WorkspaceLints => "workspace-lints",
             Rule::TemplateReference => "template-reference",
+            Rule::Size => "size",
         }
     }
 }
@@ -331,6 +337,7 @@ fn check_file(path: &str, text: &str) -> Vec<Finding> {
         check_module_name(path, &mut findings);
         check_module_doc(text, &mut findings);
         check_test_attributes(text, &mut findings);
+        size::check(path, text, &mut findings);
         if LIBRARY_SOURCE_DIRS
             .iter()
             .any(|dir| path.starts_with(&format!("{dir}/")))
