@@ -246,38 +246,31 @@ impl Handler {
         let audited = AuditedCall::start(tool.name().as_str(), arguments, client_identity(context));
         let _in_flight = self.shared.metrics.call_started();
         let token = context.meta.get_progress_token();
-        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-        let shared = &self.shared;
-        let wants_progress = token.is_some();
-        let call = async move {
-            // MCP asks for progress that increases: a report that does not is not forwarded.
-            let last = std::sync::Mutex::new(f64::NEG_INFINITY);
-            let report = move |progress: Progress| {
-                let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
-                if progress.progress > *last {
-                    *last = progress.progress;
-                    // The forwarding loop ends only after the call; a closed channel would
-                    // mean the request is gone, and then so is the interest in progress.
-                    let _ignored = sender.send(progress);
-                }
-            };
-            // The closure (and its sender) is dropped with this future, which ends the
-            // forwarding loop below.
-            toolsmith_registry::invoke_with_progress(
-                &shared.executor,
-                tool,
-                arguments,
-                &shared.config,
-                &shared.policy,
-                wants_progress.then_some(&report as &(dyn Fn(Progress) + Sync)),
-            )
-            .await
-        };
+        // One channel carries the tool's progress lines from its pipe to the forwarding loop
+        // below; the registry drops its sender when the call ends, which ends the loop.
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let call = toolsmith_registry::invoke_with_progress(
+            &self.shared.executor,
+            tool,
+            arguments,
+            &self.shared.config,
+            &self.shared.policy,
+            token.is_some().then_some(sender),
+        );
         let forward = async {
             let Some(token) = &token else {
                 return;
             };
-            while let Some(progress) = receiver.recv().await {
+            // MCP asks for progress that increases: a report that does not is not forwarded.
+            let mut last = f64::NEG_INFINITY;
+            while let Some(line) = receiver.recv().await {
+                let Some(progress) = Progress::parse(&line) else {
+                    continue;
+                };
+                if progress.progress <= last {
+                    continue;
+                }
+                last = progress.progress;
                 let mut notification =
                     ProgressNotificationParam::new(token.clone(), progress.progress);
                 if let Some(total) = progress.total {

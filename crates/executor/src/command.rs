@@ -17,11 +17,15 @@ pub struct Command {
     cwd: PathBuf,
     env: Vec<(OsString, OsString)>,
     stdin: Option<Vec<u8>>,
-    reports: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
     sandbox: Sandbox,
 }
 
-/// The file descriptor on which a program writes its reports (see [`Command::reports`]).
+/// Where the lines a program writes on [`REPORT_FD`] go (see
+/// [`Executor::run_reporting`](crate::Executor::run_reporting)).
+pub type ReportSink = tokio::sync::mpsc::UnboundedSender<Vec<u8>>;
+
+/// The file descriptor on which a program writes its reports (see
+/// [`Executor::run_reporting`](crate::Executor::run_reporting)).
 pub const REPORT_FD: i32 = 3;
 
 /// The longest report line passed on; a longer one is dropped, so a program that writes
@@ -47,7 +51,6 @@ impl Command {
             cwd: cwd.to_path_buf(),
             env: Vec::new(),
             stdin: None,
-            reports: None,
             sandbox: Sandbox::none(),
         })
     }
@@ -81,15 +84,6 @@ impl Command {
         self
     }
 
-    /// Opens a report channel: the program gets the write end of a pipe on file descriptor
-    /// [`REPORT_FD`], and every line it writes there (without its newline, at most
-    /// [`MAX_REPORT_LINE`] bytes) is sent to `sink` while the program runs. What the lines
-    /// mean is the caller's business; the executor only carries them.
-    pub fn reports(&mut self, sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>) -> &mut Command {
-        self.reports = Some(sink);
-        self
-    }
-
     /// Isolates the run as `sandbox` says. Without this, [`Sandbox::none`].
     pub fn sandbox(&mut self, sandbox: Sandbox) -> &mut Command {
         self.sandbox = sandbox;
@@ -99,11 +93,6 @@ impl Command {
     /// The run's sandbox.
     pub fn sandbox_profile(&self) -> &Sandbox {
         &self.sandbox
-    }
-
-    /// The report channel, if one was opened.
-    pub fn report_sink(&self) -> Option<&tokio::sync::mpsc::UnboundedSender<Vec<u8>>> {
-        self.reports.as_ref()
     }
 
     /// The absolute path of the program.

@@ -60,7 +60,9 @@ use std::sync::Arc;
 use nix::sys::resource::{Resource, getrlimit};
 
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
-pub use crate::command::{Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, filtered_env};
+pub use crate::command::{
+    Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, ReportSink, filtered_env,
+};
 pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
 pub use crate::error::{Error, Stage};
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
@@ -202,7 +204,21 @@ impl Executor {
     /// the run started. A program that cannot be started is
     /// [`Error::Spawn`]; a program that starts and fails is an [`Outcome`].
     pub async fn run(&self, command: &Command, limits: &Limits) -> Result<Outcome, Error> {
-        self.run_in(command, limits, None).await
+        self.run_in(command, limits, None, None).await
+    }
+
+    /// [`Executor::run`] with a report channel: the program gets the write end of a pipe on
+    /// file descriptor [`REPORT_FD`], and every line it writes there (without its newline, at
+    /// most [`MAX_REPORT_LINE`] bytes) is sent to `reports` while the program runs. What the
+    /// lines mean is the caller's business; the executor only carries them. `reports` is
+    /// dropped when the run ends, so a receiver's loop ends with it.
+    pub async fn run_reporting(
+        &self,
+        command: &Command,
+        limits: &Limits,
+        reports: ReportSink,
+    ) -> Result<Outcome, Error> {
+        self.run_in(command, limits, None, Some(reports)).await
     }
 
     /// A [`Session`]: runs that share one init and its namespaces, one after
@@ -218,12 +234,13 @@ impl Executor {
         command: &Command,
         limits: &Limits,
         session: Option<&Session>,
+        reports: Option<ReportSink>,
     ) -> Result<Outcome, Error> {
         let _permit = match &self.permits {
             Some(semaphore) => semaphore.acquire().await.ok(),
             None => None,
         };
-        run::run(self, command, limits, session).await
+        run::run(self, command, limits, session, reports).await
     }
 
     fn next_run_id(&self) -> u64 {

@@ -105,7 +105,7 @@ impl InitStatus {
     }
 }
 
-/// The report pipe (see [`Command::reports`]): lines forwarded to the caller as they arrive.
+/// The report pipe (see [`Executor::run_reporting`](crate::Executor::run_reporting)): lines forwarded to the caller as they arrive.
 pub(crate) struct Reports {
     pipe: Option<pipe::Receiver>,
     sink: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,

@@ -86,7 +86,9 @@ impl Session {
         command: &crate::Command,
         limits: &crate::Limits,
     ) -> Result<crate::Outcome, Error> {
-        self.executor.run_in(command, limits, Some(self)).await
+        self.executor
+            .run_in(command, limits, Some(self), None)
+            .await
     }
 
     /// The waiting init for `key`, if it is still alive.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 
+use crate::command::ReportSink;
 use crate::containment::{Containment, Leader, MARKER_VAR};
 use crate::lifecycle::{Action, Event, Lifecycle, Phase};
 use crate::pipes::{InitStatus, Input, Reports, Stream};
@@ -69,6 +70,7 @@ pub(crate) async fn run(
     command: &Command,
     limits: &Limits,
     session: Option<&Session>,
+    reports: Option<ReportSink>,
 ) -> Result<Outcome, Error> {
     let run_id = executor.next_run_id();
     let key = Key::new(command.sandbox_profile(), limits.tmp_size);
@@ -98,6 +100,7 @@ pub(crate) async fn run(
         command,
         limits,
         session,
+        reports.as_ref(),
         (run_id, &key, &sandbox, start_from),
         &mut guard,
     )?;
@@ -168,6 +171,7 @@ fn start<'command>(
     command: &'command Command,
     limits: &Limits,
     session: Option<&Session>,
+    reports: Option<&ReportSink>,
     sandbox: (u64, &Key, &SandboxPlan, Start),
     guard: &mut RunGuard<'_>,
 ) -> Result<Started<'command>, Error> {
@@ -182,7 +186,7 @@ fn start<'command>(
         None => (executor.dev_null()?, None),
     };
 
-    let report_pipe = match command.report_sink() {
+    let report_pipe = match reports {
         Some(_) => {
             let (read, write) = crate::pipes::pipe()?;
             // Descriptor 3 in the child: its source must not be 3 itself (see spawn.rs).
@@ -227,7 +231,7 @@ fn start<'command>(
     let started = Instant::now();
     let spawned = spawn_program(executor, session, key, start_from, &plan)?;
     drop((stdin_child, stdout_write, stderr_write));
-    let reports = match (report_pipe, command.report_sink()) {
+    let reports = match (report_pipe, reports) {
         (Some((read, write)), Some(sink)) => {
             drop(write);
             Some(Reports::new(read, sink.clone())?)

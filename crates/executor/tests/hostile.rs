@@ -1387,15 +1387,12 @@ fn reports_arrive_line_by_line_while_the_program_runs() {
         let backend = executor.backend();
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
         let mut command = Command::new(Path::new("/bin/sh"), Path::new("/")).unwrap();
-        command
-            .arg(OsStr::new("-c"))
-            .arg(OsStr::new(
-                "echo one >&3; sleep 0.5; printf 'two\\nthree' >&3; ls /proc/self/fd",
-            ))
-            .reports(sender);
+        command.arg(OsStr::new("-c")).arg(OsStr::new(
+            "echo one >&3; sleep 0.5; printf 'two\\nthree' >&3; ls /proc/self/fd",
+        ));
         let limits = limits(5000, 500);
         let (outcome, first) = runtime().block_on(async {
-            let run = executor.run(&command, &limits);
+            let run = executor.run_reporting(&command, &limits, sender);
             tokio::pin!(run);
             // The first line must arrive while the program still runs, not at its end.
             let first = tokio::select! {

@@ -783,23 +783,25 @@ async fn a_generated_bash_tool_needs_no_jq() {
 
     let catalog = world.catalog().await;
     let tool = catalog.get(&ToolName::new("shout_text").unwrap()).unwrap();
-    let reports = std::sync::Mutex::new(Vec::new());
-    let record = |progress: toolsmith_registry::Progress| reports.lock().unwrap().push(progress);
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let envelope = toolsmith_registry::invoke_with_progress(
         &world.executor,
         tool,
         &json!({"text": NASTY_MESSAGE, "mode": "fail"}),
         &world.run_config,
         &Policy::allow_all(),
-        Some(&record),
+        Some(sender),
     )
     .await
     .unwrap();
+    let mut reports = Vec::new();
+    while let Some(line) = receiver.recv().await {
+        reports.extend(toolsmith_registry::Progress::parse(&line));
+    }
     let envelope = serde_json::to_value(&envelope).unwrap();
     assert_eq!(envelope["tool_success"], json!(false), "{envelope}");
     assert_eq!(envelope["error_code"], json!("TOOL_CRASHED"), "{envelope}");
     assert_eq!(envelope["error"], json!(NASTY_MESSAGE), "{envelope}");
-    let reports = reports.into_inner().unwrap();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].progress, 1.0);
     assert_eq!(reports[0].total, Some(2.0));

@@ -70,16 +70,23 @@ pub(crate) async fn run(
             match catalog.get(name) {
                 Some(tool) => {
                     let bar = ToolBar::new();
-                    let report = |progress: Progress| bar.update(&progress);
-                    let envelope = toolsmith_registry::invoke_with_progress(
+                    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+                    let call = toolsmith_registry::invoke_with_progress(
                         executor,
                         tool,
                         arguments,
                         config,
                         &settings.policy,
-                        bar.shows().then_some(&report as &(dyn Fn(Progress) + Sync)),
-                    )
-                    .await;
+                        bar.shows().then_some(sender),
+                    );
+                    let show = async {
+                        while let Some(line) = receiver.recv().await {
+                            if let Some(progress) = Progress::parse(&line) {
+                                bar.update(&progress);
+                            }
+                        }
+                    };
+                    let (envelope, ()) = tokio::join!(call, show);
                     bar.finish();
                     envelope.context("cannot run the tool")?
                 }

@@ -4,9 +4,9 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, Termination};
+use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, ReportSink, Termination};
 
-use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+use crate::call::progress::PROGRESS_FD_VAR;
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::Catalog;
 use crate::discovery::discover::file_tool_name;
@@ -93,19 +93,21 @@ pub async fn invoke(
     invoke_with_progress(executor, tool, arguments, config, policy, None).await
 }
 
-/// Like [`invoke`], and while the tool runs, passes each [`Progress`] it reports to
-/// `progress`.
+/// Like [`invoke`], and while the tool runs, sends each line it writes on its progress
+/// descriptor to `progress`: one channel from the tool's pipe to the caller, who reads each
+/// line with [`Progress::parse`](crate::Progress::parse) (a line that is not a report is
+/// `None`). The channel's sender is dropped when the call ends.
 ///
 /// The tool finds the file descriptor to write JSON lines on in `TOOLSMITH_PROGRESS_FD`
-/// (see [`PROGRESS_FD_VAR`](crate::call::progress::PROGRESS_FD_VAR)); lines that are not progress reports
-/// are ignored. Without a `progress` callback the variable is not set.
+/// (see [`PROGRESS_FD_VAR`](crate::call::progress::PROGRESS_FD_VAR)); without `progress` the
+/// variable is not set.
 pub async fn invoke_with_progress(
     executor: &Arc<Executor>,
     tool: &Tool,
     arguments: &Value,
     config: &RunConfig,
     policy: &Policy,
-    progress: Option<&(dyn Fn(Progress) + Sync)>,
+    progress: Option<ReportSink>,
 ) -> Result<Envelope, Error> {
     if let Err(denial) = policy.check(tool) {
         return Ok(Envelope::failure(
@@ -271,41 +273,25 @@ fn prepare(
     }))
 }
 
-/// Runs `command`, passing each progress report the tool writes to `progress`; the limits
-/// come back with the result for the envelope.
+/// Runs `command`, its progress lines sent to `progress`; the limits come back with the
+/// result for the envelope.
 async fn run(
     executor: &Arc<Executor>,
     mut command: toolsmith_executor::Command,
     limits: Limits,
-    progress: Option<&(dyn Fn(Progress) + Sync)>,
+    progress: Option<ReportSink>,
 ) -> (Result<Outcome, toolsmith_executor::Error>, Limits) {
-    let mut reports = None;
-    if progress.is_some() {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        command.reports(sender).env(
-            OsStr::new(PROGRESS_FD_VAR),
-            OsStr::new(&toolsmith_executor::REPORT_FD.to_string()),
-        );
-        reports = Some(receiver);
-    }
-    // The command (and with it the report channel's sender) is dropped when the run ends, so
-    // that the forwarding below ends too.
-    let run = async move {
-        let result = executor.run(&command, &limits).await;
-        drop(command);
-        (result, limits)
-    };
-    let forward = async {
-        if let (Some(receiver), Some(progress)) = (&mut reports, progress) {
-            while let Some(line) = receiver.recv().await {
-                if let Some(report) = Progress::parse(&line) {
-                    progress(report);
-                }
-            }
+    let result = match progress {
+        Some(sink) => {
+            command.env(
+                OsStr::new(PROGRESS_FD_VAR),
+                OsStr::new(&toolsmith_executor::REPORT_FD.to_string()),
+            );
+            executor.run_reporting(&command, &limits, sink).await
         }
+        None => executor.run(&command, &limits).await,
     };
-    let (ran, ()) = tokio::join!(run, forward);
-    ran
+    (result, limits)
 }
 
 /// The envelope of a finished run, or of a run the executor could not start.
