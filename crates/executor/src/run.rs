@@ -231,15 +231,10 @@ fn start<'command>(
     let started = Instant::now();
     let spawned = spawn_program(executor, session, key, start_from, &plan)?;
     drop((stdin_child, stdout_write, stderr_write));
-    let reports = match (report_pipe, reports) {
-        (Some((read, write)), Some(sink)) => {
-            drop(write);
-            Some(Reports::new(read, sink.clone())?)
-        }
-        _ => None,
-    };
+    // The leader goes in the guard before anything else can fail: an error below then still
+    // kills and reaps the program, and an init's stack stays mapped until it is reaped.
     let (init_keep, init_status) = match spawned.init {
-        Some(init) => (Some(init.keep), Some(InitStatus::new(init.status)?)),
+        Some(init) => (Some(init.keep), Some(init.status)),
         None => (None, None),
     };
     guard.leader = Some(Leader {
@@ -247,6 +242,14 @@ fn start<'command>(
         pidfd: spawned.pidfd,
         init: init_keep,
     });
+    let reports = match (report_pipe, reports) {
+        (Some((read, write)), Some(sink)) => {
+            drop(write);
+            Some(Reports::new(read, sink.clone())?)
+        }
+        _ => None,
+    };
+    let init_status = init_status.map(InitStatus::new).transpose()?;
 
     let stdout = Stream::new(stdout_read, limits.max_output)?;
     let stderr = Stream::new(stderr_read, limits.max_output)?;
