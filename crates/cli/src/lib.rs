@@ -41,6 +41,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 use toolsmith_executor::{Executor, ExecutorConfig, Limits};
+use toolsmith_registry::error_chain;
 
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
@@ -83,22 +84,10 @@ pub fn main() -> ExitCode {
     // /proc/<pid>/environ, even where it cannot get a private /proc.
     // SAFETY: no other thread exists yet and nothing has called getenv.
     let sealed = unsafe { toolsmith_executor::seal_initial_environment() };
-    let _ignored = ENVIRON_SEALED.set(sealed.map(|_| ()).map_err(|error| {
-        let mut message = error.to_string();
-        if let Some(source) = std::error::Error::source(&error) {
-            message.push_str(&format!(": {source}"));
-        }
-        message
-    }));
+    let _ignored = ENVIRON_SEALED.set(sealed.map(|_| ()).map_err(|error| error_chain(&error)));
     // Not dumpable: a tool of the same uid (root without CAP_SYS_PTRACE
     // included) can neither attach to toolsmith nor read its /proc/<pid>/mem.
-    let not_dumpable = toolsmith_executor::forbid_dumping().map_err(|error| {
-        let mut message = error.to_string();
-        if let Some(source) = std::error::Error::source(&error) {
-            message.push_str(&format!(": {source}"));
-        }
-        message
-    });
+    let not_dumpable = toolsmith_executor::forbid_dumping().map_err(|error| error_chain(&error));
     let _ignored = NOT_DUMPABLE.set(not_dumpable);
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // `--color` is read before parsing, so that help and usage errors obey it too.

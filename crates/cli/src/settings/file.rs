@@ -426,7 +426,6 @@ fn field<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::error::Error as _;
     use std::path::Path;
     use std::time::Duration;
 
@@ -436,13 +435,7 @@ mod tests {
     fn check(text: &str, expect: Result<&str, &str>) {
         let actual = parse(text, Path::new("x.toml"))
             .map(|options| format!("{options:?}"))
-            .map_err(|error| {
-                let mut message = error.to_string();
-                if let Some(source) = error.source() {
-                    message.push_str(&format!(": {source}"));
-                }
-                message
-            });
+            .map_err(|error| toolsmith_registry::error_chain(&error));
         match (&actual, expect) {
             (Ok(debug), Ok(fragment)) => assert!(debug.contains(fragment), "{debug}"),
             (Err(message), Err(expected)) => assert_eq!(message, expected),
