@@ -1380,6 +1380,47 @@ mod properties {
     }
 }
 
+/// Attack: a tool hands its report descriptor to a `setsid` daemon and exits, hoping the
+/// report channel (and with it the caller's progress loop) stays open after the call. The
+/// run must end successfully and the caller's receiver must end (the executor drops its
+/// sender with the run) instead of hanging on the daemon's writes. That no `setsid` daemon
+/// survives a run is the corpus's other tests' to check.
+#[test]
+fn a_daemon_holding_the_report_descriptor_neither_outlives_the_call_nor_keeps_its_channel_open() {
+    let _serial = serial();
+    for executor in executors() {
+        let backend = executor.backend();
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let mut command = Command::new(Path::new("/bin/sh"), Path::new("/")).unwrap();
+        command.arg(OsStr::new("-c")).arg(OsStr::new(
+            "echo started >&3; setsid sh -c 'while :; do echo held >&3; sleep 0.05; done' </dev/null >/dev/null 2>&1 & exit 0",
+        ));
+        let limits = limits(5000, 500);
+        let lines = runtime().block_on(async {
+            let outcome = executor
+                .run_reporting(&command, &limits, sender)
+                .await
+                .unwrap();
+            assert!(outcome.success(), "{backend}: {outcome:?}");
+            // Liveness bound only: the receiver must end once the run is over.
+            tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                let mut lines = Vec::new();
+                while let Some(line) = receiver.recv().await {
+                    lines.push(line);
+                }
+                lines
+            })
+            .await
+            .unwrap_or_else(|_| panic!("{backend}: the report channel outlived the call"))
+        });
+        assert_eq!(
+            lines.first().map(Vec::as_slice),
+            Some(&b"started"[..]),
+            "{backend}"
+        );
+    }
+}
+
 #[test]
 fn reports_arrive_line_by_line_while_the_program_runs() {
     let _serial = serial();
