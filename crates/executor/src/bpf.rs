@@ -3,7 +3,7 @@
 //! (`seccomp.rs` says which calls are refused and why; this module only
 //! compiles that table), whose leaves run each number's rule.
 
-use crate::seccomp::{AF_UNIX, PERSONALITIES, Rule, SOCK_TYPE_MASK, SOCKETPAIR_TYPES, rules};
+use crate::seccomp::{AF_UNIX, LAST_CLASSIFIED, Rule, SOCK_TYPE_MASK, SOCKETPAIR_TYPES, rules};
 
 /// `AUDIT_ARCH_X86_64`: EM_X86_64 | 64-bit | little-endian.
 #[cfg(target_arch = "x86_64")]
@@ -106,8 +106,32 @@ pub(crate) const LEAF_SIZE: usize = 8;
 /// rules of a leaf share its returns.
 pub(crate) fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
     let mut program = header();
-    program.extend(search(&spans(&rules(network_denied, private_pids))));
+    program.extend(search(&table(network_denied, private_pids)));
     program
+}
+
+/// The spans the search runs over: those of `rules`, which classify every
+/// number up to `LAST_CLASSIFIED`, and one more refusing every number above
+/// with `ENOSYS` (on x86_64 the header has refused the x32 numbers already).
+pub(crate) fn table(network_denied: bool, private_pids: bool) -> Vec<Span> {
+    let mut table = spans(&rules(network_denied, private_pids));
+    let first = LAST_CLASSIFIED + 1;
+    let last = if cfg!(target_arch = "x86_64") {
+        X32_SYSCALL_BIT - 1
+    } else {
+        u32::MAX
+    };
+    match table.last_mut() {
+        Some(span) if span.rule == Rule::Refuse(libc::ENOSYS) && span.last + 1 == first => {
+            span.last = last;
+        }
+        _ => table.push(Span {
+            first,
+            last,
+            rule: Rule::Refuse(libc::ENOSYS),
+        }),
+    }
+    table
 }
 
 /// Loads the number after checking the architecture: a foreign one kills,
@@ -195,7 +219,11 @@ pub(crate) fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
         } else {
             // Below this span the number is below every remaining one too.
             ops.push(op_jump(BPF_JGE_K, span.first, Goto::Next, Goto::Allow));
-            ops.push(op_jump(BPF_JGE_K, span.last + 1, Goto::Next, target));
+            // A span up to the largest number needs no upper bound.
+            match span.last.checked_add(1) {
+                Some(above) => ops.push(op_jump(BPF_JGE_K, above, Goto::Next, target)),
+                None => ops.push(op_jump(BPF_JGE_K, span.first, target, target)),
+            }
         }
     }
     let comparisons = ops.len();
@@ -257,7 +285,7 @@ pub(crate) fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
 /// it loads an argument and jumps to the leaf's ALLOW or refusal.
 pub(crate) fn check(rule: Rule) -> Vec<Op> {
     let refuse = Goto::Refuse(libc::EPERM);
-    let allow_only = |values: &[u32]| {
+    let allow_only = |values: &[u32], refuse: Goto| {
         let mut ops: Vec<Op> = values
             .iter()
             .map(|&value| op_jump(BPF_JEQ_K, value, Goto::Allow, Goto::Next))
@@ -284,12 +312,16 @@ pub(crate) fn check(rule: Rule) -> Vec<Op> {
                 op(BPF_LD_W_ABS, argument_low(1)),
                 op(BPF_ALU_AND_K, SOCK_TYPE_MASK),
             ];
-            ops.extend(allow_only(&SOCKETPAIR_TYPES));
+            ops.extend(allow_only(&SOCKETPAIR_TYPES, refuse));
             ops
         }
-        Rule::Personalities => {
-            let mut ops = vec![op(BPF_LD_W_ABS, argument_low(0))];
-            ops.extend(allow_only(&PERSONALITIES));
+        Rule::AllowOnly {
+            argument,
+            values,
+            errno,
+        } => {
+            let mut ops = vec![op(BPF_LD_W_ABS, argument_low(argument))];
+            ops.extend(allow_only(values, Goto::Refuse(errno)));
             ops
         }
     }

@@ -23,6 +23,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod allowed;
 mod backend;
 mod bpf;
 mod capture;

@@ -1,9 +1,11 @@
-//! The system-call filter of a run: a seccomp deny-list in the spirit of
-//! Docker's default profile, built once in the parent as classic BPF and
-//! installed by the clone child as the last step before `execve`.
+//! The system-call filter of a run: a seccomp allow-list in the spirit of
+//! Docker's default profile (`allowed.rs`), with refusals and argument
+//! checks for the calls that need a reason of their own, built once in the
+//! parent as classic BPF and installed by the clone child as the last step
+//! before `execve`.
 //!
 //! The program is written by hand rather than with a crate (seccompiler,
-//! libseccomp): about seventy numbers, a few with an argument check, found
+//! libseccomp): runs of numbers with one verdict, a few with an argument check, found
 //! by a balanced binary search over the number (`bpf.rs` compiles this
 //! module's table of rules into it), the child must
 //! install it with one system call and no allocation, and every rule is
@@ -12,6 +14,8 @@
 //! for every number and the arguments that matter, against a model of what
 //! each call must get written apart from it.
 //!
+//! A call no list names fails with `ENOSYS`, as on a kernel without it, so
+//! a call a newer kernel adds is refused until someone classifies it.
 //! Denied calls fail with `EPERM`, as they would for a process without the
 //! capability they need, so programs take their usual error path; `clone3`
 //! fails with `ENOSYS`, so that libc falls back to `clone`, whose flags the
@@ -82,6 +86,7 @@ pub(crate) const DENIED: &[libc::c_long] = &[
     libc::SYS_fsmount,
     libc::SYS_fspick,
     libc::SYS_mount_setattr,
+    SYS_OPEN_TREE_ATTR,
     // Entering other namespaces.
     libc::SYS_setns,
     // Other processes' memory and descriptors (`ptrace` and `process_vm_*`:
@@ -152,6 +157,24 @@ pub(crate) const TRACING: &[libc::c_long] = &[
 /// `fchmodat2` (Linux 6.6), the same number on every architecture.
 const SYS_FCHMODAT2: libc::c_long = 452;
 
+/// `open_tree_attr` (Linux 6.15), the same number on every architecture: a
+/// mount call like `open_tree`.
+const SYS_OPEN_TREE_ATTR: libc::c_long = 467;
+
+/// The rules and the allow-list classify every number up to this one; the
+/// program refuses every higher one with `ENOSYS` (`bpf::build`).
+pub(crate) const LAST_CLASSIFIED: u32 = 1023;
+
+/// The `fallocate` modes a program may use: plain allocation (0), which
+/// extends the file and so is bounded by `RLIMIT_FSIZE` (every file system
+/// checks `inode_newsize_ok` for it), and `FALLOC_FL_PUNCH_HOLE |
+/// FALLOC_FL_KEEP_SIZE` (3), which only frees blocks. Every other mode can
+/// allocate blocks that no file size counts (`KEEP_SIZE` past the end,
+/// `ZERO_RANGE`, `INSERT_RANGE`, `UNSHARE_RANGE`, `WRITE_ZEROES`) and fails
+/// with `EOPNOTSUPP`, as on a file system without it: `posix_fallocate` and
+/// programs fall back to writing, which `RLIMIT_FSIZE` bounds.
+pub(crate) const FALLOCATE_MODES: [u32; 2] = [0, 3];
+
 /// `socketpair`'s types under `network = deny`, `SOCK_STREAM` (1) and
 /// `SOCK_SEQPACKET` (5) (the type argument masked with `SOCK_TYPE_MASK`, so
 /// `SOCK_NONBLOCK` and `SOCK_CLOEXEC` do not matter): a
@@ -177,8 +200,14 @@ pub(crate) enum Rule {
     /// `socketpair` under `network = deny`: only `AF_UNIX` pairs of the
     /// `SOCKETPAIR_TYPES`.
     UnixStreamPairsOnly,
-    /// `personality`: only the `PERSONALITIES`.
-    Personalities,
+    /// Fails with `errno` unless the low 32 bits of argument `argument`
+    /// are one of `values` (`personality`: the `PERSONALITIES`;
+    /// `fallocate`: the `FALLOCATE_MODES`).
+    AllowOnly {
+        argument: u32,
+        values: &'static [u32],
+        errno: i32,
+    },
 }
 
 /// The filter program, built once per kind: with `network_denied`, sockets
@@ -189,9 +218,31 @@ pub(crate) fn program(network_denied: bool, private_pids: bool) -> &'static [lib
     PROGRAMS[index].get_or_init(|| build(network_denied, private_pids))
 }
 
-/// Every number the filter does not simply allow, with its rule, sorted by
-/// number.
+/// Every number up to [`LAST_CLASSIFIED`] the filter does not simply allow,
+/// with its rule, sorted by number: the refusals and argument checks, and
+/// `ENOSYS` for each number neither they nor the allow-list name.
 pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
+    let mut rules = named_rules(network_denied, private_pids);
+    let mut allowed: Vec<u32> = crate::allowed::ALLOWED.iter().map(|&call| number(call)).collect();
+    if private_pids {
+        allowed.extend(TRACING.iter().map(|&call| number(call)));
+    }
+    if !network_denied {
+        allowed.push(number(libc::SYS_socketpair));
+    }
+    let named: Vec<u32> = rules.iter().map(|&(call, _)| call).collect();
+    rules.extend(
+        (0..=LAST_CLASSIFIED)
+            .filter(|call| !allowed.contains(call) && !named.contains(call))
+            .map(|call| (call, Rule::Refuse(libc::ENOSYS))),
+    );
+    rules.sort_unstable_by_key(|&(call, _)| call);
+    rules
+}
+
+/// The numbers with a rule of their own (a refusal with its reason, or an
+/// argument check), sorted by number.
+pub(crate) fn named_rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
     let tracing: &[libc::c_long] = if private_pids { &[] } else { TRACING };
     let mut rules: Vec<(libc::c_long, Rule)> = DENIED
         .iter()
@@ -253,7 +304,25 @@ pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)
     // `openat2` passes its mode in a structure the filter cannot read: ENOSYS
     // sends libc and programs back to `openat`.
     rules.push((libc::SYS_openat2, Rule::Refuse(libc::ENOSYS)));
-    rules.push((libc::SYS_personality, Rule::Personalities));
+    rules.push((
+        libc::SYS_personality,
+        Rule::AllowOnly {
+            argument: 0,
+            values: &PERSONALITIES,
+            errno: libc::EPERM,
+        },
+    ));
+    // `fallocate`'s mode (its second argument): only the modes whose blocks
+    // a file size counts (`FALLOCATE_MODES`), so `max_file_size` bounds
+    // what a call allocates in a file whatever the mode.
+    rules.push((
+        libc::SYS_fallocate,
+        Rule::AllowOnly {
+            argument: 1,
+            values: &FALLOCATE_MODES,
+            errno: libc::EOPNOTSUPP,
+        },
+    ));
     let mut rules: Vec<(u32, Rule)> = rules
         .into_iter()
         .map(|(call, rule)| (number(call), rule))
@@ -377,10 +446,14 @@ extern "C" fn probe_child(argument: *mut libc::c_void) -> libc::c_int {
 
 #[cfg(test)]
 mod tests {
+    use crate::allowed::ALLOWED;
     use crate::bpf::{
         AUDIT_ARCH, BPF_JA, LEAF_SIZE, Span, X32_SYSCALL_BIT, build, header, leaf, search, spans,
+        table,
     };
-    use crate::seccomp::{DENIED, REFUSES_EVERY_SOCKET_UNDER_DENY, Rule, TRACING, rules};
+    use crate::seccomp::{
+        DENIED, REFUSES_EVERY_SOCKET_UNDER_DENY, Rule, TRACING, named_rules, rules,
+    };
 
     /// What a call must get, as `seccomp(2)` returns it.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -509,6 +582,7 @@ mod tests {
             | libc::SYS_fsmount
             | libc::SYS_fspick
             | libc::SYS_mount_setattr
+            | 467 // open_tree_attr
             | libc::SYS_setns
             | libc::SYS_process_madvise
             | libc::SYS_pidfd_getfd
@@ -557,7 +631,14 @@ mod tests {
             libc::SYS_personality => {
                 refuse_if(!matches!(low(0), 0 | 8 | 0x2_0000 | 0x2_0008 | 0xffff_ffff))
             }
-            _ => Verdict::Allow,
+            // Plain allocation and punching a hole, nothing that allocates
+            // past the file's size.
+            libc::SYS_fallocate if matches!(low(1), 0 | 3) => Verdict::Allow,
+            libc::SYS_fallocate => Verdict::Errno(libc::EOPNOTSUPP),
+            libc::SYS_socketpair => Verdict::Allow,
+            _ if ALLOWED.contains(&call) => Verdict::Allow,
+            // Every call nobody named, up to the largest number.
+            _ => ENOSYS,
         }
     }
 
@@ -615,9 +696,12 @@ mod tests {
         sets
     }
 
-    /// Numbers 0..=1023, the edges of the x32 range and -1.
+    /// Numbers 0..=1023, a few above, the edges of the x32 range and -1.
     fn numbers() -> impl Iterator<Item = u32> {
         (0..=1023).chain([
+            1024,
+            1025,
+            70_000,
             X32_SYSCALL_BIT - 1,
             X32_SYSCALL_BIT,
             X32_SYSCALL_BIT | 1,
@@ -663,22 +747,21 @@ mod tests {
         }
     }
 
-    /// The same rules as a straight list: a second oracle for the search alone.
-    fn linear(rules: &[(u32, Rule)]) -> Vec<libc::sock_filter> {
+    /// The same spans as a straight list: a second oracle for the search alone.
+    fn linear(spans: &[Span]) -> Vec<libc::sock_filter> {
         let mut program = header();
-        for &(call, rule) in rules {
-            // A leaf of one number: its own comparison, check and returns.
-            let code = leaf(&[Span {
-                first: call,
-                last: call,
-                rule,
-            }]);
-            program.push(crate::bpf::jump(
-                0x15,
-                call,
-                0,
-                u8::try_from(code.len()).unwrap(),
-            ));
+        for &span in spans {
+            // A leaf of one span: its own comparisons, check and returns,
+            // entered only for a number of the span.
+            let code = leaf(&[span]);
+            let length = u8::try_from(code.len()).unwrap();
+            match span.last.checked_add(1) {
+                Some(above) => {
+                    program.push(crate::bpf::jump(0x35, span.first, 0, length + 1));
+                    program.push(crate::bpf::jump(0x35, above, length, 0));
+                }
+                None => program.push(crate::bpf::jump(0x35, span.first, 0, length)),
+            }
             program.extend(code);
         }
         program.push(crate::bpf::statement(0x06, 0x7fff_0000));
@@ -690,11 +773,13 @@ mod tests {
         let sets = argument_sets();
         for network_denied in [false, true] {
             for private_pids in [false, true] {
-                let rules = rules(network_denied, private_pids);
-                let (searched, listed) = (build(network_denied, private_pids), linear(&rules));
+                let table = table(network_denied, private_pids);
+                let (searched, listed) = (build(network_denied, private_pids), linear(&table));
                 for nr in numbers() {
                     // A number without a rule is allowed whatever its arguments.
-                    let has_rule = rules.iter().any(|&(call, _)| call == nr);
+                    let has_rule = table
+                        .iter()
+                        .any(|span| (span.first..=span.last).contains(&nr));
                     for args in if has_rule { &sets[..] } else { &sets[..4] } {
                         let data = Data {
                             nr,
@@ -738,7 +823,7 @@ mod tests {
                 .iter()
                 .any(|instruction| instruction.code == BPF_JA)
         );
-        let listed = linear(&rules);
+        let listed = linear(&spans(&rules));
         for nr in 0..1600 {
             for mode in [0o755, 0o4755] {
                 let data = Data {
@@ -796,7 +881,7 @@ mod tests {
         // The point of the search: the kernel walks the program for every
         // number of every architecture when it installs it.
         let program = build(true, false);
-        let leaves = spans(&rules(true, false)).len().div_ceil(LEAF_SIZE);
+        let leaves = table(true, false).len().div_ceil(LEAF_SIZE);
         let depth = usize::try_from(leaves.next_power_of_two().trailing_zeros()).unwrap();
         for nr in 0..1024 {
             let data = Data {
@@ -871,9 +956,19 @@ mod tests {
     fn no_call_is_listed_twice() {
         let mut calls = DENIED.to_vec();
         calls.extend(TRACING);
+        calls.extend(ALLOWED);
         calls.sort_unstable();
         calls.dedup();
-        assert_eq!(calls.len(), DENIED.len() + TRACING.len());
+        assert_eq!(calls.len(), DENIED.len() + TRACING.len() + ALLOWED.len());
+        // An allowed call has no rule of its own either.
+        for network_denied in [false, true] {
+            for (call, rule) in named_rules(network_denied, false) {
+                assert!(
+                    !ALLOWED.contains(&libc::c_long::from(call)),
+                    "{call} is allowed and has the rule {rule:?}"
+                );
+            }
+        }
         for network_denied in [false, true] {
             let mut numbers: Vec<u32> = rules(network_denied, false)
                 .iter()
