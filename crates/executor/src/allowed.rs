@@ -21,10 +21,15 @@ const SYS_FUTEX_WAKE: libc::c_long = 454;
 const SYS_FUTEX_WAIT: libc::c_long = 455;
 const SYS_FUTEX_REQUEUE: libc::c_long = 456;
 const SYS_MSEAL: libc::c_long = 462;
-/// `uretprobe` (x86_64 only): the kernel's own trampoline of a return
-/// probe the host set on a binary; refusing it would kill a traced program.
+/// `uretprobe` and `uprobe` (x86_64 only): the kernel's own trampolines of
+/// the probes the host sets on a binary. The kernel never asks a filter
+/// about them (`seccomp_uprobe_exception`), and they fail with `ENXIO`
+/// unless called from such a trampoline; listed so that the list says what
+/// reaches the kernel.
 #[cfg(target_arch = "x86_64")]
 const SYS_URETPROBE: libc::c_long = 335;
+#[cfg(target_arch = "x86_64")]
+const SYS_UPROBE: libc::c_long = 336;
 /// `map_shadow_stack` (x86_64 only): CET shadow stacks for new threads.
 #[cfg(target_arch = "x86_64")]
 const SYS_MAP_SHADOW_STACK: libc::c_long = 453;
@@ -374,6 +379,8 @@ pub(crate) const ALLOWED: &[libc::c_long] = &[
     libc::SYS_futimesat,
     #[cfg(target_arch = "x86_64")]
     SYS_URETPROBE,
+    #[cfg(target_arch = "x86_64")]
+    SYS_UPROBE,
     #[cfg(target_arch = "x86_64")]
     SYS_MAP_SHADOW_STACK,
     #[cfg(target_arch = "aarch64")]

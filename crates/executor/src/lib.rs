@@ -74,6 +74,7 @@ pub use crate::privileges::{Privileges, RunAs, effective_uid};
 pub use crate::sandbox::{
     AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox, Syscalls,
 };
+pub use crate::seccomp::{LAST_CLASSIFIED, classified_system_calls};
 
 use crate::cgroup::Cgroups;
 use crate::containment::Containment;

@@ -163,7 +163,7 @@ const SYS_OPEN_TREE_ATTR: libc::c_long = 467;
 
 /// The rules and the allow-list classify every number up to this one; the
 /// program refuses every higher one with `ENOSYS` (`bpf::build`).
-pub(crate) const LAST_CLASSIFIED: u32 = 1023;
+pub const LAST_CLASSIFIED: u32 = 1023;
 
 /// The `fallocate` modes a program may use: plain allocation (0), which
 /// extends the file and so is bounded by `RLIMIT_FSIZE` (every file system
@@ -223,7 +223,10 @@ pub(crate) fn program(network_denied: bool, private_pids: bool) -> &'static [lib
 /// `ENOSYS` for each number neither they nor the allow-list name.
 pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
     let mut rules = named_rules(network_denied, private_pids);
-    let mut allowed: Vec<u32> = crate::allowed::ALLOWED.iter().map(|&call| number(call)).collect();
+    let mut allowed: Vec<u32> = crate::allowed::ALLOWED
+        .iter()
+        .map(|&call| number(call))
+        .collect();
     if private_pids {
         allowed.extend(TRACING.iter().map(|&call| number(call)));
     }
@@ -238,6 +241,29 @@ pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)
     );
     rules.sort_unstable_by_key(|&(call, _)| call);
     rules
+}
+
+/// The system-call numbers up to [`LAST_CLASSIFIED`] that someone
+/// classified for a run of this kind: the allowed calls and those with a
+/// rule of their own (a refusal with its reason, or an argument check).
+/// Every other number fails with `ENOSYS` in the run, which a test checks
+/// from inside a sandbox, number by number, against the running kernel.
+pub fn classified_system_calls(network_denied: bool, private_pids: bool) -> Vec<u32> {
+    let mut classified: Vec<u32> = rules(network_denied, private_pids)
+        .into_iter()
+        .filter(|&(_, rule)| rule != Rule::Refuse(libc::ENOSYS))
+        .map(|(call, _)| call)
+        .collect();
+    classified.extend(crate::allowed::ALLOWED.iter().map(|&call| number(call)));
+    if private_pids {
+        classified.extend(TRACING.iter().map(|&call| number(call)));
+    }
+    if !network_denied {
+        classified.push(number(libc::SYS_socketpair));
+    }
+    classified.sort_unstable();
+    classified.dedup();
+    classified
 }
 
 /// The numbers with a rule of their own (a refusal with its reason, or an

@@ -24,8 +24,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use toolsmith_executor::{
-    Backend, BackendChoice, Command, Error, Executor, ExecutorConfig, LimitKind, Limits, Outcome,
-    Termination,
+    Backend, BackendChoice, Command, Enforcement, Error, Executor, ExecutorConfig, Filesystem,
+    LAST_CLASSIFIED, LimitKind, Limits, Network, Outcome, Sandbox, Syscalls, Termination,
+    classified_system_calls,
 };
 
 const MARKER_VAR: &str = "HOSTILE_TEST_ID";
@@ -1458,4 +1459,333 @@ fn reports_arrive_line_by_line_while_the_program_runs() {
         // 3 is the report pipe and 4 the directory ls opened; nothing else leaked.
         assert_eq!(outcome.stdout.text_lossy(), "0\n1\n2\n3\n4\n", "{backend}");
     }
+}
+
+/// An executor of the default backend whose sandbox mechanisms `needed` all
+/// exist here; otherwise says loudly which one is missing.
+fn sandbox_executor(needed: &[&str]) -> Option<Executor> {
+    let executor = Executor::new(ExecutorConfig {
+        backend: BackendChoice::Auto,
+        max_concurrent: None,
+    })
+    .unwrap();
+    let features = executor.features();
+    for &name in needed {
+        let probe = match name {
+            "seccomp" => &features.seccomp,
+            "private-proc" => &features.private_proc,
+            "netns" => &features.network_namespace,
+            other => panic!("no feature {other}"),
+        };
+        if !probe.available {
+            assert!(
+                std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+                "{name} is required but unavailable: {}",
+                probe.detail
+            );
+            eprintln!(
+                "WARNING: {name} UNAVAILABLE on this kernel, this test is SKIPPED: {}",
+                probe.detail
+            );
+            return None;
+        }
+    }
+    Some(executor)
+}
+
+/// Runs `program args` in `cwd` under `sandbox` with `limits`, checking for survivors.
+fn run_sandboxed(
+    executor: &Executor,
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    sandbox: Sandbox,
+    limits: &Limits,
+) -> Ran {
+    let marker = format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT_MARKER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut command = Command::new(program, cwd).unwrap();
+    for arg in args {
+        command.arg(OsStr::new(arg));
+    }
+    command.env(
+        OsStr::new("PATH"),
+        OsStr::new("/usr/local/bin:/usr/bin:/bin"),
+    );
+    command.env(OsStr::new(MARKER_VAR), OsStr::new(&marker));
+    command.sandbox(sandbox);
+    let started = Instant::now();
+    let result = runtime().block_on(executor.run(&command, limits));
+    Ran {
+        result,
+        elapsed: started.elapsed(),
+        survivors: kill_marked(&format!("{MARKER_VAR}={marker}")),
+    }
+}
+
+fn sandbox_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/hostile/sandbox")
+        .join(name)
+}
+
+/// Issue 22, finding 7: the filter was a deny-list, so every call a newer
+/// kernel adds (`open_tree_attr`, `listmount`, `statmount`, `lsm_*`,
+/// `*xattrat`, `file_setattr`) reached the kernel. `unnamed-calls.py` tries
+/// every number no list of the filter names, up to the last classified one
+/// and a few above, each in a forked child, inside the sandbox: each must
+/// fail with `ENOSYS`. The same walk without the filter finds calls the
+/// running kernel has among them, so the walk can tell.
+#[test]
+fn b19_every_system_call_no_list_names_fails_with_enosys() {
+    let _serial = serial();
+    let Some(python) = python() else { return };
+    let Some(executor) = sandbox_executor(&["seccomp", "private-proc"]) else {
+        return;
+    };
+    let limits = Limits {
+        timeout: Duration::from_secs(60),
+        ..limits(60_000, 500)
+    };
+    let script = sandbox_script("unnamed-calls.py");
+    let with_netns = executor.features().network_namespace.available;
+    for network_denied in [false, true] {
+        if network_denied && !with_netns {
+            eprintln!("WARNING: no network namespace, the walk under network = deny is SKIPPED");
+            continue;
+        }
+        let classified = classified_system_calls(network_denied, true);
+        let mut args = vec![script.display().to_string()];
+        args.extend(
+            (0..=LAST_CLASSIFIED)
+                .filter(|number| !classified.contains(number))
+                .chain([LAST_CLASSIFIED + 1, 2048, 65_535])
+                .map(|number| number.to_string()),
+        );
+        let walk = |syscalls: Syscalls| {
+            let sandbox = Sandbox {
+                private_pids: true,
+                network: if network_denied {
+                    Network::Deny(Enforcement::Required)
+                } else {
+                    Network::Allow
+                },
+                syscalls,
+                ..Sandbox::none()
+            };
+            let ran = run_sandboxed(&executor, &python, &args, Path::new("/"), sandbox, &limits);
+            assert!(ran.outcome().success(), "{:?}", ran.outcome());
+            assert_eq!(ran.survivors, 0);
+            let results: Vec<(String, String)> = ran
+                .stdout()
+                .lines()
+                .map(|line| {
+                    let (number, result) = line.split_once(' ').unwrap();
+                    (number.to_owned(), result.to_owned())
+                })
+                .collect();
+            assert_eq!(results.len(), args.len() - 1, "{}", ran.stdout());
+            results
+        };
+        let reached: Vec<_> = walk(Syscalls::Filtered(Enforcement::Required))
+            .into_iter()
+            .filter(|(_, result)| result != "ENOSYS")
+            .collect();
+        assert!(
+            reached.is_empty(),
+            "calls no list names reached the kernel: {reached:?}"
+        );
+        let unfiltered = walk(Syscalls::Unfiltered);
+        assert!(
+            unfiltered.iter().any(|(_, result)| result != "ENOSYS"),
+            "without the filter every unnamed number failed with ENOSYS too: the walk cannot tell"
+        );
+    }
+}
+
+/// A small ext4 file system the test makes and removes: an image in a 64 MiB
+/// tmpfs, loop-mounted. Not tmpfs itself: tmpfs checks `RLIMIT_FSIZE` for
+/// every `fallocate` mode, ext4 (like xfs and btrfs) only for those that
+/// change the size. Never the real disk.
+struct SmallDisk {
+    _dir: tempfile::TempDir,
+    tmpfs: PathBuf,
+    ext4: PathBuf,
+}
+
+impl SmallDisk {
+    fn new() -> Option<SmallDisk> {
+        let Some(mkfs) = which("mkfs.ext4").or_else(|| {
+            let sbin = Path::new("/usr/sbin/mkfs.ext4");
+            sbin.is_file().then(|| sbin.to_path_buf())
+        }) else {
+            eprintln!("WARNING: no mkfs.ext4, the disk test is SKIPPED");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let tmpfs = dir.path().join("tmpfs");
+        let ext4 = dir.path().join("ext4");
+        fs::create_dir(&tmpfs).unwrap();
+        fs::create_dir(&ext4).unwrap();
+        let image = tmpfs.join("image");
+        let steps: [(&Path, Vec<&OsStr>); 3] = [
+            (
+                Path::new("mount"),
+                vec![
+                    OsStr::new("-t"),
+                    OsStr::new("tmpfs"),
+                    OsStr::new("-o"),
+                    OsStr::new("size=64m"),
+                    OsStr::new("toolsmith-test"),
+                    tmpfs.as_os_str(),
+                ],
+            ),
+            (
+                &mkfs,
+                vec![
+                    OsStr::new("-q"),
+                    OsStr::new("-F"),
+                    image.as_os_str(),
+                    OsStr::new("48M"),
+                ],
+            ),
+            (
+                Path::new("mount"),
+                vec![
+                    OsStr::new("-o"),
+                    OsStr::new("loop"),
+                    image.as_os_str(),
+                    ext4.as_os_str(),
+                ],
+            ),
+        ];
+        let mut disk = SmallDisk {
+            _dir: dir,
+            tmpfs: tmpfs.clone(),
+            ext4: ext4.clone(),
+        };
+        for (program, args) in steps {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "making the test's file system is not a tool run"
+            )]
+            let made = std::process::Command::new(program).args(&args).output();
+            match made {
+                Ok(output) if output.status.success() => {}
+                failed => {
+                    eprintln!(
+                        "WARNING: cannot make a small ext4 file system ({program:?} {args:?}: {failed:?}), the disk test is SKIPPED"
+                    );
+                    disk.unmount();
+                    return None;
+                }
+            }
+        }
+        Some(disk)
+    }
+
+    /// Blocks allocated to the files in the file system, in bytes.
+    fn allocated(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::read_dir(&self.ext4)
+            .unwrap()
+            .map(|entry| entry.unwrap().metadata().unwrap())
+            .filter(fs::Metadata::is_file)
+            .map(|metadata| metadata.blocks() * 512)
+            .sum()
+    }
+
+    fn clear(&self) {
+        for entry in fs::read_dir(&self.ext4).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                fs::remove_file(path).unwrap();
+            }
+        }
+    }
+
+    fn unmount(&mut self) {
+        for path in [&self.ext4, &self.tmpfs] {
+            // The loop device lets go of the image shortly after the
+            // unmount (autoclear): the tmpfs is busy until then.
+            for _ in 0..100 {
+                let Ok(path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+                    break;
+                };
+                // SAFETY: umount2 of a path we mounted.
+                let result = unsafe { libc::umount2(path.as_ptr(), 0) };
+                let error = std::io::Error::last_os_error().raw_os_error();
+                if result == 0 || error == Some(libc::EINVAL) || error == Some(libc::ENOENT) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+/// Issue 22, finding 8: `fallocate` with `FALLOC_FL_KEEP_SIZE` took 601 MiB
+/// of a writable root under a 10 MiB `max_file_size`: the blocks lie past
+/// the file's size, which `RLIMIT_FSIZE` bounds. `allocate.py` tries that
+/// mode, `ZERO_RANGE | KEEP_SIZE` and `UNSHARE_RANGE | KEEP_SIZE` (other
+/// ways to the same blocks) and plain `fallocate` past the limit, in a
+/// writable root on a small ext4 the test mounts. Checked from outside: the
+/// blocks the files hold. Without the filter the same script takes the
+/// blocks, so the test can tell.
+#[test]
+fn b20_no_fallocate_mode_takes_disk_past_max_file_size() {
+    let _serial = serial();
+    let Some(python) = python() else { return };
+    let Some(executor) = sandbox_executor(&["seccomp"]) else {
+        return;
+    };
+    let Some(disk) = SmallDisk::new() else { return };
+    let max_file_size: u64 = 1 << 20;
+    let limits = Limits {
+        max_file_size: Some(max_file_size),
+        ..limits(10_000, 500)
+    };
+    let args = [
+        sandbox_script("allocate.py").display().to_string(),
+        (24_u64 << 20).to_string(),
+    ];
+    let attack = |syscalls: Syscalls| {
+        disk.clear();
+        let sandbox = Sandbox {
+            filesystem: Filesystem::Project {
+                root: disk.ext4.clone(),
+                enforcement: Enforcement::IfPossible,
+            },
+            syscalls,
+            ..Sandbox::none()
+        };
+        let ran = run_sandboxed(&executor, &python, &args, &disk.ext4, sandbox, &limits);
+        assert!(ran.outcome().success(), "{:?}", ran.outcome());
+        assert_eq!(ran.survivors, 0);
+        (ran.stdout(), disk.allocated())
+    };
+    let (printed, allocated) = attack(Syscalls::Filtered(Enforcement::Required));
+    assert_eq!(
+        printed,
+        "keep-size ENOTSUP\nzero-range-keep-size ENOTSUP\nunshare-range-keep-size ENOTSUP\nplain EFBIG\n"
+    );
+    assert!(
+        allocated <= max_file_size,
+        "{allocated} bytes allocated under a {max_file_size}-byte limit"
+    );
+    let (printed, allocated) = attack(Syscalls::Unfiltered);
+    assert!(printed.starts_with("keep-size ok\n"), "{printed}");
+    assert!(
+        allocated > 8 * max_file_size,
+        "without the filter only {allocated} bytes: the attack cannot tell"
+    );
 }
