@@ -910,7 +910,8 @@ fn s27_kill_minus_one_reaches_only_the_tools_namespace() {
     }
     call.assert_envelope(&json!({
         "tool_success": true,
-        "result": "alive, ppid 1, 2 process(es) in /proc",
+        // The tool alone: toolsmith's init (PID 1) is hidden from it (`hidepid=4`).
+        "result": "alive, ppid 1, 1 process(es) in /proc",
     }));
     call.assert_clean(bound(1000, 300));
 }

@@ -395,7 +395,8 @@ unsafe fn confine(setup: &InitPlan, plan: &SpawnPlan) -> Result<(), Stage> {
 
 /// Makes every mount private (so nothing the child mounts propagates to the
 /// host), then mounts a fresh `/proc` for the calling process's PID
-/// namespace over the old one. For a child in new PID and mount namespaces.
+/// namespace over the old one, with [`PROC_OPTIONS`]. For a child in new
+/// PID and mount namespaces.
 ///
 /// # Safety
 /// Async-signal-safe: only `mount`.
@@ -409,15 +410,42 @@ pub(crate) unsafe fn mount_private_proc() -> bool {
             libc::MS_REC | libc::MS_PRIVATE,
             ptr::null(),
         ) == 0
-            && libc::mount(
+            && mount_proc()
+    }
+}
+
+/// Mounts a fresh `/proc` on `/proc` with [`PROC_OPTIONS`], or without
+/// them on a kernel older than 5.8, which does not know them (there
+/// `/proc/1` stays visible: `docs/security.md`).
+///
+/// # Safety
+/// Async-signal-safe: only `mount`.
+pub(crate) unsafe fn mount_proc() -> bool {
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    [PROC_OPTIONS.as_ptr(), ptr::null()].iter().any(|&options| {
+        // SAFETY: mount with static NUL-terminated strings.
+        unsafe {
+            libc::mount(
                 c"proc".as_ptr(),
                 c"/proc".as_ptr(),
                 c"proc".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                ptr::null(),
+                flags,
+                options.cast(),
             ) == 0
-    }
+        }
+    })
 }
+
+/// The options of a run's `/proc`: `hidepid=4` (`ptraceable`, Linux 5.8)
+/// shows a process only to those who may ptrace it, with no exemption for a
+/// group (`hidepid=2` exempts the group of `gid=`, root's by default, which
+/// a uid-0 tool is in). toolsmith's init shares toolsmith's memory and
+/// descriptor table, and is not dumpable: its directory, `/proc/1`, is
+/// invisible to a tool without `CAP_SYS_PTRACE`, and with it every file
+/// that would show or change toolsmith (the command line, the OOM score
+/// shared by every process of the memory, the coredump filter, `clear_refs`,
+/// the descriptors). The tool's own processes stay visible to it.
+pub(crate) const PROC_OPTIONS: &std::ffi::CStr = c"hidepid=4";
 
 /// Writes `data` to the file at `path` with one `write`; true on success.
 ///

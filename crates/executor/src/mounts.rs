@@ -237,15 +237,7 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
         if !minimal_dev(&devices, plan) {
             return false;
         }
-        if plan.proc
-            && libc::mount(
-                c"proc".as_ptr(),
-                c"/proc".as_ptr(),
-                c"proc".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                ptr::null(),
-            ) != 0
-        {
+        if plan.proc && !crate::child::mount_proc() {
             return false;
         }
         for path in PROC_READ_ONLY {

@@ -1789,3 +1789,67 @@ fn b20_no_fallocate_mode_takes_disk_past_max_file_size() {
         "without the filter only {allocated} bytes: the attack cannot tell"
     );
 }
+
+/// The lines of `/proc/self/status` and the files of `/proc/self` the
+/// attack of `init-image.sh` could change in toolsmith, read from outside.
+fn own_proc_state() -> Vec<String> {
+    ["oom_score_adj", "oom_adj", "coredump_filter"]
+        .iter()
+        .map(|file| fs::read_to_string(format!("/proc/self/{file}")).unwrap())
+        .collect()
+}
+
+/// Issue 22, finding 5: toolsmith's init shares toolsmith's memory, so a
+/// tool that writes `/proc/1/oom_score_adj` changed toolsmith's OOM score
+/// for the server's life, and `/proc/1/cmdline` showed toolsmith's command
+/// line. `init-image.sh` tries the writable files (OOM score, coredump
+/// filter, clear_refs) and reads the revealing ones, through `/proc/1`, its
+/// task, `$PPID` and every other pid it finds, under the default profile of
+/// a tool call. Checked from outside: the test process's own OOM score and
+/// coredump filter, and its command line absent from what the tool printed.
+#[test]
+fn b21_nothing_under_proc_1_reveals_or_changes_toolsmith() {
+    let _serial = serial();
+    let Some(executor) = sandbox_executor(&["seccomp", "private-proc"]) else {
+        return;
+    };
+    let before = own_proc_state();
+    let own_command = fs::read_to_string("/proc/self/cmdline").unwrap();
+    let own_program = own_command.split('\0').next().unwrap().to_owned();
+    // Both places a run's /proc is mounted: with and without the mount layout.
+    for private_mounts in [false, true] {
+        let sandbox = Sandbox {
+            private_pids: true,
+            private_mounts,
+            privileges: toolsmith_executor::Privileges::Drop(None),
+            syscalls: Syscalls::Filtered(Enforcement::Required),
+            ..Sandbox::none()
+        };
+        let ran = run_sandboxed(
+            &executor,
+            &sandbox_script("init-image.sh"),
+            &[],
+            Path::new("/"),
+            sandbox,
+            &limits(10_000, 500),
+        );
+        let printed = ran.stdout();
+        assert!(ran.outcome().success(), "{:?}", ran.outcome());
+        assert_eq!(ran.survivors, 0);
+        assert!(ran.outcome().sandbox.private_pids);
+        let escaped: Vec<&str> = printed
+            .lines()
+            .filter(|line| line.starts_with("ESCAPED"))
+            .collect();
+        assert!(
+            escaped.is_empty(),
+            "private_mounts {private_mounts}: {escaped:#?}"
+        );
+        assert!(
+            printed.contains("held: write /proc/1/oom_score_adj"),
+            "{printed}"
+        );
+        assert!(!printed.contains(&own_program), "{printed}");
+        assert_eq!(own_proc_state(), before);
+    }
+}

@@ -325,9 +325,10 @@ fn every_mechanism_together_still_runs_ordinary_programs() {
     );
     assert!(outcome.success(), "{outcome:?}");
     assert!(outcome.sandbox.capabilities_dropped && outcome.sandbox.syscall_filter);
-    // toolsmith's init is PID 1, the shell PID 2, and nothing else lives in
-    // the namespace (the shell counts with a glob: no process of its own,
-    // unlike `ls /proc | grep`, whose count raced with the pipeline's forks).
-    assert_eq!(outcome.stdout.text_lossy(), "hi\n2\n2\n");
+    // toolsmith's init is PID 1, hidden from the tool (`hidepid=4`), the
+    // shell PID 2, and nothing else lives in the namespace (the shell counts
+    // with a glob: no process of its own, unlike `ls /proc | grep`, whose
+    // count raced with the pipeline's forks).
+    assert_eq!(outcome.stdout.text_lossy(), "hi\n1\n2\n");
     assert_eq!(outcome.leftovers_killed, Some(0));
 }
