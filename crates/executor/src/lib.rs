@@ -35,6 +35,7 @@ mod error;
 mod features;
 mod init;
 mod landlock;
+mod lease;
 mod lifecycle;
 mod limits;
 mod mounts;
