@@ -4,21 +4,35 @@
 //!
 //! The executor creates one directory per [`Executor`](crate::Executor),
 //! `toolsmith-<pid>-<n>`, below the cgroup it runs in (never elsewhere), in
-//! each hierarchy it uses. Runs get leaves `run-<n>` inside it. An emptied
-//! leaf goes back to a pool and is reused by the next run, which keeps the
-//! per-run cost to a few writes: creating a memory cgroup costs more than the
-//! whole rest of a spawn.
+//! each hierarchy it uses, and holds a lease on each (`lease.rs`) so that no
+//! other toolsmith, in whatever PID namespace, takes it for a dead one's.
+//! Runs get leaves `run-<n>` inside it.
+//!
+//! Every run gets a leaf no run used before: a used leaf keeps what its run
+//! left charged (a file on a tmpfs, page cache, kernel objects) and its
+//! high-water marks, which would count against the next run's limit and
+//! show in its figures. Creating a memory cgroup costs more than the whole
+//! rest of a spawn (about 1.1 ms here, v1), so a keeper thread removes each
+//! used leaf and makes a fresh one ahead of the next run, off the calls'
+//! latency.
+//!
+//! When the executor's directories vanish under it (removed by hand, or by
+//! an older toolsmith's sweep), the next run makes them again.
 
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use crate::lease::{self, remove_dir_retrying, remove_stale_dirs};
 use crate::{Error, Limits, Probe};
+
+/// Fresh leaves the keeper holds ready for the next runs.
+const FRESH_LEAVES: usize = 2;
 
 /// Where a controller lives for this executor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,15 +44,26 @@ enum Placement {
     V1(PathBuf),
 }
 
-/// The cgroup directories of one executor, and its pool of idle leaves.
+/// The cgroup directories of one executor, its fresh leaves, and the keeper
+/// thread that retires used leaves and makes fresh ones.
 #[derive(Debug)]
 pub(crate) struct Cgroups {
+    dirs: Arc<Dirs>,
+    keeper: Option<(mpsc::Sender<Leaf>, std::thread::JoinHandle<()>)>,
+}
+
+/// The executor's directories, shared with the keeper thread.
+#[derive(Debug)]
+struct Dirs {
     /// The executor's v2 directory; leaves below it have `cgroup.kill`.
     v2_dir: PathBuf,
     memory: Option<Placement>,
     pids: Option<Placement>,
     cpu: Option<Placement>,
-    pool: Mutex<Vec<Leaf>>,
+    /// The leases on the executor's directories (see `lease.rs`).
+    leases: Mutex<Vec<OwnedFd>>,
+    /// Leaves no run has used yet.
+    fresh: Mutex<Vec<Leaf>>,
     next_leaf: AtomicU64,
 }
 
@@ -57,7 +82,6 @@ struct LeafDir {
 enum Access {
     Read,
     Write,
-    ReadWrite,
 }
 
 /// The cgroup leaves of one run.
@@ -67,8 +91,6 @@ pub(crate) struct Leaf {
     memory_v1: Option<LeafDir>,
     pids_v1: Option<LeafDir>,
     cpu_v1: Option<LeafDir>,
-    oom_baseline: u64,
-    cpu_baseline: Duration,
 }
 
 /// What the probe of the cgroup hierarchies found, for `doctor`.
@@ -81,6 +103,42 @@ pub(crate) struct CgroupProbes {
 }
 
 static NEXT_EXECUTOR_DIR: AtomicU64 = AtomicU64::new(0);
+
+/// Makes a `toolsmith-<pid>-<n>` directory under `base` and takes its lease.
+/// A name taken already (another PID namespace's toolsmith of the same pid,
+/// or a directory a sweeper is removing) moves on to the next `n`.
+fn make_executor_dir(base: &Path) -> io::Result<(PathBuf, OwnedFd)> {
+    let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);
+    for _ in 0..16 {
+        let dir = base.join(format!(
+            "toolsmith-{}-{}",
+            std::process::id(),
+            NEXT_EXECUTOR_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        if let Err(error) = fs::create_dir(&dir) {
+            if error.kind() == io::ErrorKind::AlreadyExists {
+                continue;
+            }
+            return Err(error);
+        }
+        match lease::take(&dir) {
+            Ok(lease) => return Ok((dir, lease)),
+            // A sweeper took it between the two calls and removes it.
+            Err(error) => last_error = error,
+        }
+    }
+    Err(last_error)
+}
+
+/// Makes `dir` again where it vanished, and takes its lease.
+fn restore_dir(dir: &Path) -> io::Result<OwnedFd> {
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    lease::take(dir)
+}
 
 impl Cgroups {
     /// Finds the hierarchies, creates the executor's directories and reports
@@ -113,20 +171,21 @@ impl Cgroups {
         else {
             return (None, probes);
         };
-        let dir_name = format!(
-            "toolsmith-{}-{}",
-            std::process::id(),
-            NEXT_EXECUTOR_DIR.fetch_add(1, Ordering::Relaxed)
-        );
         remove_stale_dirs(&v2_base);
-        let v2_dir = v2_base.join(&dir_name);
-        if let Err(error) = fs::create_dir(&v2_dir) {
-            probes.kill.detail = format!(
-                "cannot create a cgroup below {}: {error}",
-                v2_base.display()
-            );
-            return (None, probes);
-        }
+        let (v2_dir, v2_lease) = match make_executor_dir(&v2_base) {
+            Ok(made) => made,
+            Err(error) => {
+                probes.kill.detail = format!(
+                    "cannot create a cgroup below {}: {error}",
+                    v2_base.display()
+                );
+                return (None, probes);
+            }
+        };
+        let dir_name = v2_dir
+            .file_name()
+            .map(ToOwned::to_owned)
+            .unwrap_or_default();
         if !v2_dir.join("cgroup.kill").exists() {
             let _ = fs::remove_dir(&v2_dir);
             probes.kill.detail =
@@ -137,26 +196,9 @@ impl Cgroups {
             available: true,
             detail: format!("cgroup v2 leaves under {}", v2_dir.display()),
         };
-
-        let delegated = fs::read_to_string(v2_dir.join("cgroup.controllers")).unwrap_or_default();
-        let enable_v2 = |controller: &str| -> bool {
-            delegated.split_whitespace().any(|name| name == controller)
-                && fs::write(
-                    v2_dir.join("cgroup.subtree_control"),
-                    format!("+{controller}"),
-                )
-                .is_ok()
-        };
-        let mut cgroups = Cgroups {
-            memory: None,
-            pids: None,
-            cpu: None,
-            pool: Mutex::new(Vec::new()),
-            next_leaf: AtomicU64::new(0),
-            v2_dir: v2_dir.clone(),
-        };
-        let place = |v2_name: &str, v1_name: &str, probe: &mut Probe| -> Option<Placement> {
-            if enable_v2(v2_name) {
+        let mut leases = vec![v2_lease];
+        let mut place = |v2_name: &str, v1_name: &str, probe: &mut Probe| -> Option<Placement> {
+            if enable_v2(&v2_dir, v2_name) {
                 probe.available = true;
                 probe.detail = format!("cgroup v2 `{v2_name}` controller");
                 return Some(Placement::V2);
@@ -172,13 +214,15 @@ impl Cgroups {
             let base = join_cgroup_path(&mount.0, &path.1);
             remove_stale_dirs(&base);
             let dir = base.join(&dir_name);
-            match fs::create_dir(&dir) {
-                Ok(()) => {
+            match fs::create_dir(&dir).and_then(|()| lease::take(&dir)) {
+                Ok(lease) => {
+                    leases.push(lease);
                     probe.available = true;
                     probe.detail = format!("cgroup v1 `{v1_name}` leaves under {}", dir.display());
                     Some(Placement::V1(dir))
                 }
                 Err(error) => {
+                    let _ = fs::remove_dir(&dir);
                     probe.detail = format!(
                         "cannot create a v1 `{v1_name}` cgroup below {}: {error}",
                         base.display()
@@ -187,49 +231,158 @@ impl Cgroups {
                 }
             }
         };
-        cgroups.memory = place("memory", "memory", &mut probes.memory);
-        cgroups.pids = place("pids", "pids", &mut probes.pids);
-        cgroups.cpu = place("cpu", "cpuacct", &mut probes.cpu);
-        (Some(cgroups), probes)
+        let memory = place("memory", "memory", &mut probes.memory);
+        let pids = place("pids", "pids", &mut probes.pids);
+        let cpu = place("cpu", "cpuacct", &mut probes.cpu);
+        let dirs = Arc::new(Dirs {
+            v2_dir,
+            memory,
+            pids,
+            cpu,
+            leases: Mutex::new(leases),
+            fresh: Mutex::new(Vec::new()),
+            next_leaf: AtomicU64::new(0),
+        });
+        let keeper = Dirs::start_keeper(&dirs);
+        (Some(Cgroups { dirs, keeper }), probes)
     }
 
     /// True when memory is limited by a cgroup (so no RLIMIT_DATA is needed).
     pub(crate) fn limits_memory(&self) -> bool {
-        self.memory.is_some()
+        self.dirs.memory.is_some()
     }
 
     /// True when the process count is capped by a cgroup.
     pub(crate) fn limits_pids(&self) -> bool {
-        self.pids.is_some()
+        self.dirs.pids.is_some()
     }
 
-    /// Takes an idle leaf from the pool, or creates one, and applies `limits`.
+    /// Takes a fresh leaf, or creates one, and applies `limits`. A fresh leaf
+    /// whose directories vanished is dropped, and the executor's directories
+    /// are made again when they are gone.
     pub(crate) fn acquire(&self, limits: &Limits) -> Result<Leaf, Error> {
-        let pooled = self.pool.lock().map(|mut pool| pool.pop()).unwrap_or(None);
-        let mut leaf = match pooled {
-            Some(leaf) => leaf,
-            None => self.create_leaf()?,
+        let dirs = &self.dirs;
+        let taken = dirs.lock_fresh().pop();
+        let leaf = match taken {
+            Some(leaf) if leaf.alive() => leaf,
+            vanished => {
+                if vanished.is_some() {
+                    dirs.lock_fresh().clear();
+                }
+                match dirs.create_leaf() {
+                    Err(Error::Cgroup { source, .. })
+                        if source.kind() == io::ErrorKind::NotFound =>
+                    {
+                        dirs.restore()?;
+                        dirs.create_leaf()?
+                    }
+                    created => created?,
+                }
+            }
         };
-        if let Err(error) = leaf.configure(self, limits) {
+        if let Err(error) = leaf.configure(dirs, limits) {
             leaf.remove();
             return Err(error);
         }
         Ok(leaf)
     }
 
-    /// Returns an emptied leaf to the pool, or removes it if it is not empty.
+    /// Hands a used leaf to the keeper thread, which removes it (killing
+    /// anything left in it) and makes a fresh one for a later run.
     pub(crate) fn release(&self, leaf: Leaf) {
-        // A leaf in which the program made cgroups of its own (possible only
-        // without a mount namespace, where the cgroup filesystems are writable)
-        // is not reused: it is removed, children first.
-        if !leaf.is_empty() || leaf.has_children() {
-            leaf.remove();
-            return;
+        match &self.keeper {
+            Some((sender, _)) => {
+                if let Err(mpsc::SendError(leaf)) = sender.send(leaf) {
+                    leaf.remove();
+                }
+            }
+            None => leaf.remove(),
         }
-        match self.pool.lock() {
-            Ok(mut pool) => pool.push(leaf),
-            Err(_) => leaf.remove(),
+    }
+}
+
+/// Turns `controller` on for the leaves below `dir`, if delegated to it.
+fn enable_v2(dir: &Path, controller: &str) -> bool {
+    let delegated = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+    delegated.split_whitespace().any(|name| name == controller)
+        && fs::write(dir.join("cgroup.subtree_control"), format!("+{controller}")).is_ok()
+}
+
+impl Dirs {
+    fn lock_fresh(&self) -> std::sync::MutexGuard<'_, Vec<Leaf>> {
+        self.fresh
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The keeper thread: removes each used leaf it is sent and tops the
+    /// fresh leaves up. `None` when no thread can be started: used leaves
+    /// are then removed on the spot, and each run creates its leaf.
+    fn start_keeper(dirs: &Arc<Dirs>) -> Option<(mpsc::Sender<Leaf>, std::thread::JoinHandle<()>)> {
+        let (sender, receiver) = mpsc::channel::<Leaf>();
+        let shared = Arc::clone(dirs);
+        let thread = std::thread::Builder::new()
+            .name("toolsmith-leaves".to_owned())
+            .spawn(move || {
+                while let Ok(used) = receiver.recv() {
+                    used.remove();
+                    while shared.lock_fresh().len() < FRESH_LEAVES {
+                        match shared.create_leaf() {
+                            Ok(leaf) => shared.lock_fresh().push(leaf),
+                            Err(error) => {
+                                tracing::debug!(%error, "could not make a fresh cgroup leaf");
+                                break;
+                            }
+                        }
+                    }
+                }
+            })
+            .ok()?;
+        Some((sender, thread))
+    }
+
+    /// Every directory of the executor: the v2 one and its v1 ones.
+    fn executor_dirs(&self) -> Vec<&Path> {
+        let v1 = [&self.memory, &self.pids, &self.cpu]
+            .into_iter()
+            .filter_map(|placement| match placement {
+                Some(Placement::V1(dir)) => Some(dir.as_path()),
+                _ => None,
+            });
+        std::iter::once(self.v2_dir.as_path()).chain(v1).collect()
+    }
+
+    /// Makes the executor's directories again (the v2 one with its
+    /// controllers turned on), after something removed them.
+    fn restore(&self) -> Result<(), Error> {
+        let mut leases = Vec::new();
+        for dir in self.executor_dirs() {
+            let lease = restore_dir(dir).map_err(|source| Error::Cgroup {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            leases.push(lease);
         }
+        for (placement, controller) in [
+            (&self.memory, "memory"),
+            (&self.pids, "pids"),
+            (&self.cpu, "cpu"),
+        ] {
+            if *placement == Some(Placement::V2) && !enable_v2(&self.v2_dir, controller) {
+                return Err(Error::Cgroup {
+                    path: self.v2_dir.join("cgroup.subtree_control"),
+                    source: io::Error::other(format!(
+                        "cannot turn on the {controller} controller again"
+                    )),
+                });
+            }
+        }
+        tracing::warn!(path = %self.v2_dir.display(), "the executor's cgroup vanished; made it again");
+        *self
+            .leases
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = leases;
+        Ok(())
     }
 
     fn create_leaf(&self) -> Result<Leaf, Error> {
@@ -251,8 +404,6 @@ impl Cgroups {
             memory_v1: None,
             pids_v1: None,
             cpu_v1: None,
-            oom_baseline: 0,
-            cpu_baseline: Duration::ZERO,
         };
         let v1_leaf = |placement: &Option<Placement>| -> Result<Option<LeafDir>, Error> {
             match placement {
@@ -264,7 +415,7 @@ impl Cgroups {
             leaf.memory_v1 = v1_leaf(&self.memory)?;
             if let Some(memory) = &mut leaf.memory_v1 {
                 memory.keep("memory.limit_in_bytes", Access::Write);
-                memory.keep("memory.max_usage_in_bytes", Access::ReadWrite);
+                memory.keep("memory.max_usage_in_bytes", Access::Read);
                 memory.keep("memory.oom_control", Access::Read);
             }
             leaf.pids_v1 = v1_leaf(&self.pids)?;
@@ -289,15 +440,16 @@ impl Cgroups {
 
 impl Drop for Cgroups {
     fn drop(&mut self) {
-        let leaves = self.pool.get_mut().map(std::mem::take).unwrap_or_default();
-        for leaf in leaves {
+        // The keeper ends when its channel closes, after the leaves it was sent.
+        if let Some((sender, thread)) = self.keeper.take() {
+            drop(sender);
+            let _ = thread.join();
+        }
+        for leaf in std::mem::take(&mut *self.dirs.lock_fresh()) {
             leaf.remove();
         }
-        let _ = fs::remove_dir(&self.v2_dir);
-        for placement in [&self.memory, &self.pids, &self.cpu].into_iter().flatten() {
-            if let Placement::V1(dir) = placement {
-                let _ = fs::remove_dir(dir);
-            }
+        for dir in self.dirs.executor_dirs() {
+            let _ = fs::remove_dir(dir);
         }
     }
 }
@@ -329,8 +481,8 @@ impl LeafDir {
     /// to find missing.
     fn keep(&mut self, file: &'static str, access: Access) {
         let opened = fs::OpenOptions::new()
-            .read(matches!(access, Access::Read | Access::ReadWrite))
-            .write(matches!(access, Access::Write | Access::ReadWrite))
+            .read(matches!(access, Access::Read))
+            .write(matches!(access, Access::Write))
             .open(self.path.join(file));
         if let Ok(opened) = opened {
             self.kept.push((file, opened));
@@ -403,7 +555,7 @@ impl Leaf {
         &self.v2.path
     }
 
-    fn configure(&mut self, cgroups: &Cgroups, limits: &Limits) -> Result<(), Error> {
+    fn configure(&self, cgroups: &Dirs, limits: &Limits) -> Result<(), Error> {
         match (&cgroups.memory, &self.memory_v1) {
             (Some(Placement::V2), _) => {
                 let max = limits
@@ -418,8 +570,6 @@ impl Leaf {
                     .memory
                     .map_or("-1".to_owned(), |bytes| bytes.to_string());
                 memory.write("memory.limit_in_bytes", &max)?;
-                // Resetting the high-water mark makes a pooled leaf report this run's peak.
-                memory.write("memory.max_usage_in_bytes", "0")?;
             }
             _ => {}
         }
@@ -431,8 +581,6 @@ impl Leaf {
             (_, Some(pids)) => pids.write("pids.max", &pids_max)?,
             _ => {}
         }
-        self.oom_baseline = self.oom_kills_total();
-        self.cpu_baseline = self.cpu_total().unwrap_or_default();
         Ok(())
     }
 
@@ -498,11 +646,6 @@ impl Leaf {
 
     /// CPU time used by the run so far (user + system, every process).
     pub(crate) fn cpu_time(&self) -> Option<Duration> {
-        self.cpu_total()
-            .map(|total| total.saturating_sub(self.cpu_baseline))
-    }
-
-    fn cpu_total(&self) -> Option<Duration> {
         if let Some(cpu) = &self.cpu_v1 {
             let nanos: u64 = cpu.read("cpuacct.usage")?.trim().parse().ok()?;
             return Some(Duration::from_nanos(nanos));
@@ -531,10 +674,6 @@ impl Leaf {
 
     /// OOM kills in the run so far.
     pub(crate) fn oom_kills(&self) -> u64 {
-        self.oom_kills_total().saturating_sub(self.oom_baseline)
-    }
-
-    fn oom_kills_total(&self) -> u64 {
         let (text, key) = match &self.memory_v1 {
             Some(memory) => (memory.read("memory.oom_control"), "oom_kill "),
             None => (self.v2.read("memory.events"), "oom_kill "),
@@ -547,19 +686,18 @@ impl Leaf {
         .unwrap_or(0)
     }
 
-    /// True when a program made a cgroup directory inside one of the leaf's:
-    /// a cgroup directory's link count is 2 plus its subdirectories, which
-    /// one `stat` tells without listing its files.
-    fn has_children(&self) -> bool {
-        [
-            Some(&self.v2),
-            self.memory_v1.as_ref(),
-            self.pids_v1.as_ref(),
-            self.cpu_v1.as_ref(),
-        ]
-        .into_iter()
-        .flatten()
-        .any(|dir| fs::symlink_metadata(&dir.path).map_or(true, |metadata| metadata.nlink() > 2))
+    /// True while every directory of the leaf exists: reading a kept file
+    /// of a removed cgroup fails (ENODEV), and a v1 directory is looked up.
+    fn alive(&self) -> bool {
+        self.v2.read("cgroup.events").is_some()
+            && [
+                self.memory_v1.as_ref(),
+                self.pids_v1.as_ref(),
+                self.cpu_v1.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .all(|dir| dir.read("cgroup.procs").is_some())
     }
 
     /// Removes the leaf's directories, killing anything left in them first.
@@ -575,82 +713,6 @@ impl Leaf {
             drop((dir.procs, dir.kept));
             remove_dir_retrying(&dir.path);
         }
-    }
-}
-
-/// The subdirectories (child cgroups) of a cgroup directory.
-fn child_dirs(path: &Path) -> Vec<PathBuf> {
-    fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
-                .map(|entry| entry.path())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Removes a cgroup directory and, first, every cgroup a program made below
-/// it (depth first: `rmdir` of a cgroup with children fails with EBUSY).
-/// `rmdir` can also fail with EBUSY for a few milliseconds after the last
-/// process died; retry briefly.
-fn remove_dir_retrying(path: &Path) {
-    remove_cgroup_tree(path, 0);
-}
-
-fn remove_cgroup_tree(path: &Path, depth: usize) {
-    // A cgroup tree cannot be deeper than the kernel's limit; this bounds a
-    // malicious one all the same.
-    if depth < 64 {
-        for child in child_dirs(path) {
-            remove_cgroup_tree(&child, depth + 1);
-        }
-    }
-    for attempt in 0..20 {
-        match fs::remove_dir(path) {
-            Ok(()) => return,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return,
-            Err(_) if attempt < 19 => std::thread::sleep(Duration::from_millis(1)),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "could not remove a cgroup")
-            }
-        }
-    }
-}
-
-/// Removes `toolsmith-<pid>-<n>` directories left under `base` by executors
-/// whose process no longer exists (one killed with SIGKILL, say), killing
-/// whatever still runs in their leaves.
-fn remove_stale_dirs(base: &Path) {
-    let Ok(entries) = fs::read_dir(base) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|name| name.strip_prefix("toolsmith-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{owner}")).exists() {
-            continue;
-        }
-        let dir = entry.path();
-        if let Ok(leaves) = fs::read_dir(&dir) {
-            for leaf in leaves.flatten().filter(|leaf| leaf.path().is_dir()) {
-                let kill = leaf.path().join("cgroup.kill");
-                if kill.exists() {
-                    let _ = fs::write(&kill, "1");
-                }
-                remove_dir_retrying(&leaf.path());
-            }
-        }
-        remove_dir_retrying(&dir);
-        tracing::info!(path = %dir.display(), "removed a stale cgroup of a dead executor");
     }
 }
 

@@ -80,11 +80,6 @@ pub(crate) extern "C" fn child_main(argument: *mut c_void) -> c_int {
                 return fail(context, Stage::Orphaned);
             }
         }
-        if let Some(network) = setup.network
-            && libc::setns(network, libc::CLONE_NEWNET) != 0
-        {
-            return fail(context, Stage::Network);
-        }
         // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
         // here, in the namespace's first process, before the program starts.
         if setup.mount_proc && !mount_private_proc() {

@@ -142,13 +142,11 @@ pub enum Stage {
     Capabilities,
     /// Installing the system-call filter.
     Seccomp,
-    /// Entering the executor's shared network namespace (`setns`).
-    Network,
 }
 
 impl Stage {
     /// Every stage, in the order of their codes (from 1).
-    const ALL: [Stage; 24] = [
+    const ALL: [Stage; 23] = [
         Stage::IdMaps,
         Stage::Cgroup,
         Stage::Setsid,
@@ -172,7 +170,6 @@ impl Stage {
         Stage::Identity,
         Stage::Capabilities,
         Stage::Seccomp,
-        Stage::Network,
     ];
 
     /// The step's name, as errors display it.
@@ -203,7 +200,6 @@ impl Stage {
             Stage::Identity => "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
             Stage::Capabilities => "dropping capabilities (capset)",
             Stage::Seccomp => "installing the seccomp filter",
-            Stage::Network => "entering the network namespace (setns)",
         }
     }
 

@@ -36,6 +36,7 @@ mod error;
 mod features;
 mod init;
 mod landlock;
+mod lease;
 mod lifecycle;
 mod limits;
 mod mounts;

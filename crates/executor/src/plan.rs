@@ -76,9 +76,6 @@ pub(crate) struct InitPlan {
     pub(crate) mounts: Option<MountPlan>,
     /// Set the hostname (the flags include `CLONE_NEWUTS`).
     pub(crate) hostname: bool,
-    /// A network namespace to enter with `setns` (the executor's shared
-    /// empty one) instead of a new one.
-    pub(crate) network: Option<RawFd>,
     /// The seccomp filter: installed by the init before the program exists
     /// (the program inherits it), or by the program itself without an init.
     pub(crate) seccomp: Option<libc::sock_fprog>,

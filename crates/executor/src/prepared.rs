@@ -18,15 +18,16 @@
 //! what a run leaves in the TMPDIR or the IPC namespace, the next run of the
 //! session sees.
 //!
-//! Network-denied runs of a root executor whose filter refuses every socket
-//! share one empty network namespace, made once ([`Planner::shared_network`]):
-//! creating a network namespace is the largest single cost of a call
-//! (about 850 µs here), and with no socket to make, a run cannot reach
-//! anything in it, another run's sockets included.
+//! Every network-denied run gets a network namespace of its own, never one
+//! shared with another run: in a shared one, concurrent runs could name,
+//! list (`/proc/net/unix`) and reach each other's sockets, abstract names
+//! included, whatever the filter lets them make. Creating a network
+//! namespace is the largest single cost of a call (about 850 µs here); a
+//! prepared init has made its own before its call comes.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use crate::plan::{IdMaps, InitPlan};
 use crate::sandbox::{self, SandboxPlan};
@@ -150,7 +151,6 @@ pub(crate) struct Planner {
     refilling_key: Mutex<Option<Key>>,
     /// Told when a refill ends.
     refilled: tokio::sync::Notify,
-    shared_network: OnceLock<Option<OwnedFd>>,
 }
 
 impl Planner {
@@ -171,7 +171,6 @@ impl Planner {
             refilling: AtomicUsize::new(0),
             refilling_key: Mutex::new(None),
             refilled: tokio::sync::Notify::new(),
-            shared_network: OnceLock::new(),
         }
     }
 
@@ -258,20 +257,6 @@ impl Planner {
         if self.backend == Backend::PidNamespace {
             clone_flags |= libc::CLONE_NEWPID;
         }
-        let network = if clone_flags & libc::CLONE_NEWNET != 0
-            && self.host.is_root
-            && sandbox.privileges.is_some()
-            && sandbox
-                .seccomp
-                .is_some_and(|_| seccomp::REFUSES_EVERY_SOCKET_UNDER_DENY)
-        {
-            self.shared_network().map(AsRawFd::as_raw_fd)
-        } else {
-            None
-        };
-        if network.is_some() {
-            clone_flags &= !libc::CLONE_NEWNET;
-        }
         let user_namespace = clone_flags != 0 && !self.host.is_root;
         Box::new(InitPlan {
             clone_flags: if user_namespace {
@@ -283,7 +268,6 @@ impl Planner {
             mount_proc: sandbox.mount_proc,
             mounts: sandbox.mounts.take(),
             hostname: sandbox.hostname,
-            network,
             seccomp: sandbox.seccomp.map(seccomp::fprog),
             executor_pidfd: self.own_pidfd.as_ref().map(AsRawFd::as_raw_fd),
             with_init: clone_flags & libc::CLONE_NEWPID != 0,
@@ -291,38 +275,6 @@ impl Planner {
                 .privileges
                 .map(|privileges| privileges.last_capability),
         })
-    }
-
-    /// The executor's empty network namespace (loopback down), made on
-    /// first use by a short-lived thread; `None` when that fails, and every
-    /// network-denied run then gets a new one.
-    fn shared_network(&self) -> Option<&OwnedFd> {
-        self.shared_network
-            .get_or_init(|| {
-                let made = std::thread::Builder::new()
-                    .name("toolsmith-netns".to_owned())
-                    .spawn(|| -> std::io::Result<OwnedFd> {
-                        // Moves only this thread, which ends right after.
-                        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
-                        // Close-on-exec, as every descriptor std opens.
-                        Ok(OwnedFd::from(std::fs::File::open("/proc/thread-self/ns/net")?))
-                    })
-                    .map_err(|error| error.to_string())
-                    .and_then(|thread| {
-                        thread
-                            .join()
-                            .map_err(|_| "the thread panicked".to_owned())?
-                            .map_err(|error| error.to_string())
-                    });
-                match made {
-                    Ok(fd) => crate::pipes::at_least(fd, 3).ok(),
-                    Err(error) => {
-                        tracing::debug!(%error, "no shared network namespace: each run gets its own");
-                        None
-                    }
-                }
-            })
-            .as_ref()
     }
 
     fn refill_done(&self) {

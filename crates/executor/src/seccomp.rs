@@ -29,9 +29,9 @@ use crate::bpf::build;
 
 /// Whether the filter of a network-denied run refuses `socket` for every
 /// family, and `socketpair` but for connected Unix stream and seqpacket
-/// pairs, so that a run cannot make a socket that names another
-/// (`prepared.rs` lets such runs share one empty network namespace). A test
-/// holds this to what the program does.
+/// pairs. No isolation rests on it any more (every network-denied run has a
+/// network namespace of its own); a test holds it to what the program does.
+#[cfg(test)]
 pub(crate) const REFUSES_EVERY_SOCKET_UNDER_DENY: bool = true;
 
 /// Whether this build has a filter for its architecture.

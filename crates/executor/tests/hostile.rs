@@ -1853,3 +1853,101 @@ fn b21_nothing_under_proc_1_reveals_or_changes_toolsmith() {
         assert_eq!(own_proc_state(), before);
     }
 }
+/// The cgroup executor, or `None` (loudly) where the kernel does not allow it.
+fn cgroup_executor() -> Option<Executor> {
+    match Executor::new(ExecutorConfig {
+        backend: BackendChoice::Only(Backend::Cgroup),
+        max_concurrent: None,
+    }) {
+        Ok(executor) => Some(executor),
+        Err(error) => {
+            eprintln!(
+                "WARNING: no cgroup backend here, charges between runs are UNTESTED: {error}"
+            );
+            None
+        }
+    }
+}
+
+/// Issue 22 finding 4: a run leaves a file on a tmpfs (`/dev/shm`, the
+/// host's), which stays charged to the cgroup it was written from. Three
+/// later runs, each allocating well within their limit, must not be killed
+/// for it, and must not report it as their own peak.
+#[test]
+fn issue_22_4_a_file_left_on_a_tmpfs_is_not_charged_to_later_runs() {
+    let _serial = serial();
+    let Some(python) = python() else { return };
+    let Some(executor) = cgroup_executor() else {
+        return;
+    };
+    let file = PathBuf::from(format!(
+        "/dev/shm/toolsmith-issue-22-4-{}",
+        std::process::id()
+    ));
+    let limits = Limits {
+        memory: Some(96 << 20),
+        ..limits(20_000, 500)
+    };
+    let left = sh(
+        &executor,
+        &format!("head -c 83886080 /dev/zero > {}", file.display()),
+        &limits,
+    );
+    assert!(left.outcome().success(), "{:?}", left.outcome());
+    let mut outcomes = Vec::new();
+    for _ in 0..3 {
+        let ran = run(
+            &executor,
+            &python,
+            &["-c", "b = bytearray(24 << 20); print('allocated')"],
+            &limits,
+            None,
+            Path::new("/"),
+        );
+        outcomes.push((ran.outcome().clone(), ran.stdout(), ran.survivors));
+    }
+    let _ = fs::remove_file(&file);
+    for (outcome, stdout, survivors) in outcomes {
+        assert_eq!(survivors, 0);
+        assert!(
+            outcome.success(),
+            "killed for an earlier run's file: {outcome:?}"
+        );
+        assert_eq!(stdout, "allocated\n");
+        let peak = outcome.peak_memory.expect("a cgroup measures the peak");
+        assert!(
+            peak < 80 << 20,
+            "the earlier run's 80 MiB in this run's peak: {peak}"
+        );
+    }
+}
+
+/// Issue 22 finding 4, another way: a run fills the page cache (a file
+/// written to disk, which stays cached and charged after it ends). The next
+/// run's peak must be its own, not the page cache of the one before.
+#[test]
+fn issue_22_4_page_cache_of_an_earlier_run_is_not_in_the_next_runs_peak() {
+    let _serial = serial();
+    let Some(executor) = cgroup_executor() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let limits = limits(20_000, 500);
+    let filled = sh(
+        &executor,
+        &format!(
+            "dd if=/dev/zero of={}/cached bs=1M count=64 2>/dev/null",
+            dir.path().display()
+        ),
+        &limits,
+    );
+    assert!(filled.outcome().success(), "{:?}", filled.outcome());
+    let next = sh(&executor, "true", &limits);
+    let outcome = next.outcome();
+    assert!(outcome.success(), "{outcome:?}");
+    let peak = outcome.peak_memory.expect("a cgroup measures the peak");
+    assert!(
+        peak < 32 << 20,
+        "the earlier run's page cache in this run's peak: {peak}"
+    );
+}

@@ -333,10 +333,21 @@ fn outcome(
             ),
             Metadata::not_started(),
         )),
-        Err(source) => Err(Error::Executor {
-            program: tool.path().to_path_buf(),
-            source,
-        }),
+        // Any other failure of the executor (its cgroup gone, say) is still the call's
+        // answer: an envelope with a code, never a bare error that an MCP client sees as a
+        // broken server.
+        Err(error) => {
+            tracing::warn!(tool = %tool.name(), error = %error_chain(&error), "the executor could not run a call");
+            Ok(Envelope::failure(
+                ErrorCode::SpawnFailed,
+                format!(
+                    "Tool {} could not be started: {}.",
+                    tool.name(),
+                    error_chain(&error)
+                ),
+                Metadata::not_started(),
+            ))
+        }
     }
 }
 
