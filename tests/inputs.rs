@@ -304,16 +304,23 @@ fn a_deeply_nested_200_kb_manifest_is_refused_quickly() {
 }
 
 /// Issue 24, finding 14: an idle `serve` rescanned about five times a second, its own reads
-/// of the directories the events of the next rescan. Rescans are counted from outside, by
-/// the debug line the watcher writes for each.
+/// of the directories the events of the next rescan. Rescans are counted from outside twice:
+/// the opens of the tool directory (each rescan lists it) seen by an inotify watch of the
+/// test's own, and the debug line the watcher writes for each rescan it starts.
 #[test]
 fn an_idle_serve_over_100_manifests_does_not_rescan() {
+    use notify::Watcher as _;
+
     let context = TestContext::new();
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
     for index in 0..100 {
-        write_file(
+        let path = write_file(
             &context.tools.join(format!("m{index}.md")),
             &format!("---\nname: m{index}\ndescription: Manifest {index}\n---\necho {index}\n"),
         );
+        // Settled long ago: no rescan is owed to a file still being written.
+        let file = fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(long_ago).unwrap();
     }
     let mut child = context
         .with_tools()
@@ -330,7 +337,26 @@ fn an_idle_serve_over_100_manifests_does_not_rescan() {
         std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut text).unwrap();
         text
     });
+    // Started and idle: the first discovery is done well within this.
+    std::thread::sleep(Duration::from_secs(3));
+    let (sender, opens) = std::sync::mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && matches!(
+                event.kind,
+                notify::EventKind::Access(notify::event::AccessKind::Open(_))
+            )
+        {
+            let _ignored = sender.send(event.paths);
+        }
+    })
+    .unwrap();
+    watcher
+        .watch(&context.tools, notify::RecursiveMode::NonRecursive)
+        .unwrap();
     std::thread::sleep(Duration::from_secs(10));
+    drop(watcher);
+    let opened: Vec<_> = opens.try_iter().collect();
     // Closing stdin ends a stdio server; the kill is only for a server that ignores it.
     drop(child.stdin.take());
     let deadline = Instant::now() + BOUND;
@@ -344,5 +370,11 @@ fn an_idle_serve_over_100_manifests_does_not_rescan() {
         .lines()
         .filter(|line| line.contains("rescanning the tool directories"))
         .count();
+    assert!(
+        opened.is_empty(),
+        "the idle server opened its tool directory {} times in 10 s: {:?}",
+        opened.len(),
+        opened.first()
+    );
     assert_eq!(rescans, 0, "{log}");
 }
