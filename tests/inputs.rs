@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::context::{TestContext, shell_tool, write_file};
+use crate::serve::{call, modern};
+use crate::serve_http::Server;
 
 /// A liveness bound: each of these took forever (a FIFO), ran out of memory (`/dev/zero`)
 /// or took minutes before the fix, and takes well under a second after it.
@@ -96,7 +98,10 @@ fn special_files_as_state_give_an_error_at_once_and_the_tools_keep_working() {
     });
 
     // The audit log: the call is refused with the reason, before anything runs.
-    context.project_file(".toolsmith/config.toml", "[audit]\npath = \"audit.jsonl\"\n");
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[audit]\npath = \"audit.jsonl\"\n",
+    );
     let audit = context.project.join(".toolsmith/audit.jsonl");
     each_special(&audit, &outside, |what| {
         let (output, _) = bounded(context.with_tools().args(["run", "hello", "--input", "{}"]));
@@ -140,7 +145,10 @@ fn special_tool_files_are_problems_and_the_other_tools_keep_working() {
     assert!(stdout.contains("hello"), "{stdout}{stderr}");
     let all = format!("{stdout}{stderr}");
     assert!(all.contains("not a regular file but a FIFO"), "{all}");
-    assert!(all.contains("not a regular file but a character device"), "{all}");
+    assert!(
+        all.contains("not a regular file but a character device"),
+        "{all}"
+    );
     assert!(all.contains("more than the limit of 1048576"), "{all}");
     assert!(elapsed < BOUND);
 }
@@ -186,7 +194,12 @@ fn an_in_place_rewrite_with_its_mtime_put_back_is_seen() {
     let after = fs::metadata(&path).unwrap();
     use std::os::unix::fs::MetadataExt;
     assert_eq!(
-        (before.ino(), before.size(), before.mtime(), before.mtime_nsec()),
+        (
+            before.ino(),
+            before.size(),
+            before.mtime(),
+            before.mtime_nsec()
+        ),
         (after.ino(), after.size(), after.mtime(), after.mtime_nsec())
     );
     let (output, _) = bounded(
@@ -201,15 +214,22 @@ fn an_in_place_rewrite_with_its_mtime_put_back_is_seen() {
         "{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains(r#""v": 2"#) || stdout.contains(r#""v":2"#), "{stdout}");
+    assert!(
+        stdout.contains(r#""v": 2"#) || stdout.contains(r#""v":2"#),
+        "{stdout}"
+    );
 }
 
 /// A manifest that echoes how many elements its array argument has.
 fn counting_manifest(context: &TestContext) {
-    write_file(
+    let path = write_file(
         &context.tools.join("count.md"),
         "---\nname: count\ndescription: Counts its items\nparameters:\n  items:\n    type: array\n    required: true\n---\necho {{ items }} | wc -c\n",
     );
+    // Settled: a live registry leaves a file written a moment ago for later.
+    let file = fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
 }
 
 #[test]
@@ -217,7 +237,9 @@ fn a_huge_array_argument_is_refused_quickly_without_writing_a_file_per_element()
     let context = TestContext::new();
     counting_manifest(&context);
     // About 1 MB of JSON: 200 000 short strings.
-    let items: Vec<Value> = (0..200_000).map(|index| json!(format!("{index}"))).collect();
+    let items: Vec<Value> = (0..200_000)
+        .map(|index| json!(format!("{index}")))
+        .collect();
     let input = json!({"items": items}).to_string();
     let input_file = context.root.join("input.json");
     fs::write(&input_file, &input).unwrap();
@@ -377,4 +399,55 @@ fn an_idle_serve_over_100_manifests_does_not_rescan() {
         opened.first()
     );
     assert_eq!(rescans, 0, "{log}");
+}
+
+/// Issue 24, finding 13: two calls with 100 000-element array arguments wrote a file per
+/// element on the runtime's workers and stalled `/healthz` for 11-70 s. They are now refused
+/// (or validated and delivered) off the workers, and `/healthz` keeps answering meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_array_calls_do_not_stall_healthz() {
+    let context = TestContext::new();
+    counting_manifest(&context);
+    let server = Server::start(&context, &["--max-body", "8MiB", "--prefix", ""], &[]).await;
+    let (session, _events) = server.connect(None, modern()).await;
+    let items: Vec<Value> = (0..100_000)
+        .map(|index| json!(format!("{index}")))
+        .collect();
+    let arguments = json!({ "items": items });
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let calls = async {
+        let both = tokio::time::timeout(BOUND, async {
+            tokio::join!(
+                session.call_tool(call("count", arguments.clone())),
+                session.call_tool(call("count", arguments.clone())),
+            )
+        })
+        .await;
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        both
+    };
+    let polls = async {
+        let mut worst = Duration::ZERO;
+        let mut answered = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let asked = Instant::now();
+            let response = server.request("GET", "/healthz", &[], "").await;
+            assert_eq!(response.status, 200);
+            worst = worst.max(asked.elapsed());
+            answered += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        (worst, answered)
+    };
+    let (both, (worst, answered)) = tokio::join!(calls, polls);
+    // A liveness bound, generous for a debug build on a shared machine: the stall was 11-70 s.
+    assert!(
+        worst < Duration::from_secs(1),
+        "/healthz took {worst:?} at worst over {answered} requests"
+    );
+    let (first, second) = both.expect("the calls did not finish in time");
+    for result in [first, second] {
+        let shown = format!("{result:?}");
+        assert!(shown.contains("at most 4096"), "{shown}");
+    }
 }

@@ -17,9 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest as _, Sha256};
-use toolsmith_registry::{
-    Links, MAX_CONFIG_BYTES, MAX_TRUST_STORE_BYTES, read_regular,
-};
+use toolsmith_registry::{Links, MAX_CONFIG_BYTES, MAX_TRUST_STORE_BYTES, read_regular};
 
 use crate::env_vars::EnvVars;
 use crate::settings::{ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions};
@@ -200,8 +198,8 @@ impl TrustStore {
     /// The store in `state_dir`; an absent file is an empty store.
     pub(crate) fn load(state_dir: Option<&Path>) -> Result<TrustStore, TrustError> {
         let path = state_dir.ok_or(TrustError::NoStateDir)?.join(TRUST_FILE);
-        let read = read_regular(&path, Links::WithinDirectory, MAX_TRUST_STORE_BYTES)
-            .and_then(|bytes| {
+        let read =
+            read_regular(&path, Links::WithinDirectory, MAX_TRUST_STORE_BYTES).and_then(|bytes| {
                 String::from_utf8(bytes).map_err(|error| {
                     std::io::Error::new(std::io::ErrorKind::InvalidData, error.utf8_error())
                 })
@@ -497,10 +495,13 @@ pub(crate) fn project_config(
         return Ok(None);
     }
     let shown = PathBuf::from(".").join(PROJECT_CONFIG);
-    let bytes = read_regular(&config_path, Links::WithinDirectory, MAX_CONFIG_BYTES).map_err(|source| ConfigError::Read {
-        path: shown.clone(),
-        source,
-    })?;
+    let bytes =
+        read_regular(&config_path, Links::WithinDirectory, MAX_CONFIG_BYTES).map_err(|source| {
+            ConfigError::Read {
+                path: shown.clone(),
+                source,
+            }
+        })?;
     let cwd_canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let verdict = store.verdict_of_bytes(&cwd_canonical, &bytes, options);
     let unit_index = if cwd_canonical == project_canonical {

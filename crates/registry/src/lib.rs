@@ -102,15 +102,15 @@ pub use crate::formats::kodelet::{ConfigError, DescriptionError};
 pub use crate::formats::manifest::command::manifest_env_references;
 pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
-pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};
+pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
 pub use crate::layer::{Layer, Peer};
 pub use crate::message::{error_chain, format_duration};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::oob::{
-    ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX,
-    MAX_FILES, MAX_ITEMS, MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
+    ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX, MAX_FILES,
+    MAX_ITEMS, MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
 };
 pub use crate::overrides::{CallConfig, RunConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};

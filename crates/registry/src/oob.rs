@@ -63,10 +63,14 @@ pub const MAX_FILES: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutOfBandError {
     /// The values past [`MAX_TOTAL_BYTES`] would take more than [`MAX_FILES`] files.
-    #[error("the arguments hold more values than fit in {MAX_TOTAL_BYTES} bytes of variables and {MAX_FILES} files")]
+    #[error(
+        "the arguments hold more values than fit in {MAX_TOTAL_BYTES} bytes of variables and {MAX_FILES} files"
+    )]
     TooManyFiles,
     /// An array argument of a manifest has more elements than [`MAX_ITEMS`].
-    #[error("argument `{name}` has {count} elements; a manifest's array argument may have at most {MAX_ITEMS}")]
+    #[error(
+        "argument `{name}` has {count} elements; a manifest's array argument may have at most {MAX_ITEMS}"
+    )]
     TooManyItems {
         /// The argument.
         name: String,

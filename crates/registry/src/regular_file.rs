@@ -109,7 +109,9 @@ fn open_regular(path: &Path, links: Links, options: &mut OpenOptions) -> io::Res
     options.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | no_follow);
     let file = match options.open(path) {
         Ok(file) => file,
-        Err(error) if links == Links::WithinDirectory && error.raw_os_error() == Some(libc::ELOOP) => {
+        Err(error)
+            if links == Links::WithinDirectory && error.raw_os_error() == Some(libc::ELOOP) =>
+        {
             let target = target_within_directory(path)?;
             // The target is opened without following links: one swapped in meanwhile fails.
             options.open(target)?
@@ -208,18 +210,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.json");
         std::fs::write(&path, b"{}").unwrap();
-        assert_eq!(read_regular(&path, Links::WithinDirectory, 2).unwrap(), b"{}");
+        assert_eq!(
+            read_regular(&path, Links::WithinDirectory, 2).unwrap(),
+            b"{}"
+        );
     }
 
     #[test]
     fn a_fifo_is_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fifo");
-        nix_mkfifo(&path);
-        assert_eq!(refusal(&path, Links::Follow, 10), "not a regular file but a FIFO");
+        make_fifo(&path);
+        assert_eq!(
+            refusal(&path, Links::Follow, 10),
+            "not a regular file but a FIFO"
+        );
         let error = open_append_regular(&path, Links::WithinDirectory).unwrap_err();
         // With no reader, a FIFO's non-blocking open for writing fails at once (ENXIO).
-        assert!(error.raw_os_error() == Some(6) || error.get_ref().is_some(), "{error}");
+        assert!(
+            error.raw_os_error() == Some(6) || error.get_ref().is_some(),
+            "{error}"
+        );
     }
 
     #[test]
@@ -248,7 +259,10 @@ mod tests {
         std::fs::write(&inside, b"y").unwrap();
         let near = dir.path().join("near");
         symlink("inside", &near).unwrap();
-        assert_eq!(read_regular(&near, Links::WithinDirectory, 10).unwrap(), b"y");
+        assert_eq!(
+            read_regular(&near, Links::WithinDirectory, 10).unwrap(),
+            b"y"
+        );
     }
 
     #[test]
@@ -263,7 +277,11 @@ mod tests {
         );
     }
 
-    fn nix_mkfifo(path: &Path) {
+    fn make_fifo(path: &Path) {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the test makes its fixture FIFO with the system's mkfifo"
+        )]
         let status = std::process::Command::new("mkfifo")
             .arg(path)
             .status()

@@ -453,8 +453,14 @@ fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Violat
 /// Each error of some keywords (`propertyNames`, `additionalProperties`) refers to the whole
 /// object it is about: describing 20 000 of them, each with a look at that object, took
 /// minutes. The rest are only counted.
-fn described<'a>(mut errors: impl Iterator<Item = jsonschema::ValidationError<'a>>) -> Vec<Violation> {
-    let mut violations: Vec<Violation> = errors.by_ref().take(MAX_VIOLATIONS).map(violation).collect();
+fn described<'a>(
+    mut errors: impl Iterator<Item = jsonschema::ValidationError<'a>>,
+) -> Vec<Violation> {
+    let mut violations: Vec<Violation> = errors
+        .by_ref()
+        .take(MAX_VIOLATIONS)
+        .map(violation)
+        .collect();
     let more = errors.count();
     if more > 0 {
         violations.push(Violation {

@@ -68,10 +68,12 @@ impl AuditLog {
     pub fn open(path: &Path) -> Result<AuditLog, AuditError> {
         // A FIFO, a device or a link out of its directory would block or swallow every
         // call's record: the log is a regular file or nothing.
-        let file = open_append_regular(path, Links::WithinDirectory).map_err(|source| AuditError::Open {
+        let file = open_append_regular(path, Links::WithinDirectory).map_err(|source| {
+            AuditError::Open {
                 path: path.to_path_buf(),
                 source,
-            })?;
+            }
+        })?;
         Ok(AuditLog {
             path: path.to_path_buf(),
             file,

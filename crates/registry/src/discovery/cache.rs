@@ -737,7 +737,12 @@ mod tests {
             |_, cache_dir| {
                 let file = cache_dir.join(CACHE_FILE);
                 let text = fs::read_to_string(&file).unwrap();
-                fs::write(&file, text.replace("\"version\":3", "\"version\":999")).unwrap();
+                let other = text.replace(
+                    &format!("\"version\":{}", crate::discovery::cache::CACHE_VERSION),
+                    "\"version\":999",
+                );
+                assert_ne!(other, text);
+                fs::write(&file, other).unwrap();
             },
             None,
         );

@@ -192,7 +192,9 @@ pub enum ProblemError {
     EmptyDescription,
     /// The tool's description is longer than [`MAX_DESCRIPTION_BYTES`]: it would be sent in
     /// every listing.
-    #[error("the tool's description takes {bytes} bytes, more than the limit of {MAX_DESCRIPTION_BYTES}")]
+    #[error(
+        "the tool's description takes {bytes} bytes, more than the limit of {MAX_DESCRIPTION_BYTES}"
+    )]
     DescriptionTooLong {
         /// Its length.
         bytes: usize,
