@@ -12,6 +12,7 @@ mod export;
 mod faults;
 mod generate;
 mod hostile;
+mod inputs;
 mod install;
 mod leaks;
 mod list;

@@ -32,7 +32,7 @@ use crate::serve::{
 };
 
 /// A `toolsmith serve --http 127.0.0.1:0` child, killed and reaped when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     /// `127.0.0.1:PORT`, as the server printed it.
     authority: String,
@@ -46,7 +46,11 @@ struct Server {
 
 impl Server {
     /// Starts the server with `args` after `serve --http 127.0.0.1:0` and waits until it is ready.
-    async fn start(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Server {
+    pub(crate) async fn start(
+        context: &TestContext,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut command = context.with_tools();
         command
             .args(["serve", "--http", "127.0.0.1:0"])
@@ -156,7 +160,7 @@ impl Server {
     }
 
     /// One plain-HTTP request on a fresh connection.
-    async fn request(
+    pub(crate) async fn request(
         &self,
         method: &str,
         path: &str,
@@ -170,7 +174,7 @@ impl Server {
     }
 
     /// Connects rmcp's Streamable HTTP client, with `token` as its bearer token.
-    async fn connect(
+    pub(crate) async fn connect(
         &self,
         token: Option<&str>,
         lifecycle: ClientLifecycleMode,
@@ -202,7 +206,7 @@ impl Drop for Server {
 
 /// A client that reports list changes and progress notifications.
 #[derive(Debug, Clone)]
-struct Recorder {
+pub(crate) struct Recorder {
     changed: mpsc::UnboundedSender<()>,
     progressed: mpsc::UnboundedSender<ProgressNotificationParam>,
 }
@@ -221,17 +225,17 @@ impl ClientHandler for Recorder {
     }
 }
 
-type Session = RunningService<RoleClient, Recorder>;
+pub(crate) type Session = RunningService<RoleClient, Recorder>;
 
 /// What a [`Recorder`] heard.
-struct Events {
+pub(crate) struct Events {
     changes: mpsc::UnboundedReceiver<()>,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
 }
 
 #[derive(Debug)]
-struct RawResponse {
-    status: u16,
+pub(crate) struct RawResponse {
+    pub(crate) status: u16,
     head: String,
     body: String,
 }

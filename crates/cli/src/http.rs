@@ -116,8 +116,15 @@ impl HttpSettings {
         ) {
             (Some(file), _) => {
                 let path = cwd.join(file);
-                let text = std::fs::read_to_string(&path)
-                    .with_context(|| format!("cannot read the token file {}", path.display()))?;
+                // A regular file of bounded size: a FIFO would keep the server from binding.
+                let bytes = toolsmith_registry::read_regular(
+                    &path,
+                    toolsmith_registry::Links::Follow,
+                    toolsmith_registry::MAX_CONFIG_BYTES,
+                )
+                .with_context(|| format!("cannot read the token file {}", path.display()))?;
+                let text = String::from_utf8(bytes)
+                    .with_context(|| format!("the token file {} is not UTF-8", path.display()))?;
                 let first = text.lines().next().unwrap_or_default();
                 Some(Token::parse(first, &path.display().to_string())?)
             }

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 use toolsmith_executor::{Executor, ExecutorConfig, Limits};
-use toolsmith_registry::error_chain;
+use toolsmith_registry::{Links, error_chain};
 
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
@@ -326,11 +326,16 @@ impl BeforeProject {
         let toolsmith_home = non_empty(EnvVars::TOOLSMITH_HOME).map(|dir| cwd.join(dir));
         // The user config is the user's own: always read. A file named with --config or
         // TOOLSMITH_CONFIG is trusted by that act; the project's is read only when trusted.
+        // Any file there is read (a FIFO or a device is an error, not a silent skip); a link
+        // only to a file of the same directory. A file named explicitly may be a link anywhere.
         let user_file = settings::user_config_path(toolsmith_home.as_deref(), home.as_deref())
-            .filter(|path| path.is_file())
-            .map(|path| settings::load(&path))
+            .filter(|path| path.symlink_metadata().is_ok())
+            .map(|path| settings::load(&path, Links::WithinDirectory))
             .transpose()?;
-        let explicit_file = explicit_config.as_deref().map(settings::load).transpose()?;
+        let explicit_file = explicit_config
+            .as_deref()
+            .map(|path| settings::load(path, Links::Follow))
+            .transpose()?;
         let trust_options = trust::trust_options(
             &[
                 user_file.as_ref().and_then(|file| file.trust.as_ref()),

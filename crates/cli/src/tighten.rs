@@ -637,7 +637,9 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let path = temp.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
-        crate::settings::load(&path).unwrap().options
+        crate::settings::load(&path, toolsmith_registry::Links::Follow)
+            .unwrap()
+            .options
     }
 
     /// The keys refused when `project` is laid over `user`.

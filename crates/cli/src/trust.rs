@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest as _, Sha256};
+use toolsmith_registry::{Links, MAX_CONFIG_BYTES, MAX_TRUST_STORE_BYTES, read_regular};
 
 use crate::env_vars::EnvVars;
 use crate::settings::{ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions};
@@ -166,7 +167,7 @@ pub(crate) fn state_dir(lookup: &dyn Fn(&str) -> Option<String>) -> Option<PathB
 /// The digest of `dir`'s project config as recorded: `sha256:<hex>`, or `absent`.
 pub(crate) fn config_digest(dir: &Path) -> Result<String, TrustError> {
     let path = dir.join(PROJECT_CONFIG);
-    match std::fs::read(&path) {
+    match read_regular(&path, Links::WithinDirectory, MAX_CONFIG_BYTES) {
         Ok(bytes) => Ok(digest_of(Some(&bytes))),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(digest_of(None)),
         Err(source) => Err(TrustError::Config { path, source }),
@@ -197,7 +198,13 @@ impl TrustStore {
     /// The store in `state_dir`; an absent file is an empty store.
     pub(crate) fn load(state_dir: Option<&Path>) -> Result<TrustStore, TrustError> {
         let path = state_dir.ok_or(TrustError::NoStateDir)?.join(TRUST_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let read =
+            read_regular(&path, Links::WithinDirectory, MAX_TRUST_STORE_BYTES).and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|error| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, error.utf8_error())
+                })
+            });
+        let text = match read {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(TrustStore {
@@ -484,14 +491,17 @@ pub(crate) fn project_config(
 ) -> Result<Option<ConfigFile>, ConfigError> {
     let project_canonical = report.units[0].dir.clone();
     let config_path = cwd.join(PROJECT_CONFIG);
-    if !config_path.is_file() {
+    if config_path.symlink_metadata().is_err() {
         return Ok(None);
     }
     let shown = PathBuf::from(".").join(PROJECT_CONFIG);
-    let bytes = std::fs::read(&config_path).map_err(|source| ConfigError::Read {
-        path: shown.clone(),
-        source,
-    })?;
+    let bytes =
+        read_regular(&config_path, Links::WithinDirectory, MAX_CONFIG_BYTES).map_err(|source| {
+            ConfigError::Read {
+                path: shown.clone(),
+                source,
+            }
+        })?;
     let cwd_canonical = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let verdict = store.verdict_of_bytes(&cwd_canonical, &bytes, options);
     let unit_index = if cwd_canonical == project_canonical {

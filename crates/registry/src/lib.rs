@@ -66,6 +66,7 @@ mod name;
 mod oob;
 mod overrides;
 mod policy;
+mod regular_file;
 mod sandbox;
 mod schema;
 mod tool;
@@ -101,17 +102,22 @@ pub use crate::formats::kodelet::{ConfigError, DescriptionError};
 pub use crate::formats::manifest::command::manifest_env_references;
 pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
+pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
-pub use crate::formats::manifest::render::TemplateError;
+pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
 pub use crate::layer::{Layer, Peer};
 pub use crate::message::{error_chain, format_duration};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::oob::{
-    ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX,
-    MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
+    ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX, MAX_FILES,
+    MAX_ITEMS, MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
 };
 pub use crate::overrides::{CallConfig, RunConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
+pub use crate::regular_file::{
+    Links, MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_TOOL_FILE_BYTES, MAX_TRUST_STORE_BYTES,
+    RegularFileError, open_append_regular, read_regular, read_start,
+};
 pub use crate::sandbox::{
     FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
     SandboxDeclarationError, SandboxReport, SandboxSettings, SyscallsSetting, UnknownSetting,
@@ -119,6 +125,7 @@ pub use crate::sandbox::{
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
-    MAX_SCHEMA_DEPTH, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError, Violation,
+    MAX_SCHEMA_DEPTH, MAX_VIOLATIONS, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError,
+    Violation,
 };
-pub use crate::tool::Tool;
+pub use crate::tool::{MAX_DESCRIPTION_BYTES, Tool};

@@ -48,9 +48,35 @@ pub const MAX_VARIABLE_BYTES: usize = 64 * 1024;
 /// that would go past it goes to a file.
 pub const MAX_TOTAL_BYTES: usize = 1024 * 1024;
 
+/// The most elements an array argument of a manifest may have: each becomes a variable of
+/// its own (or a file, past [`MAX_TOTAL_BYTES`]), and a script that expands them all one
+/// word each could not be passed to its shell beyond a few thousand anyway (one argument of
+/// `execve` is at most 128 KiB).
+pub const MAX_ITEMS: usize = 4096;
+
+/// The most files the values of one call may take (past [`MAX_TOTAL_BYTES`] of variables,
+/// each further value takes one): a call's arguments never make more than this much work on
+/// the disk, however many small values they hold.
+pub const MAX_FILES: usize = 1024;
+
 /// Why a call's arguments cannot be passed out of band; the call is `INVALID_PARAMS`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutOfBandError {
+    /// The values past [`MAX_TOTAL_BYTES`] would take more than [`MAX_FILES`] files.
+    #[error(
+        "the arguments hold more values than fit in {MAX_TOTAL_BYTES} bytes of variables and {MAX_FILES} files"
+    )]
+    TooManyFiles,
+    /// An array argument of a manifest has more elements than [`MAX_ITEMS`].
+    #[error(
+        "argument `{name}` has {count} elements; a manifest's array argument may have at most {MAX_ITEMS}"
+    )]
+    TooManyItems {
+        /// The argument.
+        name: String,
+        /// Its elements.
+        count: usize,
+    },
     /// A string holds a NUL character, which no environment variable can carry.
     #[error("argument `{name}` contains a NUL character, which cannot be passed to the tool")]
     Nul {
@@ -220,6 +246,7 @@ impl OutOfBand {
     /// Arguments whose names cannot be variables (see [`passable_name`]) are left out:
     /// the tool still finds them in the JSON on stdin.
     pub(crate) fn new(arguments: &Value, items: Items) -> Result<OutOfBand, PrepareError> {
+        check_items(arguments, items)?;
         let mut entries: Vec<(String, String)> = Vec::new();
         if let Some(object) = arguments.as_object() {
             for (name, value) in object {
@@ -252,6 +279,9 @@ impl OutOfBand {
                 total += size;
                 vars.push((OsString::from(variable), OsString::from(text)));
                 continue;
+            }
+            if in_files.len() >= MAX_FILES {
+                return Err(OutOfBandError::TooManyFiles.into());
             }
             let file_error = |source| ArgumentFileError {
                 variable: variable.clone(),
@@ -290,6 +320,30 @@ impl OutOfBand {
     fn files_dir(&self) -> Option<&std::path::Path> {
         self._files.as_ref().map(|files| files.dir.as_path())
     }
+}
+
+/// Refuses, before a variable is made or a file written, an array argument with more
+/// elements than [`MAX_ITEMS`] when each element gets a variable: so a call writes at most
+/// a bounded number of files, whatever its size.
+fn check_items(arguments: &Value, items: Items) -> Result<(), OutOfBandError> {
+    if items != Items::PerElement {
+        return Ok(());
+    }
+    let Some(object) = arguments.as_object() else {
+        return Ok(());
+    };
+    for (name, value) in object {
+        if let Value::Array(elements) = value
+            && passable_name(name)
+            && elements.len() > MAX_ITEMS
+        {
+            return Err(OutOfBandError::TooManyItems {
+                name: name.clone(),
+                count: elements.len(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `^[A-Za-z_][A-Za-z0-9_]*$`: what a parameter name may be, so the names whose

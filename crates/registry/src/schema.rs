@@ -50,6 +50,9 @@ pub const MAX_ARGUMENTS_DEPTH: usize = 64;
 /// The longest rendering of a received value in a violation; longer values are cut.
 const MAX_VALUE_CHARS: usize = 60;
 
+/// The most violations of one value described; the rest are counted in one more line.
+pub const MAX_VIOLATIONS: usize = 20;
+
 /// A tool's input schema: a JSON object schema (`"type": "object"`), checked
 /// against its meta-schema and the LLM APIs' rules, and compiled when the
 /// tool is discovered.
@@ -324,7 +327,7 @@ fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
     check_bounds(schema)?;
     let meta = jsonschema::meta::validator_for(schema)
         .map_err(|source| SchemaError::UnknownMetaSchema { source })?;
-    let meta_violations: Vec<Violation> = meta.iter_errors(schema).map(violation).collect();
+    let meta_violations = described(meta.iter_errors(schema));
     if !meta_violations.is_empty() {
         return Err(SchemaError::MetaSchema {
             violations: meta_violations,
@@ -440,8 +443,35 @@ fn exceeds_depth(value: &Value, limit: usize) -> bool {
 /// Every violation, ordered by path (the root first) so that messages are
 /// stable and read from the outside in.
 fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Violation> {
-    let mut violations: Vec<Violation> = validator.iter_errors(instance).map(violation).collect();
+    let mut violations = described(validator.iter_errors(instance));
     violations.sort_by(|left, right| left.instance_path.cmp(&right.instance_path));
+    violations
+}
+
+/// The first [`MAX_VIOLATIONS`] of `errors` described, and a count of the rest.
+///
+/// Each error of some keywords (`propertyNames`, `additionalProperties`) refers to the whole
+/// object it is about: describing 20 000 of them, each with a look at that object, took
+/// minutes. The rest are only counted.
+fn described<'a>(
+    mut errors: impl Iterator<Item = jsonschema::ValidationError<'a>>,
+) -> Vec<Violation> {
+    let mut violations: Vec<Violation> = errors
+        .by_ref()
+        .take(MAX_VIOLATIONS)
+        .map(violation)
+        .collect();
+    let more = errors.count();
+    if more > 0 {
+        violations.push(Violation {
+            instance_path: String::new(),
+            keyword: "more".to_owned(),
+            message: format!(
+                "and {more} more {} not listed",
+                plural(more as u64, "violation")
+            ),
+        });
+    }
     violations
 }
 
@@ -542,14 +572,45 @@ fn violation(error: jsonschema::ValidationError<'_>) -> Violation {
 }
 
 /// `value` as compact JSON, cut to [`MAX_VALUE_CHARS`] characters.
+///
+/// Only the start is serialized: the value may be the whole of a large argument, named by
+/// every one of its violations.
 fn render(value: &Value) -> String {
-    let text = value.to_string();
+    // Enough bytes for MAX_VALUE_CHARS characters of up to 4 bytes, and one more.
+    let mut start = Capped {
+        bytes: Vec::new(),
+        room: MAX_VALUE_CHARS * 4 + 4,
+    };
+    // The only error is the cap, which leaves the start serialized.
+    let _capped = serde_json::to_writer(&mut start, value);
+    let text = String::from_utf8_lossy(&start.bytes);
     if text.chars().count() <= MAX_VALUE_CHARS {
-        return text;
+        return text.into_owned();
     }
     let mut cut: String = text.chars().take(MAX_VALUE_CHARS).collect();
     cut.push('…');
     cut
+}
+
+/// A writer that keeps `room` bytes and then refuses the rest.
+struct Capped {
+    bytes: Vec<u8>,
+    room: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let kept = buf.len().min(self.room - self.bytes.len());
+        if kept == 0 && !buf.is_empty() {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        self.bytes.extend_from_slice(&buf[..kept]);
+        Ok(kept)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `noun`, with an `s` unless `count` is 1.

@@ -11,6 +11,10 @@ use crate::name::ToolName;
 use crate::sandbox::SandboxDeclaration;
 use crate::schema::{InputSchema, OutputSchema};
 
+/// The longest description a tool may have (UTF-8 bytes): every listing sends every
+/// description, to every client.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
+
 /// The parts a format's loader produces, from which a [`Tool`] is built.
 #[derive(Debug)]
 pub(crate) struct ToolParts {

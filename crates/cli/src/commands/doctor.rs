@@ -354,6 +354,9 @@ fn problem_fix(problem: &Problem) -> String {
             format!("point the link at the tool (ln -sfn TARGET {path}) or remove it")
         }
         ProblemError::NotExecutable => format!("chmod +x {path}"),
+        ProblemError::NotRegular { .. } => {
+            format!("remove {path}, or replace it with the tool's regular file")
+        }
         ProblemError::NonUtf8FileName | ProblemError::FileName { .. } => format!(
             "rename {path}: lower-case letters, digits and `_` (`-` is read as `_`), starting with a letter"
         ),

@@ -59,7 +59,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use toolsmith_registry::ToolName;
+use toolsmith_registry::{Links, MAX_CONFIG_BYTES, ToolName, read_regular};
 
 use crate::settings::limits::{LIMIT_KEYS, LimitKey, LimitsOptions};
 use crate::settings::options::{
@@ -153,11 +153,19 @@ pub(crate) fn user_config_path(
     }
 }
 
-/// Reads and checks the file at `path`.
-pub(crate) fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+/// Reads and checks the file at `path`: a regular file of at most [`MAX_CONFIG_BYTES`], a
+/// link only as `links` allows (a FIFO or a device is an error, never a wait).
+pub(crate) fn load(path: &Path, links: Links) -> Result<ConfigFile, ConfigError> {
+    let read_error = |source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
+    };
+    let bytes = read_regular(path, links, MAX_CONFIG_BYTES).map_err(read_error)?;
+    let text = String::from_utf8(bytes).map_err(|error| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            error.utf8_error(),
+        ))
     })?;
     let (options, trust) = parse_with_trust(&text, path)?;
     Ok(ConfigFile {

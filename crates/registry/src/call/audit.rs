@@ -12,7 +12,7 @@
 //! is an error, and the part of it that was written is cut off again, so every line of the log
 //! stays a whole record.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::envelope::{Body, Envelope};
+use crate::regular_file::{Links, open_append_regular};
 
 /// Why the audit log could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -65,14 +66,14 @@ pub struct AuditLog {
 impl AuditLog {
     /// Opens (creating it if needed) the log at `path` for appending.
     pub fn open(path: &Path) -> Result<AuditLog, AuditError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|source| AuditError::Open {
+        // A FIFO, a device or a link out of its directory would block or swallow every
+        // call's record: the log is a regular file or nothing.
+        let file = open_append_regular(path, Links::WithinDirectory).map_err(|source| {
+            AuditError::Open {
                 path: path.to_path_buf(),
                 source,
-            })?;
+            }
+        })?;
         Ok(AuditLog {
             path: path.to_path_buf(),
             file,

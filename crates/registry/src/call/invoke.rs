@@ -142,8 +142,22 @@ pub async fn invoke_with_progress(
     } else {
         tool
     };
-    let arguments = &tool.input_schema().with_defaults(arguments);
-    let prepared = match prepare(tool, arguments, config)? {
+    // Validating, rendering and writing the files of large values take time in proportion to
+    // the arguments (up to MAX_ARGUMENTS_BYTES) and block on the disk: never on a runtime
+    // worker, where they would stall every other call and `/healthz`.
+    let prepared = {
+        let (tool, arguments, config) = (tool.clone(), arguments.clone(), config.clone());
+        let preparing = tokio::task::spawn_blocking(move || {
+            let arguments = tool.input_schema().with_defaults(&arguments);
+            prepare(&tool, &arguments, &config)
+        });
+        match preparing.await {
+            Ok(prepared) => prepared?,
+            // A blocking task is never cancelled: it ended by panicking, and so does this call.
+            Err(join_error) => std::panic::resume_unwind(join_error.into_panic()),
+        }
+    };
+    let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(refused) => return Ok(refused),
     };

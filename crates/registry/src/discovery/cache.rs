@@ -1,7 +1,7 @@
 //! The discovery cache: what each tool's probe printed, keyed by the identity of its file, so an unchanged tool is never probed again.
 //!
-//! An entry is keyed by the file's path and its [`Fingerprint`] (size, modification time with
-//! nanoseconds, inode and device) plus the protocol it was probed with.
+//! An entry is keyed by the file's path and its [`Fingerprint`] (size, modification and
+//! status-change times with nanoseconds, inode and device) plus the protocol it was probed with.
 //! A file whose fingerprint differs is probed again; a file that is gone is pruned on save.
 //!
 //! What is stored is the probe's *output* (a `description` that exited 0 within the output
@@ -32,13 +32,17 @@ use std::time::{Duration, SystemTime};
 use toolsmith_executor::LimitKind;
 
 use crate::formats::format::Protocol;
+use crate::regular_file::{Links, MAX_CACHE_BYTES, read_regular};
 
 /// The version of the cache file's format; a file of another version is ignored.
 ///
 /// 3: records carry the probes' sandbox (`sandbox`), and a Kodelet tool's `config` is asked
 /// at its first call (`config_asked`); records of version 2 were probed under the operator's
 /// sandbox, not the probes' own, and are not trusted.
-pub const CACHE_VERSION: u32 = 3;
+///
+/// 4: the fingerprint carries the status-change time (`ctime_secs`, `ctime_nanos`); an entry
+/// of version 3 cannot tell a rewrite whose modification time was set back.
+pub const CACHE_VERSION: u32 = 4;
 
 /// The cache file's name inside the cache directory.
 pub const CACHE_FILE: &str = "discovery.json";
@@ -50,11 +54,18 @@ pub const CACHE_FILE: &str = "discovery.json";
 pub const RACY_MARGIN: Duration = Duration::from_secs(1);
 
 /// The identity of a file's content, as far as the file system tells it without reading it.
+///
+/// The size, inode and modification time can all be put back after a rewrite in place
+/// (`touch -d`, `utimensat`), so the status-change time is part of it too: the kernel sets
+/// it to the current time on every write and every change of the other fields, and no system
+/// call sets it to a chosen value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fingerprint {
     size: u64,
     mtime_secs: i64,
     mtime_nanos: i64,
+    ctime_secs: i64,
+    ctime_nanos: i64,
     inode: u64,
     device: u64,
 }
@@ -66,12 +77,19 @@ impl Fingerprint {
             size: metadata.size(),
             mtime_secs: metadata.mtime(),
             mtime_nanos: metadata.mtime_nsec(),
+            ctime_secs: metadata.ctime(),
+            ctime_nanos: metadata.ctime_nsec(),
             inode: metadata.ino(),
             device: metadata.dev(),
         }
     }
 
     /// The modification time, if it is representable.
+    ///
+    /// The racy rule and the settling of the live registry go by it, not by the status-change
+    /// time: a file set back to an old modification time still needs a new status-change time
+    /// to match its entry, which only a second change within the same kernel timestamp tick
+    /// (milliseconds) as the one before the probe could give it.
     pub(crate) fn modified(&self) -> Option<SystemTime> {
         let nanos = u32::try_from(self.mtime_nanos).ok()?;
         let since_epoch = Duration::new(u64::try_from(self.mtime_secs).ok()?, nanos);
@@ -434,7 +452,8 @@ fn stored_entry(path: &Path, entry: &Entry) -> Option<StoredEntry> {
 
 /// The entries of the cache file, or why there are none.
 fn read_entries(file: &Path) -> Result<HashMap<PathBuf, Entry>, String> {
-    let bytes = fs::read(file).map_err(|error| format!("unreadable: {error}"))?;
+    let bytes = read_regular(file, Links::WithinDirectory, MAX_CACHE_BYTES)
+        .map_err(|error| format!("unreadable: {}", crate::message::error_chain(&error)))?;
     let version: StoredVersion =
         serde_json::from_slice(&bytes).map_err(|error| format!("corrupt: {error}"))?;
     if version.version != CACHE_VERSION {
@@ -718,7 +737,12 @@ mod tests {
             |_, cache_dir| {
                 let file = cache_dir.join(CACHE_FILE);
                 let text = fs::read_to_string(&file).unwrap();
-                fs::write(&file, text.replace("\"version\":3", "\"version\":999")).unwrap();
+                let other = text.replace(
+                    &format!("\"version\":{}", crate::discovery::cache::CACHE_VERSION),
+                    "\"version\":999",
+                );
+                assert_ne!(other, text);
+                fs::write(&file, other).unwrap();
             },
             None,
         );

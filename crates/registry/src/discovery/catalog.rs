@@ -15,7 +15,7 @@ use crate::layer::Layer;
 use crate::message::error_chain;
 use crate::name::{NameError, ToolName};
 use crate::policy::Denial;
-use crate::tool::Tool;
+use crate::tool::{MAX_DESCRIPTION_BYTES, Tool};
 
 /// A file that looked like a tool but could not be loaded, and why.
 #[derive(Debug)]
@@ -57,6 +57,13 @@ pub enum ProblemError {
         /// The IO failure.
         #[source]
         source: io::Error,
+    },
+    /// A FIFO, device or socket among the tools (or a link to one): never opened, since
+    /// reading it would block or never end.
+    #[error("not a regular file but a {kind}")]
+    NotRegular {
+        /// What it is.
+        kind: &'static str,
     },
     /// A script (it starts with `#!`) without the execute bit.
     #[error("it starts with `#!` but is not executable (chmod +x it)")]
@@ -183,6 +190,15 @@ pub enum ProblemError {
     /// The tool's description is empty: the LLM would not know what it does.
     #[error("the tool's description is empty")]
     EmptyDescription,
+    /// The tool's description is longer than [`MAX_DESCRIPTION_BYTES`]: it would be sent in
+    /// every listing.
+    #[error(
+        "the tool's description takes {bytes} bytes, more than the limit of {MAX_DESCRIPTION_BYTES}"
+    )]
+    DescriptionTooLong {
+        /// Its length.
+        bytes: usize,
+    },
     /// The declared name differs from the file's name.
     #[error(
         "declares name `{declared}` but its file name makes it `{expected}`; rename the file or fix the name"

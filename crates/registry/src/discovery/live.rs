@@ -140,12 +140,14 @@ impl LiveRegistry {
         policy: Policy,
     ) -> Result<LiveRegistry, Error> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let debouncer =
-            notify_debouncer_mini::new_debouncer(SETTLE, move |result: DebounceEventResult| {
+        let debouncer = notify_debouncer_mini::new_debouncer_opt::<_, ChangesOnly>(
+            notify_debouncer_mini::Config::default().with_timeout(SETTLE),
+            move |result: DebounceEventResult| {
                 // The receiver is gone only when the registry is dropped; nothing is left to tell.
                 let _ignored = sender.send(result);
-            })
-            .map_err(|source| Error::Watch { source })?;
+            },
+        )
+        .map_err(|source| Error::Watch { source })?;
         LiveRegistry::start_with(
             executor,
             layers,
@@ -375,7 +377,7 @@ fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
 
 /// How the directories are watched: the kernel's events, or a scan every interval.
 enum Watch {
-    Events(Debouncer<notify::RecommendedWatcher>),
+    Events(Debouncer<ChangesOnly>),
     Polls(Debouncer<notify::PollWatcher>),
 }
 
@@ -385,6 +387,56 @@ impl Watch {
             Watch::Events(debouncer) => debouncer.watcher(),
             Watch::Polls(debouncer) => debouncer.watcher(),
         }
+    }
+}
+
+/// The kernel's watcher, passing on only the events of a change: a directory listed, a file
+/// opened or read (as every rescan does) is no reason to rescan, and reacting to it made an
+/// idle registry rescan for ever, each rescan's reads the cause of the next.
+///
+/// inotify's `IN_OPEN` (and `IN_CLOSE_NOWRITE`, `IN_ACCESS` where asked) arrive as
+/// [`EventKind::Access`](notify::EventKind::Access); of those only the close of a file open
+/// for writing tells of a change.
+struct ChangesOnly(notify::RecommendedWatcher);
+
+impl notify::Watcher for ChangesOnly {
+    fn new<F: notify::EventHandler>(
+        mut event_handler: F,
+        config: notify::Config,
+    ) -> notify::Result<ChangesOnly> {
+        let filtered = move |result: notify::Result<notify::Event>| {
+            if result.as_ref().is_ok_and(|event| !is_change(&event.kind)) {
+                return;
+            }
+            event_handler.handle_event(result);
+        };
+        notify::RecommendedWatcher::new(filtered, config).map(ChangesOnly)
+    }
+
+    fn watch(&mut self, path: &Path, recursive_mode: RecursiveMode) -> notify::Result<()> {
+        self.0.watch(path, recursive_mode)
+    }
+
+    fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
+        self.0.unwatch(path)
+    }
+
+    fn configure(&mut self, option: notify::Config) -> notify::Result<bool> {
+        self.0.configure(option)
+    }
+
+    fn kind() -> notify::WatcherKind {
+        notify::RecommendedWatcher::kind()
+    }
+}
+
+/// Whether an event of `kind` can mean that a tool file or directory changed.
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
     }
 }
 
@@ -449,6 +501,11 @@ async fn watch_loop(
         if let Err(error) = update_watches(&mut debouncer, &targets, &touched, &mut watched) {
             tracing::warn!(error = %crate::message::error_chain(&error), "a tool directory cannot be watched; its changes need an explicit refresh");
         }
+        // One line per rescan the watcher starts, so that rescans can be counted from outside.
+        tracing::debug!(
+            paths = touched.len(),
+            "rescanning the tool directories after a change"
+        );
         let (_event, settles_at) = shared.rescan(Freshness::Settle(SETTLE)).await;
         retry_at = settles_at.map(|settles_at| {
             let wait = settles_at
@@ -504,5 +561,36 @@ mod tests {
         check("/src/app/README.md", false);
         check("/src/app/.toolsmith/tools/sub/deep", false);
         check("/src/app/.toolsmith/config.toml", false);
+    }
+
+    /// Issue 24: an idle `serve` rescanned five times a second, each rescan's own reads (the
+    /// directory listed, the manifests opened) the events of the next.
+    #[test]
+    fn reads_are_not_changes() {
+        use notify::EventKind;
+        use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RemoveKind};
+
+        use crate::discovery::live::is_change;
+
+        let reads = [
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Open(AccessMode::Read)),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Access(AccessKind::Any),
+        ];
+        for kind in reads {
+            assert!(!is_change(&kind), "{kind:?}");
+        }
+        let changes = [
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Any),
+            EventKind::Remove(RemoveKind::File),
+            EventKind::Any,
+        ];
+        for kind in changes {
+            assert!(is_change(&kind), "{kind:?}");
+        }
     }
 }

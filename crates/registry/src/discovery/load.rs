@@ -18,7 +18,7 @@ use crate::formats::{ikigai, kodelet, manifest};
 use crate::layer::Layer;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;
-use crate::tool::{Tool, ToolParts};
+use crate::tool::{MAX_DESCRIPTION_BYTES, Tool, ToolParts};
 
 /// Loads one candidate in its format from its probes' records, then applies the checks every
 /// format shares.
@@ -209,6 +209,11 @@ pub(crate) fn register(parts: ToolParts, expected: &ToolName) -> Result<Tool, Pr
     }
     if parts.description.trim().is_empty() {
         return Err(ProblemError::EmptyDescription);
+    }
+    if parts.description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(ProblemError::DescriptionTooLong {
+            bytes: parts.description.len(),
+        });
     }
     Ok(Tool::from_parts(parts))
 }

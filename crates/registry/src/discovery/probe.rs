@@ -20,6 +20,7 @@ use crate::formats::format::{Format, Protocol};
 use crate::formats::{ikigai, kodelet};
 use crate::message::{error_chain, first_line};
 use crate::overrides::RunConfig;
+use crate::regular_file::{Links, MAX_TOOL_FILE_BYTES, read_regular};
 use crate::sandbox::{probe_sandbox, probe_sandbox_key};
 use crate::tool::Tool;
 
@@ -167,7 +168,7 @@ impl Probe<'_> {
         match format {
             // A manifest is read, not run: its record is its contents, which the live registry
             // keeps like any other while a changed manifest settles.
-            Format::Manifest => fs::read(path)
+            Format::Manifest => read_regular(path, Links::Follow, MAX_TOOL_FILE_BYTES)
                 .map(|contents| Probed::only(Protocol::ManifestRead, ProbeRecord::Output(contents)))
                 .map_err(|source| ProblemError::ReadManifest { source }),
             Format::Ikigai => Ok(Probed::only(

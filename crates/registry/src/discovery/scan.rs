@@ -16,6 +16,7 @@ use crate::formats::manifest;
 use crate::layer::Layer;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;
+use crate::regular_file::{Links, read_start, special_kind};
 
 /// The candidates and problems of `layers` (relative directories taken from `config.cwd`),
 /// only those concerning `only` when it is given.
@@ -133,8 +134,13 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
             });
         }
     };
-    if !metadata.is_file() {
+    if metadata.is_dir() {
         return Ok(None);
+    }
+    // A FIFO would block whoever opens it and a device may never end: they are reported,
+    // never opened (the `stat` above does neither).
+    if let Some(kind) = special_kind(&metadata.file_type()) {
+        return Err(ProblemError::NotRegular { kind });
     }
     let is_manifest = file_name
         .as_encoded_bytes()
@@ -160,10 +166,7 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
 
 /// True when the file at `path` starts with `#!`.
 fn starts_with_shebang(path: &Path) -> bool {
-    let mut start = [0_u8; 2];
-    fs::File::open(path)
-        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut start))
-        .is_ok_and(|()| &start == b"#!")
+    read_start(path, Links::Follow, 2).is_ok_and(|start| start == b"#!")
 }
 
 /// True for the documentation files people keep next to their tools

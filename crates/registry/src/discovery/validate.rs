@@ -373,6 +373,7 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
         ProblemError::ReadDir { .. } => CheckKind::Directory,
         ProblemError::BrokenLink { .. }
         | ProblemError::Metadata { .. }
+        | ProblemError::NotRegular { .. }
         | ProblemError::NotExecutable => CheckKind::File,
         ProblemError::NonUtf8FileName | ProblemError::FileName { .. } => CheckKind::FileName,
         ProblemError::Duplicate { .. } => CheckKind::Unique,
@@ -414,7 +415,9 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
         ProblemError::NeitherProtocol { description, .. } => failed_check(description),
         ProblemError::ReadManifest { .. } => CheckKind::Probe,
         ProblemError::Manifest(_) => CheckKind::Parse,
-        ProblemError::EmptyDescription => CheckKind::Description,
+        ProblemError::EmptyDescription | ProblemError::DescriptionTooLong { .. } => {
+            CheckKind::Description
+        }
         ProblemError::NameMismatch { .. } => CheckKind::NameMatches,
     }
 }

@@ -31,11 +31,9 @@ impl Interpreter {
 /// The interpreter a `#!` line names: `#!/usr/bin/env [-S] [VAR=value]... NAME ...` names
 /// NAME, any other `#!PATH ...` names PATH. A file without one (a binary) needs none.
 pub(super) fn shebang_interpreter(path: &Path) -> Option<Interpreter> {
-    use std::io::Read as _;
-    let mut head = [0_u8; 256];
-    let mut file = std::fs::File::open(path).ok()?;
-    let n_read = file.read(&mut head).ok()?;
-    let line = head[..n_read].strip_prefix(b"#!")?;
+    // Problems name FIFOs and devices too: opened without blocking, read only if regular.
+    let head = toolsmith_registry::read_start(path, toolsmith_registry::Links::Follow, 256).ok()?;
+    let line = head.strip_prefix(b"#!")?;
     let line = line.split(|byte| *byte == b'\n').next()?;
     let line = String::from_utf8_lossy(line);
     let mut words = line.split_whitespace();

@@ -9,6 +9,7 @@ use toolsmith_executor::Command;
 
 use crate::formats::manifest::error::CommandError;
 use crate::formats::manifest::model::{Manifest, Shell};
+use crate::regular_file::{Links, MAX_TOOL_FILE_BYTES, read_regular};
 
 /// The variables that the manifests (`*.md`) directly in `dirs` may expand
 /// from toolsmith's environment (`${NAME}` anywhere in the file), read
@@ -27,7 +28,12 @@ pub fn manifest_env_references(dirs: &[std::path::PathBuf]) -> std::collections:
             if path.extension().is_none_or(|extension| extension != "md") {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&path) else {
+            // Read like discovery reads it: a FIFO or a device named `*.md` is never waited
+            // on nor read without end (discovery reports it).
+            let Ok(bytes) = read_regular(&path, Links::Follow, MAX_TOOL_FILE_BYTES) else {
+                continue;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
                 continue;
             };
             for (index, _) in text.match_indices("${") {

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::formats::declared_tests::TestsError;
 use crate::formats::manifest::expand::ExpandError;
+use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};
 use crate::formats::manifest::model::{MAX_TIMEOUT_MS, ParamType};
 use crate::formats::manifest::render::TemplateError;
 use crate::message::error_chain;
@@ -22,6 +23,14 @@ pub enum ManifestError {
     /// No `---` line closes the frontmatter.
     #[error("no `---` line closes the YAML frontmatter opened on line 1")]
     NoClosingFence,
+    /// The frontmatter nests deeper than the parser is given.
+    #[error(
+        "frontmatter: line {line} nests deeper than {MAX_YAML_DEPTH} levels of [ ] and {{ }}, or indents past column {MAX_YAML_INDENT}"
+    )]
+    TooDeep {
+        /// The file's line.
+        line: usize,
+    },
     /// The frontmatter is not valid YAML.
     #[error("frontmatter: invalid YAML at line {line}, column {column}: {message}")]
     Yaml {

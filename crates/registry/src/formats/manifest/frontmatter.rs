@@ -197,6 +197,10 @@ fn frontmatter_mapping(
     frontmatter: &str,
     errors: &mut Vec<ManifestError>,
 ) -> Option<serde_norway::Mapping> {
+    if let Some(line) = too_deep(frontmatter) {
+        errors.push(ManifestError::TooDeep { line: line + 2 });
+        return None;
+    }
     let yaml: Yaml = match serde_norway::from_str(frontmatter) {
         Ok(yaml) => yaml,
         Err(error) => {
@@ -216,6 +220,83 @@ fn frontmatter_mapping(
             None
         }
     }
+}
+
+/// How deep flow collections (`[…]`, `{…}`) may nest in a frontmatter; the YAML parser's
+/// time grew with the square of the depth (a 200 KB manifest took a minute).
+pub const MAX_YAML_DEPTH: usize = 64;
+
+/// How far into a line (indentation and `- ` indicators) a frontmatter's block nesting may
+/// reach: `- - - - x` nests one level per indicator on a single line.
+pub const MAX_YAML_INDENT: usize = 512;
+
+/// The (0-based) frontmatter line where flow collections nest deeper than [`MAX_YAML_DEPTH`]
+/// or block nesting reaches past [`MAX_YAML_INDENT`], in one pass. Quoted scalars and
+/// comments are skipped; brackets in a plain scalar count, which only errs towards refusing
+/// a frontmatter of 64 unclosed brackets.
+fn too_deep(frontmatter: &str) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum Quote {
+        None,
+        Single,
+        Double,
+    }
+    let mut depth = 0usize;
+    let mut quote = Quote::None;
+    let mut line = 0usize;
+    let mut line_start = true;
+    let mut indent = 0usize;
+    let mut previous = '\n';
+    let mut characters = frontmatter.chars();
+    while let Some(character) = characters.next() {
+        if line_start {
+            if matches!(character, ' ' | '-' | '?' | '\t') {
+                indent += 1;
+                if indent > MAX_YAML_INDENT {
+                    return Some(line);
+                }
+            } else {
+                line_start = false;
+            }
+        }
+        match (&quote, character) {
+            (_, '\n') => {
+                line += 1;
+                line_start = true;
+                indent = 0;
+            }
+            (Quote::Single, '\'') | (Quote::Double, '"') => quote = Quote::None,
+            (Quote::Double, '\\') => {
+                characters.next();
+            }
+            (Quote::Single | Quote::Double, _) => {}
+            (Quote::None, '\'') => quote = Quote::Single,
+            (Quote::None, '"') => quote = Quote::Double,
+            (Quote::None, '#') if previous.is_whitespace() => {
+                // A comment runs to the end of the line.
+                for skipped in characters.by_ref() {
+                    if skipped == '\n' {
+                        line += 1;
+                        line_start = true;
+                        indent = 0;
+                        break;
+                    }
+                }
+                previous = '\n';
+                continue;
+            }
+            (Quote::None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_YAML_DEPTH {
+                    return Some(line);
+                }
+            }
+            (Quote::None, ']' | '}') => depth = depth.saturating_sub(1),
+            (Quote::None, _) => {}
+        }
+        previous = character;
+    }
+    None
 }
 
 /// `approval`: `always` when absent.

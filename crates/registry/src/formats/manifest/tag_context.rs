@@ -14,7 +14,9 @@
 mod chars;
 mod commands;
 
-use crate::formats::manifest::render::{Item, Quoting, Tag, TemplateError, as_written};
+use crate::formats::manifest::render::{
+    Item, MAX_COMMAND_WORDS, MAX_SHELL_NESTING, Quoting, Tag, TemplateError, as_written,
+};
 use crate::formats::manifest::tag_context::commands::{
     ARITHMETIC_OPERATORS, analyze, first_command_word, is_assignment, skipped_words, word_tags,
     word_text,
@@ -114,6 +116,21 @@ enum Frame {
     Double,
     Single,
     AnsiC,
+}
+
+impl Frame {
+    /// A copy of the frame without the words of its command, which the loop over the
+    /// characters never reads: copying them at every character made a long command quadratic.
+    fn without_words(&self) -> Frame {
+        match self {
+            Frame::Code { kind, depth, .. } => Frame::Code {
+                kind: *kind,
+                depth: *depth,
+                command: Command::default(),
+            },
+            other => other.clone(),
+        }
+    }
 }
 
 /// The words of the simple command being read in one code frame.
@@ -450,9 +467,17 @@ impl Scan<'_> {
         let mut index = 0;
         let mut pending: Vec<PendingHereDocument> = Vec::new();
         while index < self.items.len() {
-            let Some((frame, _)) = self.stack.last().cloned() else {
+            let Some(frame) = self.stack.last().map(|(frame, _)| frame.without_words()) else {
                 break;
             };
+            if self.stack.len() > MAX_SHELL_NESTING {
+                return Err(TemplateError::TooDeep { line: self.line });
+            }
+            if let Frame::Code { command, .. } = &self.stack[self.stack.len() - 1].0
+                && command.words.len() > MAX_COMMAND_WORDS
+            {
+                return Err(TemplateError::TooManyWords { line: self.line });
+            }
             let item = self.items[index];
             if let Item::Tag(tag_index) = item {
                 self.tag(tag_index, &frame, index);

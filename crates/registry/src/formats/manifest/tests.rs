@@ -384,3 +384,68 @@ fn defaults_are_applied_before_rendering() {
         "head -n \"${TOOLSMITH_ARG_n}\"\n"
     );
 }
+
+/// Issue 24: deep flow nesting in a frontmatter took the YAML parser time in the square of
+/// its depth; it is refused before parsing, in one pass.
+#[test]
+fn deep_frontmatter_nesting_is_refused() {
+    let deep = format!("{HEAD}x: {}{}\n", "[".repeat(65), "]".repeat(65));
+    let error = parse(
+        &format!("---\n{deep}---\necho hi\n"),
+        &ToolName::new("demo").unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("frontmatter: line 4 nests deeper than 64 levels of [ ] and { }"),
+        "{error}"
+    );
+    let blocks = format!("{HEAD}x: {}a\n", "- ".repeat(300));
+    assert!(
+        parse(
+            &format!("---\n{blocks}---\necho hi\n"),
+            &ToolName::new("demo").unwrap()
+        )
+        .is_err()
+    );
+    // Brackets in quotes and comments are not nesting.
+    let quoted = format!(
+        "{HEAD}parameters: {{}} # {}\nx: '{}'\n",
+        "[".repeat(100),
+        "{".repeat(100)
+    );
+    let parsed = parse(
+        &format!("---\n{quoted}---\necho hi\n"),
+        &ToolName::new("demo").unwrap(),
+    );
+    assert!(
+        parsed
+            .as_ref()
+            .err()
+            .is_none_or(|errors| !errors.to_string().contains("nests deeper")),
+        "{parsed:?}"
+    );
+}
+
+/// Issue 24: a body of deeply nested substitutions, or one command of very many words, made
+/// the scan of the body quadratic; both are refused at a bound, in linear time.
+#[test]
+fn deep_or_long_bodies_are_refused_quickly() {
+    let deep = format!(
+        "---\n{HEAD}---\necho {}true{}\n",
+        "$(".repeat(20_000),
+        ")".repeat(20_000)
+    );
+    let started = std::time::Instant::now();
+    let error = parse(&deep, &ToolName::new("demo").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("nest deeper than 64"), "{error}");
+    let long = format!("---\n{HEAD}---\necho {}\n", "a ".repeat(100_000));
+    let error = parse(&long, &ToolName::new("demo").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("more than 4096 words"), "{error}");
+    // A liveness bound: the quadratic scan took minutes on these.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
