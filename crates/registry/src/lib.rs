@@ -98,7 +98,6 @@ pub use crate::formats::format::Format;
 pub use crate::formats::ikigai::ToolSchemaError;
 pub use crate::formats::kodelet::go_duration::DurationError;
 pub use crate::formats::kodelet::{ConfigError, DescriptionError};
-pub use crate::formats::manifest::command::manifest_env_references;
 pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
