@@ -153,12 +153,7 @@ impl GlobalSettings {
                 config_dirs,
                 peers: combined.discovery.peers.unwrap_or(false),
             });
-            let layers = untrusted_project_left_out(layers, &mut trust);
-            if has_project {
-                layers
-            } else {
-                without_project_layers(layers)
-            }
+            no_project_left_out(untrusted_project_left_out(layers, &mut trust), has_project)
         };
         let project = project_dir(cwd);
         let generator_tools_dir = match &combined.generator.tools_dir {
@@ -449,9 +444,12 @@ pub(crate) fn is_project(project: &Path, home: Option<&Path>) -> bool {
     home.is_none_or(|home| !canonical(home).starts_with(&project))
 }
 
-/// `layers` without the project's (`.toolsmith/tools`, the peers'), when there is no project.
-fn without_project_layers(mut layers: Vec<LayerDir>) -> Vec<LayerDir> {
-    layers.retain(|layer_dir| !matches!(layer_dir.layer, Layer::Project | Layer::PeerProject(_)));
+/// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.
+fn no_project_left_out(mut layers: Vec<LayerDir>, has_project: bool) -> Vec<LayerDir> {
+    if !has_project {
+        layers
+            .retain(|layer_dir| !matches!(layer_dir.layer, Layer::Project | Layer::PeerProject(_)));
+    }
     layers
 }
 
