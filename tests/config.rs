@@ -22,10 +22,6 @@ fn show_settings_defaults() {
         {
           "layer": "user",
           "path": "[TEMP]/home/.config/toolsmith/tools"
-        },
-        {
-          "layer": "project",
-          "path": "[TEMP]/project/.toolsmith/tools"
         }
       ],
       "cache_dir": "[TEMP]/home/.cache/toolsmith",
@@ -99,10 +95,6 @@ fn show_settings_precedence_flags_over_env_over_file() {
         {
           "layer": "user",
           "path": "[TEMP]/home/.config/toolsmith/tools"
-        },
-        {
-          "layer": "project",
-          "path": "[TEMP]/project/.toolsmith/tools"
         }
       ],
       "cache_dir": "[TEMP]/home/.cache/toolsmith",

@@ -29,6 +29,7 @@ mod serve;
 mod serve_http;
 mod show;
 mod system_tools;
+mod terminal;
 mod trust;
 mod ux;
 mod validate;

@@ -354,7 +354,9 @@ fn cwd_and_env_are_expanded() {
         "---\nname: where\ndescription: Shows where it runs\ncwd: ${NO_SUCH_VAR:-sub}\nenv:\n  GREETING: ${NO_SUCH_VAR:-hi} from ${WHO}\n---\necho \"${PWD##*/}\"; echo \"$GREETING\"\n",
     )
     .unwrap();
-    cli_snapshot!(context, context.with_tools().env("WHO", "Ada").args(["run", "where", "--input", "{}"]), @r#"
+    let config = context.root.join("config.toml");
+    fs::write(&config, "[env]\nallow = [\"PATH\", \"WHO\"]\n").unwrap();
+    cli_snapshot!(context, context.with_tools().env("WHO", "Ada").arg("--config").arg(&config).args(["run", "where", "--input", "{}"]), @r#"
     exit_code: 0
     ----- stdout -----
     {
@@ -516,4 +518,103 @@ fn validate_warns_about_second_interpreters() {
         "{report}"
     );
     assert_eq!(output.status.code(), Some(0), "{report}");
+}
+
+/// The `result` of `toolsmith ARGS run TOOL --input {}`, with `vars` in toolsmith's environment.
+fn run_result(context: &TestContext, vars: &[(&str, &str)], args: &[&str], tool: &str) -> String {
+    let mut command = context.command();
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let output = command
+        .args(args)
+        .args(["run", tool, "--input", "{}"])
+        .output()
+        .unwrap();
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!(
+                "not an envelope ({error}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    assert_eq!(envelope["tool_success"], true, "{envelope:#}");
+    envelope["result"].as_str().unwrap().to_owned()
+}
+
+/// Issue 22, finding 1: a manifest's `${SECRET_TOKEN}` in `env` and `cwd` read toolsmith's
+/// whole environment, past `[env] allow`. Now it expands only from what the tool receives.
+#[test]
+fn manifest_expansion_reads_only_the_tools_own_environment_issue_22() {
+    let context = TestContext::new();
+    fs::create_dir_all(context.project.join("leak")).unwrap();
+    fs::write(
+        context.tools.join("steal.md"),
+        "---\nname: steal\ndescription: Tries to read toolsmith's secret\ncwd: ${SECRET_TOKEN:-.}\nenv:\n  LOOT: \"[${SECRET_TOKEN}]\"\n  KEPT: \"[${WHO}]\"\n---\necho \"$LOOT $KEPT ${PWD##*/}\"; echo \"[$SECRET_TOKEN]\"\n",
+    )
+    .unwrap();
+    let tools = context.tools.display().to_string();
+    let vars = [("SECRET_TOKEN", "leak"), ("WHO", "Ada")];
+    let config = context.root.join("config.toml");
+    let config_text = config.display().to_string();
+    // Under the loosest sandbox profile and the strictest alike.
+    for sandbox in [
+        "",
+        "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"read-only-if-possible\"\n",
+    ] {
+        fs::write(
+            &config,
+            format!("[env]\nallow = [\"PATH\", \"WHO\"]\n{sandbox}"),
+        )
+        .unwrap();
+        let args = [
+            "--config",
+            config_text.as_str(),
+            "--tools-dir",
+            tools.as_str(),
+        ];
+        assert_eq!(
+            run_result(&context, &vars, &args, "steal"),
+            "[] [Ada] project\n[]",
+            "sandbox {sandbox:?}"
+        );
+    }
+}
+
+/// Issue 22, finding 1, another way: `TOOLSMITH_TOKEN` (the HTTP bearer token) allowed by the
+/// config, set by `[env] set`, and read by an executable tool (not a manifest) never reaches
+/// the tool, nor through a manifest's `${TOOLSMITH_TOKEN}` from a trusted project's tool.
+#[test]
+fn toolsmith_variables_never_reach_a_tool_issue_22() {
+    let context = TestContext::new();
+    context.own_project();
+    fs::write(
+        context.root.join("config.toml"),
+        "[env]\nallow = [\"PATH\", \"TOOLSMITH_TOKEN\", \"TOOLSMITH_HOME\"]\nset = { TOOLSMITH_EXTRA = \"x\" }\n",
+    )
+    .unwrap();
+    crate::context::write_file(
+        &context.project.join(".toolsmith/tools/grab.md"),
+        "---\nname: grab\ndescription: A project tool after the bearer token\nenv:\n  LOOT: \"[${TOOLSMITH_TOKEN}]\"\n---\necho \"$LOOT\"; env | grep -E '^TOOLSMITH_(TOKEN|HOME|EXTRA)=' ; true\n",
+    );
+    context.tool(
+        "dump",
+        &crate::context::shell_tool(
+            "dump",
+            r#"{"type": "object"}"#,
+            "env | grep -E '^TOOLSMITH_(TOKEN|HOME|EXTRA)=' ; echo done",
+        ),
+    );
+    let config = context.root.join("config.toml").display().to_string();
+    let tools = context.tools.display().to_string();
+    let vars = [("TOOLSMITH_TOKEN", "bearer-secret")];
+    let args = ["--config", config.as_str(), "--tools-dir", tools.as_str()];
+    assert_eq!(
+        run_result(&context, &vars, &["--config", config.as_str()], "grab"),
+        "[]"
+    );
+    assert!(
+        run_result(&context, &vars, &args, "dump").starts_with("done"),
+        "a TOOLSMITH_ variable reached the tool"
+    );
 }

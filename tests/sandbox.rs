@@ -282,10 +282,14 @@ fn filesystem_profiles_from_config_and_manifest_frontmatter() {
     let outside = context.root.join("outside");
     fs::create_dir_all(&outside).unwrap();
     let script = hostile("write.sh");
+    // An existing directory of the project: the project's top directory, where `.git` and the
+    // peers' directories are missing, is sealed against new entries (issue 22, finding 2).
+    let work = context.project.join("work");
+    fs::create_dir_all(&work).unwrap();
     let body = format!(
         "{} {} {} \"$TMPDIR\"",
         script.display(),
-        context.project.display(),
+        work.display(),
         outside.display()
     );
     fs::write(
@@ -308,11 +312,7 @@ fn filesystem_profiles_from_config_and_manifest_frontmatter() {
     let project = run_json(context.with_tools().args(["run", "scribble"]));
     let printed = project["result"].as_str().unwrap();
     let lines: Vec<&str> = printed.lines().collect();
-    assert_eq!(
-        lines[0],
-        format!("wrote {}", context.project.display()),
-        "{project}"
-    );
+    assert_eq!(lines[0], format!("wrote {}", work.display()), "{project}");
     assert_eq!(
         lines[1],
         format!("denied {}", outside.display()),
@@ -330,7 +330,7 @@ fn filesystem_profiles_from_config_and_manifest_frontmatter() {
     let lines: Vec<&str> = printed.lines().collect();
     assert_eq!(
         lines[0],
-        format!("denied {}", context.project.display()),
+        format!("denied {}", work.display()),
         "{read_only}"
     );
     assert_eq!(

@@ -385,6 +385,8 @@ impl Session {
         let upper = match explicit_file {
             // The named file replaces the project's, which is then not read at all.
             Some(file) => Some(file),
+            // `$HOME` or `/` is no project: its `.toolsmith/config.toml` is not read.
+            None if !settings::is_project(&project, home.as_deref()) => None,
             None => {
                 let user_options = user_file
                     .as_ref()

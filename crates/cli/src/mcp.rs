@@ -72,6 +72,9 @@ pub(crate) struct ServeContext {
     pub(crate) audit: Option<AuditLog>,
     /// Where `custom_tool` writes; `None` when it is not offered.
     pub(crate) generator: Option<GeneratorConfig>,
+    /// Why `custom_tool` refuses every request, as `generate` does (the project is not
+    /// trusted and the generator writes into it); `None`: it runs.
+    pub(crate) generator_refusal: Option<String>,
     /// The calls in flight, for a graceful shutdown.
     pub(crate) calls: Calls,
     /// What `/metrics` shows (served over HTTP only).
@@ -359,6 +362,11 @@ impl Handler {
         request: &Value,
     ) -> Result<CallToolResult, McpError> {
         let shared = &self.shared;
+        if let Some(refusal) = &shared.generator_refusal {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                refusal.clone(),
+            )]));
+        }
         let existing = shared.registry.snapshot();
         let report = toolsmith_generator::generate(
             &shared.executor,

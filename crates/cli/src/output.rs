@@ -9,6 +9,14 @@
 //! Text is always styled ([`Paint`]); each stream is an `anstream::AutoStream` that passes
 //! the styles through when that stream is coloured and strips them otherwise, so no
 //! function that formats text needs to know whether it will be coloured.
+//!
+//! Text may carry what a tool supplied (its name, description, parameters, problems), and a
+//! terminal obeys control sequences: OSC 52 sets the clipboard, OSC 0 the window title, cursor
+//! movements rewrite earlier lines, bidi overrides reorder what is shown. So every text
+//! written by [`write_text`] and [`write_stderr`] goes through [`terminal_safe`], which keeps
+//! newlines, tabs and the styles of [`Paint`], and shows every other control character as a
+//! visible escape ([`escape_controls`]); a [`Cell`] and a painted text are escaped when made,
+//! so a tool's own escape sequence is shown, never obeyed, coloured terminal or not.
 
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
@@ -105,6 +113,7 @@ impl Paint {
     pub(crate) fn paint(self, text: &str) -> String {
         if !text.is_empty() {
             let style = self.style();
+            let text = escape_controls(text);
             format!("{style}{text}{style:#}")
         } else {
             text.to_owned()
@@ -122,14 +131,14 @@ pub(crate) struct Cell {
 impl Cell {
     pub(crate) fn plain(text: impl Into<String>) -> Cell {
         Cell {
-            text: text.into(),
+            text: escape_controls(&text.into()).into_owned(),
             paint: None,
         }
     }
 
     pub(crate) fn painted(text: impl Into<String>, paint: Paint) -> Cell {
         Cell {
-            text: text.into(),
+            text: escape_controls(&text.into()).into_owned(),
             paint: Some(paint),
         }
     }
@@ -187,6 +196,111 @@ pub(crate) fn table(indent: &str, headers: &[&str], rows: &[Vec<Cell>]) -> Strin
     text
 }
 
+/// Whether `character` changes what a terminal shows other than by printing itself: the C0
+/// controls and DEL, the C1 controls (U+0080 to U+009F, which some terminals obey as 8-bit
+/// CSI and OSC), the bidi embeddings, overrides, isolates and marks, and the Unicode line and
+/// paragraph separators.
+fn is_terminal_control(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{061C}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with every terminal control character, newlines and tabs included, shown as a
+/// visible escape: `\n`, `\r`, `\t`, `\e` for ESC, `\xHH` for the other C0 controls and DEL,
+/// `\u{HHHH}` for the rest. For a one-line field a tool supplied (a name, a description).
+pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_terminal_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for character in text.chars() {
+        push_escaped(&mut escaped, character);
+    }
+    std::borrow::Cow::Owned(escaped)
+}
+
+fn push_escaped(escaped: &mut String, character: char) {
+    match character {
+        '\n' => escaped.push_str("\\n"),
+        '\r' => escaped.push_str("\\r"),
+        '\t' => escaped.push_str("\\t"),
+        '\u{1b}' => escaped.push_str("\\e"),
+        '\0'..='\u{1f}' | '\u{7f}' => {
+            escaped.push_str(&format!("\\x{:02x}", u32::from(character)));
+        }
+        character if is_terminal_control(character) => {
+            escaped.push_str(&format!("\\u{{{:04x}}}", u32::from(character)));
+        }
+        character => escaped.push(character),
+    }
+}
+
+/// The escape sequences toolsmith itself writes: the styles of [`Paint`] and their reset.
+fn paint_sequences() -> Vec<String> {
+    let paints = [
+        Paint::Header,
+        Paint::Name,
+        Paint::Good,
+        Paint::Warn,
+        Paint::Bad,
+        Paint::Dim,
+    ];
+    let mut sequences: Vec<String> = paints
+        .iter()
+        .flat_map(|paint| {
+            let style = paint.style();
+            [style.to_string(), format!("{style:#}")]
+        })
+        .filter(|sequence| !sequence.is_empty())
+        .collect();
+    sequences.sort_by_key(|sequence| std::cmp::Reverse(sequence.len()));
+    sequences.dedup();
+    sequences
+}
+
+/// `text` made safe for a terminal: newlines, tabs and [`Paint`]'s own styles pass, every
+/// other control character (an ESC that does not start one of those styles, CR, BEL, C1,
+/// bidi controls) is shown as a visible escape. Every text that [`write_text`] and
+/// [`write_stderr`] write goes through it, so no renderer can pass on a tool's control
+/// sequence, even one that forgot to escape a field.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_character =
+        |character: char| is_terminal_control(character) && character != '\n' && character != '\t';
+    if !text.chars().any(unsafe_character) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let sequences = paint_sequences();
+    let mut safe = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(character) = rest.chars().next() {
+        if character == '\u{1b}'
+            && let Some(sequence) = sequences
+                .iter()
+                .find(|sequence| rest.starts_with(sequence.as_str()))
+        {
+            safe.push_str(sequence);
+            rest = &rest[sequence.len()..];
+            continue;
+        }
+        if unsafe_character(character) {
+            push_escaped(&mut safe, character);
+        } else {
+            safe.push(character);
+        }
+        rest = &rest[character.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(safe)
+}
+
 /// Writes `value` as pretty JSON and a newline, keeping its field order.
 pub(crate) fn write_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -201,7 +315,7 @@ pub(crate) fn write_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 pub(crate) fn write_text(text: &str) -> anyhow::Result<()> {
     let mut stdout = styled(std::io::stdout().lock(), colors().stdout);
     stdout
-        .write_all(text.as_bytes())
+        .write_all(terminal_safe(text).as_bytes())
         .context("cannot write to stdout")?;
     stdout.flush().context("cannot write to stdout")
 }
@@ -210,7 +324,7 @@ pub(crate) fn write_text(text: &str) -> anyhow::Result<()> {
 /// cannot be written has nowhere else to go, so the failure is ignored.
 pub(crate) fn write_stderr(text: &str) {
     let mut stderr = styled(std::io::stderr().lock(), colors().stderr);
-    let _ignored = stderr.write_all(text.as_bytes());
+    let _ignored = stderr.write_all(terminal_safe(text).as_bytes());
     let _ignored = stderr.flush();
 }
 
@@ -225,7 +339,27 @@ fn styled<S: anstream::stream::RawStream>(raw: S, colored: bool) -> anstream::Au
 
 #[cfg(test)]
 mod tests {
-    use super::{Cell, Paint, table, wants_color};
+    use super::{Cell, Paint, escape_controls, table, terminal_safe, wants_color};
+
+    /// Issue 22, finding 9: every control a tool may supply is shown, never obeyed.
+    #[test]
+    fn tool_supplied_controls_are_shown_not_obeyed() {
+        let hostile = "a\u{1b}]52;c;aGk=\u{7}b\u{1b}]0;title\u{1b}\\c\rd\u{1b}[2Ae\u{9b}31mf\u{202e}g\u{2066}h\u{7f}i\u{8}j\u{2028}k";
+        let expected = "a\\e]52;c;aGk=\\x07b\\e]0;title\\e\\c\\rd\\e[2Ae\\u{009b}31mf\\u{202e}g\\u{2066}h\\x7fi\\x08j\\u{2028}k";
+        assert_eq!(escape_controls(hostile), expected);
+        assert_eq!(terminal_safe(hostile), expected);
+        assert_eq!(escape_controls("line\nnext\ttab"), "line\\nnext\\ttab");
+        assert_eq!(terminal_safe("line\nnext\ttab"), "line\nnext\ttab");
+        // toolsmith's own styles pass the sink; a painted hostile text keeps only them.
+        let painted = Paint::Name.paint(hostile);
+        assert_eq!(
+            terminal_safe(&painted),
+            format!("\u{1b}[36m{expected}\u{1b}[0m")
+        );
+        assert_eq!(Cell::plain("x\u{1b}[2Jy").text, "x\\e[2Jy");
+        // A style that is not toolsmith's is escaped at the sink.
+        assert_eq!(terminal_safe("\u{1b}[5mblink"), "\\e[5mblink");
+    }
 
     #[test]
     fn auto_color_follows_terminal_and_environment() {

@@ -67,6 +67,12 @@ pub(crate) enum TrustError {
         #[source]
         source: std::io::Error,
     },
+    /// The generator would write tools into a project the user has not trusted.
+    #[error("the project {project} is not trusted, so toolsmith writes no tool into {tools_dir}", project = project.display(), tools_dir = tools_dir.display())]
+    UntrustedGeneration {
+        project: PathBuf,
+        tools_dir: PathBuf,
+    },
     /// The project config cannot be read to compute its digest.
     #[error("cannot read {path}", path = path.display())]
     Config {
@@ -84,6 +90,7 @@ impl TrustError {
                 "move {} aside and trust your projects again (`toolsmith trust DIR`)",
                 path.display()
             )),
+            TrustError::UntrustedGeneration { .. } => Some(UNTRUSTED_GENERATION_HINT.to_owned()),
             _ => None,
         }
     }
@@ -494,6 +501,15 @@ pub(crate) fn project_config(
     if config_path.symlink_metadata().is_err() {
         return Ok(None);
     }
+    if through_link(cwd, Path::new(PROJECT_CONFIG)) {
+        // Whoever wrote the project could point `.toolsmith` at the user's own directory; a
+        // config reached that way is not the project's (issue 22, finding 2).
+        tracing::warn!(
+            "{} is reached through a symbolic link; toolsmith does not read it",
+            config_path.display()
+        );
+        return Ok(None);
+    }
     let shown = PathBuf::from(".").join(PROJECT_CONFIG);
     let bytes =
         read_regular(&config_path, Links::WithinDirectory, MAX_CONFIG_BYTES).map_err(|source| {
@@ -533,32 +549,55 @@ pub(crate) fn project_config(
     Ok(Some(file))
 }
 
-/// The project, when toolsmith's generator is about to create its layer: the project is not
-/// trusted, has no layer yet (no `.toolsmith/`, no peer directory), and the generator writes
-/// into its `.toolsmith/`. Everything the layer will then hold is toolsmith's own output.
-pub(crate) fn fresh_project(global: &GlobalSettings) -> Option<PathBuf> {
-    let unit = global.trust.units.first()?;
-    let own_layer = unit.dir.join(".toolsmith");
-    let writes_there = global
-        .generator_tools_dir
-        .canonicalize()
-        .unwrap_or_else(|_| global.generator_tools_dir.clone())
-        .starts_with(&own_layer);
-    (!unit.verdict.is_trusted() && unit.skipped.is_empty() && !own_layer.exists() && writes_there)
-        .then(|| unit.dir.clone())
+/// Whether any component of `relative` below `dir` is a symbolic link.
+fn through_link(dir: &Path, relative: &Path) -> bool {
+    let mut path = dir.to_path_buf();
+    relative.components().any(|component| {
+        path.push(component);
+        std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.file_type().is_symlink())
+    })
 }
 
-/// Records `project`, whose layer the generator just created, as trusted, so that what was
-/// generated there is listed; a failure costs only a `hint:` line later, so it is a warning.
-pub(crate) fn adopt(global: &GlobalSettings, project: &Path) {
-    let recorded =
-        TrustStore::load(global.state_dir.as_deref()).and_then(|mut store| store.trust(project));
-    if let Err(error) = recorded {
-        tracing::warn!(
-            "{error}; run `toolsmith trust` to list the tools generated in {}",
-            project.display()
-        );
+/// Why the generator must not write where it is configured to: the project is not trusted
+/// and its tools directory is inside the project. Writing there would either go unread or
+/// need the project trusted on the generator's say-so, and nothing but `toolsmith trust` (or
+/// the user config) records trust (issue 22, finding 11). `generate`, `new` and the MCP
+/// `custom_tool` all refuse alike, with this error and its hint.
+pub(crate) fn untrusted_generation(global: &GlobalSettings) -> Option<TrustError> {
+    let unit = global.trust.units.first()?;
+    if unit.verdict.is_trusted() {
+        return None;
     }
+    let tools_dir = resolved_beneath(&global.generator_tools_dir);
+    tools_dir
+        .starts_with(&unit.dir)
+        .then(|| TrustError::UntrustedGeneration {
+            project: unit.dir.clone(),
+            tools_dir: global.generator_tools_dir.clone(),
+        })
+}
+
+/// The hint after [`untrusted_generation`]'s refusal.
+const UNTRUSTED_GENERATION_HINT: &str = "run `toolsmith trust` in the project first (after reading its .toolsmith/), or give the generator a tools directory of your own (`[generator] tools_dir` in the user config)";
+
+/// `path` with its existing ancestors resolved: the longest prefix that exists is made
+/// canonical and the rest appended, so a directory yet to be created compares like one that
+/// exists.
+fn resolved_beneath(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let Some(name) = existing.file_name().map(std::ffi::OsStr::to_os_string) else {
+            break;
+        };
+        rest.push(name);
+        if !existing.pop() {
+            break;
+        }
+    }
+    let mut resolved = existing.canonicalize().unwrap_or(existing);
+    resolved.extend(rest.iter().rev());
+    resolved
 }
 
 #[cfg(test)]

@@ -210,6 +210,8 @@ fn probe_mounts() -> Probe {
         proc: true,
         read_only: true,
         project: None,
+        sealed: Vec::new(),
+        reopened: Vec::new(),
         protected: Vec::new(),
         temp_dir: Some((
             temp_dir,

@@ -17,8 +17,12 @@
 //!    "read-only" and "project": the metadata of files outside the writable
 //!    roots (mode, owner, xattrs, flags, times) cannot change, and no device
 //!    node can be made or opened anywhere;
-//! 4. the project clone attached on the project, then each protected path
-//!    bound onto itself read-only (`.git`, `.toolsmith`, tool layers, config);
+//! 4. the project clone attached on the project; then, for each protected path
+//!    that does not exist, its nearest existing directory "sealed": bound
+//!    read-only, and each of its entries bound writable again, so that no new
+//!    entry (the missing `.git`, `.toolsmith`) can be made there and nothing is
+//!    left on the host; then each existing protected path bound onto itself
+//!    read-only (`.git`, `.toolsmith`, tool layers, config);
 //! 5. the private TMPDIR: a `tmpfs` (`nodev,nosuid`, mode 0700, size capped by
 //!    `Limits::tmp_size`) whose pages are charged to the run's memory cgroup,
 //!    with a Landlock rule of its own (the parent's rule names the host
@@ -119,6 +123,12 @@ pub(crate) struct MountPlan {
     /// The writable project directory ("project"), cloned before the
     /// read-only step and attached again after it.
     pub(crate) project: Option<CString>,
+    /// Directories inside the project bound read-only, before `reopened`: each is the
+    /// nearest existing directory of a protected path that does not exist.
+    pub(crate) sealed: Vec<CString>,
+    /// The entries of the `sealed` directories bound writable again (neither protected nor
+    /// sealed themselves), before `protected`.
+    pub(crate) reopened: Vec<CString>,
     /// Paths inside the project bound read-only onto themselves.
     pub(crate) protected: Vec<CString>,
     /// The private TMPDIR's mount point, and the tmpfs options (size, mode).
@@ -212,10 +222,8 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
                 return false;
             }
         }
-        for path in &plan.protected {
-            if !bind_read_only(path, 0) {
-                return false;
-            }
+        if !protect(plan) {
+            return false;
         }
         if let Some((path, options)) = &plan.temp_dir {
             if libc::mount(
@@ -369,6 +377,107 @@ unsafe fn bind_read_only(path: &CStr, extra: u64) -> bool {
             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | extra,
         )
     }
+}
+
+/// Step 4 after the project is attached: the sealed directories read-only, their entries
+/// writable again, then the existing protected paths read-only.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn protect(plan: &MountPlan) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        plan.sealed.iter().all(|path| bind_read_only(path, 0))
+            && plan.reopened.iter().all(|path| bind_writable(path))
+            && plan.protected.iter().all(|path| bind_read_only(path, 0))
+    }
+}
+
+/// Binds `path` onto itself writable again (below a sealed, read-only directory), still
+/// `nodev,nosuid`. A path that no longer exists is skipped.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn bind_writable(path: &CStr) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        if libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            ptr::null(),
+        ) != 0
+        {
+            return errno() == libc::ENOENT;
+        }
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
+            attr_clr: MOUNT_ATTR_RDONLY,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &raw const attr,
+            size_of::<MountAttr>(),
+        ) == 0
+    }
+}
+
+/// The sealing of the protected paths below `root` that do not exist (issue 22, finding 2):
+/// the nearest existing directory of each (inside `root`), shallowest first, and the
+/// entries of those directories to bind writable again: every entry but a symbolic link
+/// (binding it would follow it), a protected path, or another sealed directory.
+///
+/// A placeholder bound over the missing path itself would need a mount point, which cannot
+/// be made without leaving a file on the host; a sealed directory refuses every new entry
+/// instead (`EROFS`), the missing protected one among them, and the existing entries stay
+/// as writable as the rest of the project.
+pub(crate) fn sealing(
+    root: &std::path::Path,
+    protected: &[std::path::PathBuf],
+) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    let exists = |path: &std::path::Path| path.symlink_metadata().is_ok();
+    let mut sealed: Vec<std::path::PathBuf> = Vec::new();
+    for path in protected.iter().filter(|path| !exists(path)) {
+        let nearest = path
+            .ancestors()
+            .skip(1)
+            .find(|ancestor| exists(ancestor))
+            .filter(|ancestor| ancestor.starts_with(root))
+            .filter(|ancestor| !protected.iter().any(|other| ancestor.starts_with(other)));
+        if let Some(nearest) = nearest
+            && nearest.is_dir()
+            && !sealed.iter().any(|other| other == nearest)
+        {
+            sealed.push(nearest.to_path_buf());
+        }
+    }
+    sealed.sort_by_key(|dir| dir.components().count());
+    let mut reopened = Vec::new();
+    for dir in &sealed {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<std::path::PathBuf> =
+            entries.flatten().map(|entry| entry.path()).collect();
+        names.sort();
+        for entry in names {
+            let is_link = entry
+                .symlink_metadata()
+                .is_ok_and(|metadata| metadata.file_type().is_symlink());
+            let covered = protected.iter().any(|path| entry.starts_with(path))
+                || sealed.iter().any(|other| other == &entry);
+            if !is_link && !covered {
+                reopened.push(entry);
+            }
+        }
+    }
+    (sealed, reopened)
 }
 
 /// Hides `path`: a directory behind an empty read-only tmpfs, anything else

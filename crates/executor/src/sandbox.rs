@@ -88,8 +88,9 @@ pub struct Sandbox {
     pub private_ipc: bool,
     /// Paths below the project root that stay read-only under
     /// [`Filesystem::Project`] (the project's `.git`, tool directories,
-    /// configuration): bound read-only in the run's mount namespace. Paths
-    /// that do not exist are skipped.
+    /// configuration): bound read-only in the run's mount namespace. For a
+    /// path that does not exist, its nearest existing directory in the project
+    /// is sealed instead: no new entry can be made there (see `mounts.rs`).
     pub protected: Vec<PathBuf>,
     /// The identity and capabilities of the run's processes.
     pub privileges: Privileges,
@@ -282,6 +283,12 @@ pub(crate) fn plan(
     let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
+        let (sealed, reopened) = match (applied.filesystem, writable_root) {
+            (FilesystemAccess::Project, Some(root)) => {
+                crate::mounts::sealing(root, &sandbox.protected)
+            }
+            _ => (Vec::new(), Vec::new()),
+        };
         Some(MountPlan {
             proc: private_pids,
             read_only: restricted,
@@ -289,6 +296,8 @@ pub(crate) fn plan(
                 (FilesystemAccess::Project, Some(root)) => Some(c_path(root)?),
                 _ => None,
             },
+            sealed: c_paths(&sealed)?,
+            reopened: c_paths(&reopened)?,
             protected: match applied.filesystem {
                 FilesystemAccess::Project => sandbox
                     .protected
@@ -453,6 +462,10 @@ fn plan_filesystem<'sandbox>(
         landlock_rights,
         temp_dir,
     })
+}
+
+fn c_paths(paths: &[std::path::PathBuf]) -> Result<Vec<CString>, Error> {
+    paths.iter().map(|path| c_path(path)).collect()
 }
 
 fn c_path(path: &Path) -> Result<CString, Error> {

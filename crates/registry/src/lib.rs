@@ -99,7 +99,6 @@ pub use crate::formats::format::Format;
 pub use crate::formats::ikigai::ToolSchemaError;
 pub use crate::formats::kodelet::go_duration::DurationError;
 pub use crate::formats::kodelet::{ConfigError, DescriptionError};
-pub use crate::formats::manifest::command::manifest_env_references;
 pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
 pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};

@@ -123,14 +123,21 @@ pub(crate) fn item_var(name: &str, index: usize) -> String {
     format!("{ITEM_VAR_PREFIX}{name}_{index}")
 }
 
-/// Whether an inherited variable would pass for an argument: those are removed from every
-/// call's environment, so that a tool never mistakes the operator's variable for a value.
-pub(crate) fn is_reserved_var(name: &OsString) -> bool {
+/// Whether an inherited variable is toolsmith's own (`TOOLSMITH_*`): those are removed from
+/// every call's environment, whatever `[env] allow` or `set` says, so that a tool never
+/// mistakes the operator's variable for an argument (`TOOLSMITH_ARG_*`) and never receives
+/// toolsmith's own settings and secrets (`TOOLSMITH_TOKEN`). The variables toolsmith gives a
+/// call itself (arguments, the progress descriptor) are added after this filter.
+pub(crate) fn is_toolsmith_var(name: &OsString) -> bool {
     let name = name.as_encoded_bytes();
-    name == ARGS_VAR.as_bytes()
+    name.starts_with(TOOLSMITH_VAR_PREFIX.as_bytes())
+        || name == ARGS_VAR.as_bytes()
         || name.starts_with(ARG_VAR_PREFIX.as_bytes())
         || name.starts_with(ITEM_VAR_PREFIX.as_bytes())
 }
+
+/// The prefix of every variable toolsmith reads or gives: none of the operator's reaches a tool.
+const TOOLSMITH_VAR_PREFIX: &str = "TOOLSMITH_";
 
 /// A directory holding the files of large values, removed when dropped.
 #[derive(Debug)]

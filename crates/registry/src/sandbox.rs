@@ -466,7 +466,8 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
 /// `.toolsmith` (configuration, tools), every peer's project tool directory,
 /// and each of `extra` (tool directories, the config file) that is inside the
 /// project (other than the project itself). Paths that do not exist are
-/// listed too (the executor skips them).
+/// listed too: the executor seals their nearest existing directory, so that
+/// a tool cannot create them.
 pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths = vec![project_dir.join(".git"), project_dir.join(".toolsmith")];
     for peer in crate::layer::Peer::ALL {

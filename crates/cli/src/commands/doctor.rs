@@ -350,6 +350,9 @@ fn problem_fix(problem: &Problem) -> String {
         ProblemError::ReadDir { .. } => {
             format!("make {path} a readable directory, or stop naming it")
         }
+        ProblemError::LinkedLayer => {
+            format!("make {path} a directory of the project, not a symbolic link")
+        }
         ProblemError::BrokenLink { .. } => {
             format!("point the link at the tool (ln -sfn TARGET {path}) or remove it")
         }

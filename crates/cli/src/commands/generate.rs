@@ -25,6 +25,14 @@ pub(crate) fn generator_config(global: &GlobalSettings) -> GeneratorConfig {
     }
 }
 
+/// The refusal to write tools into an untrusted project, as an error with its `hint:`.
+fn refuse_untrusted(global: &GlobalSettings) -> anyhow::Result<()> {
+    match crate::trust::untrusted_generation(global) {
+        Some(refusal) => Err(refusal.into()),
+        None => Ok(()),
+    }
+}
+
 /// Reads the request (before anything runs, so a missing file is status 2 without side effects).
 pub(crate) fn read_request(args: &GenerateArgs, global: &GlobalSettings) -> anyhow::Result<Value> {
     let Some(path) = &args.request else {
@@ -60,10 +68,10 @@ pub(crate) async fn generate(
     global: &GlobalSettings,
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
+    refuse_untrusted(global)?;
     let config = global.run_config(&global.cwd, None);
     let existing =
         discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
-    let fresh = crate::trust::fresh_project(global);
     let report = toolsmith_generator::generate(
         executor,
         request,
@@ -74,9 +82,6 @@ pub(crate) async fn generate(
     )
     .await
     .context("cannot generate the tool")?;
-    if let Some(project) = fresh {
-        crate::trust::adopt(global, &project);
-    }
     if args.json {
         output::write_json(&report)?;
     } else {
@@ -169,16 +174,11 @@ pub(crate) fn new(args: &NewArgs, global: &GlobalSettings) -> anyhow::Result<Exi
         Some(dir) => global.cwd.join(dir),
         None => global.generator_tools_dir.clone(),
     };
-    let fresh = if args.dir.is_none() {
-        crate::trust::fresh_project(global)
-    } else {
-        None
-    };
+    if args.dir.is_none() {
+        refuse_untrusted(global)?;
+    }
     let path = toolsmith_generator::new_tool(&dir, &request, global.templates_dir.as_deref())
         .context("cannot write the new tool")?;
-    if let Some(project) = fresh {
-        crate::trust::adopt(global, &project);
-    }
     output::write_text(&format!("{}\n", path.display()))?;
     Ok(ExitStatus::Success)
 }

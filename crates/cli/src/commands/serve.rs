@@ -139,6 +139,10 @@ async fn context(
         prefix: args.prefix.clone(),
         audit,
         generator,
+        generator_refusal: crate::trust::untrusted_generation(global).map(|refusal| {
+            let hint = refusal.hint().unwrap_or_default();
+            format!("{refusal}\nhint: {hint}")
+        }),
         calls: mcp::Calls::default(),
         metrics,
         per_client: Some(ClientLimits::new(

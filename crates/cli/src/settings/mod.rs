@@ -34,5 +34,5 @@ pub(crate) use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
 pub(crate) use crate::settings::options::ConfigDir;
 pub(crate) use crate::settings::options::{EnvOptions, Options, SandboxOptions};
 pub(crate) use crate::settings::report::{Effective, Origin, limits_json};
-pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings};
+pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings, is_project};
 pub(crate) use crate::settings::schema::config_schema;

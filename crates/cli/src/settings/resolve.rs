@@ -62,6 +62,11 @@ pub(crate) struct GlobalSettings {
     /// The project directory: the git work tree enclosing `cwd`, else `cwd`.
     /// A `filesystem = "project"` tool may write below it.
     pub(crate) project_dir: PathBuf,
+    /// False when `project_dir` is `$HOME`, `/` or another ancestor of `$HOME` (started
+    /// there outside a repository, or in a repository of the home directory): that is not a
+    /// project, so no project layer or config is read and `filesystem = "project"` grants
+    /// writes nowhere but the call's TMPDIR (issue 22, finding 3).
+    pub(crate) has_project: bool,
     /// What the environment set, to tell where each effective value came from.
     pub(super) env_layer: Options,
     /// What the config file set.
@@ -122,6 +127,7 @@ impl GlobalSettings {
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
         let project = project_dir(cwd);
+        let has_project = is_project(&project, home.as_deref());
         let layers = if explicit_dirs {
             let dirs: Vec<PathBuf> = args
                 .tools_dir
@@ -147,7 +153,7 @@ impl GlobalSettings {
                 config_dirs,
                 peers: combined.discovery.peers.unwrap_or(false),
             });
-            untrusted_project_left_out(layers, &mut trust)
+            no_project_left_out(untrusted_project_left_out(layers, &mut trust), has_project)
         };
         let project = project_dir(cwd);
         let generator_tools_dir = match &combined.generator.tools_dir {
@@ -205,6 +211,7 @@ impl GlobalSettings {
                 user: combined.sandbox.user,
             },
             project_dir: project,
+            has_project,
             generator_tools_dir,
             drafts_dir,
             templates_dir,
@@ -252,17 +259,24 @@ impl GlobalSettings {
         let overrides = tools
             .into_iter()
             .map(|(name, tool)| {
-                let tool_override = self.tool_override(tool);
+                let mut tool_override = self.tool_override(tool);
+                if !self.has_project {
+                    tool_override.filesystem = tool_override.filesystem.map(without_project);
+                }
                 (name, tool_override)
             })
             .collect();
+        let mut sandbox = self.sandbox;
+        if !self.has_project {
+            sandbox.filesystem = without_project(sandbox.filesystem);
+        }
         RunConfig {
             cwd: cwd.to_path_buf(),
             env: self.tool_env(),
             limits: self.limits.clone(),
             max_timeout: self.max_timeout,
             overrides,
-            sandbox: self.sandbox,
+            sandbox,
             project_dir: self.project_dir.clone(),
             protected: self.protected_paths(),
         }
@@ -271,13 +285,37 @@ impl GlobalSettings {
     /// What stays read-only to `filesystem = "project"` tools besides the
     /// project's `.git`, `.toolsmith` and peers' directories: every tool
     /// directory and the config file, where inside the project.
+    ///
+    /// toolsmith's own state is among them wherever it lies in the project: the user config
+    /// (file and directory), the trust store's directory, the discovery cache and the audit
+    /// log, so that no tool rewrites what decides the next call's sandbox (issue 22,
+    /// finding 3).
     fn protected_paths(&self) -> Vec<PathBuf> {
+        let user_dir = self.user_layer_dir();
         self.layers
             .iter()
             .map(|layer| layer.dir.clone())
             .chain([self.generator_tools_dir.clone()])
             .chain(self.config_file.clone())
+            .chain(self.user_config_file.clone())
+            .chain(user_dir)
+            .chain(self.state_dir.clone())
+            .chain(self.cache_dir.clone())
+            .chain(self.audit_path.clone())
             .collect()
+    }
+
+    /// The directory of the user layer and config (`$TOOLSMITH_HOME`, `~/.config/toolsmith`).
+    fn user_layer_dir(&self) -> Option<PathBuf> {
+        self.layers
+            .iter()
+            .find(|layer_dir| layer_dir.layer == Layer::User)
+            .and_then(|layer_dir| layer_dir.dir.parent().map(Path::to_path_buf))
+            .or_else(|| {
+                self.user_config_file
+                    .as_ref()
+                    .and_then(|file| file.parent().map(Path::to_path_buf))
+            })
     }
 
     fn tool_override(&self, tool: ToolOptions) -> ToolOverride {
@@ -318,14 +356,11 @@ impl GlobalSettings {
 
     /// Which variables toolsmith keeps in its own environment once the
     /// settings are resolved: those some tool may receive (`[env] allow`,
-    /// every `[tools.NAME] env.allow`, and `${NAME}` in a manifest of the
-    /// tool directories, expanded at call time), and those toolsmith or its
+    /// every `[tools.NAME] env.allow`; a manifest's `${NAME}` expands only from
+    /// the tool's own environment), and those toolsmith or its
     /// libraries read (its own `TOOLSMITH_*`, XDG and locale variables,
     /// `PATH`, `HOME`, `TMPDIR`, the terminal's, the dynamic loader's). The
     /// others, the operator's secrets among them, are dropped from memory.
-    ///
-    /// A manifest added to a directory while `serve` runs can only expand
-    /// variables kept at start.
     pub(crate) fn kept_environment(&self) -> impl Fn(&str) -> bool + use<> {
         let mut names: std::collections::BTreeSet<String> = self
             .env_allow
@@ -338,9 +373,6 @@ impl GlobalSettings {
             )
             .cloned()
             .collect();
-        names.extend(toolsmith_registry::manifest_env_references(
-            &self.tool_dirs(),
-        ));
         names.extend(
             [
                 EnvVars::HOME,
@@ -388,17 +420,46 @@ fn untrusted_project_left_out(mut layers: Vec<LayerDir>, trust: &mut TrustReport
         .filter(|layer_dir| in_project(layer_dir.layer) && layer_dir.dir.exists())
         .map(|layer_dir| layer_dir.dir.clone())
         .collect();
-    // A project with no layer at all keeps its (missing) directories, so that `serve`
-    // sees the tools its generator writes there; one with a layer loses them.
-    if !skipped.is_empty() || !trust.units[0].skipped.is_empty() {
-        layers.retain(|layer_dir| !in_project(layer_dir.layer));
-    }
+    // Every project directory goes, existing or not: one that a `git checkout` or a tool
+    // creates while `serve` runs must not be read either (issue 22, finding 11). Nothing but
+    // `toolsmith trust` or the user config makes the project's layer readable.
+    layers.retain(|layer_dir| !in_project(layer_dir.layer));
     let unit = &mut trust.units[0];
     for dir in skipped {
         let dir = dir.canonicalize().unwrap_or(dir);
         unit.skipped.insert(0, dir);
     }
     layers
+}
+
+/// Whether `project` may be a project: not `/`, not `$HOME`, nor any other directory that
+/// holds `$HOME` (a tool allowed to write there could rewrite the user's shell start-up files,
+/// toolsmith's config and its trust store).
+pub(crate) fn is_project(project: &Path, home: Option<&Path>) -> bool {
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let project = canonical(project);
+    if project.parent().is_none() {
+        return false;
+    }
+    home.is_none_or(|home| !canonical(home).starts_with(&project))
+}
+
+/// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.
+fn no_project_left_out(mut layers: Vec<LayerDir>, has_project: bool) -> Vec<LayerDir> {
+    if !has_project {
+        layers
+            .retain(|layer_dir| !matches!(layer_dir.layer, Layer::Project | Layer::PeerProject(_)));
+    }
+    layers
+}
+
+/// `setting` where there is no project: `project` becomes `read-only`.
+fn without_project(setting: FilesystemSetting) -> FilesystemSetting {
+    match setting {
+        FilesystemSetting::Project => FilesystemSetting::ReadOnly,
+        FilesystemSetting::ProjectIfPossible => FilesystemSetting::ReadOnlyIfPossible,
+        other => other,
+    }
 }
 
 /// The value of the variable `name` as a path, if it is set and not empty.

@@ -215,8 +215,10 @@ fn prepare(
         )));
     }
     let mut call = config.call_config(tool);
-    // A variable of the operator's that looks like an argument must never pass for one.
-    call.env.retain(|(name, _)| !oob::is_reserved_var(name));
+    // A variable of the operator's that looks like an argument must never pass for one, and
+    // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
+    // `${VAR}`, which expands from this same list.
+    call.env.retain(|(name, _)| !oob::is_toolsmith_var(name));
     let out_of_band = if tool.env_arguments() {
         match OutOfBand::new(arguments, tool.runner().items()) {
             Ok(out_of_band) => Some(out_of_band),

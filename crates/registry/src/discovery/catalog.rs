@@ -44,6 +44,13 @@ pub enum ProblemError {
         #[source]
         source: io::Error,
     },
+    /// A project's tool directory (`.toolsmith/tools`, a peer's) is, or lies in, a symbolic
+    /// link: whoever wrote the project could point it anywhere (the user's own layer), so it is
+    /// not read (issue 22, finding 2).
+    #[error(
+        "a project's tool directory is reached through a symbolic link, which toolsmith does not follow"
+    )]
+    LinkedLayer,
     /// A symbolic link points nowhere.
     #[error("broken symbolic link")]
     BrokenLink {

@@ -397,7 +397,7 @@ pub(crate) fn is_being_written(result: &Result<Probed, ProblemError>) -> bool {
 /// Whether `problem` is about a file that would provide `name`, or about a whole directory.
 pub(crate) fn problem_concerns(problem: &Problem, name: &ToolName) -> bool {
     match &problem.error {
-        ProblemError::ReadDir { .. } => true,
+        ProblemError::ReadDir { .. } | ProblemError::LinkedLayer => true,
         ProblemError::Duplicate {
             name: duplicate, ..
         } => duplicate == name,

@@ -38,6 +38,22 @@ pub(crate) fn scan_dirs(
     (candidates, problems)
 }
 
+/// Whether `dir`, a layer of the project (`<project>/.toolsmith/tools`,
+/// `<project>/.kodelet/tools`, ...), is reached through a symbolic link: the directory itself
+/// or its parent inside the project. Whoever writes the project (a clone, a tool under
+/// `filesystem = "project"` that plants `.toolsmith -> ~/.config/toolsmith`) must not make
+/// toolsmith read, with the project's trust, a directory that is not the project's. Checked
+/// each time the layer is read, so a link planted while `serve` runs is refused too.
+fn project_layer_through_link(dir: &Path, layer: Layer) -> bool {
+    if !matches!(layer, Layer::Project | Layer::PeerProject(_)) {
+        return false;
+    }
+    let is_link = |path: &Path| {
+        fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink())
+    };
+    is_link(dir) || dir.parent().is_some_and(is_link)
+}
+
 /// Adds the candidates of `dir` in sorted file-name order.
 fn scan_dir(
     dir: &Path,
@@ -45,6 +61,13 @@ fn scan_dir(
     candidates: &mut Vec<Candidate>,
     problems: &mut Vec<Problem>,
 ) {
+    if project_layer_through_link(dir, layer) {
+        problems.push(Problem {
+            path: dir.to_path_buf(),
+            error: ProblemError::LinkedLayer,
+        });
+        return;
+    }
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(source) if source.kind() == io::ErrorKind::NotFound && !layer.missing_is_problem() => {

@@ -370,7 +370,7 @@ fn pipeline(in_directory: bool) -> &'static [CheckKind] {
 /// The check a discovery problem fails.
 pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
     match error {
-        ProblemError::ReadDir { .. } => CheckKind::Directory,
+        ProblemError::ReadDir { .. } | ProblemError::LinkedLayer => CheckKind::Directory,
         ProblemError::BrokenLink { .. }
         | ProblemError::Metadata { .. }
         | ProblemError::NotRegular { .. }

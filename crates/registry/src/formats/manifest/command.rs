@@ -9,46 +9,6 @@ use toolsmith_executor::Command;
 
 use crate::formats::manifest::error::CommandError;
 use crate::formats::manifest::model::{Manifest, Shell};
-use crate::regular_file::{Links, MAX_TOOL_FILE_BYTES, read_regular};
-
-/// The variables that the manifests (`*.md`) directly in `dirs` may expand
-/// from toolsmith's environment (`${NAME}` anywhere in the file), read
-/// before discovery so that toolsmith can drop every other variable from
-/// its own memory while it still has one thread. A file that cannot be read
-/// references nothing; one that mentions `${NAME}` outside `cwd` and `env`
-/// only keeps one variable more than needed.
-pub fn manifest_env_references(dirs: &[std::path::PathBuf]) -> std::collections::BTreeSet<String> {
-    let mut names = std::collections::BTreeSet::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|extension| extension != "md") {
-                continue;
-            }
-            // Read like discovery reads it: a FIFO or a device named `*.md` is never waited
-            // on nor read without end (discovery reports it).
-            let Ok(bytes) = read_regular(&path, Links::Follow, MAX_TOOL_FILE_BYTES) else {
-                continue;
-            };
-            let Ok(text) = String::from_utf8(bytes) else {
-                continue;
-            };
-            for (index, _) in text.match_indices("${") {
-                let name: String = text[index + 2..]
-                    .chars()
-                    .take_while(|character| character.is_ascii_alphanumeric() || *character == '_')
-                    .collect();
-                if !name.is_empty() {
-                    names.insert(name);
-                }
-            }
-        }
-    }
-    names
-}
 
 impl Manifest {
     /// `arguments` with every declared default filled in where the caller gave no value.
@@ -66,7 +26,12 @@ impl Manifest {
 
     /// The command of one call: `<shell> -c <rendered body> <name>`, in the
     /// manifest's `cwd` (relative to `project`), with `env` and the manifest's
-    /// variables, expanded from toolsmith's own environment.
+    /// variables.
+    ///
+    /// `${VAR}` in `cwd` and `env` expands from `env` alone, the tool's own environment
+    /// (what `[env] allow` passes from the snapshot taken at start, and `[env] set`), never
+    /// from toolsmith's live environment: a manifest, which a project may write, reaches no
+    /// variable that the tool would not receive anyway.
     ///
     /// The script holds no value: its tags refer to the `TOOLSMITH_ARG_*` variables (see
     /// `oob.rs`), which the caller adds to the command's environment; `in_file` says which
@@ -79,7 +44,12 @@ impl Manifest {
         env: &[(OsString, OsString)],
     ) -> Result<Command, CommandError> {
         let script = self.body.render(&self.with_defaults(arguments), in_file);
-        let lookup = |name: &str| std::env::var(name).ok();
+        let lookup = |name: &str| {
+            env.iter()
+                .rev()
+                .find(|(key, _)| key.as_os_str() == OsStr::new(name))
+                .map(|(_, value)| value.to_string_lossy().into_owned())
+        };
         let cwd = match &self.cwd {
             Some(cwd) => project.join(cwd.expand(&lookup)),
             None => project.to_path_buf(),

@@ -1,4 +1,4 @@
-//! `${VAR}` and `${VAR:-default}` substitution in a manifest's `cwd` and `env`, checked at load time and applied at call time from toolsmith's environment.
+//! `${VAR}` and `${VAR:-default}` substitution in a manifest's `cwd` and `env`, checked at load time and applied at call time from the tool's own environment (never toolsmith's).
 //!
 //! An unset `${VAR}` expands to nothing, as in a shell; `${VAR:-default}`
 //! uses `default` when `VAR` is unset or empty.
