@@ -1522,9 +1522,7 @@ async fn http_every_tool_request_leaves_one_audit_line_with_its_outcome() {
         .await
         .unwrap();
     assert_eq!(text(&hello), "Hello, Ada!");
-    let unknown = session
-        .call_tool(call("custom_tool_nope", json!({})))
-        .await;
+    let unknown = session.call_tool(call("custom_tool_nope", json!({}))).await;
     assert!(unknown.is_err(), "{unknown:?}");
     // A generation runs code (its test cases): audited too, whatever its fate.
     let _generated = session.call_tool(call("custom_tool", json!({}))).await;
@@ -1614,7 +1612,9 @@ async fn http_sigterm_answers_every_call_that_completed_ten_rounds() {
                 } else {
                     modern_session.peer().clone()
                 };
-                tokio::spawn(async move { peer.call_tool(call("custom_tool_second", json!({}))).await })
+                tokio::spawn(
+                    async move { peer.call_tool(call("custom_tool_second", json!({}))).await },
+                )
             })
             .collect();
         let deadline = Instant::now() + PATIENCE;
@@ -1637,7 +1637,10 @@ async fn http_sigterm_answers_every_call_that_completed_ten_rounds() {
                 .unwrap_or_else(|_| panic!("round {round}: call {index} never answered"))
                 .unwrap();
             let result = answer.unwrap_or_else(|error| {
-                panic!("round {round}: call {index} failed: {error}\n{}", server.log())
+                panic!(
+                    "round {round}: call {index} failed: {error}\n{}",
+                    server.log()
+                )
             });
             assert_eq!(text(&result), "finished", "round {round}: call {index}");
         }
@@ -1826,4 +1829,150 @@ async fn http_floods_leave_a_good_client_answered_and_the_catalog_intact() {
     assert_eq!(ready.status, 200, "{ready:?}");
     eprintln!("floods took {flood_time:?}; the server grew by {grown} KiB");
     good.cancel().await.unwrap();
+}
+
+/// One `GET path` on a kept-alive connection: the status and the body.
+async fn get_on(stream: &mut tokio::net::TcpStream, authority: &str, path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut buffer = Vec::new();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = String::from_utf8_lossy(&buffer).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+                return (status, body.to_owned());
+            }
+        }
+        assert!(Instant::now() < deadline, "no whole response: {text:?}");
+        let mut chunk = [0_u8; 4096];
+        let read = tokio::time::timeout(PATIENCE, stream.read(&mut chunk))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(read > 0, "the connection closed: {text:?}");
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+}
+
+/// Sets the soft open-file limit of process `pid`; returns the limit it had.
+fn set_descriptor_limit(pid: u32, soft: u64) -> libc::rlimit {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit with valid pointers, on the server this test started.
+    unsafe {
+        assert_eq!(
+            libc::prlimit(
+                i32::try_from(pid).unwrap(),
+                libc::RLIMIT_NOFILE,
+                std::ptr::null(),
+                &raw mut old
+            ),
+            0
+        );
+        let new = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: old.rlim_max,
+        };
+        assert_eq!(
+            libc::prlimit(
+                i32::try_from(pid).unwrap(),
+                libc::RLIMIT_NOFILE,
+                &raw const new,
+                std::ptr::null_mut()
+            ),
+            0
+        );
+    }
+    old
+}
+
+/// Issue 24 (finding 11, acceptance 7): a rescan that cannot open the tool directories (no
+/// descriptor left: the test cuts the server's open-file limit to the descriptors it holds)
+/// keeps the last good catalog, `/readyz` says so with 503, and the rescan is tried again
+/// until it works, with the new tool and every old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_failed_rescan_keeps_the_catalog_and_readyz_says_so() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let before: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    let mut kept = tokio::net::TcpStream::connect(&server.authority)
+        .await
+        .unwrap();
+    assert_eq!(get_on(&mut kept, &server.authority, "/readyz").await.0, 200);
+    let pid = server.child.id();
+    // Every new descriptor would be numbered at least the lowest free one: none can open.
+    let open: std::collections::HashSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let lowest_free = (0..).find(|fd| !open.contains(fd)).unwrap();
+    let old = set_descriptor_limit(pid, lowest_free);
+    context.tool(
+        "later",
+        &shell_tool("later", r#"{"type": "object"}"#, "echo later"),
+    );
+    let deadline = Instant::now() + PATIENCE;
+    while !server
+        .log()
+        .contains("a rescan of the tool directories failed")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no failed rescan: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = get_on(&mut kept, &server.authority, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("the last good catalog is served"), "{body}");
+    set_descriptor_limit(pid, old.rlim_cur);
+    // Tried again until it works: ready, with every tool, the new one too.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (status, _) = get_on(&mut kept, &server.authority, "/readyz").await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never ready again: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    let mut expected = before.clone();
+    expected.push("custom_tool_later".to_owned());
+    expected.sort();
+    let mut sorted = after.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected, "{after:?}");
+    session.cancel().await.unwrap();
 }

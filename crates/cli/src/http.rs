@@ -363,7 +363,10 @@ impl Running {
             context.calls.kill_running();
             // A killed call returns as soon as its process tree is dead; its answer then
             // still has to leave through its client's stream before the sessions end.
-            if tokio::time::timeout(KILL_BUDGET, delivered()).await.is_err() {
+            if tokio::time::timeout(KILL_BUDGET, delivered())
+                .await
+                .is_err()
+            {
                 tracing::warn!(
                     owed = tracker.owed(),
                     "answers still not written after the kill budget: their connections close"
@@ -514,10 +517,8 @@ async fn connection(
     });
     let served = match &state.tls {
         Some(acceptor) => {
-            let handshake = tokio::time::timeout(
-                state.tracker.bounds.header_timeout,
-                acceptor.accept(stream),
-            );
+            let handshake =
+                tokio::time::timeout(state.tracker.bounds.header_timeout, acceptor.accept(stream));
             match handshake.await {
                 Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
                 Ok(Err(error)) => {
@@ -660,29 +661,26 @@ async fn mcp_request(
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(identity);
     let limited = http_body_util::Limited::new(body, state.max_body);
-    let bytes = match tokio::time::timeout(state.tracker.bounds.body_timeout, limited.collect())
-        .await
-    {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large\n");
-        }
-        Ok(Err(_)) => return text(StatusCode::BAD_REQUEST, "Bad Request: unreadable body\n"),
-        Err(_) => {
-            return text(
-                StatusCode::REQUEST_TIMEOUT,
-                "Request Timeout: the body did not arrive in time\n",
-            );
-        }
-    };
+    let bytes =
+        match tokio::time::timeout(state.tracker.bounds.body_timeout, limited.collect()).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+                return text(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large\n");
+            }
+            Ok(Err(_)) => return text(StatusCode::BAD_REQUEST, "Bad Request: unreadable body\n"),
+            Err(_) => {
+                return text(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "Request Timeout: the body did not arrive in time\n",
+                );
+            }
+        };
     // A request (not a notification nor a response) is owed an answer; a subscription's
     // stream stays open as long as the client listens, and is no answer a shutdown waits for.
     let owed = (parts.method == http::Method::POST)
         .then(|| serde_json::from_slice::<JsonRpcHead>(&bytes).ok())
         .flatten()
-        .filter(|head| {
-            head.id.is_some() && head.method.as_deref() != Some("subscriptions/listen")
-        })
+        .filter(|head| head.id.is_some() && head.method.as_deref() != Some("subscriptions/listen"))
         .map(|_| state.tracker.owe());
     let session = parts
         .headers
@@ -725,11 +723,7 @@ struct JsonRpcHead {
 }
 
 /// The 401 a request without the token gets, if a token is required.
-fn unauthorized<B>(
-    state: &State,
-    request: &Request<B>,
-    peer: SocketAddr,
-) -> Option<BoxResponse> {
+fn unauthorized<B>(state: &State, request: &Request<B>, peer: SocketAddr) -> Option<BoxResponse> {
     let token = state.token.as_ref()?;
     if presents(request, token) {
         return None;

@@ -45,9 +45,8 @@ use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
-    AuditLog, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode,
-    LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
-    error_chain,
+    AuditLog, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, LiveRegistry,
+    Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName, error_chain,
 };
 
 mod audit;
@@ -590,7 +589,12 @@ impl ServerHandler for Handler {
             None
         };
         let result = self
-            .call(ready.as_ref().unwrap_or(tool), &arguments, &context, audited)
+            .call(
+                ready.as_ref().unwrap_or(tool),
+                &arguments,
+                &context,
+                audited,
+            )
             .await?;
         Ok(result.into())
     }

@@ -125,7 +125,10 @@ impl Tracker {
     /// connections are open, the one idle longest is closed for this one.
     pub(crate) fn connect(self: &Arc<Tracker>, ip: IpAddr) -> Option<ConnectionGuard> {
         let mut inner = self.lock();
-        let client = inner.clients.get(&ip).map_or(0, |client| client.connections);
+        let client = inner
+            .clients
+            .get(&ip)
+            .map_or(0, |client| client.connections);
         if client >= self.bounds.max_connections_per_client {
             return None;
         }
@@ -191,7 +194,9 @@ impl Tracker {
         for id in &stale {
             inner.end_session(id);
         }
-        inner.sessions.insert(Arc::clone(&id), Session { ip, used: now });
+        inner
+            .sessions
+            .insert(Arc::clone(&id), Session { ip, used: now });
         inner.clients.entry(ip).or_default().sessions += 1;
         let mut closed = stale;
         while inner.clients.get(&ip).map_or(0, |client| client.sessions)

@@ -328,7 +328,10 @@ impl Shared {
         if let Some(reason) = &failure {
             let again = SystemTime::now() + SCAN_RETRY;
             retry_at = Some(retry_at.map_or(again, |at| at.min(again)));
-            if self.current_is_good.load(std::sync::atomic::Ordering::SeqCst) {
+            if self
+                .current_is_good
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
                 tracing::error!(%reason, "a rescan of the tool directories failed: the last good catalog is kept, and the rescan tried again");
                 let current = self.current.load_full();
                 return (ChangeEvent::between(&current, &current), retry_at);
@@ -361,7 +364,9 @@ fn resource_failure(catalog: &Catalog) -> Option<String> {
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&problem.error);
         while let Some(error) = source {
             if let Some(io) = error.downcast_ref::<std::io::Error>()
-                && io.raw_os_error().is_some_and(|code| EXHAUSTED.contains(&code))
+                && io
+                    .raw_os_error()
+                    .is_some_and(|code| EXHAUSTED.contains(&code))
             {
                 return Some(format!("{}: {io}", problem.path.display()));
             }
