@@ -569,7 +569,7 @@ pub(crate) struct ServeArgs {
 
     /// At most this many connections open at once from one client (IP address); more are
     /// closed at once.
-    #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "http")]
     pub(crate) max_connections_per_client: usize,
 
     /// At most this many `/mcp` requests in flight at once from one client (IP address),

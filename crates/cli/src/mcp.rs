@@ -355,6 +355,17 @@ impl Handler {
                 }
             },
         };
+        Ok(self.answered(tool, context, audited, &envelope))
+    }
+
+    /// Counts, logs and audits a call that ran to its envelope, and makes its result.
+    fn answered(
+        &self,
+        tool: &Tool,
+        context: &RequestContext<RoleServer>,
+        audited: OpenCall,
+        envelope: &Envelope,
+    ) -> CallToolResult {
         let outcome = match &envelope.body {
             Body::Success { .. } => "ok",
             Body::Failure { error_code, .. } => error_code.as_str(),
@@ -371,8 +382,8 @@ impl Handler {
             duration_ms = u64::try_from(audited.elapsed().as_millis()).unwrap_or(u64::MAX),
             "call answered"
         );
-        audited.finish(&envelope);
-        Ok(call_result(tool, &envelope))
+        audited.finish(envelope);
+        call_result(tool, envelope)
     }
 }
 

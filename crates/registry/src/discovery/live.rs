@@ -301,6 +301,18 @@ impl Shared {
     /// for later will have settled.
     async fn rescan(&self, freshness: Freshness) -> (ChangeEvent, Option<SystemTime>) {
         let mut cache = self.cache.lock().await;
+        // After a scan that failed for lack of resources, the probes it ran may have failed for
+        // the same reason, and the cache holds those failures: every file is probed again.
+        let recovering = self
+            .scan_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
+        let freshness = if recovering {
+            Freshness::ProbeAll
+        } else {
+            freshness
+        };
         let discovery = discover_matching(
             &self.executor,
             &self.layers,
@@ -320,10 +332,6 @@ impl Shared {
         }
         drop(cache);
         let failure = resource_failure(&discovery.catalog);
-        *self
-            .scan_failure
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = failure.clone();
         let mut retry_at = discovery.retry_at;
         if let Some(reason) = &failure {
             let again = SystemTime::now() + SCAN_RETRY;
@@ -333,6 +341,7 @@ impl Shared {
                 .load(std::sync::atomic::Ordering::SeqCst)
             {
                 tracing::error!(%reason, "a rescan of the tool directories failed: the last good catalog is kept, and the rescan tried again");
+                self.set_scan_failure(failure);
                 let current = self.current.load_full();
                 return (ChangeEvent::between(&current, &current), retry_at);
             }
@@ -341,6 +350,9 @@ impl Shared {
             .store(failure.is_none(), std::sync::atomic::Ordering::SeqCst);
         let new = Arc::new(discovery.catalog);
         let old = self.current.swap(Arc::clone(&new));
+        // Cleared only once the new catalog is published: whoever sees the scan succeed
+        // sees its catalog.
+        self.set_scan_failure(failure);
         let event = ChangeEvent::between(&old, &new);
         if !event.is_empty() {
             tracing::debug!(?event, "tool catalog changed");
@@ -348,6 +360,15 @@ impl Shared {
             let _ignored = self.events.send(event.clone());
         }
         (event, retry_at)
+    }
+}
+
+impl Shared {
+    fn set_scan_failure(&self, failure: Option<String>) {
+        *self
+            .scan_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = failure;
     }
 }
 
