@@ -909,11 +909,16 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
             ),
         ),
     );
+    let config = context.root.join("config.toml");
+    std::fs::write(&config, "[audit]\npath = \"audit.jsonl\"\n").unwrap();
     // Room for all ten at once (`serve` runs 4 per core by default; the rest would wait).
     let mut server = Server::start(
         &context,
         &["--shutdown-grace", "3s"],
-        &[("TOOLSMITH_MAX_CONCURRENT", "16")],
+        &[
+            ("TOOLSMITH_MAX_CONCURRENT", "16"),
+            ("TOOLSMITH_CONFIG", config.to_str().unwrap()),
+        ],
     )
     .await;
     let (session, _events) = server.connect(None, legacy()).await;
@@ -1016,6 +1021,18 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     assert!(log.contains(&format!("killed={STUCK_CALLS}")), "{log}");
     // Nothing of the killed calls is left.
     wait_until_gone(&pids).await;
+    // Each call that reached a handler has its line: the brief ones `ok`, the killed ones say
+    // so. (The call after SIGTERM found the listener closed: no request reached the server.)
+    let lines = audit_lines(&context.root.join("audit.jsonl"), 0).await;
+    let count = |outcome: &str| {
+        lines
+            .iter()
+            .filter(|line| line["outcome"] == outcome)
+            .count()
+    };
+    assert_eq!(lines.len(), BRIEF_CALLS + STUCK_CALLS, "{lines:?}");
+    assert_eq!(count("ok"), BRIEF_CALLS, "{lines:?}");
+    assert_eq!(count("killed_at_shutdown"), STUCK_CALLS, "{lines:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
