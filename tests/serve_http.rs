@@ -913,11 +913,16 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
             ),
         ),
     );
+    let config = context.root.join("config.toml");
+    std::fs::write(&config, "[audit]\npath = \"audit.jsonl\"\n").unwrap();
     // Room for all ten at once (`serve` runs 4 per core by default; the rest would wait).
     let mut server = Server::start(
         &context,
         &["--shutdown-grace", "3s"],
-        &[("TOOLSMITH_MAX_CONCURRENT", "16")],
+        &[
+            ("TOOLSMITH_MAX_CONCURRENT", "16"),
+            ("TOOLSMITH_CONFIG", config.to_str().unwrap()),
+        ],
     )
     .await;
     let (session, _events) = server.connect(None, legacy()).await;
@@ -1020,6 +1025,18 @@ async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     assert!(log.contains(&format!("killed={STUCK_CALLS}")), "{log}");
     // Nothing of the killed calls is left.
     wait_until_gone(&pids).await;
+    // Each call that reached a handler has its line: the brief ones `ok`, the killed ones say
+    // so. (The call after SIGTERM found the listener closed: no request reached the server.)
+    let lines = audit_lines(&context.root.join("audit.jsonl"), 0).await;
+    let count = |outcome: &str| {
+        lines
+            .iter()
+            .filter(|line| line["outcome"] == outcome)
+            .count()
+    };
+    assert_eq!(lines.len(), BRIEF_CALLS + STUCK_CALLS, "{lines:?}");
+    assert_eq!(count("ok"), BRIEF_CALLS, "{lines:?}");
+    assert_eq!(count("killed_at_shutdown"), STUCK_CALLS, "{lines:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1479,4 +1496,504 @@ async fn http_logs_are_json_lines_when_asked() {
     assert_eq!(lines[0]["level"], "ERROR", "{stderr}");
     let message = lines[0]["fields"]["message"].as_str().unwrap();
     assert!(message.contains("without a token"), "{message}");
+}
+
+/// The audit log's lines, once there are `count` (a bound on liveness: some are written as
+/// the server notices a cancellation or a client that left).
+async fn audit_lines(path: &std::path::Path, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        if lines.len() >= count {
+            return lines;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} audit lines, not {count}: {text}",
+            lines.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 24 (findings 8, 18): every `tools/call` leaves exactly one audit line with its
+/// outcome, whatever ends it: an answer, an unknown name, a generation, a cancellation, a
+/// refusal over a per-client limit, a client that went away mid-call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_every_tool_request_leaves_one_audit_line_with_its_outcome() {
+    let context = TestContext::new();
+    fixtures(&context);
+    slow_tool(&context);
+    let config = context.root.join("config.toml");
+    std::fs::write(&config, "[audit]\npath = \"audit.jsonl\"\n").unwrap();
+    let audit = context.root.join("audit.jsonl");
+    let server = Server::start(
+        &context,
+        &["--max-calls-per-client", "1"],
+        &[("TOOLSMITH_CONFIG", config.to_str().unwrap())],
+    )
+    .await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let hello = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&hello), "Hello, Ada!");
+    let unknown = session.call_tool(call("custom_tool_nope", json!({}))).await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    // A generation runs code (its test cases): audited too, whatever its fate.
+    let _generated = session.call_tool(call("custom_tool", json!({}))).await;
+    audit_lines(&audit, 3).await;
+    cancelled_call_leaves_no_process(&context, session.peer()).await;
+    audit_lines(&audit, 4).await;
+    // A second client (same address) runs a call, so the first is over its limit of 1.
+    let (other, _other_events) = server.connect(None, legacy()).await;
+    let peer = other.peer().clone();
+    let abandoned =
+        tokio::spawn(async move { peer.call_tool(call("custom_tool_slow", json!({}))).await });
+    let pids = slow_tool_pids(&context).await;
+    let refused = session
+        .call_tool(call("custom_tool_hello", json!({"name": "Bob"})))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    // The second client goes away mid-call: the call is killed, and audited.
+    abandoned.abort();
+    other.cancel().await.unwrap();
+    wait_until_gone(&pids).await;
+    let lines = audit_lines(&audit, 6).await;
+    let outcomes: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|line| {
+            (
+                line["tool"].as_str().unwrap(),
+                line["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 6, "{lines:?}");
+    assert_eq!(outcomes[0], ("hello", "ok"));
+    assert_eq!(outcomes[1], ("custom_tool_nope", "TOOL_NOT_FOUND"));
+    assert_eq!(outcomes[2].0, "custom_tool", "{lines:?}");
+    assert_eq!(outcomes[3], ("slow", "cancelled"));
+    assert_eq!(
+        outcomes[4],
+        ("custom_tool_hello", "refused_concurrency"),
+        "{lines:?}"
+    );
+    assert_eq!(outcomes[5], ("slow", "client_gone"), "{lines:?}");
+    assert!(
+        lines.iter().all(|line| line["client"]
+            .as_str()
+            .is_some_and(|client| client.starts_with("127.0.0.1:"))),
+        "{lines:?}"
+    );
+    // Nothing more is written later: one line per call.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(audit_lines(&audit, 6).await.len(), 6);
+    session.cancel().await.unwrap();
+}
+
+/// How many calls run when the shutdown comes, in each round of the test below.
+const SHUTDOWN_CALLS: usize = 24;
+
+/// Issue 24 (finding 7, acceptance 5): a SIGTERM during 24 calls of a second, with a grace of
+/// 10 s, answers every call exactly once (half in a legacy session, half modern), ten rounds
+/// in a row, and the server exits 0; the calls' audit lines all say `ok`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sigterm_answers_every_call_that_completed_ten_rounds() {
+    let context = TestContext::new();
+    let started = context.root.join("started");
+    context.tool(
+        "second",
+        &shell_tool(
+            "second",
+            r#"{"type": "object"}"#,
+            &format!("echo >> {}; sleep 1; echo finished", started.display()),
+        ),
+    );
+    let max_concurrent = SHUTDOWN_CALLS.to_string();
+    for round in 0..10 {
+        let _ignored = std::fs::remove_file(&started);
+        let mut server = Server::start(
+            &context,
+            &["--shutdown-grace", "10s", "--max-calls-per-client", "0"],
+            &[("TOOLSMITH_MAX_CONCURRENT", &max_concurrent)],
+        )
+        .await;
+        let (legacy_session, _legacy_events) = server.connect(None, legacy()).await;
+        let (modern_session, _modern_events) = server.connect(None, modern()).await;
+        let calls: Vec<_> = (0..SHUTDOWN_CALLS)
+            .map(|index| {
+                let peer = if index % 2 == 0 {
+                    legacy_session.peer().clone()
+                } else {
+                    modern_session.peer().clone()
+                };
+                tokio::spawn(
+                    async move { peer.call_tool(call("custom_tool_second", json!({}))).await },
+                )
+            })
+            .collect();
+        let deadline = Instant::now() + PATIENCE;
+        while std::fs::read_to_string(&started).map_or(0, |text| text.lines().count())
+            < SHUTDOWN_CALLS
+        {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: not every call started: {}",
+                server.log()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let pid = i32::try_from(server.child.id()).unwrap();
+        // SAFETY: kill(2) on the server this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        for (index, call) in calls.into_iter().enumerate() {
+            let answer = tokio::time::timeout(PATIENCE, call)
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: call {index} never answered"))
+                .unwrap();
+            let result = answer.unwrap_or_else(|error| {
+                panic!(
+                    "round {round}: call {index} failed: {error}\n{}",
+                    server.log()
+                )
+            });
+            assert_eq!(text(&result), "finished", "round {round}: call {index}");
+        }
+        let (status, log) = server.terminate().await;
+        assert_eq!(status.code(), Some(0), "round {round}: {log}");
+        assert!(!log.contains("killed="), "round {round}: {log}");
+    }
+}
+
+/// Raises this test process's open-file limit to `wanted` (within the hard limit), for the
+/// floods below: they open their connections from the test process itself.
+fn raise_own_descriptor_limit(wanted: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit), 0);
+        limit.rlim_cur = limit.rlim_cur.max(wanted.min(limit.rlim_max));
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit), 0);
+    }
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap()
+}
+
+/// A TCP connection to `server` from the loopback address `127.0.0.<last>`, so that a flood
+/// comes from clients other than the well-behaved one (127.0.0.1); `None` if refused.
+async fn connect_from(last: u8, server: std::net::SocketAddr) -> Option<tokio::net::TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, last], 0)))
+        .unwrap();
+    socket.connect(server).await.ok()
+}
+
+/// The `Mcp-Session-Id` of a response head.
+fn session_id(head: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    })
+}
+
+/// Initializes a legacy session on `stream` (`Connection: close`) and returns its id; `None`
+/// when the server closed the connection instead (over a connection bound).
+async fn initialize_on(mut stream: tokio::net::TcpStream, authority: &str) -> Option<String> {
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nConnection: close\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    );
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .ok()?
+        .ok()?;
+    let response = String::from_utf8_lossy(&response);
+    session_id(response.split_once("\r\n\r\n")?.0)
+}
+
+/// The well-behaved client is answered within a second, and sees the whole catalog.
+async fn answered_at_once(session: &Session, expected: &[String], when: &str) {
+    let started = Instant::now();
+    let tools = tokio::time::timeout(PATIENCE, session.list_all_tools())
+        .await
+        .unwrap_or_else(|_| panic!("{when}: never answered"))
+        .unwrap_or_else(|error| panic!("{when}: {error}"));
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(1), "{when}: {elapsed:?}");
+    let names: Vec<String> = tools.iter().map(|tool| tool.name.to_string()).collect();
+    assert_eq!(names, expected, "{when}");
+}
+
+/// Issue 24 (findings 11, 12; acceptance 7): 2 000 idle and trickling connections (a lying
+/// `Content-Length` among them), 10 000 abandoned legacy sessions and 100 SSE streams of one
+/// client, all with the server's default bounds, leave a well-behaved client answered within a
+/// second, the server's memory bounded and its catalog intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_floods_leave_a_good_client_answered_and_the_catalog_intact() {
+    raise_own_descriptor_limit(8192);
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    let address: std::net::SocketAddr = server.authority.parse().unwrap();
+    let (good, _events) = server.connect(None, legacy()).await;
+    let expected: Vec<String> = good
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert!(expected.len() > 2, "{expected:?}");
+    let pid = server.child.id();
+    let rss_before = rss_kib(pid);
+    let flood_started = Instant::now();
+
+    // 2 000 connections from 20 addresses: half say nothing, half promise a body that never
+    // comes.
+    let mut held = Vec::new();
+    for index in 0..2000_u16 {
+        let last = 2 + u8::try_from(index / 100).unwrap();
+        if let Some(mut stream) = connect_from(last, address).await {
+            if index % 2 == 1 {
+                let head = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{{",
+                    server.authority
+                );
+                let _ignored = stream.write_all(head.as_bytes()).await;
+            }
+            held.push(stream);
+        }
+    }
+    answered_at_once(&good, &expected, "after 2 000 connections").await;
+
+    // 10 000 legacy sessions, initialized and abandoned, from one address.
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let authority = server.authority.clone();
+            tokio::spawn(async move {
+                let mut created = 0;
+                for _ in 0..625 {
+                    if let Some(stream) = connect_from(40, address).await
+                        && initialize_on(stream, &authority).await.is_some()
+                    {
+                        created += 1;
+                    }
+                }
+                created
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for worker in workers {
+        created += worker.await.unwrap();
+    }
+    assert_eq!(created, 10_000, "sessions initialized");
+    answered_at_once(&good, &expected, "after 10 000 sessions").await;
+
+    // 100 SSE streams of one client: each a session of its own and its GET stream.
+    let mut streams = Vec::new();
+    for _ in 0..100 {
+        let Some(stream) = connect_from(41, address).await else {
+            continue;
+        };
+        let Some(id) = initialize_on(stream, &server.authority).await else {
+            continue;
+        };
+        let Some(mut stream) = connect_from(41, address).await else {
+            continue;
+        };
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n",
+            server.authority
+        );
+        let _ignored = stream.write_all(request.as_bytes()).await;
+        streams.push(stream);
+    }
+    answered_at_once(&good, &expected, "with 100 streams open").await;
+    let flood_time = flood_started.elapsed();
+
+    let grown = rss_kib(pid).saturating_sub(rss_before);
+    assert!(
+        grown < 96 * 1024,
+        "the server grew by {grown} KiB in the floods"
+    );
+    drop(held);
+    drop(streams);
+    let hello = good
+        .call_tool(call("custom_tool_hello", json!({"name": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&hello), "Hello, Ada!");
+    let ready = server.request("GET", "/readyz", &[], "").await;
+    assert_eq!(ready.status, 200, "{ready:?}");
+    eprintln!("floods took {flood_time:?}; the server grew by {grown} KiB");
+    good.cancel().await.unwrap();
+}
+
+/// One `GET path` on a kept-alive connection: the status and the body.
+async fn get_on(stream: &mut tokio::net::TcpStream, authority: &str, path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut buffer = Vec::new();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = String::from_utf8_lossy(&buffer).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+                return (status, body.to_owned());
+            }
+        }
+        assert!(Instant::now() < deadline, "no whole response: {text:?}");
+        let mut chunk = [0_u8; 4096];
+        let read = tokio::time::timeout(PATIENCE, stream.read(&mut chunk))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(read > 0, "the connection closed: {text:?}");
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+}
+
+/// Sets the soft open-file limit of process `pid`; returns the limit it had.
+fn set_descriptor_limit(pid: u32, soft: u64) -> libc::rlimit {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit with valid pointers, on the server this test started.
+    unsafe {
+        assert_eq!(
+            libc::prlimit(
+                i32::try_from(pid).unwrap(),
+                libc::RLIMIT_NOFILE,
+                std::ptr::null(),
+                &raw mut old
+            ),
+            0
+        );
+        let new = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: old.rlim_max,
+        };
+        assert_eq!(
+            libc::prlimit(
+                i32::try_from(pid).unwrap(),
+                libc::RLIMIT_NOFILE,
+                &raw const new,
+                std::ptr::null_mut()
+            ),
+            0
+        );
+    }
+    old
+}
+
+/// Issue 24 (finding 11, acceptance 7): a rescan that cannot open the tool directories (no
+/// descriptor left: the test cuts the server's open-file limit to the descriptors it holds)
+/// keeps the last good catalog, `/readyz` says so with 503, and the rescan is tried again
+/// until it works, with the new tool and every old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_failed_rescan_keeps_the_catalog_and_readyz_says_so() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    let (session, _events) = server.connect(None, legacy()).await;
+    let before: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    let mut kept = tokio::net::TcpStream::connect(&server.authority)
+        .await
+        .unwrap();
+    assert_eq!(get_on(&mut kept, &server.authority, "/readyz").await.0, 200);
+    let pid = server.child.id();
+    // Every new descriptor would be numbered at least the lowest free one: none can open.
+    let open: std::collections::HashSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let lowest_free = (0..).find(|fd| !open.contains(fd)).unwrap();
+    let old = set_descriptor_limit(pid, lowest_free);
+    context.tool(
+        "later",
+        &shell_tool("later", r#"{"type": "object"}"#, "echo later"),
+    );
+    let deadline = Instant::now() + PATIENCE;
+    while !server
+        .log()
+        .contains("a rescan of the tool directories failed")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no failed rescan: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = get_on(&mut kept, &server.authority, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("the last good catalog is served"), "{body}");
+    set_descriptor_limit(pid, old.rlim_cur);
+    // Tried again until it works: ready, with every tool, the new one too.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (status, _) = get_on(&mut kept, &server.authority, "/readyz").await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never ready again: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    let mut expected = before.clone();
+    expected.push("custom_tool_later".to_owned());
+    expected.sort();
+    let mut sorted = after.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected, "{after:?}");
+    session.cancel().await.unwrap();
 }

@@ -560,6 +560,49 @@ pub(crate) struct ServeArgs {
     /// again (it never starts), `0` for no limit.
     #[arg(long, value_name = "N", default_value_t = 50, requires = "http")]
     pub(crate) max_call_rate: u32,
+
+    /// At most this many connections open at once; when all are open, the one idle longest
+    /// is closed for a new one (with none idle, the new one is). Cut to what the open-file
+    /// limit leaves, which the server raises to its hard limit at start.
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+    pub(crate) max_connections: usize,
+
+    /// At most this many connections open at once from one client (IP address); more are
+    /// closed at once.
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "http")]
+    pub(crate) max_connections_per_client: usize,
+
+    /// At most this many `/mcp` requests in flight at once from one client (IP address),
+    /// open SSE streams included; more are answered 429.
+    #[arg(long, value_name = "N", default_value_t = 128, requires = "http")]
+    pub(crate) max_streams_per_client: usize,
+
+    /// At most this many legacy sessions (`Mcp-Session-Id`) in all; over it, the least
+    /// recently used one is closed.
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+    pub(crate) max_sessions: usize,
+
+    /// At most this many legacy sessions of one client (IP address); over it, its least
+    /// recently used one is closed.
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "http")]
+    pub(crate) max_sessions_per_client: usize,
+
+    /// A legacy session unused for this long is closed.
+    #[arg(long, value_name = "DUR", default_value = "5m", value_parser = duration_arg, requires = "http")]
+    pub(crate) session_idle_timeout: Duration,
+
+    /// A connection with no request in flight for this long is closed (also one that never
+    /// finishes sending a request).
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = duration_arg, requires = "http")]
+    pub(crate) idle_timeout: Duration,
+
+    /// The time a client has to send a request's headers (and a TLS handshake), once begun.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = duration_arg, requires = "http")]
+    pub(crate) header_timeout: Duration,
+
+    /// The time a client has to send a request's body (408 otherwise).
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration_arg, requires = "http")]
+    pub(crate) body_timeout: Duration,
 }
 
 /// The longest `--prefix`: with the longest tool name it stays within MCP's 128 characters.

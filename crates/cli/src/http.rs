@@ -9,6 +9,15 @@
 //! - The listener is bound before the first discovery, so `/readyz` can say "not yet" and an
 //!   orchestrator can wait for it; `/mcp` answers 503 until then.
 //! - Binding a non-loopback address without a token is refused before anything starts.
+//! - What clients hold is bounded ([`bounds`]): connections (an idle one is closed after
+//!   `--idle-timeout`, or for a newer one when all are open), a request's head and body must
+//!   arrive in time (408 otherwise), `/mcp` requests in flight per client (429), legacy sessions
+//!   (the least recently used one is closed over a bound). The open-file limit is raised to its
+//!   hard limit at start, and the connections cut to what it leaves.
+//! - A shutdown waits for the calls to end *and* for every answer owed to be written out
+//!   before it closes the connections.
+
+pub(crate) mod bounds;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -19,7 +28,7 @@ use anyhow::{Context, bail};
 use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::{Bytes, Incoming};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
@@ -27,6 +36,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::ServeArgs;
+use crate::http::bounds::{Bounds, ConnectionGuard, Tracker};
 use crate::mcp::{self, ClientIdentity, HttpRules, HttpService, ServeContext};
 
 /// The path of the MCP endpoint.
@@ -96,6 +106,7 @@ pub(crate) struct HttpSettings {
     allowed_hosts: Option<Vec<String>>,
     allowed_origins: Vec<String>,
     max_body: usize,
+    bounds: Bounds,
 }
 
 impl HttpSettings {
@@ -162,6 +173,17 @@ impl HttpSettings {
             allowed_hosts,
             allowed_origins: args.allow_origins.clone(),
             max_body: usize::try_from(args.max_body).unwrap_or(usize::MAX),
+            bounds: Bounds {
+                max_connections: args.max_connections.max(1),
+                max_connections_per_client: args.max_connections_per_client.max(1),
+                max_streams_per_client: args.max_streams_per_client.max(1),
+                max_sessions: args.max_sessions.max(1),
+                max_sessions_per_client: args.max_sessions_per_client.max(1),
+                idle_timeout: args.idle_timeout,
+                header_timeout: args.header_timeout,
+                body_timeout: args.body_timeout,
+                session_idle: args.session_idle_timeout,
+            },
         }))
     }
 
@@ -175,6 +197,7 @@ impl HttpSettings {
             allowed_hosts: self.allowed_hosts.clone(),
             allowed_origins: self.allowed_origins.clone(),
             max_body: self.max_body,
+            session_idle: self.bounds.session_idle,
             shutdown,
         }
     }
@@ -223,6 +246,8 @@ pub(crate) struct Running {
 
 struct State {
     token: Option<Token>,
+    tracker: Arc<Tracker>,
+    max_body: usize,
     tls: Option<TlsAcceptor>,
     /// Set once the first discovery is done.
     service: OnceLock<HttpService>,
@@ -244,8 +269,12 @@ impl std::fmt::Debug for State {
 type BoxResponse = Response<BoxBody<Bytes, Infallible>>;
 
 impl HttpServer {
-    /// Binds the address and prints where the endpoint is on stderr.
-    pub(crate) async fn bind(settings: HttpSettings) -> anyhow::Result<HttpServer> {
+    /// Raises the open-file limit, binds the address and prints where the endpoint is on
+    /// stderr.
+    pub(crate) async fn bind(mut settings: HttpSettings) -> anyhow::Result<HttpServer> {
+        let descriptors = raise_descriptor_limit();
+        settings.bounds = settings.bounds.within(descriptors);
+        tracing::debug!(descriptors, bounds = ?settings.bounds, "client bounds");
         let listener = TcpListener::bind(settings.addr)
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
@@ -277,6 +306,8 @@ impl HttpServer {
         let shutdown = CancellationToken::new();
         let state = Arc::new(State {
             token: self.settings.token.clone(),
+            tracker: Tracker::new(self.settings.bounds),
+            max_body: self.settings.max_body,
             tls: self.settings.tls.clone().map(TlsAcceptor::from),
             service: OnceLock::new(),
             context: OnceLock::new(),
@@ -316,6 +347,14 @@ impl Running {
         let signal = shutdown_signal().await;
         self.accepting.abort();
         context.calls.drain();
+        let tracker: &Tracker = &self.state.tracker;
+        let calls = &context.calls;
+        // Done when no call runs and every answer owed (a call's, a refusal's) has been
+        // written to its client: only then may the connections close.
+        let delivered = move || async move {
+            calls.idle().await;
+            tracker.settled().await;
+        };
         let running = context.calls.running();
         tracing::warn!(
             signal,
@@ -323,10 +362,7 @@ impl Running {
             ?grace,
             "shutting down: waiting for the running calls"
         );
-        if tokio::time::timeout(grace, context.calls.idle())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(grace, delivered()).await.is_err() {
             tracing::warn!(
                 killed = context.calls.running(),
                 "calls still running after the grace period are killed, and their clients told"
@@ -334,8 +370,15 @@ impl Running {
             context.calls.kill_running();
             // A killed call returns as soon as its process tree is dead; its answer then
             // still has to leave through its client's stream before the sessions end.
-            let _ignored = tokio::time::timeout(KILL_BUDGET, context.calls.idle()).await;
-            tokio::time::sleep(ANSWER_FLUSH).await;
+            if tokio::time::timeout(KILL_BUDGET, delivered())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    owed = tracker.owed(),
+                    "answers still not written after the kill budget: their connections close"
+                );
+            }
         }
         self.shutdown.cancel();
         Ok(())
@@ -348,11 +391,33 @@ impl Running {
     }
 }
 
-/// How long a shutdown waits for the calls it killed to return.
+/// How long a shutdown waits for the calls it killed to return and their answers to leave.
 const KILL_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// How long a shutdown lets the killed calls' answers reach their clients' streams.
-const ANSWER_FLUSH: std::time::Duration = std::time::Duration::from_millis(200);
+/// The largest open-file limit asked for (`RLIMIT_NOFILE` cannot be infinite).
+const MAX_DESCRIPTORS: u64 = 1 << 20;
+
+/// Raises the soft open-file limit to the hard one (at most [`MAX_DESCRIPTORS`]), with nix's
+/// `setrlimit` which the project already uses, and returns the limit in force: every client
+/// connection is a descriptor, and the default soft limit (1 024) is a few hundred idle
+/// clients away from a rescan that cannot open the tool directories.
+fn raise_descriptor_limit() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 1024;
+    };
+    let wanted = hard.min(MAX_DESCRIPTORS);
+    if wanted <= soft {
+        return soft;
+    }
+    match setrlimit(Resource::RLIMIT_NOFILE, wanted, hard) {
+        Ok(()) => wanted,
+        Err(error) => {
+            tracing::warn!(%error, soft, hard, "cannot raise the open-file limit");
+            soft
+        }
+    }
+}
 
 /// Waits for SIGTERM or SIGINT and names it.
 async fn shutdown_signal() -> &'static str {
@@ -386,34 +451,93 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, shutdown: Cancell
                 continue;
             }
         };
+        // Over the bounds, the connection is closed at once: it holds no descriptor.
+        let Some(guard) = state.tracker.connect(peer.ip()) else {
+            tracing::debug!(%peer, "refused a connection: over the connection bounds");
+            continue;
+        };
         let state = Arc::clone(&state);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
+            let guard = Arc::new(guard);
+            let idle_timeout = state.tracker.bounds.idle_timeout;
             tokio::select! {
                 () = shutdown.cancelled() => {}
-                () = connection(stream, peer, state) => {}
+                () = guard.closed().cancelled() => {}
+                () = idle(&guard, idle_timeout) => {
+                    tracing::debug!(%peer, "closed an idle connection");
+                }
+                () = connection(stream, peer, Arc::clone(&state), Arc::clone(&guard)) => {}
             }
         });
     }
 }
 
+/// Returns once the connection has had no request in flight for `timeout`.
+async fn idle(guard: &ConnectionGuard, timeout: std::time::Duration) {
+    let check = (timeout / 4).clamp(
+        std::time::Duration::from_millis(10),
+        std::time::Duration::from_secs(1),
+    );
+    loop {
+        tokio::time::sleep(check).await;
+        if guard.idle_for().is_some_and(|idle| idle >= timeout) {
+            return;
+        }
+    }
+}
+
 /// Serves one connection, over TLS if configured.
-async fn connection(stream: tokio::net::TcpStream, peer: SocketAddr, state: Arc<State>) {
+async fn connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    state: Arc<State>,
+    guard: Arc<ConnectionGuard>,
+) {
     let _ignored = stream.set_nodelay(true);
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(state.tracker.bounds.header_timeout);
+    builder.http2().timer(TokioTimer::new());
     let service_state = Arc::clone(&state);
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let state = Arc::clone(&service_state);
-        async move { Ok::<_, Infallible>(route(&state, peer, request).await) }
+        let guard = Arc::clone(&guard);
+        async move {
+            // Counted until its response body is written to the end or dropped; an `/mcp`
+            // request also counts against its client's streams.
+            let Some(held) = guard.request(request.uri().path() == MCP_PATH) else {
+                let mut response = text(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "Too Many Requests: this client has all its streams open\n",
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                return Ok::<_, Infallible>(response);
+            };
+            let response = route(&state, peer, request).await;
+            Ok::<_, Infallible>(hold(response, held))
+        }
     });
     let served = match &state.tls {
-        Some(acceptor) => match acceptor.accept(stream).await {
-            Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
-            Err(error) => {
-                tracing::debug!(%peer, %error, "a TLS handshake failed");
-                return;
+        Some(acceptor) => {
+            let handshake =
+                tokio::time::timeout(state.tracker.bounds.header_timeout, acceptor.accept(stream));
+            match handshake.await {
+                Ok(Ok(tls)) => builder.serve_connection(TokioIo::new(tls), service).await,
+                Ok(Err(error)) => {
+                    tracing::debug!(%peer, %error, "a TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "a TLS handshake took too long");
+                    return;
+                }
             }
-        },
+        }
         None => {
             builder
                 .serve_connection(TokioIo::new(stream), service)
@@ -425,12 +549,42 @@ async fn connection(stream: tokio::net::TcpStream, peer: SocketAddr, state: Arc<
     }
 }
 
+/// A response body that holds `held` until it is written to the end or dropped.
+struct Held<T> {
+    body: BoxBody<Bytes, Infallible>,
+    _held: T,
+}
+
+impl<T: Send + Sync + Unpin + 'static> hyper::body::Body for Held<T> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// `response`, its body holding `held` until written.
+fn hold<T: Send + Sync + Unpin + 'static>(response: BoxResponse, held: T) -> BoxResponse {
+    response.map(|body| Held { body, _held: held }.boxed())
+}
+
 /// Routes one request.
-async fn route(state: &State, peer: SocketAddr, mut request: Request<Incoming>) -> BoxResponse {
+async fn route(state: &State, peer: SocketAddr, request: Request<Incoming>) -> BoxResponse {
     match request.uri().path() {
         "/healthz" => text(StatusCode::OK, "ok\n"),
-        "/readyz" if state.service.get().is_some() => text(StatusCode::OK, "ready\n"),
-        "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "discovering tools\n"),
+        "/readyz" => readiness(state),
         "/metrics" => {
             if let Some(refused) = unauthorized(state, &request, peer) {
                 return refused;
@@ -470,22 +624,113 @@ async fn route(state: &State, peer: SocketAddr, mut request: Request<Incoming>) 
             } else {
                 format!("{peer} (no token)")
             };
-            request.extensions_mut().insert(ClientIdentity {
+            let identity = ClientIdentity {
                 text,
                 ip: peer.ip(),
-            });
-            service.handle(request).await
+            };
+            mcp_request(state, service, identity, request).await
         }
         _ => text(StatusCode::NOT_FOUND, "Not Found\n"),
     }
 }
 
-/// The 401 a request without the token gets, if a token is required.
-fn unauthorized(
+/// `/readyz`: 200 once the first discovery is done and the last scan of the tool directories
+/// succeeded; 503 before, and while the catalog served is the last good one because a rescan
+/// failed (the reason is in the body).
+fn readiness(state: &State) -> BoxResponse {
+    let Some(context) = state.context.get() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "discovering tools\n");
+    };
+    match context.registry.scan_failure() {
+        None => text(StatusCode::OK, "ready\n"),
+        Some(reason) => {
+            let mut response = Response::new(
+                Full::new(Bytes::from(format!(
+                    "the last rescan failed, the last good catalog is served: {reason}\n"
+                )))
+                .boxed(),
+            );
+            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            response
+        }
+    }
+}
+
+/// One `/mcp` request: its body read within the body timeout and the size cap, the answer it
+/// is owed counted until written, its legacy session tracked within the session bounds.
+async fn mcp_request(
     state: &State,
-    request: &Request<Incoming>,
-    peer: SocketAddr,
-) -> Option<BoxResponse> {
+    service: &HttpService,
+    identity: ClientIdentity,
+    request: Request<Incoming>,
+) -> BoxResponse {
+    let ip = identity.ip;
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(identity);
+    let limited = http_body_util::Limited::new(body, state.max_body);
+    let bytes =
+        match tokio::time::timeout(state.tracker.bounds.body_timeout, limited.collect()).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+                return text(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large\n");
+            }
+            Ok(Err(_)) => return text(StatusCode::BAD_REQUEST, "Bad Request: unreadable body\n"),
+            Err(_) => {
+                return text(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "Request Timeout: the body did not arrive in time\n",
+                );
+            }
+        };
+    // A request (not a notification nor a response) is owed an answer; a subscription's
+    // stream stays open as long as the client listens, and is no answer a shutdown waits for.
+    let owed = (parts.method == http::Method::POST)
+        .then(|| serde_json::from_slice::<JsonRpcHead>(&bytes).ok())
+        .flatten()
+        .filter(|head| head.id.is_some() && head.method.as_deref() != Some("subscriptions/listen"))
+        .map(|_| state.tracker.owe());
+    let session = parts
+        .headers
+        .get(rmcp::transport::common::http_header::HEADER_SESSION_ID)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session {
+        state.tracker.session_used(session);
+    }
+    let deleting = parts.method == http::Method::DELETE;
+    let response = service
+        .handle(Request::from_parts(parts, Full::new(bytes)))
+        .await;
+    match session {
+        Some(session) if deleting && response.status().is_success() => {
+            state.tracker.session_ended(&session);
+        }
+        Some(_) => {}
+        None => {
+            let created = response
+                .headers()
+                .get(rmcp::transport::common::http_header::HEADER_SESSION_ID)
+                .and_then(|value| value.to_str().ok());
+            if let Some(created) = created {
+                for closed in state.tracker.session_created(ip, Arc::from(created)) {
+                    tracing::info!(client = %ip, session = %closed, "closed a legacy session: over the session bounds");
+                    service.close_session(&closed).await;
+                }
+            }
+        }
+    }
+    hold(response, owed)
+}
+
+/// The fields of a JSON-RPC message that say whether it is a request, and which.
+#[derive(serde::Deserialize)]
+struct JsonRpcHead {
+    id: Option<serde_json::Value>,
+    method: Option<String>,
+}
+
+/// The 401 a request without the token gets, if a token is required.
+fn unauthorized<B>(state: &State, request: &Request<B>, peer: SocketAddr) -> Option<BoxResponse> {
     let token = state.token.as_ref()?;
     if presents(request, token) {
         return None;
@@ -503,7 +748,7 @@ fn unauthorized(
 }
 
 /// Whether the request carries `Authorization: Bearer <token>`.
-fn presents(request: &Request<Incoming>, token: &Token) -> bool {
+fn presents<B>(request: &Request<B>, token: &Token) -> bool {
     let Some(value) = request.headers().get(header::AUTHORIZATION) else {
         return false;
     };

@@ -45,17 +45,18 @@ use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
-    AuditLog, AuditedCall, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode,
-    LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
-    error_chain,
+    AuditLog, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, LiveRegistry,
+    Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName, error_chain,
 };
 
+mod audit;
 mod calls;
 mod results;
 
 pub(crate) use crate::mcp::calls::Calls;
 
 use crate::admission::{PerClient, Refusal};
+use crate::mcp::audit::OpenCall;
 use crate::mcp::results::{META_ERROR_CODE, META_METADATA, call_result, listed_name, page};
 
 /// How many tools one `tools/list` page holds.
@@ -105,18 +106,30 @@ pub(crate) async fn serve(context: ServeContext) -> anyhow::Result<()> {
 }
 
 /// The MCP endpoint over Streamable HTTP, which `crate::http` serves.
-pub(crate) struct HttpService(StreamableHttpService<Handler, LocalSessionManager>);
+pub(crate) struct HttpService {
+    service: StreamableHttpService<Handler, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+}
 
 impl HttpService {
     /// Answers one HTTP request to the endpoint (a POST of a message, a GET of a session's
-    /// stream, a DELETE of a session).
+    /// stream, a DELETE of a session), its body already read.
     pub(crate) async fn handle(
         &self,
-        request: http::Request<hyper::body::Incoming>,
+        request: http::Request<http_body_util::Full<hyper::body::Bytes>>,
     ) -> http::Response<
         http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>,
     > {
-        self.0.handle(request).await
+        self.service.handle(request).await
+    }
+
+    /// Ends legacy session `id` (to keep within the session bounds): its worker stops, its
+    /// streams end, and its client must initialize again.
+    pub(crate) async fn close_session(&self, id: &Arc<str>) {
+        use rmcp::transport::streamable_http_server::SessionManager;
+        if let Err(error) = self.sessions.close_session(id).await {
+            tracing::debug!(%error, "a legacy session could not be closed");
+        }
     }
 }
 
@@ -130,6 +143,8 @@ pub(crate) struct HttpRules {
     pub(crate) allowed_origins: Vec<String>,
     /// The largest request body (413 over it).
     pub(crate) max_body: usize,
+    /// A legacy session unused this long is closed.
+    pub(crate) session_idle: Duration,
     /// Cancelled at shutdown: the sessions end.
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
@@ -146,11 +161,17 @@ pub(crate) fn http_service(context: Arc<ServeContext>, rules: HttpRules) -> Http
         Some(hosts) => config.with_allowed_hosts(hosts),
         None => config.disable_allowed_hosts(),
     };
-    HttpService(StreamableHttpService::new(
-        move || Ok(Handler::new(Arc::clone(&context), true)),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    ))
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(rules.session_idle);
+    let sessions = Arc::new(sessions);
+    HttpService {
+        service: StreamableHttpService::new(
+            move || Ok(Handler::new(Arc::clone(&context), true)),
+            Arc::clone(&sessions),
+            config,
+        ),
+        sessions,
+    }
 }
 
 /// Who sent an HTTP request, as the audit log names the client: the transport puts it in the
@@ -219,15 +240,6 @@ impl Handler {
         }
     }
 
-    /// Ends `call` with `envelope` in the audit log, if there is one.
-    fn audit(&self, call: AuditedCall, envelope: &Envelope) {
-        // The result is real and the client waits for it: a line that cannot be written
-        // is reported, and the call still answered.
-        if let Err(error) = call.finish(self.shared.audit.as_ref(), envelope) {
-            tracing::error!(error = %error_chain(&error), "a call could not be written to the audit log");
-        }
-    }
-
     /// The admitted tools with their listed names, sorted by those names.
     fn listed<'a>(&self, catalog: &'a Catalog) -> Vec<(String, &'a Tool)> {
         let mut tools: Vec<(String, &Tool)> = catalog
@@ -245,8 +257,9 @@ impl Handler {
         tool: &Tool,
         arguments: &Value,
         context: &RequestContext<RoleServer>,
+        mut audited: OpenCall,
     ) -> Result<CallToolResult, McpError> {
-        let audited = AuditedCall::start(tool.name().as_str(), arguments, client_identity(context));
+        audited.name(tool.name().as_str());
         let _in_flight = self.shared.metrics.call_started();
         let token = context.meta.get_progress_token();
         // One channel carries the tool's progress lines from its pipe to the forwarding loop
@@ -295,10 +308,16 @@ impl Handler {
             () = context.ct.cancelled() => {
                 // Returning drops the call, which kills the tool's process tree. rmcp drops
                 // whatever a cancelled request answers; an error here would only be logged as
-                // a failure.
+                // a failure. A request cancelled because its transport closed is a client
+                // that went away, not one that changed its mind.
+                let outcome = if context.peer.is_transport_closed() {
+                    audit::outcome::CLIENT_GONE
+                } else {
+                    audit::outcome::CANCELLED
+                };
                 tracing::info!(
                     tool = %tool.name(),
-                    outcome = "cancelled",
+                    outcome,
                     client = client_identity(context).as_deref().unwrap_or("stdio"),
                     "call cancelled by the client"
                 );
@@ -307,6 +326,7 @@ impl Handler {
                     "cancelled",
                     audited.elapsed().as_secs_f64(),
                 );
+                audited.finish_as(outcome);
                 return Ok(CallToolResult::error(vec![ContentBlock::text("The call was cancelled.")]));
             }
             () = self.shared.calls.killing.cancelled() => {
@@ -323,16 +343,32 @@ impl Handler {
                     "killed",
                     audited.elapsed().as_secs_f64(),
                 );
+                audited.finish_as(audit::outcome::KILLED_AT_SHUTDOWN);
                 return Err(McpError::internal_error(
                     "the server shut down: the call was still running when the shutdown's grace \
                      period ended, and its processes were killed; send it again to another instance",
                     Some(serde_json::json!({ "killed": true })),
                 ));
             }
-            result = call => result.map_err(|error| {
-                McpError::internal_error(error_chain(&error), None)
-            })?,
+            result = call => match result {
+                Ok(envelope) => envelope,
+                Err(error) => {
+                    audited.finish_as(audit::outcome::INTERNAL_ERROR);
+                    return Err(McpError::internal_error(error_chain(&error), None));
+                }
+            },
         };
+        Ok(self.answered(tool, context, audited, &envelope))
+    }
+
+    /// Counts, logs and audits a call that ran to its envelope, and makes its result.
+    fn answered(
+        &self,
+        tool: &Tool,
+        context: &RequestContext<RoleServer>,
+        audited: OpenCall,
+        envelope: &Envelope,
+    ) -> CallToolResult {
         let outcome = match &envelope.body {
             Body::Success { .. } => "ok",
             Body::Failure { error_code, .. } => error_code.as_str(),
@@ -349,8 +385,8 @@ impl Handler {
             duration_ms = u64::try_from(audited.elapsed().as_millis()).unwrap_or(u64::MAX),
             "call answered"
         );
-        self.audit(audited, &envelope);
-        Ok(call_result(tool, &envelope))
+        audited.finish(envelope);
+        call_result(tool, envelope)
     }
 }
 
@@ -360,6 +396,7 @@ impl Handler {
         &self,
         generator: &GeneratorConfig,
         request: &Value,
+        audited: OpenCall,
     ) -> Result<CallToolResult, McpError> {
         let shared = &self.shared;
         if let Some(refusal) = &shared.generator_refusal {
@@ -376,8 +413,21 @@ impl Handler {
             generator,
             &shared.config,
         )
-        .await
-        .map_err(|error| McpError::internal_error(error_chain(&error), None))?;
+        .await;
+        let report = match report {
+            Ok(report) => report,
+            Err(error) => {
+                audited.finish_as(audit::outcome::INTERNAL_ERROR);
+                return Err(McpError::internal_error(error_chain(&error), None));
+            }
+        };
+        // A generation runs the request's test cases: it is audited like a call, its
+        // outcome the report's status.
+        audited.finish_as(match report.status {
+            Status::Registered => "registered",
+            Status::Scaffolded => "scaffolded",
+            Status::Rejected => "rejected",
+        });
         let value = serde_json::to_value(&report).unwrap_or(Value::Null);
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let mut result = match report.status {
@@ -460,7 +510,16 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // Audited from here, whatever happens next: see `OpenCall`.
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let audited = OpenCall::start(
+            &self.shared,
+            &request.name,
+            &arguments,
+            client_identity(&context),
+        );
         let Some(_counted) = self.shared.calls.start() else {
+            audited.finish_as(audit::outcome::REFUSED_SHUTTING_DOWN);
             return Err(McpError::internal_error(
                 "the server is shutting down and takes no new calls; try again on another instance",
                 None,
@@ -478,6 +537,10 @@ impl ServerHandler for Handler {
                         reason = refusal.reason(),
                         "call refused: over a per-client limit"
                     );
+                    audited.finish_as(match refusal {
+                        Refusal::Concurrency { .. } => "refused_concurrency",
+                        Refusal::Rate { .. } => "refused_rate",
+                    });
                     return Err(refused(ip, &refusal));
                 }
             },
@@ -486,8 +549,7 @@ impl ServerHandler for Handler {
         if request.name == RESERVED_NAME
             && let Some(generator) = &self.shared.generator
         {
-            let arguments = Value::Object(request.arguments.unwrap_or_default());
-            return Ok(self.generate(generator, &arguments).await?.into());
+            return Ok(self.generate(generator, &arguments, audited).await?.into());
         }
         let catalog = self.shared.registry.snapshot();
         let name = request
@@ -511,12 +573,9 @@ impl ServerHandler for Handler {
                 sentence.clone(),
                 Metadata::not_started(),
             );
-            if self.shared.audit.is_some() {
-                let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-                let call =
-                    AuditedCall::start(denied.name.as_str(), &arguments, client_identity(&context));
-                self.audit(call, &envelope);
-            }
+            let mut audited = audited;
+            audited.name(denied.name.as_str());
+            audited.finish(&envelope);
             let mut meta = JsonObject::new();
             meta.insert(
                 META_METADATA.to_owned(),
@@ -534,12 +593,12 @@ impl ServerHandler for Handler {
             return Ok(result.into());
         }
         let Some(tool) = tool else {
+            audited.finish_as(ErrorCode::ToolNotFound.as_str());
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {}", request.name),
                 None,
             ));
         };
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
         // A Kodelet tool's `config` is asked at its first call, through the registry's cache;
         // a tool policy denies is not asked anything. Should the answer be invalid, the call
         // goes on with the tool as listed, and `invoke` refuses it with the reason.
@@ -549,7 +608,12 @@ impl ServerHandler for Handler {
             None
         };
         let result = self
-            .call(ready.as_ref().unwrap_or(tool), &arguments, &context)
+            .call(
+                ready.as_ref().unwrap_or(tool),
+                &arguments,
+                &context,
+                audited,
+            )
             .await?;
         Ok(result.into())
     }

@@ -2,7 +2,8 @@
 //!
 //! A line reads
 //! `{"time":"2025-01-02T03:04:05.678Z","tool":"hello","arguments_sha256":"…","outcome":"ok","duration_ms":41,"exit_code":0,"signal":null,"backend":"cgroup"}`.
-//! `outcome` is `ok` or the envelope's error code; `exit_code`, `signal` and `backend` are `null`
+//! `outcome` is `ok`, the envelope's error code, or what ended a call that has no envelope
+//! (`cancelled`, `client_gone`, `killed_at_shutdown`, a refusal, ...); `exit_code`, `signal` and `backend` are `null`
 //! when no process ran. The digest is of the arguments' canonical JSON (object keys sorted at
 //! every level, no whitespace), so equal arguments written in another key order digest alike,
 //! and the log never holds the arguments themselves, which may be secret.
@@ -164,6 +165,34 @@ impl AuditedCall {
         self.started.elapsed()
     }
 
+    /// The same call, recorded under `tool` (the name it resolved to, e.g. without the
+    /// server's prefix).
+    pub fn named(mut self, tool: &str) -> AuditedCall {
+        tool.clone_into(&mut self.tool);
+        self
+    }
+
+    /// Ends a call that has no envelope (it was cancelled, its client went away, the server
+    /// killed it or refused it, or it was not a tool run) with `outcome`, and appends its
+    /// line to `log`, if there is one; `exit_code`, `signal` and `backend` are `null`.
+    pub fn finish_as(self, log: Option<&AuditLog>, outcome: &str) -> Result<(), AuditError> {
+        let Some(log) = log else {
+            return Ok(());
+        };
+        let record = AuditRecord {
+            time: self.time,
+            tool: self.tool,
+            arguments_sha256: arguments_sha256(&self.arguments),
+            outcome: outcome.to_owned(),
+            duration: self.started.elapsed(),
+            exit_code: None,
+            signal: None,
+            backend: None,
+            client: self.client,
+        };
+        log.append(&record)
+    }
+
     /// Ends the call with `envelope` and appends its line to `log`, if there is one.
     pub fn finish(self, log: Option<&AuditLog>, envelope: &Envelope) -> Result<(), AuditError> {
         let Some(log) = log else {
@@ -190,7 +219,8 @@ pub struct AuditRecord {
     pub tool: String,
     /// [`arguments_sha256`] of the arguments.
     pub arguments_sha256: String,
-    /// `ok`, or the envelope's error code.
+    /// `ok`, the envelope's error code, or what ended a call without an envelope
+    /// ([`AuditedCall::finish_as`]: `cancelled`, `client_gone`, `killed_at_shutdown`, ...).
     pub outcome: String,
     /// How long the call took, from the start of the call to its envelope.
     pub duration: Duration,

@@ -16,6 +16,10 @@
 //! - [`LiveRegistry::refresh`] is an explicit full re-discovery: every file is probed again.
 //! - Subscribers get a [`ChangeEvent`] (names added, removed, changed) after each rescan that
 //!   changed the catalog.
+//! - A rescan that fails for lack of resources (no descriptor or memory left to open a
+//!   directory or a file) never replaces a good catalog: the last good one stays, the failure
+//!   is reported ([`LiveRegistry::scan_failure`]) and the rescan is tried again every
+//!   [`SCAN_RETRY`] until it succeeds.
 //! - Dropping the registry stops the watcher thread and the rescan task.
 //!
 //! The design, with a diagram and the decisions behind it, is in `docs/discovery.md`.
@@ -124,6 +128,10 @@ struct Shared {
     /// Held for the whole of a rescan, so rescans never interleave.
     cache: tokio::sync::Mutex<DiscoveryCache>,
     events: broadcast::Sender<ChangeEvent>,
+    /// Why the last scan failed, while it did.
+    scan_failure: std::sync::Mutex<Option<String>>,
+    /// Whether `current` came from a scan that did not fail.
+    current_is_good: std::sync::atomic::AtomicBool,
 }
 
 impl LiveRegistry {
@@ -217,6 +225,8 @@ impl LiveRegistry {
             current: ArcSwap::from_pointee(Catalog::empty()),
             cache: tokio::sync::Mutex::new(cache),
             events,
+            scan_failure: std::sync::Mutex::new(None),
+            current_is_good: std::sync::atomic::AtomicBool::new(false),
         });
         shared.rescan(Freshness::UseCache).await;
         let watch_task = tokio::spawn(watch_loop(
@@ -231,6 +241,16 @@ impl LiveRegistry {
     /// The current catalog. Holding it keeps it alive and unchanged.
     pub fn snapshot(&self) -> Arc<Catalog> {
         self.shared.current.load_full()
+    }
+
+    /// Why the last scan of the tool directories failed (it could not open them or their
+    /// files for lack of resources), while it does: the catalog is then the last good one.
+    pub fn scan_failure(&self) -> Option<String> {
+        self.shared
+            .scan_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// A receiver of the change events that happen from now on.
@@ -283,6 +303,18 @@ impl Shared {
     /// for later will have settled.
     async fn rescan(&self, freshness: Freshness) -> (ChangeEvent, Option<SystemTime>) {
         let mut cache = self.cache.lock().await;
+        // After a scan that failed for lack of resources, the probes it ran may have failed for
+        // the same reason, and the cache holds those failures: every file is probed again.
+        let recovering = self
+            .scan_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
+        let freshness = if recovering {
+            Freshness::ProbeAll
+        } else {
+            freshness
+        };
         let discovery = discover_matching(
             &self.executor,
             &self.layers,
@@ -301,16 +333,70 @@ impl Shared {
             );
         }
         drop(cache);
+        let failure = resource_failure(&discovery.catalog);
+        let mut retry_at = discovery.retry_at;
+        if let Some(reason) = &failure {
+            let again = SystemTime::now() + SCAN_RETRY;
+            retry_at = Some(retry_at.map_or(again, |at| at.min(again)));
+            if self
+                .current_is_good
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                tracing::error!(%reason, "a rescan of the tool directories failed: the last good catalog is kept, and the rescan tried again");
+                self.set_scan_failure(failure);
+                let current = self.current.load_full();
+                return (ChangeEvent::between(&current, &current), retry_at);
+            }
+        }
+        self.current_is_good
+            .store(failure.is_none(), std::sync::atomic::Ordering::SeqCst);
         let new = Arc::new(discovery.catalog);
         let old = self.current.swap(Arc::clone(&new));
+        // Cleared only once the new catalog is published: whoever sees the scan succeed
+        // sees its catalog.
+        self.set_scan_failure(failure);
         let event = ChangeEvent::between(&old, &new);
         if !event.is_empty() {
             tracing::debug!(?event, "tool catalog changed");
             // No subscriber is not a failure.
             let _ignored = self.events.send(event.clone());
         }
-        (event, discovery.retry_at)
+        (event, retry_at)
     }
+}
+
+impl Shared {
+    fn set_scan_failure(&self, failure: Option<String>) {
+        *self
+            .scan_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = failure;
+    }
+}
+
+/// How soon a scan that failed for lack of resources is tried again.
+pub(crate) const SCAN_RETRY: Duration = Duration::from_secs(1);
+
+/// Why `catalog`'s scan failed, if a problem in it is the lack of a resource (`EMFILE`,
+/// `ENFILE`, `ENOMEM`) rather than something wrong with a tool or a directory: the catalog
+/// then says nothing of the tools, only of the machine.
+fn resource_failure(catalog: &Catalog) -> Option<String> {
+    /// `EMFILE`, `ENFILE`, `ENOMEM` on Linux.
+    const EXHAUSTED: [i32; 3] = [24, 23, 12];
+    catalog.problems().iter().find_map(|problem| {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&problem.error);
+        while let Some(error) = source {
+            if let Some(io) = error.downcast_ref::<std::io::Error>()
+                && io
+                    .raw_os_error()
+                    .is_some_and(|code| EXHAUSTED.contains(&code))
+            {
+                return Some(format!("{}: {io}", problem.path.display()));
+            }
+            source = error.source();
+        }
+        None
+    })
 }
 
 /// The directories to watch: each layer directory, or its nearest ancestor that exists and can
