@@ -28,6 +28,7 @@ mod serve;
 mod serve_http;
 mod show;
 mod system_tools;
+mod transactions;
 mod trust;
 mod ux;
 mod validate;

@@ -1,8 +1,9 @@
 //! The advisory lock on a tools directory (`<tools_dir>/.toolsmith.lock`, `flock`), held by a generation or rollback while it puts its file in place and records its version, so that processes sharing the directory (replicas of `serve --http`, a `toolsmith generate` next to a server) take turns.
 
-use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::Error;
 
@@ -16,55 +17,72 @@ pub const LOCK_FILE: &str = ".toolsmith.lock";
 pub(crate) const LOCK_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The held lock: released when dropped (the descriptor is closed), or when the process
-/// dies, whatever way it dies.
+/// dies, whatever way it dies, in whatever PID namespace: a lock is never stale.
 #[derive(Debug)]
 pub(crate) struct DirLock {
     _file: File,
 }
 
-/// Takes the lock on `tools_dir` (which must exist), waiting for another holder at most
-/// `patience`, off the async threads.
-pub(crate) async fn lock(tools_dir: &Path, patience: Duration) -> Result<DirLock, Error> {
-    let path = tools_dir.join(LOCK_FILE);
-    let waiting = tokio::task::spawn_blocking({
-        let path = path.clone();
-        move || lock_blocking(&path)
-    });
-    match tokio::time::timeout(patience, waiting).await {
-        Ok(Ok(locked)) => locked,
-        Ok(Err(join_error)) => Err(Error::Io {
-            path,
-            source: std::io::Error::other(join_error),
+/// The lock file, opened without following a link and without writing when it exists:
+/// `flock` needs no write access, and closing a descriptor opened for writing is an event
+/// for every watcher of the directory.
+fn open_lock_file(path: &Path) -> Result<File, Error> {
+    let io_error = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let no_follow = nix::libc::O_NOFOLLOW;
+    match OpenOptions::new().read(true).custom_flags(no_follow).open(path) {
+        Ok(file) => Ok(file),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
+            .append(true)
+            .create(true)
+            .custom_flags(no_follow)
+            .open(path)
+            .map_err(io_error),
+        Err(error) if error.raw_os_error() == Some(nix::libc::ELOOP) => Err(Error::Link {
+            path: path.to_path_buf(),
         }),
-        // The blocking task takes the lock when the holder lets go, and drops it at once,
-        // since nobody awaits its result any more.
-        Err(_elapsed) => Err(Error::Locked {
-            path,
-            waited: patience,
+        Err(error) => Err(io_error(error)),
+    }
+}
+
+/// One attempt: `Ok(None)` while another holder has it.
+fn try_take(file: &File, path: &Path) -> Result<bool, Error> {
+    // `File::try_lock` is `flock(LOCK_EX | LOCK_NB)` on Linux; on NFS the kernel maps it onto
+    // the protocol's byte-range locks, so it holds across machines that mount the directory.
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(source)) => Err(Error::Io {
+            path: path.to_path_buf(),
+            source,
         }),
     }
 }
 
-fn lock_blocking(path: &PathBuf) -> Result<DirLock, Error> {
-    let io_error = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
-    // Opened read-only when it exists: `flock` needs no write access, and closing a
-    // descriptor opened for writing is an event for every watcher of the directory.
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_error)?,
-        Err(error) => return Err(io_error(error)),
-    };
-    // `File::lock` is `flock(LOCK_EX)` on Linux; on NFS the kernel maps it onto the
-    // protocol's byte-range locks, so it holds across machines that mount the directory.
-    file.lock().map_err(io_error)?;
-    Ok(DirLock { _file: file })
+/// Takes the lock on `tools_dir` (which must exist), waiting for another holder at most
+/// `patience`. It polls rather than blocks, so no thread stays behind waiting: when the
+/// patience runs out, the command ends.
+pub(crate) async fn lock(tools_dir: &Path, patience: Duration) -> Result<DirLock, Error> {
+    let path = tools_dir.join(LOCK_FILE);
+    let file = open_lock_file(&path)?;
+    let deadline = Instant::now() + patience;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if try_take(&file, &path)? {
+            return Ok(DirLock { _file: file });
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::Locked {
+                path,
+                waited: patience,
+            });
+        }
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
 }
 
 #[cfg(test)]
@@ -72,7 +90,7 @@ mod tests {
     use super::*;
 
     /// A second taker waits for the first, and times out with a clear error when the first
-    /// never lets go; once it does, the lock is free.
+    /// never lets go, leaving no waiter behind; once the first lets go, the lock is free.
     #[tokio::test]
     async fn a_held_lock_makes_others_wait_then_frees() {
         let temp = tempfile::tempdir().unwrap();
@@ -91,18 +109,8 @@ mod tests {
             "{error:?}"
         );
         drop(held);
-        // The waiter that timed out still takes the lock once it is free, and lets it go at
-        // once: the lock is free again within moments, not necessarily at this instant.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            match busy.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                Err(error) => panic!("the lock was never freed: {error:?}"),
-            }
-        }
+        // The waiter that timed out left nothing behind: the lock is free at once.
+        busy.try_lock().unwrap();
         busy.unlock().unwrap();
         let again = lock(temp.path(), Duration::from_secs(5)).await.unwrap();
         drop(again);
