@@ -1,8 +1,8 @@
 /* An LD_PRELOAD shim for tests/transactions.rs: counts the file-system operations that
  * change something below $TS_CRASH_DIR (opens for writing, mkdir, rename, link, unlink,
  * rmdir, fsync, fdatasync, ftruncate) and kills the process with SIGKILL just before the
- * $TS_CRASH_AT-th one. With TS_CRASH_AT=0 it only counts, and writes the count to
- * $TS_CRASH_COUNT at exit. */
+ * $TS_CRASH_AT-th one. With TS_CRASH_AT=0 it only counts, and keeps the count in
+ * $TS_CRASH_COUNT. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -16,10 +16,20 @@
 #include <unistd.h>
 
 static long counted;
+static char crash_dir[4096], crash_count[4096];
+static long crash_at;
+
+/* Read once at load: toolsmith blanks its environment block early (so /proc/PID/environ
+ * shows no secret), after which getenv finds nothing. */
+__attribute__((constructor)) static void configure(void) {
+    const char *d = getenv("TS_CRASH_DIR"), *c = getenv("TS_CRASH_COUNT"), *a = getenv("TS_CRASH_AT");
+    if (d) snprintf(crash_dir, sizeof crash_dir, "%s", d);
+    if (c) snprintf(crash_count, sizeof crash_count, "%s", c);
+    crash_at = a ? atol(a) : 0;
+}
 
 static const char *dir(void) {
-    const char *d = getenv("TS_CRASH_DIR");
-    return d && *d ? d : NULL;
+    return crash_dir[0] ? crash_dir : NULL;
 }
 
 static int under(const char *path) {
@@ -45,18 +55,18 @@ static int at_under(int dirfd, const char *path) {
     return fd_under(dirfd);
 }
 
+/* The count so far, written at each operation: the process may end with _exit. */
+static void report(long n) {
+    if (!crash_count[0]) return;
+    FILE *file = fopen(crash_count, "w");
+    if (file) { fprintf(file, "%ld\n", n); fclose(file); }
+}
+
 static void point(int relevant) {
     if (!relevant) return;
     long n = __atomic_add_fetch(&counted, 1, __ATOMIC_SEQ_CST);
-    const char *at = getenv("TS_CRASH_AT");
-    if (at && atol(at) == n) raise(SIGKILL);
-}
-
-__attribute__((destructor)) static void report(void) {
-    const char *out = getenv("TS_CRASH_COUNT");
-    if (!out) return;
-    FILE *file = fopen(out, "w");
-    if (file) { fprintf(file, "%ld\n", counted); fclose(file); }
+    if (crash_at == n) raise(SIGKILL);
+    report(n);
 }
 
 #define NEXT(name) static __typeof__(name) *real; if (!real) real = dlsym(RTLD_NEXT, #name)

@@ -33,7 +33,12 @@ pub(crate) fn check_tools_dir(tools_dir: &Path) -> Result<(), Error> {
             .file_name()
             .and_then(|name| name.to_str())
             .is_some_and(|name| name.starts_with('.'));
-        if !hidden || matches!(dir.components().next_back(), Some(Component::RootDir) | None) {
+        if !hidden
+            || matches!(
+                dir.components().next_back(),
+                Some(Component::RootDir) | None
+            )
+        {
             break;
         }
         not_a_link(dir)?;
@@ -47,7 +52,14 @@ pub(crate) fn check_tools_dir(tools_dir: &Path) -> Result<(), Error> {
         not_a_link(&tools_dir.join(inside))?;
     }
     let history = tools_dir.join(crate::history::HISTORY_DIR);
-    for inside in ["objects", "refs", "refs/tools", "HEAD", "config", "packed-refs"] {
+    for inside in [
+        "objects",
+        "refs",
+        "refs/tools",
+        "HEAD",
+        "config",
+        "packed-refs",
+    ] {
         not_a_link(&history.join(inside))?;
     }
     // Each object directory and ref too: a link there would receive libgit2's writes.

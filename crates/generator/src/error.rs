@@ -89,7 +89,9 @@ pub enum Error {
         path: PathBuf,
     },
     /// A recorded version names a file the generator would never write for that tool.
-    #[error("version {version} of `{name}` names the file {file_name:?}, which is not a file of that tool; the history was not written by toolsmith's generator and is not restored")]
+    #[error(
+        "version {version} of `{name}` names the file {file_name:?}, which is not a file of that tool; the history was not written by toolsmith's generator and is not restored"
+    )]
     ForeignVersion {
         /// The tool.
         name: String,

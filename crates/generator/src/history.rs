@@ -277,7 +277,9 @@ pub(crate) fn head(repository: &Repository, reference: &str) -> Result<Option<Oi
     match repository.find_reference(reference) {
         Ok(found) => match found.resolve()?.target() {
             Some(target) => Ok(Some(target)),
-            None => Err(git2::Error::from_str("the tool's ref is not a direct reference")),
+            None => Err(git2::Error::from_str(
+                "the tool's ref is not a direct reference",
+            )),
         },
         Err(missing) if missing.code() == git2::ErrorCode::NotFound => Ok(None),
         Err(other) => Err(other),
@@ -349,14 +351,12 @@ pub fn check_histories(tools_dir: &Path) -> Vec<(String, Result<u32, Error>)> {
             if file_name.ends_with(".lock") {
                 return Some((
                     file_name.clone(),
-                    Err(Error::StaleLock {
-                        path: entry.path(),
-                    }),
+                    Err(Error::StaleLock { path: entry.path() }),
                 ));
             }
             let name = ToolName::new(&file_name).ok()?;
-            let outcome = chain(tools_dir, &name)
-                .map(|chain| u32::try_from(chain.len()).unwrap_or(u32::MAX));
+            let outcome =
+                chain(tools_dir, &name).map(|chain| u32::try_from(chain.len()).unwrap_or(u32::MAX));
             Some((file_name, outcome))
         })
         .collect();
@@ -383,7 +383,10 @@ pub(crate) fn contents(
         return Err(foreign(&format!("{} tree entries", commit.entries.len())));
     };
     let allowed = crate::staging::tool_files(Path::new(""), name);
-    if !allowed.iter().any(|allowed| allowed.as_os_str() == file_name.as_str()) {
+    if !allowed
+        .iter()
+        .any(|allowed| allowed.as_os_str() == file_name.as_str())
+    {
         return Err(foreign(file_name));
     }
     let executable = match mode.as_str() {
@@ -426,7 +429,10 @@ mod tests {
         assert_eq!(versions.len(), 1);
         assert_eq!(versions[0].commit, adopted.commit());
         let chain = chain(temp.path(), &name).unwrap();
-        assert_eq!(contents(temp.path(), &name, 1, &chain[0]).unwrap(), tool("v1"));
+        assert_eq!(
+            contents(temp.path(), &name, 1, &chain[0]).unwrap(),
+            tool("v1")
+        );
     }
 
     /// A history that appeared while a first one was written aside (another process) is

@@ -32,7 +32,11 @@ fn open_lock_file(path: &Path) -> Result<File, Error> {
         source,
     };
     let no_follow = nix::libc::O_NOFOLLOW;
-    match OpenOptions::new().read(true).custom_flags(no_follow).open(path) {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow)
+        .open(path)
+    {
         Ok(file) => Ok(file),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => OpenOptions::new()
             .append(true)

@@ -68,7 +68,11 @@ fn inflate(compressed: &[u8]) -> Option<Vec<u8>> {
         }
         let consumed = usize::try_from(decompress.total_in()).ok()?;
         let (before_in, before_out) = (decompress.total_in(), decompress.total_out());
-        match decompress.decompress_vec(compressed.get(consumed..)?, &mut out, FlushDecompress::Finish) {
+        match decompress.decompress_vec(
+            compressed.get(consumed..)?,
+            &mut out,
+            FlushDecompress::Finish,
+        ) {
             Ok(Status::StreamEnd) => {
                 let consumed = usize::try_from(decompress.total_in()).ok()?;
                 return (consumed == compressed.len()).then_some(out);
@@ -89,7 +93,11 @@ fn inflate(compressed: &[u8]) -> Option<Vec<u8>> {
 /// Reads and checks the loose object `id`.
 pub(crate) fn read(repository: &Path, id: &str) -> Result<Object, Error> {
     if id.len() != 40 || !id.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-        return Err(damaged(repository, id, Damage::Malformed("not an object id")));
+        return Err(damaged(
+            repository,
+            id,
+            Damage::Malformed("not an object id"),
+        ));
     }
     let path = loose_path(repository, id);
     let compressed = match fs::read(&path) {
@@ -104,16 +112,26 @@ pub(crate) fn read(repository: &Path, id: &str) -> Result<Object, Error> {
         }
         Err(error) => return Err(damaged(repository, id, Damage::Unreadable(error))),
     };
-    let inflated = inflate(&compressed).ok_or_else(|| damaged(repository, id, Damage::Truncated))?;
+    let inflated =
+        inflate(&compressed).ok_or_else(|| damaged(repository, id, Damage::Truncated))?;
     let header_end = inflated
         .iter()
         .position(|byte| *byte == 0)
         .ok_or_else(|| damaged(repository, id, Damage::Malformed("no object header")))?;
-    let header = std::str::from_utf8(&inflated[..header_end])
-        .map_err(|_| damaged(repository, id, Damage::Malformed("object header is not text")))?;
-    let (kind, length) = header
-        .split_once(' ')
-        .ok_or_else(|| damaged(repository, id, Damage::Malformed("object header has no length")))?;
+    let header = std::str::from_utf8(&inflated[..header_end]).map_err(|_| {
+        damaged(
+            repository,
+            id,
+            Damage::Malformed("object header is not text"),
+        )
+    })?;
+    let (kind, length) = header.split_once(' ').ok_or_else(|| {
+        damaged(
+            repository,
+            id,
+            Damage::Malformed("object header has no length"),
+        )
+    })?;
     let body = inflated[header_end + 1..].to_vec();
     if length.parse::<usize>().ok() != Some(body.len()) {
         return Err(damaged(repository, id, Damage::Truncated));
@@ -130,7 +148,11 @@ pub(crate) fn read_kind(repository: &Path, id: &str, kind: &str) -> Result<Vec<u
     if object.kind == kind {
         Ok(object.body)
     } else {
-        Err(damaged(repository, id, Damage::Malformed("object of the wrong type")))
+        Err(damaged(
+            repository,
+            id,
+            Damage::Malformed("object of the wrong type"),
+        ))
     }
 }
 
@@ -177,9 +199,15 @@ fn parse_tree(body: &[u8]) -> Option<Vec<(String, String, String)>> {
         let space = rest.iter().position(|byte| *byte == b' ')?;
         let nul = rest.iter().position(|byte| *byte == 0)?;
         let mode = std::str::from_utf8(rest.get(..space)?).ok()?.to_owned();
-        let name = std::str::from_utf8(rest.get(space + 1..nul)?).ok()?.to_owned();
+        let name = std::str::from_utf8(rest.get(space + 1..nul)?)
+            .ok()?
+            .to_owned();
         let id = rest.get(nul + 1..nul + 21)?;
-        entries.push((mode, name, id.iter().map(|byte| format!("{byte:02x}")).collect()));
+        entries.push((
+            mode,
+            name,
+            id.iter().map(|byte| format!("{byte:02x}")).collect(),
+        ));
         rest = &rest[nul + 21..];
     }
     Some(entries)
@@ -200,7 +228,11 @@ pub(crate) fn chain(repository: &Path, head: &str) -> Result<Vec<ChainCommit>, E
             .ok_or_else(|| damaged(repository, &id, Damage::Malformed("unparsable commit")))?;
         let tree_body = read_kind(repository, &fields.tree, "tree")?;
         let entries = parse_tree(&tree_body).ok_or_else(|| {
-            damaged(repository, &fields.tree, Damage::Malformed("unparsable tree"))
+            damaged(
+                repository,
+                &fields.tree,
+                Damage::Malformed("unparsable tree"),
+            )
         })?;
         for (_mode, _name, blob) in &entries {
             read_kind(repository, blob, "blob")?;
@@ -239,7 +271,8 @@ mod tests {
     #[test]
     fn truncated_streams_are_refused() {
         use std::io::Write;
-        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut encoder =
+            flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
         encoder.write_all(b"blob 11\0hello world").unwrap();
         let whole = encoder.finish().unwrap();
         assert_eq!(inflate(&whole).unwrap(), b"blob 11\0hello world");

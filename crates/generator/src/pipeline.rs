@@ -11,9 +11,9 @@ use toolsmith_registry::{Catalog, LiveRegistry, RunConfig, ToolName, error_chain
 
 use crate::history::{self, Version};
 use crate::lock;
+use crate::recovery;
 use crate::render::{self, RenderedTool};
 use crate::staged_checks::check_staged;
-use crate::recovery;
 use crate::staging::{
     Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
     write_unsynced,
@@ -132,7 +132,9 @@ async fn serialize_name(name: &str) -> tokio::sync::OwnedMutexGuard<()> {
         .unwrap_or(name)
         .replace('-', "_");
     let mutex = {
-        let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut names = NAMES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         names.retain(|_, mutex| mutex.strong_count() > 0);
         match names.get(&key).and_then(std::sync::Weak::upgrade) {
             Some(mutex) => mutex,
@@ -169,7 +171,10 @@ pub async fn generate(
     config: &GeneratorConfig,
     run_config: &RunConfig,
 ) -> Result<Report, Error> {
-    let requested = request.get("name").and_then(Value::as_str).unwrap_or_default();
+    let requested = request
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let _serialized = serialize_name(requested).await;
     let (request, mut checks) = match checked_request(request, existing, config) {
         Ok(checked) => checked,

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use toolsmith_registry::ToolName;
 
+use crate::Error;
 use crate::history::{self, HISTORY_DIR};
 use crate::lock::DirLock;
 use crate::objects::ChainCommit;
 use crate::staging::{STAGING_DIR, tool_files};
-use crate::Error;
 
 /// Repairs what a crash left in `tools_dir`; returns one sentence per repair. Runs under the
 /// directory's lock (`_locked`): every writer of the history holds it, so any lock file in
@@ -44,7 +44,10 @@ pub(crate) fn sweep_staging(tools_dir: &Path) -> Vec<String> {
         let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
         if !is_dir {
             if fs::remove_file(&path).is_ok() {
-                repairs.push(format!("removed {}, which is not a staging directory", path.display()));
+                repairs.push(format!(
+                    "removed {}, which is not a staging directory",
+                    path.display()
+                ));
             }
             continue;
         }
@@ -62,7 +65,9 @@ pub(crate) fn sweep_staging(tools_dir: &Path) -> Vec<String> {
                 path.display()
             )),
             Err(error) if error.kind() == ErrorKind::NotFound => {}
-            Err(error) => tracing::warn!(dir = %path.display(), %error, "cannot remove a staging directory"),
+            Err(error) => {
+                tracing::warn!(dir = %path.display(), %error, "cannot remove a staging directory")
+            }
         }
     }
     let _busy_or_gone = fs::remove_dir(&area);
@@ -75,10 +80,14 @@ pub(crate) fn remove_stale_files(repository: &Path) -> Result<Vec<String>, Error
     let mut repairs = Vec::new();
     let mut pending = vec![repository.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if kind.is_dir() {
                 pending.push(path);
                 continue;
@@ -90,7 +99,10 @@ pub(crate) fn remove_stale_files(repository: &Path) -> Result<Vec<String>, Error
                     path: path.clone(),
                     source,
                 })?;
-                repairs.push(format!("removed {}, left by a history write that never finished", path.display()));
+                repairs.push(format!(
+                    "removed {}, left by a history write that never finished",
+                    path.display()
+                ));
             }
         }
     }
@@ -110,7 +122,11 @@ fn holds(path: &Path, contents: &[u8], executable: bool) -> bool {
 }
 
 /// The file a commit of the chain records, its contents and executable bit.
-fn recorded(tools_dir: &Path, name: &ToolName, commit: &ChainCommit) -> Result<(String, Vec<u8>, bool), Error> {
+fn recorded(
+    tools_dir: &Path,
+    name: &ToolName,
+    commit: &ChainCommit,
+) -> Result<(String, Vec<u8>, bool), Error> {
     let tool = history::contents(tools_dir, name, 0, commit)?;
     Ok((tool.file_name, tool.contents.into_bytes(), tool.executable))
 }
@@ -125,7 +141,11 @@ fn reconcile(tools_dir: &Path) -> Result<Vec<String>, Error> {
         return Ok(repairs);
     };
     for entry in refs.flatten() {
-        let Some(name) = entry.file_name().to_str().and_then(|name| ToolName::new(name).ok()) else {
+        let Some(name) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| ToolName::new(name).ok())
+        else {
             continue;
         };
         let chain = match history::chain(tools_dir, &name) {
@@ -141,18 +161,30 @@ fn reconcile(tools_dir: &Path) -> Result<Vec<String>, Error> {
         if holds(&live, &contents, executable) {
             for other in tool_files(tools_dir, &name) {
                 if other != live && fs::symlink_metadata(&other).is_ok() {
-                    fs::remove_file(&other).map_err(|source| Error::Io { path: other.clone(), source })?;
-                    repairs.push(format!("removed {}, a file of an older format of `{name}`", other.display()));
+                    fs::remove_file(&other).map_err(|source| Error::Io {
+                        path: other.clone(),
+                        source,
+                    })?;
+                    repairs.push(format!(
+                        "removed {}, a file of an older format of `{name}`",
+                        other.display()
+                    ));
                 }
             }
             continue;
         }
-        let previous_is_live = match chain.len().checked_sub(2).and_then(|index| chain.get(index)) {
+        let previous_is_live = match chain
+            .len()
+            .checked_sub(2)
+            .and_then(|index| chain.get(index))
+        {
             Some(parent) => {
                 let (file_name, contents, executable) = recorded(tools_dir, &name, parent)?;
                 holds(&tools_dir.join(file_name), &contents, executable)
             }
-            None => tool_files(tools_dir, &name).iter().all(|file| fs::symlink_metadata(file).is_err()),
+            None => tool_files(tools_dir, &name)
+                .iter()
+                .all(|file| fs::symlink_metadata(file).is_err()),
         };
         let version = u32::try_from(chain.len()).unwrap_or(u32::MAX);
         if previous_is_live {
@@ -161,7 +193,11 @@ fn reconcile(tools_dir: &Path) -> Result<Vec<String>, Error> {
                 "withdrew version {version} of `{name}` from its history: a registration ended before its file went live"
             ));
         } else {
-            tracing::warn!(tool = name.as_str(), version, "the tool's file differs from its recorded version (edited by hand?); left as it is");
+            tracing::warn!(
+                tool = name.as_str(),
+                version,
+                "the tool's file differs from its recorded version (edited by hand?); left as it is"
+            );
         }
     }
     Ok(repairs)

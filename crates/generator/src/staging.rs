@@ -35,7 +35,11 @@ pub(crate) fn tool_files(dir: &Path, name: &ToolName) -> Vec<PathBuf> {
 /// file or the new one) and waits until the directory's new entry is on the disk. This is the
 /// registration's commit point: the history records the version before it. On failure the
 /// live tool is as it was.
-pub(crate) fn install(tools_dir: &Path, staged: &Path, rendered: &RenderedTool) -> Result<PathBuf, Error> {
+pub(crate) fn install(
+    tools_dir: &Path,
+    staged: &Path,
+    rendered: &RenderedTool,
+) -> Result<PathBuf, Error> {
     let target = tools_dir.join(&rendered.file_name);
     fs::rename(staged, &target).map_err(|source| Error::NotInstalled {
         path: target.clone(),
@@ -46,7 +50,11 @@ pub(crate) fn install(tools_dir: &Path, staged: &Path, rendered: &RenderedTool) 
 
 /// After the commit point: removes the tool's files of other formats (a manifest replaced
 /// by an executable), and syncs the directory.
-pub(crate) fn remove_other_formats(tools_dir: &Path, name: &ToolName, kept: &Path) -> Result<(), Error> {
+pub(crate) fn remove_other_formats(
+    tools_dir: &Path,
+    name: &ToolName,
+    kept: &Path,
+) -> Result<(), Error> {
     for other in tool_files(tools_dir, name) {
         if other != kept && fs::symlink_metadata(&other).is_ok() {
             fs::remove_file(&other).map_err(|source| Error::Io {
@@ -189,6 +197,7 @@ impl Staging {
             .unwrap_or_default();
         // A name never reused: a PID 1 of a container has the same pid in every run, and a
         // directory left by a killed run must not refuse the next one.
+        let mut attempts = 0;
         let (dir, owner) = loop {
             let dir = area.join(format!(
                 "{}-{}-{}-{nanos:x}",
@@ -199,6 +208,15 @@ impl Staging {
             match fs::create_dir(&dir) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                // Another process removed the staging area when it left it empty.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound && attempts < 100 => {
+                    attempts += 1;
+                    fs::create_dir_all(&area).map_err(|source| Error::Io {
+                        path: area.clone(),
+                        source,
+                    })?;
+                    continue;
+                }
                 Err(source) => return Err(Error::Io { path: dir, source }),
             }
             if let Some(owner) = own(&dir)? {
