@@ -3,7 +3,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::Error;
 
@@ -51,41 +51,45 @@ fn open_lock_file(path: &Path) -> Result<File, Error> {
     }
 }
 
-/// One attempt: `Ok(None)` while another holder has it.
-fn try_take(file: &File, path: &Path) -> Result<bool, Error> {
-    // `File::try_lock` is `flock(LOCK_EX | LOCK_NB)` on Linux; on NFS the kernel maps it onto
-    // the protocol's byte-range locks, so it holds across machines that mount the directory.
-    match file.try_lock() {
-        Ok(()) => Ok(true),
-        Err(TryLockError::WouldBlock) => Ok(false),
-        Err(TryLockError::Error(source)) => Err(Error::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
-}
-
 /// Takes the lock on `tools_dir` (which must exist), waiting for another holder at most
-/// `patience`. It polls rather than blocks, so no thread stays behind waiting: when the
-/// patience runs out, the command ends.
+/// `patience`. The wait is a blocking `flock` on a detached thread of its own (so waiters show
+/// in `/proc/locks`), not on the runtime's blocking pool: when the patience runs out the
+/// command ends at once, since nothing waits for that thread, and if it gets the lock later
+/// it lets go at once, nobody being there to take it.
 pub(crate) async fn lock(tools_dir: &Path, patience: Duration) -> Result<DirLock, Error> {
     let path = tools_dir.join(LOCK_FILE);
     let file = open_lock_file(&path)?;
-    let deadline = Instant::now() + patience;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if try_take(&file, &path)? {
-            return Ok(DirLock { _file: file });
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(Error::Locked {
-                path,
-                waited: patience,
-            });
-        }
-        tokio::time::sleep(pause.min(deadline - now)).await;
-        pause = (pause * 2).min(Duration::from_millis(50));
+    // `File::try_lock` and `File::lock` are `flock(LOCK_EX[|LOCK_NB])` on Linux; on NFS the
+    // kernel maps them onto the protocol's byte-range locks, so the lock holds across
+    // machines that mount the directory.
+    match file.try_lock() {
+        Ok(()) => return Ok(DirLock { _file: file }),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(source)) => return Err(Error::Io { path, source }),
+    }
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("toolsmith-lock".to_owned())
+        .spawn(move || {
+            let locked = file.lock().map(|()| file);
+            // A receiver gone (the patience ran out) drops the file, and the lock with it.
+            let _gone = sender.send(locked);
+        })
+        .map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    match tokio::time::timeout(patience, receiver).await {
+        Ok(Ok(Ok(file))) => Ok(DirLock { _file: file }),
+        Ok(Ok(Err(source))) => Err(Error::Io { path, source }),
+        Ok(Err(_thread_gone)) => Err(Error::Io {
+            path,
+            source: std::io::Error::other("the thread waiting for the lock ended"),
+        }),
+        Err(_elapsed) => Err(Error::Locked {
+            path,
+            waited: patience,
+        }),
     }
 }
 
@@ -94,7 +98,7 @@ mod tests {
     use super::*;
 
     /// A second taker waits for the first, and times out with a clear error when the first
-    /// never lets go, leaving no waiter behind; once the first lets go, the lock is free.
+    /// never lets go; once it does, the lock is free.
     #[tokio::test]
     async fn a_held_lock_makes_others_wait_then_frees() {
         let temp = tempfile::tempdir().unwrap();
@@ -113,10 +117,55 @@ mod tests {
             "{error:?}"
         );
         drop(held);
-        // The waiter that timed out left nothing behind: the lock is free at once.
-        busy.try_lock().unwrap();
+        // The waiter that timed out still takes the lock once it is free, and lets it go at
+        // once: the lock is free again within moments, not necessarily at this instant.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match busy.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(error) => panic!("the lock was never freed: {error:?}"),
+            }
+        }
         busy.unlock().unwrap();
         let again = lock(temp.path(), Duration::from_secs(5)).await.unwrap();
         drop(again);
+    }
+
+    /// A wait that ran out of patience ends the command: the runtime shuts down at once
+    /// while another holder keeps the lock (it used to wait for the blocked waiter, that is
+    /// for the holder).
+    #[test]
+    fn patience_that_runs_out_ends_the_command() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join(LOCK_FILE);
+        let holder = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .unwrap();
+        holder.lock().unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(10));
+            drop(holder);
+        });
+        let started = std::time::Instant::now();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let error = runtime
+            .block_on(lock(temp.path(), Duration::from_millis(100)))
+            .unwrap_err();
+        assert!(matches!(error, Error::Locked { .. }), "{error:?}");
+        drop(runtime);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the command outlived its patience: {:?}",
+            started.elapsed()
+        );
+        releaser.join().unwrap();
     }
 }
