@@ -30,6 +30,7 @@ mod serve_http;
 mod show;
 mod system_tools;
 mod terminal;
+mod transactions;
 mod trust;
 mod ux;
 mod validate;

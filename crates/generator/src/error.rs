@@ -69,7 +69,91 @@ pub enum Error {
         /// How long this process waited.
         waited: std::time::Duration,
     },
+    /// An object of the history repository is missing or damaged.
+    #[error(
+        "history repository {} is damaged: object {object} {damage}; move it aside (`mv {} {}.damaged`) to start a new history, or restore it from a backup (`toolsmith doctor` checks it)",
+        repository.display(), repository.display(), repository.display()
+    )]
+    HistoryDamaged {
+        /// The repository.
+        repository: PathBuf,
+        /// The object's id.
+        object: String,
+        /// What is wrong with it.
+        damage: Damage,
+    },
+    /// A target of the generator is a symbolic link.
+    #[error("{} is a symbolic link; the generator writes only inside the tools directory and follows no link there", path.display())]
+    Link {
+        /// The link.
+        path: PathBuf,
+    },
+    /// A recorded version names a file the generator would never write for that tool.
+    #[error(
+        "version {version} of `{name}` names the file {file_name:?}, which is not a file of that tool; the history was not written by toolsmith's generator and is not restored"
+    )]
+    ForeignVersion {
+        /// The tool.
+        name: String,
+        /// The version.
+        version: u32,
+        /// The name recorded in its tree.
+        file_name: String,
+    },
+    /// The new version could not be moved into place; the history was put back.
+    #[error("cannot move the new version into place at {}", path.display())]
+    NotInstalled {
+        /// The tool file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A registration or rollback failed before its version went live.
+    #[error("`{name}` was not changed: the live tool is what it was, and its history records it")]
+    NotRegistered {
+        /// The tool.
+        name: String,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A lock file of the history that a killed write left.
+    #[error("{} was left by a history write that never finished; the next `toolsmith generate`, `rollback` or `history` removes it", path.display())]
+    StaleLock {
+        /// The lock file.
+        path: PathBuf,
+    },
     /// A registry operation failed.
     #[error(transparent)]
     Registry(#[from] toolsmith_registry::Error),
+}
+
+/// What is wrong with an object of the history.
+#[derive(Debug)]
+pub enum Damage {
+    /// It is not in the repository.
+    Missing,
+    /// It is only in a pack file (`git gc` ran in the repository).
+    Packed,
+    /// Its compressed data ends early or does not check.
+    Truncated,
+    /// It could not be read.
+    Unreadable(std::io::Error),
+    /// It is not a well-formed object.
+    Malformed(&'static str),
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::Missing => formatter.write_str("is missing"),
+            Damage::Packed => formatter.write_str(
+                "is only in a pack file (toolsmith keeps every object loose; `git unpack-objects` restores them)",
+            ),
+            Damage::Truncated => formatter.write_str("is truncated or its compressed data is corrupt"),
+            Damage::Unreadable(error) => write!(formatter, "cannot be read ({error})"),
+            Damage::Malformed(what) => write!(formatter, "is malformed ({what})"),
+        }
+    }
 }

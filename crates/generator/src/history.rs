@@ -1,11 +1,13 @@
-//! The git history of generated tools: a bare repository of its own at `<tools_dir>/.history.git`, one ref `refs/tools/<name>` per tool whose first-parent chain is the tool's versions (version N is the N-th commit of the chain), written with git2's object and ref API only.
+//! The git history of generated tools: a bare repository of its own at `<tools_dir>/.history.git`, one ref `refs/tools/<name>` per tool whose first-parent chain is the tool's versions (version N is the N-th commit of the chain), written with git2's object and ref API, each object read back and synced before the ref moves, and read through [`crate::objects`] (never by libgit2 before that module checked the object).
 
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository, RepositoryInitOptions, Signature};
+use git2::{Oid, Repository, RepositoryInitOptions, Signature};
 use serde::Serialize;
 use toolsmith_registry::ToolName;
 
+use crate::durable::{sync_path, sync_tree};
+use crate::objects::{self, ChainCommit};
 use crate::{Error, RenderedTool};
 
 /// The history repository's directory name inside the tools directory (hidden, so
@@ -94,6 +96,7 @@ pub(crate) fn prepare_fresh(
     let repository = init(scratch).map_err(git_error(scratch))?;
     let pending = write_version(&repository, scratch, name, tool, message)?;
     publish(&pending)?;
+    sync_tree(scratch)?;
     Ok(pending)
 }
 
@@ -105,10 +108,13 @@ pub(crate) fn adopt(pending: Pending, tools_dir: &Path) -> Result<Option<Pending
     // `rename` replaces only an empty directory, so a repository that appeared meanwhile is
     // never lost.
     match std::fs::rename(&pending.repository, &target) {
-        Ok(()) => Ok(Some(Pending {
-            repository: target,
-            ..pending
-        })),
+        Ok(()) => {
+            sync_path(tools_dir)?;
+            Ok(Some(Pending {
+                repository: target,
+                ..pending
+            }))
+        }
         Err(source)
             if matches!(
                 source.kind(),
@@ -146,15 +152,16 @@ fn write_version(
 ) -> Result<Pending, Error> {
     let error = git_error(path);
     let reference = reference(name);
-    let parent = match repository.find_reference(&reference) {
-        Ok(found) => Some(found.peel_to_commit().map_err(&error)?),
-        Err(missing) if missing.code() == git2::ErrorCode::NotFound => None,
-        Err(other) => return Err(error(other)),
-    };
+    let parent = head(repository, &reference).map_err(&error)?;
     let version = match &parent {
-        Some(parent) => chain_length(repository, parent.id()).map_err(&error)? + 1,
+        Some(parent) => chain_length(path, *parent)? + 1,
         None => 1,
     };
+    // libgit2 reads the parent only after `objects` checked its whole chain.
+    let parent = parent
+        .map(|parent| repository.find_commit(parent))
+        .transpose()
+        .map_err(&error)?;
     let blob = repository.blob(tool.contents.as_bytes()).map_err(&error)?;
     let mut tree = repository.treebuilder(None).map_err(&error)?;
     let mode = if tool.executable {
@@ -178,6 +185,10 @@ fn write_version(
             &parents,
         )
         .map_err(&error)?;
+    // Read back and synced: libgit2 1.9.7 reports success for a commit it could not write
+    // on a full disk, and an object that is not on the disk must never be what a ref names.
+    let written = [blob.to_string(), tree.id().to_string(), commit.to_string()];
+    objects::sync_objects(path, &written)?;
     Ok(Pending {
         repository: path.to_path_buf(),
         reference,
@@ -204,21 +215,84 @@ pub(crate) fn publish(pending: &Pending) -> Result<(), Error> {
         None => repository.reference(&pending.reference, pending.commit, false, &message),
     }
     .map_err(&error)?;
-    Ok(())
+    sync_ref(pending)
 }
 
-fn chain_length(repository: &Repository, head: Oid) -> Result<u32, git2::Error> {
-    let mut length = 0;
-    let mut commit = Some(repository.find_commit(head)?);
-    while let Some(current) = commit {
-        length += 1;
-        commit = current.parents().next();
+/// Waits until the tool's ref file and its directory are on the disk.
+fn sync_ref(pending: &Pending) -> Result<(), Error> {
+    let file = pending.repository.join(&pending.reference);
+    if file.exists() {
+        sync_path(&file)?;
     }
-    Ok(length)
+    match file.parent() {
+        Some(dir) => sync_path(dir),
+        None => Ok(()),
+    }
 }
 
-/// The recorded versions of `name`, oldest first.
-pub fn history(tools_dir: &Path, name: &ToolName) -> Result<Vec<Version>, Error> {
+/// Puts the tool's ref back where it was before [`publish`], if it still names the pending
+/// commit: the version did not go live, so the history must not record it.
+pub(crate) fn unpublish(pending: &Pending) -> Result<(), Error> {
+    let error = git_error(&pending.repository);
+    let repository = Repository::open_bare(&pending.repository).map_err(&error)?;
+    let message = format!("toolsmith: version {} did not go live", pending.version);
+    match pending.parent {
+        Some(parent) => repository
+            .reference_matching(&pending.reference, parent, true, pending.commit, &message)
+            .map(drop),
+        None => match repository.find_reference(&pending.reference) {
+            Ok(mut found) if found.target() == Some(pending.commit) => found.delete(),
+            Ok(_) => Ok(()),
+            Err(missing) if missing.code() == git2::ErrorCode::NotFound => Ok(()),
+            Err(other) => Err(other),
+        },
+    }
+    .map_err(&error)?;
+    sync_ref(pending)
+}
+
+/// Withdraws the head `head` (version `version`) of `name`'s chain: the recovery of a
+/// registration that ended before its file went live.
+pub(crate) fn withdraw(
+    tools_dir: &Path,
+    name: &ToolName,
+    head: &ChainCommit,
+    version: u32,
+) -> Result<(), Error> {
+    let repository = tools_dir.join(HISTORY_DIR);
+    let error = git_error(&repository);
+    let oid = |id: &str| Oid::from_str(id).map_err(&error);
+    let pending = Pending {
+        reference: reference(name),
+        commit: oid(&head.id)?,
+        parent: head.parent.as_deref().map(oid).transpose()?,
+        version,
+        repository: repository.clone(),
+    };
+    unpublish(&pending)
+}
+
+/// The commit a ref names, without reading any object.
+pub(crate) fn head(repository: &Repository, reference: &str) -> Result<Option<Oid>, git2::Error> {
+    match repository.find_reference(reference) {
+        Ok(found) => match found.resolve()?.target() {
+            Some(target) => Ok(Some(target)),
+            None => Err(git2::Error::from_str(
+                "the tool's ref is not a direct reference",
+            )),
+        },
+        Err(missing) if missing.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+fn chain_length(path: &Path, head: Oid) -> Result<u32, Error> {
+    let chain = objects::chain(path, &head.to_string())?;
+    Ok(u32::try_from(chain.len()).unwrap_or(u32::MAX))
+}
+
+/// The checked chain of `name`, oldest first.
+pub(crate) fn chain(tools_dir: &Path, name: &ToolName) -> Result<Vec<ChainCommit>, Error> {
     let path = tools_dir.join(HISTORY_DIR);
     if !path.exists() {
         return Err(Error::NoHistory {
@@ -227,71 +301,105 @@ pub fn history(tools_dir: &Path, name: &ToolName) -> Result<Vec<Version>, Error>
     }
     let error = git_error(&path);
     let repository = Repository::open_bare(&path).map_err(&error)?;
-    let head = match repository.find_reference(&reference(name)) {
-        Ok(found) => found.peel_to_commit().map_err(&error)?,
-        Err(missing) if missing.code() == git2::ErrorCode::NotFound => {
-            return Err(Error::NoHistory {
-                name: name.as_str().to_owned(),
-            });
-        }
-        Err(other) => return Err(error(other)),
+    let Some(head) = head(&repository, &reference(name)).map_err(&error)? else {
+        return Err(Error::NoHistory {
+            name: name.as_str().to_owned(),
+        });
     };
-    let mut commits = Vec::new();
-    let mut commit = Some(head);
-    while let Some(current) = commit {
-        commit = current.parents().next();
-        commits.push(current);
-    }
+    let mut commits = objects::chain(&path, &head.to_string())?;
     commits.reverse();
-    commits
+    Ok(commits)
+}
+
+/// The versions of a checked chain.
+pub(crate) fn versions(chain: &[ChainCommit]) -> Vec<Version> {
+    chain
         .iter()
         .enumerate()
-        .map(|(index, commit)| {
-            let tree = commit.tree().map_err(&error)?;
-            let file_name = tree
-                .iter()
-                .next()
-                .and_then(|entry| entry.name().ok().map(str::to_owned))
-                .unwrap_or_default();
-            Ok(Version {
-                version: u32::try_from(index + 1).unwrap_or(u32::MAX),
-                commit: commit.id().to_string(),
-                time: commit.time().seconds(),
-                message: commit
-                    .summary()
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default()
-                    .to_owned(),
-                file_name,
-            })
+        .map(|(index, commit)| Version {
+            version: u32::try_from(index + 1).unwrap_or(u32::MAX),
+            commit: commit.id.clone(),
+            time: commit.time,
+            message: commit.summary.clone(),
+            file_name: commit
+                .entries
+                .first()
+                .map(|(_mode, name, _id)| name.clone())
+                .unwrap_or_default(),
         })
         .collect()
 }
 
-/// The tool file of one recorded version.
-pub(crate) fn contents(tools_dir: &Path, version: &Version) -> Result<RenderedTool, Error> {
+/// The recorded versions of `name`, oldest first. Every object of the chain is checked
+/// first: a damaged or missing one is an error naming the repair, never a hang or a shorter
+/// history.
+pub fn history(tools_dir: &Path, name: &ToolName) -> Result<Vec<Version>, Error> {
+    Ok(versions(&chain(tools_dir, name)?))
+}
+
+/// Checks every tool's history in `tools_dir` (for `toolsmith doctor`): for each tool with a
+/// ref, its number of versions, or the error that reading its chain gives. Reads only.
+pub fn check_histories(tools_dir: &Path) -> Vec<(String, Result<u32, Error>)> {
+    let refs = tools_dir.join(HISTORY_DIR).join("refs").join("tools");
+    let Ok(entries) = std::fs::read_dir(&refs) else {
+        return Vec::new();
+    };
+    let mut checks: Vec<(String, Result<u32, Error>)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let file_name = entry.file_name().to_str()?.to_owned();
+            if file_name.ends_with(".lock") {
+                return Some((
+                    file_name.clone(),
+                    Err(Error::StaleLock { path: entry.path() }),
+                ));
+            }
+            let name = ToolName::new(&file_name).ok()?;
+            let outcome =
+                chain(tools_dir, &name).map(|chain| u32::try_from(chain.len()).unwrap_or(u32::MAX));
+            Some((file_name, outcome))
+        })
+        .collect();
+    checks.sort_by(|left, right| left.0.cmp(&right.0));
+    checks
+}
+
+/// The tool file of the commit `commit` of `name`'s chain, refused unless it is what the
+/// generator writes: one file whose name is a file name of that tool (so never a path), an
+/// executable or plain file mode, UTF-8 contents.
+pub(crate) fn contents(
+    tools_dir: &Path,
+    name: &ToolName,
+    version: u32,
+    commit: &ChainCommit,
+) -> Result<RenderedTool, Error> {
     let path = tools_dir.join(HISTORY_DIR);
-    let error = git_error(&path);
-    let repository = Repository::open_bare(&path).map_err(&error)?;
-    let commit = repository
-        .find_commit(Oid::from_str(&version.commit).map_err(&error)?)
-        .map_err(&error)?;
-    let tree = commit.tree().map_err(&error)?;
-    let entry = tree
-        .get_name(&version.file_name)
-        .ok_or_else(|| error(git2::Error::from_str("the version's tree has no tool file")))?;
-    let blob = entry
-        .to_object(&repository)
-        .and_then(|object| object.peel(ObjectType::Blob))
-        .map_err(&error)?;
-    let blob = blob
-        .as_blob()
-        .ok_or_else(|| error(git2::Error::from_str("the tool file is not a blob")))?;
+    let foreign = |file_name: &str| Error::ForeignVersion {
+        name: name.as_str().to_owned(),
+        version,
+        file_name: file_name.to_owned(),
+    };
+    let [(mode, file_name, blob)] = commit.entries.as_slice() else {
+        return Err(foreign(&format!("{} tree entries", commit.entries.len())));
+    };
+    let allowed = crate::staging::tool_files(Path::new(""), name);
+    if !allowed
+        .iter()
+        .any(|allowed| allowed.as_os_str() == file_name.as_str())
+    {
+        return Err(foreign(file_name));
+    }
+    let executable = match mode.as_str() {
+        "100755" => true,
+        "100644" => false,
+        _ => return Err(foreign(file_name)),
+    };
+    let body = objects::read_kind(&path, blob, "blob")?;
+    let contents = String::from_utf8(body).map_err(|_| foreign(file_name))?;
     Ok(RenderedTool {
-        file_name: version.file_name.clone(),
-        contents: String::from_utf8_lossy(blob.content()).into_owned(),
-        executable: entry.filemode() == 0o100_755,
+        file_name: file_name.clone(),
+        contents,
+        executable,
     })
 }
 
@@ -320,7 +428,11 @@ mod tests {
         let versions = history(temp.path(), &name).unwrap();
         assert_eq!(versions.len(), 1);
         assert_eq!(versions[0].commit, adopted.commit());
-        assert_eq!(contents(temp.path(), &versions[0]).unwrap(), tool("v1"));
+        let chain = chain(temp.path(), &name).unwrap();
+        assert_eq!(
+            contents(temp.path(), &name, 1, &chain[0]).unwrap(),
+            tool("v1")
+        );
     }
 
     /// A history that appeared while a first one was written aside (another process) is

@@ -52,20 +52,25 @@
 //! ```
 #![warn(missing_docs)]
 
+mod confine;
+mod durable;
 mod error;
 mod history;
 mod lock;
+mod objects;
 mod pipeline;
+mod recovery;
 mod render;
 mod request;
 mod staged_checks;
 mod staging;
 
-pub use crate::error::Error;
-pub use crate::history::{HISTORY_DIR, Version, history};
+pub use crate::error::{Damage, Error};
+pub use crate::history::{HISTORY_DIR, Version, check_histories, history};
 pub use crate::lock::LOCK_FILE;
 pub use crate::pipeline::{
-    CheckReport, GeneratorConfig, NewToolError, Report, Status, generate, new_tool, rollback,
+    CheckReport, GeneratorConfig, NewToolError, Report, Status, generate, new_tool, recover,
+    rollback,
 };
 pub use crate::render::{EMBEDDED_TEMPLATES, RenderedTool, override_dir, render, templates};
 pub use crate::request::{

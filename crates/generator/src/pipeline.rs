@@ -11,10 +11,12 @@ use toolsmith_registry::{Catalog, LiveRegistry, RunConfig, ToolName, error_chain
 
 use crate::history::{self, Version};
 use crate::lock;
+use crate::recovery;
 use crate::render::{self, RenderedTool};
 use crate::staged_checks::check_staged;
 use crate::staging::{
-    Staging, install, sync_file, tool_files, write_file, write_new_dir, write_unsynced,
+    Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
+    write_unsynced,
 };
 use crate::{Error, Language, Request};
 
@@ -95,6 +97,9 @@ pub struct Report {
     pub commit: Option<String>,
     /// Every check, in order.
     pub checks: Vec<CheckReport>,
+    /// What a crash had left in the tools directory and this request repaired first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
 }
 
 impl Report {
@@ -107,16 +112,53 @@ impl Report {
             version: None,
             commit: None,
             checks,
+            repairs: Vec::new(),
         }
     }
 }
 
-/// Held for the whole of a generation or rollback in this process, so that concurrent
-/// requests (an MCP client may send several) see each other's tools: the name check, the
-/// `rename` and the history commit of one never interleave with another's. Across processes,
-/// the lock on the tools directory ([`lock::lock`]) serializes the `rename` and the commit,
-/// and the history's compare-and-swap on the tool's ref stays as the last guard.
-static PIPELINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// One mutex per tool name in this process, held for the whole of a generation or rollback
+/// of that name: concurrent requests for one name (an MCP client may send several) see each
+/// other's tools, while requests for other names run their checks at the same time. Across
+/// names and processes, the lock on the tools directory ([`lock::lock`]) serializes the
+/// registration itself, and the history's compare-and-swap on the tool's ref stays as the
+/// last guard.
+async fn serialize_name(name: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    type Names = std::collections::BTreeMap<String, std::sync::Weak<tokio::sync::Mutex<()>>>;
+    static NAMES: std::sync::Mutex<Names> = std::sync::Mutex::new(Names::new());
+    // `a_b` and `a-b` are files of one tool (`tool_files`).
+    let key = name
+        .strip_prefix("custom_tool_")
+        .unwrap_or(name)
+        .replace('-', "_");
+    let mutex = {
+        let mut names = NAMES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        names.retain(|_, mutex| mutex.strong_count() > 0);
+        match names.get(&key).and_then(std::sync::Weak::upgrade) {
+            Some(mutex) => mutex,
+            None => {
+                let mutex = Arc::new(tokio::sync::Mutex::new(()));
+                names.insert(key, Arc::downgrade(&mutex));
+                mutex
+            }
+        }
+    };
+    mutex.lock_owned().await
+}
+
+/// Repairs what a crash left in `tools_dir` (under its lock, waiting at most the lock's
+/// patience) and returns one sentence per repair: staging directories of generations that
+/// ended, lock files in the history, recorded versions that never went live.
+pub async fn recover(tools_dir: &Path) -> Result<Vec<String>, Error> {
+    if !tools_dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    crate::confine::check_tools_dir(tools_dir)?;
+    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
+    recovery::recover(tools_dir, &locked)
+}
 
 /// Runs the whole pipeline for `request` (JSON). `existing` is the catalog the name is
 /// checked against; `live`, when given, is refreshed after registration so that its
@@ -129,7 +171,11 @@ pub async fn generate(
     config: &GeneratorConfig,
     run_config: &RunConfig,
 ) -> Result<Report, Error> {
-    let _serialized = PIPELINE.lock().await;
+    let requested = request
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let _serialized = serialize_name(requested).await;
     let (request, mut checks) = match checked_request(request, existing, config) {
         Ok(checked) => checked,
         Err(rejected) => return Ok(*rejected),
@@ -148,6 +194,8 @@ pub async fn generate(
     } else {
         "registered from a custom_tool request"
     };
+    crate::confine::check_tools_dir(&config.tools_dir)?;
+    recovery::sweep_staging(&config.tools_dir);
     let staging = Staging::create(&config.tools_dir, &name)?;
     let staged = staging.dir.join(&rendered.file_name);
     write_unsynced(&staged, &rendered)?;
@@ -302,6 +350,7 @@ fn scaffold(
         version: None,
         commit: None,
         checks,
+        repairs: Vec::new(),
     })
 }
 
@@ -330,6 +379,8 @@ async fn register(
     // again on disk (another replica may have registered it since the first check), the file
     // goes in place and the version is recorded, all under the lock.
     let locked = lock::lock(&config.tools_dir, lock::LOCK_PATIENCE).await?;
+    let repairs = recovery::recover(&config.tools_dir, &locked)?;
+    crate::confine::check_tools_dir(&config.tools_dir)?;
     if !request.replace
         && let Some(path) = tool_files(&config.tools_dir, name)
             .into_iter()
@@ -345,8 +396,9 @@ async fn register(
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
 
-    // The version is recorded once the file is in place: an existing history gets its commit
-    // first and its ref moved after the `rename`; a new one is moved into place whole.
+    // Write-ahead: the version's objects and the tool's ref are written and synced before
+    // the file goes live with one `rename` (the commit point); if the `rename` fails, the ref
+    // is put back, and a crash in between is undone by the next recovery.
     let Staged {
         staging,
         file,
@@ -354,27 +406,20 @@ async fn register(
         fresh_history,
         message,
     } = staged;
-    let (path, pending) = match fresh_history {
-        None => {
-            let pending = history::prepare(&config.tools_dir, name, &rendered, message)?;
-            let path = install(&config.tools_dir, name, &file, &rendered)?;
-            history::publish(&pending)?;
-            (path, pending)
-        }
-        Some(fresh) => {
-            let fresh = fresh?;
-            let path = install(&config.tools_dir, name, &file, &rendered)?;
-            let pending = match history::adopt(fresh, &config.tools_dir)? {
-                Some(adopted) => adopted,
-                None => {
-                    let pending = history::prepare(&config.tools_dir, name, &rendered, message)?;
-                    history::publish(&pending)?;
-                    pending
-                }
-            };
-            (path, pending)
-        }
+    let recorded = match fresh_history {
+        None => record(&config.tools_dir, name, &rendered, message),
+        Some(fresh) => fresh.and_then(|fresh| match history::adopt(fresh, &config.tools_dir)? {
+            Some(adopted) => Ok(adopted),
+            None => record(&config.tools_dir, name, &rendered, message),
+        }),
     };
+    let (path, pending) = match recorded.and_then(|pending| {
+        go_live(&config.tools_dir, &file, &rendered, &pending).map(|path| (path, pending))
+    }) {
+        Ok(done) => done,
+        Err(error) => return Err(not_registered(&config.tools_dir, name, error)),
+    };
+    after_commit(&config.tools_dir, name, &path);
     // The refresh below probes every file: other processes need not wait for it.
     drop(locked);
     drop(staging);
@@ -389,7 +434,56 @@ async fn register(
         version: Some(pending.version),
         commit: Some(pending.commit()),
         checks,
+        repairs,
     })
+}
+
+/// Writes and publishes the next version of `name` in the existing history.
+fn record(
+    tools_dir: &Path,
+    name: &ToolName,
+    rendered: &RenderedTool,
+    message: &str,
+) -> Result<history::Pending, Error> {
+    let pending = history::prepare(tools_dir, name, rendered, message)?;
+    history::publish(&pending)?;
+    Ok(pending)
+}
+
+/// The commit point: the staged file moves into place. If it cannot, the recorded version is
+/// withdrawn again (and if even that fails, the next recovery withdraws it).
+fn go_live(
+    tools_dir: &Path,
+    staged: &Path,
+    rendered: &RenderedTool,
+    pending: &history::Pending,
+) -> Result<PathBuf, Error> {
+    let installed = install(tools_dir, staged, rendered)
+        .and_then(|path| crate::durable::sync_path(tools_dir).map(|()| path));
+    if installed.is_err()
+        && let Err(error) = history::unpublish(pending)
+    {
+        tracing::warn!(error = %toolsmith_registry::error_chain(&error), "cannot withdraw a version that did not go live; the next registration will");
+    }
+    installed
+}
+
+/// After the commit point nothing fails the registration: leftovers of the tool's older
+/// format are removed now or by the next recovery.
+fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
+    if let Err(error) = remove_other_formats(tools_dir, name, path) {
+        tracing::warn!(error = %toolsmith_registry::error_chain(&error), "cannot remove the tool's files of another format; the next registration will");
+    }
+}
+
+/// A registration that failed before its commit point: the live tool is unchanged. What the
+/// failure left in the history (a ref's lock file) is removed while the lock is still held.
+fn not_registered(tools_dir: &Path, name: &ToolName, error: Error) -> Error {
+    let _best_effort = recovery::remove_stale_files(&tools_dir.join(history::HISTORY_DIR));
+    Error::NotRegistered {
+        name: name.as_str().to_owned(),
+        source: Box::new(error),
+    }
 }
 
 /// The result of a blocking task working on `path`; a panic in it is resumed here.
@@ -414,20 +508,34 @@ async fn joined<T>(
 }
 
 /// Restores version `to` (default: the one before the latest) of `name` as a new version,
-/// and refreshes `live` when given. Returns the new version.
+/// and refreshes `live` when given. Returns the new version. The target is read, and the new
+/// version reported, under the tools directory's lock, so concurrent rollbacks each restore
+/// and report their own; the restored file goes through the same write-ahead registration as
+/// a generated one, and only a version whose tree holds one file of that tool is restored.
 pub async fn rollback(
     tools_dir: &Path,
     name: &ToolName,
     to: Option<u32>,
     live: Option<&LiveRegistry>,
 ) -> Result<Version, Error> {
-    let _serialized = PIPELINE.lock().await;
-    let versions = history::history(tools_dir, name)?;
-    let latest = u32::try_from(versions.len()).unwrap_or(u32::MAX);
+    let _serialized = serialize_name(name.as_str()).await;
+    if !history::exists(tools_dir) {
+        return Err(Error::NoHistory {
+            name: name.as_str().to_owned(),
+        });
+    }
+    crate::confine::check_tools_dir(tools_dir)?;
+    recovery::sweep_staging(tools_dir);
+    let staging = Staging::create(tools_dir, name)?;
+    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
+    recovery::recover(tools_dir, &locked)?;
+    crate::confine::check_tools_dir(tools_dir)?;
+    let chain = history::chain(tools_dir, name)?;
+    let latest = u32::try_from(chain.len()).unwrap_or(u32::MAX);
     let target = to.unwrap_or(latest.saturating_sub(1));
-    let Some(version) = versions
-        .iter()
-        .find(|version| version.version == target && target >= 1)
+    let Some(commit) = target
+        .checked_sub(1)
+        .and_then(|index| chain.get(usize::try_from(index).ok()?))
     else {
         return Err(Error::NoSuchVersion {
             name: name.as_str().to_owned(),
@@ -435,29 +543,25 @@ pub async fn rollback(
             latest,
         });
     };
-    let rendered = history::contents(tools_dir, version)?;
-    let staging = Staging::create(tools_dir, name)?;
+    let rendered = history::contents(tools_dir, name, target, commit)?;
     let staged = staging.dir.join(&rendered.file_name);
     write_file(&staged, &rendered)?;
-    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
-    let pending = history::prepare(
-        tools_dir,
-        name,
-        &rendered,
-        &format!("rollback to v{target}"),
-    )?;
-    install(tools_dir, name, &staged, &rendered)?;
-    history::publish(&pending)?;
+    let message = format!("rollback to v{target}");
+    let path = record(tools_dir, name, &rendered, &message)
+        .and_then(|pending| go_live(tools_dir, &staged, &rendered, &pending))
+        .map_err(|error| not_registered(tools_dir, name, error))?;
+    after_commit(tools_dir, name, &path);
+    let restored = history::history(tools_dir, name)?
+        .pop()
+        .ok_or_else(|| Error::NoHistory {
+            name: name.as_str().to_owned(),
+        })?;
     drop(locked);
     drop(staging);
     if let Some(live) = live {
         live.refresh().await;
     }
-    history::history(tools_dir, name)?
-        .pop()
-        .ok_or_else(|| Error::NoHistory {
-            name: name.as_str().to_owned(),
-        })
+    Ok(restored)
 }
 
 /// Writes a working skeleton of a tool into `dir` (for `toolsmith new` and

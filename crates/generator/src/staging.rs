@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,27 +32,38 @@ pub(crate) fn tool_files(dir: &Path, name: &ToolName) -> Vec<PathBuf> {
 }
 
 /// Moves the staged file into `tools_dir` with one `rename` (atomic: a reader sees the old
-/// file or the new one), then removes the tool's files of other formats.
+/// file or the new one) and waits until the directory's new entry is on the disk. This is the
+/// registration's commit point: the history records the version before it. On failure the
+/// live tool is as it was.
 pub(crate) fn install(
     tools_dir: &Path,
-    name: &ToolName,
     staged: &Path,
     rendered: &RenderedTool,
 ) -> Result<PathBuf, Error> {
     let target = tools_dir.join(&rendered.file_name);
-    fs::rename(staged, &target).map_err(|source| Error::Io {
+    fs::rename(staged, &target).map_err(|source| Error::NotInstalled {
         path: target.clone(),
         source,
     })?;
+    Ok(target)
+}
+
+/// After the commit point: removes the tool's files of other formats (a manifest replaced
+/// by an executable), and syncs the directory.
+pub(crate) fn remove_other_formats(
+    tools_dir: &Path,
+    name: &ToolName,
+    kept: &Path,
+) -> Result<(), Error> {
     for other in tool_files(tools_dir, name) {
-        if other != target && other.exists() {
+        if other != kept && fs::symlink_metadata(&other).is_ok() {
             fs::remove_file(&other).map_err(|source| Error::Io {
                 path: other.clone(),
                 source,
             })?;
         }
     }
-    Ok(target)
+    crate::durable::sync_path(tools_dir)
 }
 
 pub(crate) fn write_new_dir(dir: &Path) -> Result<(), Error> {
@@ -63,10 +74,28 @@ pub(crate) fn write_new_dir(dir: &Path) -> Result<(), Error> {
 }
 
 /// Writes a new file (never replacing one) with the tool's mode, and waits until it is on
-/// the disk.
+/// the disk. The file appears whole or not at all: it is written and synced under a hidden
+/// temporary name, then linked to its name (which fails if the name exists), so a full disk
+/// or a crash never leaves a partial file that would refuse the retry.
 pub(crate) fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
-    write_unsynced(path, rendered)?;
-    sync_file(path)
+    let io_error = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file_name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("tool");
+    let temporary = path.with_file_name(format!(".{file_name}.{}.partial", std::process::id()));
+    let _stale = fs::remove_file(&temporary);
+    let written = write_unsynced(&temporary, rendered).and_then(|()| sync_file(&temporary));
+    let linked = written.and_then(|()| fs::hard_link(&temporary, path).map_err(io_error));
+    let _gone = fs::remove_file(&temporary);
+    linked?;
+    match path.parent() {
+        Some(dir) => crate::durable::sync_path(dir),
+        None => Ok(()),
+    }
 }
 
 /// Writes a new file (never replacing one) with the tool's mode, without waiting for it to
@@ -79,6 +108,7 @@ pub(crate) fn write_unsynced(path: &Path, rendered: &RenderedTool) -> Result<(),
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
         .map_err(io_error)?;
     file.write_all(rendered.contents.as_bytes())
@@ -101,19 +131,52 @@ pub(crate) fn sync_file(path: &Path) -> Result<(), Error> {
 
 /// A staging directory inside the tools directory (so the final `rename` stays on one
 /// filesystem), hidden from discovery, removed on drop with everything in it, along with
-/// the directories it created.
+/// the directories it created. Its owner holds a `flock` on it for its whole life, so a
+/// staging directory whose lock is free belongs to a generation that ended (killed, in any
+/// PID namespace) and is swept ([`crate::recovery`]).
 pub(crate) struct Staging {
     pub(crate) dir: PathBuf,
     created: Vec<PathBuf>,
     /// Set when the staging directory is removed, for a blocking task that may still be
     /// writing in it (see [`Staging::sweeper`]).
     removed: Arc<AtomicBool>,
+    _owner: fs::File,
+}
+
+/// The locked descriptor of the new directory `dir`, or `None` when a sweep took it first
+/// (the lock was taken, or the directory at the path is no longer the one locked).
+fn own(dir: &Path) -> Result<Option<fs::File>, Error> {
+    let io_error = |source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let owner = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW)
+        .open(dir)
+    {
+        Ok(owner) => owner,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(io_error(error)),
+    };
+    match owner.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(fs::TryLockError::Error(error)) => return Err(io_error(error)),
+    }
+    let locked = owner.metadata().map_err(io_error)?;
+    let same = fs::symlink_metadata(dir)
+        .is_ok_and(|at_path| at_path.dev() == locked.dev() && at_path.ino() == locked.ino());
+    Ok(same.then_some(owner))
 }
 
 /// The staging area's name inside the tools directory.
 pub(crate) const STAGING_DIR: &str = ".staging";
 
 impl Staging {
+    /// Creates a staging directory and takes its `flock`. A sweep may take the lock of a
+    /// directory just created and remove it before its owner holds it: the owner then finds
+    /// its locked descriptor no longer at the path, and makes another.
     pub(crate) fn create(tools_dir: &Path, name: &ToolName) -> Result<Staging, Error> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let area = tools_dir.join(STAGING_DIR);
@@ -127,20 +190,44 @@ impl Staging {
             path: area.clone(),
             source,
         })?;
-        let dir = area.join(format!(
-            "{}-{}-{}",
-            name.as_str(),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        fs::create_dir(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        crate::confine::check_tools_dir(tools_dir)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.subsec_nanos())
+            .unwrap_or_default();
+        // A name never reused: a PID 1 of a container has the same pid in every run, and a
+        // directory left by a killed run must not refuse the next one.
+        let mut attempts = 0;
+        let (dir, owner) = loop {
+            let dir = area.join(format!(
+                "{}-{}-{}-{nanos:x}",
+                name.as_str(),
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            match fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                // Another process removed the staging area when it left it empty.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound && attempts < 100 => {
+                    attempts += 1;
+                    fs::create_dir_all(&area).map_err(|source| Error::Io {
+                        path: area.clone(),
+                        source,
+                    })?;
+                    continue;
+                }
+                Err(source) => return Err(Error::Io { path: dir, source }),
+            }
+            if let Some(owner) = own(&dir)? {
+                break (dir, owner);
+            }
+        };
         Ok(Staging {
             dir,
             created,
             removed: Arc::new(AtomicBool::new(false)),
+            _owner: owner,
         })
     }
 

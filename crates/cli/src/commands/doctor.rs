@@ -135,7 +135,8 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
     let probes = toolsmith_registry::probe_sandbox_report(executor.features());
     let privileges = privileges_line(global);
     let memory = memory_line();
-    let directories = directory_checks(global, &catalog);
+    let mut directories = directory_checks(global, &catalog);
+    directories.extend(history_checks(global));
     let problems = problem_checks(&catalog);
     let tools_path = config
         .env
@@ -174,6 +175,34 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         problem_count,
         cache_file,
     }
+}
+
+/// The history of generated tools: each tool's chain read and every object checked.
+fn history_checks(global: &GlobalSettings) -> Vec<Check> {
+    let tools_dir = &global.generator_tools_dir;
+    toolsmith_generator::check_histories(tools_dir)
+        .into_iter()
+        .map(|(tool, outcome)| {
+            let name = format!("history of {tool}");
+            match outcome {
+                Ok(versions) => Check {
+                    name,
+                    status: Status::Ok,
+                    detail: format!("{versions} version(s), every object intact"),
+                    fix: None,
+                },
+                Err(error) => Check {
+                    name,
+                    status: Status::Problem,
+                    detail: toolsmith_registry::error_chain(&error),
+                    fix: Some(format!(
+                        "`toolsmith history {tool}` repairs a stale lock; a damaged object needs {} moved aside or restored from a backup",
+                        tools_dir.join(toolsmith_generator::HISTORY_DIR).display()
+                    )),
+                },
+            }
+        })
+        .collect()
 }
 
 /// The project's trust: each directory considered (trusted, or skipped with the command that

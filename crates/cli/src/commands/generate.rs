@@ -125,6 +125,9 @@ fn human_report(report: &Report) -> String {
     if let Some(commit) = &report.commit {
         let _ = writeln!(text, "history commit {commit}");
     }
+    for repair in &report.repairs {
+        let _ = writeln!(text, "repaired first: {repair}");
+    }
     text
 }
 
@@ -190,6 +193,16 @@ fn tool_name(text: &str) -> anyhow::Result<ToolName> {
 /// Lists the versions, oldest first.
 pub(crate) fn history(args: &HistoryArgs, global: &GlobalSettings) -> anyhow::Result<ExitStatus> {
     let name = tool_name(&args.name)?;
+    // What a crash left is repaired first, so the history shows what is live.
+    let repairs = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(toolsmith_generator::recover(&global.generator_tools_dir))
+        .context("cannot check the tools directory")?;
+    for repair in &repairs {
+        tracing::warn!("repaired: {repair}");
+    }
     let versions = toolsmith_generator::history(&global.generator_tools_dir, &name)
         .context("cannot read the history")?;
     if args.json {
