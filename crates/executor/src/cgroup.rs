@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use crate::lease::{self, remove_dir_retrying, remove_stale_dirs};
+use crate::lease::{self, make_executor_dir, remove_dir_retrying, remove_stale_dirs, restore_dir};
 use crate::{Error, Limits, Probe};
 
 /// Fresh leaves the keeper holds ready for the next runs.
@@ -100,44 +100,6 @@ pub(crate) struct CgroupProbes {
     pub(crate) memory: Probe,
     pub(crate) pids: Probe,
     pub(crate) cpu: Probe,
-}
-
-static NEXT_EXECUTOR_DIR: AtomicU64 = AtomicU64::new(0);
-
-/// Makes a `toolsmith-<pid>-<n>` directory under `base` and takes its lease.
-/// A name taken already (another PID namespace's toolsmith of the same pid,
-/// or a directory a sweeper is removing) moves on to the next `n`.
-fn make_executor_dir(base: &Path) -> io::Result<(PathBuf, OwnedFd)> {
-    let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);
-    for _ in 0..16 {
-        let dir = base.join(format!(
-            "toolsmith-{}-{}",
-            std::process::id(),
-            NEXT_EXECUTOR_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
-        if let Err(error) = fs::create_dir(&dir) {
-            if error.kind() == io::ErrorKind::AlreadyExists {
-                continue;
-            }
-            return Err(error);
-        }
-        match lease::take(&dir) {
-            Ok(lease) => return Ok((dir, lease)),
-            // A sweeper took it between the two calls and removes it.
-            Err(error) => last_error = error,
-        }
-    }
-    Err(last_error)
-}
-
-/// Makes `dir` again where it vanished, and takes its lease.
-fn restore_dir(dir: &Path) -> io::Result<OwnedFd> {
-    match fs::create_dir(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(error),
-    }
-    lease::take(dir)
 }
 
 impl Cgroups {
