@@ -1530,6 +1530,10 @@ fn cgroup_dirs_of(pid: u32) -> Vec<std::path::PathBuf> {
 /// every later call of theirs failed. Both must keep answering, and a server whose cgroup is
 /// removed by hand must recover on its next call; a directory of a provably dead owner still
 /// goes.
+#[expect(
+    clippy::print_stderr,
+    reason = "a machine without the mechanism must be announced loudly"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_servers_keep_their_cgroups_against_a_toolsmith_in_another_pid_namespace() {
     let context = TestContext::new();
@@ -1625,6 +1629,10 @@ async fn http_servers_keep_their_cgroups_against_a_toolsmith_in_another_pid_name
 /// the same pid (1) at once, so the same directory name `toolsmith-1-0`. The second found the
 /// name taken and ran without cgroups (or, judging `/proc/1` in its namespace, took the
 /// other's directory for its own). Each must run in a cgroup of its own.
+#[expect(
+    clippy::print_stderr,
+    reason = "a machine without the mechanism must be announced loudly"
+)]
 #[test]
 fn two_toolsmiths_with_the_same_pid_in_other_pid_namespaces_each_get_their_cgroups() {
     let context = TestContext::new();
