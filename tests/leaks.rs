@@ -174,7 +174,7 @@ fn mounts() -> BTreeSet<String> {
 
 /// Every directory (to depth 6) below the test process's own cgroup, in every mounted
 /// cgroup hierarchy.
-fn cgroup_dirs() -> BTreeSet<PathBuf> {
+pub(crate) fn cgroup_dirs() -> BTreeSet<PathBuf> {
     let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut dirs = BTreeSet::new();
     for line in fs::read_to_string("/proc/self/mountinfo")

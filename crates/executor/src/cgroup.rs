@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use crate::lease::{self, remove_dir_retrying, remove_stale_dirs};
+use crate::lease::{self, make_executor_dir, remove_dir_retrying, remove_stale_dirs, restore_dir};
 use crate::{Error, Limits, Probe};
 
 /// Fresh leaves the keeper holds ready for the next runs.
@@ -61,7 +61,7 @@ struct Dirs {
     pids: Option<Placement>,
     cpu: Option<Placement>,
     /// The leases on the executor's directories (see `lease.rs`).
-    leases: Mutex<Vec<OwnedFd>>,
+    leases: Mutex<Vec<(PathBuf, OwnedFd)>>,
     /// Leaves no run has used yet.
     fresh: Mutex<Vec<Leaf>>,
     next_leaf: AtomicU64,
@@ -100,44 +100,6 @@ pub(crate) struct CgroupProbes {
     pub(crate) memory: Probe,
     pub(crate) pids: Probe,
     pub(crate) cpu: Probe,
-}
-
-static NEXT_EXECUTOR_DIR: AtomicU64 = AtomicU64::new(0);
-
-/// Makes a `toolsmith-<pid>-<n>` directory under `base` and takes its lease.
-/// A name taken already (another PID namespace's toolsmith of the same pid,
-/// or a directory a sweeper is removing) moves on to the next `n`.
-fn make_executor_dir(base: &Path) -> io::Result<(PathBuf, OwnedFd)> {
-    let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);
-    for _ in 0..16 {
-        let dir = base.join(format!(
-            "toolsmith-{}-{}",
-            std::process::id(),
-            NEXT_EXECUTOR_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
-        if let Err(error) = fs::create_dir(&dir) {
-            if error.kind() == io::ErrorKind::AlreadyExists {
-                continue;
-            }
-            return Err(error);
-        }
-        match lease::take(&dir) {
-            Ok(lease) => return Ok((dir, lease)),
-            // A sweeper took it between the two calls and removes it.
-            Err(error) => last_error = error,
-        }
-    }
-    Err(last_error)
-}
-
-/// Makes `dir` again where it vanished, and takes its lease.
-fn restore_dir(dir: &Path) -> io::Result<OwnedFd> {
-    match fs::create_dir(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(error),
-    }
-    lease::take(dir)
 }
 
 impl Cgroups {
@@ -196,7 +158,7 @@ impl Cgroups {
             available: true,
             detail: format!("cgroup v2 leaves under {}", v2_dir.display()),
         };
-        let mut leases = vec![v2_lease];
+        let mut leases = vec![(v2_dir.clone(), v2_lease)];
         let mut place = |v2_name: &str, v1_name: &str, probe: &mut Probe| -> Option<Placement> {
             if enable_v2(&v2_dir, v2_name) {
                 probe.available = true;
@@ -216,7 +178,7 @@ impl Cgroups {
             let dir = base.join(&dir_name);
             match fs::create_dir(&dir).and_then(|()| lease::take(&dir)) {
                 Ok(lease) => {
-                    leases.push(lease);
+                    leases.push((dir.clone(), lease));
                     probe.available = true;
                     probe.detail = format!("cgroup v1 `{v1_name}` leaves under {}", dir.display());
                     Some(Placement::V1(dir))
@@ -352,16 +314,23 @@ impl Dirs {
         std::iter::once(self.v2_dir.as_path()).chain(v1).collect()
     }
 
-    /// Makes the executor's directories again (the v2 one with its
-    /// controllers turned on), after something removed them.
+    /// Makes the executor's directories that something removed again (the
+    /// v2 one with its controllers turned on), with new leases.
     fn restore(&self) -> Result<(), Error> {
-        let mut leases = Vec::new();
+        let mut leases = self
+            .leases
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         for dir in self.executor_dirs() {
+            if dir.exists() {
+                continue;
+            }
             let lease = restore_dir(dir).map_err(|source| Error::Cgroup {
                 path: dir.to_path_buf(),
                 source,
             })?;
-            leases.push(lease);
+            leases.retain(|(leased, _)| leased != dir);
+            leases.push((dir.to_path_buf(), lease));
         }
         for (placement, controller) in [
             (&self.memory, "memory"),
@@ -378,10 +347,6 @@ impl Dirs {
             }
         }
         tracing::warn!(path = %self.v2_dir.display(), "the executor's cgroup vanished; made it again");
-        *self
-            .leases
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = leases;
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Takes the lease of `dir`: an exclusive lock on the directory, held by the
@@ -25,6 +26,44 @@ pub(crate) fn take(dir: &Path) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(handle)
+}
+
+static NEXT_EXECUTOR_DIR: AtomicU64 = AtomicU64::new(0);
+
+/// Makes a `toolsmith-<pid>-<n>` directory under `base` and takes its lease.
+/// A name taken already (another PID namespace's toolsmith of the same pid,
+/// or a directory a sweeper is removing) moves on to the next `n`.
+pub(crate) fn make_executor_dir(base: &Path) -> io::Result<(PathBuf, OwnedFd)> {
+    let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);
+    for _ in 0..16 {
+        let dir = base.join(format!(
+            "toolsmith-{}-{}",
+            std::process::id(),
+            NEXT_EXECUTOR_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        if let Err(error) = fs::create_dir(&dir) {
+            if error.kind() == io::ErrorKind::AlreadyExists {
+                continue;
+            }
+            return Err(error);
+        }
+        match take(&dir) {
+            Ok(lease) => return Ok((dir, lease)),
+            // A sweeper took it between the two calls and removes it.
+            Err(error) => last_error = error,
+        }
+    }
+    Err(last_error)
+}
+
+/// Makes `dir` again where it vanished, and takes its lease.
+pub(crate) fn restore_dir(dir: &Path) -> io::Result<OwnedFd> {
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    take(dir)
 }
 
 /// Removes `toolsmith-<pid>-<n>` directories under `base` whose owner is
