@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 
 use crate::context::TestContext;
 
+mod disk_full;
+
 fn request(answer: &str, replace: bool) -> Value {
     json!({
         "name": "tell_answer",
