@@ -131,13 +131,13 @@ impl Server {
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
     /// Sends SIGTERM, waits (a bound on liveness) until the server exits and its stderr is
     /// read to the end, and returns its exit status and everything it wrote on stderr.
-    async fn terminate(&mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) async fn terminate(&mut self) -> (std::process::ExitStatus, String) {
         let pid = i32::try_from(self.child.id()).unwrap();
         // SAFETY: kill(2) on the server this test started and has not reaped.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 
 use crate::context::TestContext;
 
+mod disk_full;
+mod served;
+
 fn request(answer: &str, replace: bool) -> Value {
     json!({
         "name": "tell_answer",

@@ -82,6 +82,22 @@ pub enum Error {
         /// What is wrong with it.
         damage: Damage,
     },
+    /// An object libgit2 reported written is not on the disk when read back (libgit2 1.9.7
+    /// loses a write on a full disk without an error): nothing names it, the history is intact.
+    #[error(
+        "cannot record the version in history repository {}: object {object}, which libgit2 reported written, {damage}; {cause}",
+        repository.display()
+    )]
+    HistoryWriteLost {
+        /// The repository.
+        repository: PathBuf,
+        /// The object's id.
+        object: String,
+        /// What reading it back found.
+        damage: Damage,
+        /// What a probe write to the same directory found (the full disk's own error).
+        cause: String,
+    },
     /// A target of the generator is a symbolic link.
     #[error("{} is a symbolic link; the generator writes only inside the tools directory and follows no link there", path.display())]
     Link {

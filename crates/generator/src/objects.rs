@@ -253,7 +253,7 @@ pub(crate) fn chain(repository: &Path, head: &str) -> Result<Vec<ChainCommit>, E
 /// each back: an object the disk could not hold is an error here, whatever libgit2 said.
 pub(crate) fn sync_objects(repository: &Path, ids: &[String]) -> Result<(), Error> {
     for id in ids {
-        read(repository, id)?;
+        read(repository, id).map_err(|error| lost(repository, error))?;
         let path = loose_path(repository, id);
         crate::durable::sync_path(&path)?;
         if let Some(directory) = path.parent() {
@@ -261,6 +261,33 @@ pub(crate) fn sync_objects(repository: &Path, ids: &[String]) -> Result<(), Erro
         }
     }
     crate::durable::sync_path(&repository.join("objects"))
+}
+
+/// The error for an object that is not on the disk right after libgit2 reported it written:
+/// a probe write beside it finds out why (on a full disk, the file system's own "No space left
+/// on device").
+fn lost(repository: &Path, error: Error) -> Error {
+    let Error::HistoryDamaged { object, damage, .. } = error else {
+        return error;
+    };
+    let probe = repository
+        .join("objects")
+        .join(format!(".space-probe-{}", std::process::id()));
+    let written = fs::File::create(&probe).and_then(|mut file| {
+        std::io::Write::write_all(&mut file, &[0; 4096])?;
+        file.sync_all()
+    });
+    let _gone = fs::remove_file(&probe);
+    let cause = match written {
+        Err(error) => format!("writing to that directory fails: {error}; free space there and run the command again"),
+        Ok(()) => "a probe write to that directory succeeds, so the cause is not known; run the command again".to_owned(),
+    };
+    Error::HistoryWriteLost {
+        repository: repository.to_path_buf(),
+        object,
+        damage,
+        cause,
+    }
 }
 
 #[cfg(test)]
