@@ -256,3 +256,28 @@ fn bad_env_value() {
         error: invalid value "docker" for environment variable TOOLSMITH_BACKEND: unknown containment backend `docker` (expected auto, cgroup, pidns, subreaper or pgroup)
         "#);
 }
+
+/// A user config that a dotfile manager links from a repository elsewhere is read: the link
+/// is the user's own choice (only a FIFO, a device or another non-regular target is refused).
+#[test]
+fn a_user_config_linked_from_elsewhere_is_read() {
+    let context = TestContext::new();
+    context.tool("sleepy", &shell_tool("sleepy", EMPTY_SCHEMA, "sleep 30"));
+    let linked = context.user_config("[limits]\ntimeout = \"1s\"\ngrace = \"200ms\"\n");
+    let dotfiles = context.root.join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let real = dotfiles.join("toolsmith.toml");
+    std::fs::rename(&linked, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    let output = context
+        .with_tools()
+        .args(["run", "sleepy"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("\"error_code\": \"TOOL_TIMEOUT\""),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -326,11 +326,12 @@ impl BeforeProject {
         let toolsmith_home = non_empty(EnvVars::TOOLSMITH_HOME).map(|dir| cwd.join(dir));
         // The user config is the user's own: always read. A file named with --config or
         // TOOLSMITH_CONFIG is trusted by that act; the project's is read only when trusted.
-        // Any file there is read (a FIFO or a device is an error, not a silent skip); a link
-        // only to a file of the same directory. A file named explicitly may be a link anywhere.
+        // Either must be a regular file (a FIFO or a device is an error, not a silent skip),
+        // but may be a link anywhere: dotfile managers (stow, chezmoi, home-manager) link the
+        // user's config from a repository, and no tool can write below ~/.config/toolsmith.
         let user_file = settings::user_config_path(toolsmith_home.as_deref(), home.as_deref())
             .filter(|path| path.symlink_metadata().is_ok())
-            .map(|path| settings::load(&path, Links::WithinDirectory))
+            .map(|path| settings::load(&path, Links::Follow))
             .transpose()?;
         let explicit_file = explicit_config
             .as_deref()
