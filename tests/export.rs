@@ -1069,3 +1069,34 @@ fn openai_strict_takes_every_example_and_system_tool() {
         }
     }
 }
+
+/// OpenAI's strict mode (`export --strict`) makes every property required and sends `null`
+/// for an optional argument the model left out: the call runs as if it were absent.
+#[test]
+fn a_strict_models_null_for_a_left_out_argument_runs() {
+    let context = TestContext::new();
+    let output = context
+        .with_examples()
+        .args(["run", "hello", "--input", r#"{"name": "Ada", "age": null}"#])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("\"tool_success\": true"), "{stdout}");
+    // A required argument's null is still refused.
+    let output = context
+        .with_examples()
+        .args(["run", "hello", "--input", r#"{"name": null}"#])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("INVALID_PARAMS"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
