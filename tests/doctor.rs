@@ -24,6 +24,64 @@ fn doctor_text() {
     assert!(stdout.ends_with("no problems found\n"), "{stdout}");
 }
 
+/// A set-up with no problem, peers on: the nine optional tool directories that do not exist
+/// are listed, each without a `fix:` and none counted a problem; a directory the config names
+/// and that does not exist is still a problem with its fix.
+#[test]
+fn doctor_lists_missing_optional_directories_without_a_fix() {
+    let context = TestContext::new();
+    context.user_config(&format!(
+        "[discovery]\npeers = true\n[trust]\npaths = [{:?}]\n",
+        context.project.display().to_string()
+    ));
+    let output = context.command().arg("doctor").output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let optional: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.contains("(none; optional)"))
+        .collect();
+    assert_eq!(optional.len(), 9, "{stdout}");
+    assert!(
+        optional.iter().any(|line| line.contains("kodelet")),
+        "the peers' directories are listed: {stdout}"
+    );
+    assert!(!stdout.contains("fix:"), "{stdout}");
+    assert!(!stdout.contains("missing"), "{stdout}");
+    assert!(stdout.ends_with("no problems found\n"), "{stdout}");
+    let output = context
+        .command()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let missing: Vec<&Value> = report["directories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|check| {
+            check["detail"]
+                .as_str()
+                .unwrap()
+                .ends_with("(none; optional)")
+        })
+        .collect();
+    assert_eq!(missing.len(), optional.len(), "{report}");
+    for check in missing {
+        assert_eq!(check["status"], "info", "{check}");
+        assert!(check["fix"].is_null(), "{check}");
+    }
+    // A directory the config names is no longer optional.
+    context.user_config("[discovery]\ndirs = [\"/nonexistent-toolsmith-dir\"]\n");
+    let output = context.command().arg("doctor").output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("fix: create it (mkdir -p /nonexistent-toolsmith-dir)"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn doctor_json() {
     let context = TestContext::new();

@@ -284,7 +284,7 @@ fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
     exit_code: 0
     ----- stdout -----
     [TEMP]/project/.toolsmith/tools/md_tool.md (md_tool)
-      ok is an executable file
+      ok is a regular file (a manifest: read, never run)
       ok the file name is a valid tool name
       ok no other file in its directory provides the same tool
       ok the manifest file can be read
@@ -294,7 +294,6 @@ fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
       ok no output schema is declared (optional)
       ok the declared name matches the file name
       ok the description is not empty
-      ok the timeout the tool asks for (`config`), if any, is valid
     [TEMP]/project/.toolsmith/tools/py_tool (py_tool)
       ok is an executable file
       ok the file name is a valid tool name

@@ -615,6 +615,46 @@ async fn http_foreign_origin_and_host_are_forbidden() {
     assert_eq!(response.status, 404, "{response:?}");
 }
 
+/// A client ending its session with `DELETE /mcp` is told it succeeded (200, as the Python SDK
+/// and the clients built on it require: a 202 is logged as a failed termination); a session
+/// that does not exist (never made, or already ended) is 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_delete_ends_a_session_with_200_and_an_unknown_one_is_404() {
+    let context = TestContext::new();
+    fixtures(&context);
+    let server = Server::start(&context, &[], &[]).await;
+    let response = server
+        .request("POST", "/mcp", &MCP_HEADERS, INITIALIZE)
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let id = session_id(&response.head).expect("a legacy session id");
+    let delete = |id: String| {
+        let server = &server;
+        async move {
+            let headers = [
+                ("Mcp-Session-Id", id.as_str()),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ];
+            server.request("DELETE", "/mcp", &headers, "").await
+        }
+    };
+    let response = delete(id.clone()).await;
+    assert_eq!(response.status, 200, "{response:?}\n{}", server.log());
+    // Ended: the same DELETE again, and the session's use, find nothing.
+    let response = delete(id.clone()).await;
+    assert_eq!(response.status, 404, "{response:?}");
+    let response = delete("no-such-session".to_owned()).await;
+    assert_eq!(response.status, 404, "{response:?}");
+    let listing = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let headers = [
+        MCP_HEADERS[0],
+        MCP_HEADERS[1],
+        ("Mcp-Session-Id", id.as_str()),
+    ];
+    let response = server.request("POST", "/mcp", &headers, listing).await;
+    assert_eq!(response.status, 404, "{response:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_oversized_body_is_refused() {
     let context = TestContext::new();

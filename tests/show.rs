@@ -46,8 +46,73 @@ fn show_text() {
         ]
       }
     output schema: none
+    tests: none
     ----- stderr -----
     "#);
+}
+
+/// `show` (text and `--json`) lists the tests a tool declares, each as declared: its name (or
+/// `case N`), its input and what it expects (an omitted `expect` is its default, `success`).
+#[test]
+fn show_lists_declared_tests() {
+    let context = TestContext::new();
+    let tests = serde_json::json!([
+        {"name": "two words", "input": {"text": "hello world"}, "expect": {"result": 2}},
+        {"input": {"text": "hello"}, "expect": {"result_contains": "1"}},
+        {"input": {}, "expect": {"error_code": "INVALID_PARAMS"}},
+        {"input": {"text": ""}}
+    ]);
+    let description = serde_json::json!({
+        "name": "count_words",
+        "description": "Counts the words of a text.",
+        "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        "tests": tests,
+    });
+    context.tool(
+        "count-words",
+        &format!(
+            "#!/bin/sh\ncase \"$1\" in\n  description) cat <<'JSON'\n{description}\nJSON\n  ;;\n  run) echo 2 ;;\nesac\n"
+        ),
+    );
+    let output = context
+        .with_tools()
+        .args(["show", "count_words"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "{stdout}");
+    let listed = stdout
+        .split_once("\ntests:\n")
+        .unwrap_or_else(|| panic!("no tests section: {stdout}"))
+        .1;
+    assert_eq!(
+        listed,
+        concat!(
+            "  two words: input {\"text\":\"hello world\"}, expect {\"result\":2}\n",
+            "  case 2: input {\"text\":\"hello\"}, expect {\"result_contains\":\"1\"}\n",
+            "  case 3: input {}, expect {\"error_code\":\"INVALID_PARAMS\"}\n",
+            "  case 4: input {\"text\":\"\"}, expect \"success\"\n",
+        ),
+        "{stdout}"
+    );
+    let output = context
+        .with_tools()
+        .args(["show", "count_words", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut declared = tests;
+    declared[3]["expect"] = serde_json::json!("success");
+    assert_eq!(document["tests"], declared, "{document}");
+    // A tool that declares none says so.
+    let output = context
+        .with_examples()
+        .args(["show", "hello", "--json"])
+        .output()
+        .unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["tests"], serde_json::json!([]), "{document}");
 }
 
 #[test]

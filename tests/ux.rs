@@ -250,6 +250,7 @@ fn show_without_color() {
         ]
       }
     output schema: none
+    tests: none
     ----- stderr -----
     "#);
 }
@@ -300,6 +301,7 @@ fn show_with_color() {
         ]
       }
     [ESC][1moutput schema:[ESC][0m none
+    [ESC][1mtests:[ESC][0m none
     ----- stderr -----
     "#);
 }

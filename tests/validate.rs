@@ -108,6 +108,80 @@ fn every_directory_file_with_failures() {
     ");
 }
 
+/// A manifest (mode 0644) is checked as what it is: a file read, never run, so it is not
+/// called executable and is not asked for Kodelet's `config`; an ikigai tool has no `config`
+/// either; a Kodelet tool still is asked. Given by path and found in a directory alike.
+#[test]
+fn each_file_is_checked_for_what_applies_to_its_kind() {
+    let context = TestContext::new();
+    let examples = examples_dir();
+    let manifest = context.tools.join("word-count.md");
+    std::fs::copy(examples.join("word-count.md"), &manifest).unwrap();
+    std::fs::set_permissions(
+        &manifest,
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    context.tool("good", &shell_tool("good", EMPTY_SCHEMA, "true"));
+    let word_stats = examples.join("word-stats-tool");
+    for args in [
+        vec!["validate".into(), "--json".into()],
+        vec![
+            "validate".into(),
+            "--json".into(),
+            manifest.clone().into_os_string(),
+            word_stats.clone().into_os_string(),
+            context.tools.join("good").into_os_string(),
+        ],
+    ] {
+        let output = context.with_tools().args(&args).output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["ok"], true, "{report}");
+        let files = report["files"].as_array().unwrap();
+        let checks_of = |name: &str| -> Vec<(String, String)> {
+            let file = files
+                .iter()
+                .find(|file| file["name"] == name)
+                .unwrap_or_else(|| panic!("no {name}: {report}"));
+            file["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|check| {
+                    assert_eq!(check["status"], "passed", "{check}");
+                    (
+                        check["check"].as_str().unwrap().to_owned(),
+                        check["label"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let word_count = checks_of("word_count");
+        assert!(
+            word_count
+                .iter()
+                .all(|(code, label)| code != "requested_timeout"
+                    && !label.contains("executable")
+                    && !label.contains("config")),
+            "{word_count:?}"
+        );
+        assert_eq!(word_count[0].0, "file", "{word_count:?}");
+        let good = checks_of("good");
+        assert_eq!(good[0].1, "is an executable file", "{good:?}");
+        assert!(
+            good.iter().any(|(code, _)| code == "requested_timeout"),
+            "{good:?}"
+        );
+        if args.len() > 2 {
+            let stats = checks_of("word_stats");
+            assert!(
+                stats.iter().all(|(code, _)| code != "requested_timeout"),
+                "{stats:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn paths_names_and_json() {
     let context = TestContext::new();

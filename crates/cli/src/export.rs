@@ -265,6 +265,7 @@ fn root_combinator(schema: &Value) -> Option<&'static str> {
 /// Keywords that put a schema out of OpenAI's strict mode.
 const OPENAI_STRICT_REJECTS: &[&str] = &[
     "allOf",
+    "oneOf",
     "not",
     "if",
     "then",
@@ -285,10 +286,36 @@ const ANTHROPIC_STRICT_REJECTS: &[&str] = &[
     "maxItems",
 ];
 
+/// Keywords OpenAI's strict mode does not take that only narrow what is valid (or annotate):
+/// left out of the strict schema, since toolsmith validates every call against the tool's full
+/// schema and fills its defaults itself. What would widen or change the meaning is refused.
+const OPENAI_STRICT_DROPS: &[&str] = &[
+    "default",
+    "minLength",
+    "maxLength",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "contains",
+    "minContains",
+    "maxContains",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+];
+
 /// The schema for OpenAI's strict mode: every object closed (`additionalProperties: false`)
-/// and every property required, with nothing strict mode rejects.
+/// and every property required, an optional one as a union with `null` (how strict mode says
+/// "may be left out"), without the keywords strict mode does not take.
 fn openai_strict(schema: &Value) -> Result<Value, String> {
-    strict_schema(schema, "", &|object, path| {
+    if let Some(keyword) = root_combinator(schema) {
+        return Err(format!(
+            "`{keyword}` at the root is not allowed in strict mode"
+        ));
+    }
+    let dropped = drop_keywords(schema, OPENAI_STRICT_DROPS);
+    let nullable = optional_as_null(&dropped);
+    strict_schema(&nullable, "", &|object, path| {
         if let Some(keyword) = OPENAI_STRICT_REJECTS
             .iter()
             .find(|keyword| object.contains_key(**keyword))
@@ -298,24 +325,139 @@ fn openai_strict(schema: &Value) -> Result<Value, String> {
                 show(path)
             ));
         }
-        if let Some(Value::Object(properties)) = object.get("properties") {
-            let required: Vec<&str> = object
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|required| required.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if let Some(optional) = properties
-                .keys()
-                .find(|key| !required.contains(&key.as_str()))
-            {
-                return Err(format!(
-                    "property `{optional}` at {} is optional, and strict mode requires every property",
-                    show(path)
-                ));
-            }
+        if object.contains_key("patternProperties") {
+            return Err(format!(
+                "`patternProperties` at {} allows properties strict mode cannot name",
+                show(path)
+            ));
         }
         Ok(())
     })
+}
+
+/// `schema` without `keywords` in any subschema (a property named like one is kept).
+fn drop_keywords(schema: &Value, keywords: &[&str]) -> Value {
+    let Value::Object(object) = schema else {
+        return schema.clone();
+    };
+    let mut kept = Map::new();
+    for (key, value) in object {
+        if keywords.contains(&key.as_str()) {
+            continue;
+        }
+        let value = match (key.as_str(), value) {
+            ("properties" | "$defs" | "definitions", Value::Object(children)) => Value::Object(
+                children
+                    .iter()
+                    .map(|(name, child)| (name.clone(), drop_keywords(child, keywords)))
+                    .collect(),
+            ),
+            ("items" | "additionalProperties", Value::Object(_)) => drop_keywords(value, keywords),
+            ("anyOf" | "oneOf" | "prefixItems", Value::Array(choices)) => Value::Array(
+                choices
+                    .iter()
+                    .map(|choice| drop_keywords(choice, keywords))
+                    .collect(),
+            ),
+            _ => value.clone(),
+        };
+        kept.insert(key.clone(), value);
+    }
+    Value::Object(kept)
+}
+
+/// `schema` with every object's properties all required, each optional one made to accept
+/// `null` too, in every subschema.
+fn optional_as_null(schema: &Value) -> Value {
+    let Value::Object(object) = schema else {
+        return schema.clone();
+    };
+    let required: Vec<&str> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|required| required.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut converted = Map::new();
+    for (key, value) in object {
+        let value = match (key.as_str(), value) {
+            ("properties", Value::Object(children)) => Value::Object(
+                children
+                    .iter()
+                    .map(|(name, child)| {
+                        let child = optional_as_null(child);
+                        let child = if required.contains(&name.as_str()) {
+                            child
+                        } else {
+                            or_null(child)
+                        };
+                        (name.clone(), child)
+                    })
+                    .collect(),
+            ),
+            ("$defs" | "definitions", Value::Object(children)) => Value::Object(
+                children
+                    .iter()
+                    .map(|(name, child)| (name.clone(), optional_as_null(child)))
+                    .collect(),
+            ),
+            ("items", Value::Object(_)) => optional_as_null(value),
+            ("anyOf" | "oneOf", Value::Array(choices)) => {
+                Value::Array(choices.iter().map(optional_as_null).collect())
+            }
+            _ => value.clone(),
+        };
+        converted.insert(key.clone(), value);
+    }
+    if let Some(Value::Object(properties)) = object.get("properties") {
+        let all: Vec<Value> = properties.keys().cloned().map(Value::from).collect();
+        converted.insert("required".to_owned(), Value::Array(all));
+    }
+    Value::Object(converted)
+}
+
+/// `schema` that also accepts `null`: `null` added to its `type` (and to its `enum`, which
+/// would refuse it otherwise), or, for a schema with no single type, a union with `null`.
+fn or_null(schema: Value) -> Value {
+    let null = Value::from("null");
+    let Value::Object(mut object) = schema else {
+        return json!({"anyOf": [schema, {"type": "null"}]});
+    };
+    let typed = match object.get_mut("type") {
+        Some(Value::String(name)) => {
+            let name = Value::from(name.clone());
+            if name != null {
+                let both = Value::Array(vec![name, null.clone()]);
+                object.insert("type".to_owned(), both);
+            }
+            true
+        }
+        Some(Value::Array(types)) => {
+            if !types.contains(&null) {
+                types.push(null.clone());
+            }
+            true
+        }
+        _ => false,
+    };
+    let plain = typed
+        && ["anyOf", "oneOf", "const", "$ref"]
+            .iter()
+            .all(|keyword| !object.contains_key(*keyword));
+    if !plain {
+        // Keep the description at the property, where the model reads it.
+        let description = object.remove("description");
+        let mut union = json!({"anyOf": [Value::Object(object), {"type": "null"}]});
+        if let Some(description) = description {
+            union["description"] = description;
+        }
+        return union;
+    }
+    if let Some(Value::Array(values)) = object.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
+    }
+    Value::Object(object)
 }
 
 /// The schema for Anthropic's strict mode: every object closed, with none of the keywords
@@ -387,8 +529,11 @@ fn strict_schema(schema: &Value, path: &str, check: &StrictCheck) -> Result<Valu
         };
         strict.insert(key.clone(), converted);
     }
-    let is_object =
-        object.get("type") == Some(&json!("object")) || object.contains_key("properties");
+    let is_object = match object.get("type") {
+        Some(Value::String(name)) => name == "object",
+        Some(Value::Array(names)) => names.contains(&json!("object")),
+        _ => false,
+    } || object.contains_key("properties");
     if is_object {
         match object.get("additionalProperties") {
             None | Some(Value::Bool(false)) => {
@@ -567,11 +712,27 @@ mod tests {
     }
 
     #[test]
-    fn openai_strict_refuses_optional_properties_and_rejected_keywords() {
+    fn openai_strict_makes_optional_properties_nullable_and_required() {
         check(
-            openai_strict(&json!({"type": "object", "properties": {"a": {"type": "string"}}})),
-            Err("property `a` at the root is optional"),
+            openai_strict(&json!({"type": "object", "properties": {
+                "a": {"type": "string", "default": "x", "minLength": 1},
+                "e": {"type": "string", "enum": ["p", "q"]},
+                "u": {"anyOf": [{"type": "string"}, {"type": "integer"}], "description": "d"},
+                "o": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                "r": {"type": "integer"}
+            }, "required": ["r"]})),
+            Ok(json!({"type": "object", "properties": {
+                "a": {"type": ["string", "null"]},
+                "e": {"type": ["string", "null"], "enum": ["p", "q", null]},
+                "u": {"anyOf": [{"anyOf": [{"type": "string"}, {"type": "integer"}]}, {"type": "null"}], "description": "d"},
+                "o": {"type": ["object", "null"], "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false},
+                "r": {"type": "integer"}
+            }, "required": ["a", "e", "u", "o", "r"], "additionalProperties": false})),
         );
+    }
+
+    #[test]
+    fn openai_strict_refuses_rejected_keywords() {
         check(
             openai_strict(
                 &json!({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}]}}, "required": ["a"]}),

@@ -120,7 +120,31 @@ impl HttpService {
     ) -> http::Response<
         http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>,
     > {
-        self.service.handle(request).await
+        use rmcp::transport::streamable_http_server::SessionManager;
+        if request.method() != http::Method::DELETE {
+            return self.service.handle(request).await;
+        }
+        // rmcp answers every DELETE it accepts with 202, whether the session existed or not;
+        // clients (the Python SDK and those built on it) take anything but 200/204 as a failed
+        // termination. A DELETE rmcp accepted is answered 200 if the session existed, 404 if not.
+        let named = request
+            .headers()
+            .get(rmcp::transport::common::http_header::HEADER_SESSION_ID)
+            .and_then(|value| value.to_str().ok())
+            .map(Arc::<str>::from);
+        let existed = match &named {
+            Some(id) => self.sessions.has_session(id).await.unwrap_or(false),
+            None => false,
+        };
+        let mut response = self.service.handle(request).await;
+        if response.status() == http::StatusCode::ACCEPTED {
+            *response.status_mut() = if existed {
+                http::StatusCode::OK
+            } else {
+                http::StatusCode::NOT_FOUND
+            };
+        }
+        response
     }
 
     /// Ends legacy session `id` (to keep within the session bounds): its worker stops, its

@@ -239,7 +239,10 @@ impl InputSchema {
     /// `arguments` with the declared defaults filled in: every property
     /// that has a `default` and is absent gets it, at the top level and in
     /// nested objects whose parent is present (sent, or itself filled in
-    /// from a default). A property sent as `null` is present and keeps `null`.
+    /// from a default). A property sent as `null` is present and keeps `null`,
+    /// except an optional one whose schema refuses `null` (a `type` without
+    /// `null`): that is how OpenAI's strict mode (`export --strict`) says "left
+    /// out", so it is taken as absent and gets its default, if any.
     ///
     /// Defaults are not filled in through array `items`, `$ref`, or
     /// `oneOf`/`anyOf`/`allOf`/`if` branches: which branch applies, or how
@@ -267,7 +270,19 @@ fn fill_defaults(schema: &Value, instance: &mut Value) {
     ) else {
         return;
     };
+    let required = |name: &str| {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|required| required.iter().any(|entry| entry == name))
+    };
     for (name, property_schema) in properties {
+        if instance.get(name).is_some_and(Value::is_null)
+            && !required(name)
+            && refuses_null(property_schema)
+        {
+            instance.remove(name);
+        }
         if !instance.contains_key(name)
             && let Some(default) = property_schema.get("default")
         {
@@ -278,6 +293,20 @@ fn fill_defaults(schema: &Value, instance: &mut Value) {
             fill_defaults(property_schema, present);
         }
     }
+}
+
+/// Whether `schema` certainly refuses `null`: it names a `type` that is not
+/// `null`, and no `enum`, `const` or combinator that could let `null` in.
+fn refuses_null(schema: &Value) -> bool {
+    let typed_without_null = match schema.get("type") {
+        Some(Value::String(name)) => name != "null",
+        Some(Value::Array(names)) => !names.iter().any(|name| name == "null"),
+        _ => false,
+    };
+    typed_without_null
+        && ["enum", "const", "anyOf", "oneOf", "allOf", "$ref", "if"]
+            .iter()
+            .all(|keyword| schema.get(keyword).is_none())
 }
 
 /// The schema a tool's JSON result must meet, when the tool declares one

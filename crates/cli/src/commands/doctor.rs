@@ -316,18 +316,27 @@ fn directory_checks(global: &GlobalSettings, catalog: &Catalog) -> Vec<Check> {
         .map(|layer_dir| {
             let dir = &layer_dir.dir;
             let layer = layer_dir.layer.as_str();
-            // The default layers are optional; a directory someone named must exist.
+            // The default layers are optional: one that does not exist is listed, and is no
+            // problem with anything to fix. A directory someone named must exist.
             let named = global.explicit_dirs || layer == "config";
             if !dir.is_dir() {
-                return Check {
-                    name: layer.to_owned(),
-                    status: if named { Status::Problem } else { Status::Info },
-                    detail: format!("{} (missing)", dir.display()),
-                    fix: Some(if named {
-                        format!("create it (mkdir -p {}) or stop naming it", dir.display())
-                    } else {
-                        format!("create it to add tools: mkdir -p {}", dir.display())
-                    }),
+                return if named {
+                    Check {
+                        name: layer.to_owned(),
+                        status: Status::Problem,
+                        detail: format!("{} (missing)", dir.display()),
+                        fix: Some(format!(
+                            "create it (mkdir -p {}) or stop naming it",
+                            dir.display()
+                        )),
+                    }
+                } else {
+                    Check {
+                        name: layer.to_owned(),
+                        status: Status::Info,
+                        detail: format!("{} (none; optional)", dir.display()),
+                        fix: None,
+                    }
                 };
             }
             let count = tool_count(catalog, dir);

@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::{Executor, Features};
 use toolsmith_registry::{
-    CallConfig, DeniedTool, Policy, TimeoutSource, Tool, ToolName, format_duration,
+    CallConfig, DeniedTool, Policy, TestCase, TimeoutSource, Tool, ToolName, format_duration,
 };
 
 use crate::args::ShowArgs;
@@ -172,6 +172,7 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         },
         "input_schema": tool.input_schema().as_json(),
         "output_schema": tool.output_schema().map(|schema| schema.as_json()),
+        "tests": tool.tests().iter().map(TestCase::to_json).collect::<Vec<_>>(),
         "policy": verdict,
         "limits": limits,
         "sandbox": {
@@ -306,7 +307,28 @@ fn tool_text(
         }
         None => writeln!(text, "{} none", Paint::Header.paint("output schema:"))?,
     }
+    write_tests(&mut text, tool.tests())?;
     Ok(text)
+}
+
+/// The tests the tool declares, one line each in the shape they are declared in (an omitted
+/// `expect` is its default, `"success"`), for `toolsmith test NAME` to run.
+fn write_tests(text: &mut String, tests: &[TestCase]) -> std::fmt::Result {
+    let header = Paint::Header.paint("tests:");
+    if tests.is_empty() {
+        return writeln!(text, "{header} none");
+    }
+    writeln!(text, "{header}")?;
+    for (index, case) in tests.iter().enumerate() {
+        writeln!(
+            text,
+            "  {}: input {}, expect {}",
+            case.display_name(index),
+            serde_json::Value::Object(case.input.clone()),
+            case.expect.to_json()
+        )?;
+    }
+    Ok(())
 }
 
 /// The rows of the sandbox a call of `tool` gets, and of what this kernel enforces of it.

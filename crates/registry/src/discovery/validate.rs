@@ -213,10 +213,13 @@ async fn probe_reports(
                 .as_ref()
                 .err()
                 .map(|error| (failed_check(error), error_chain(error)));
+            // A file is checked as what it turned out to be (an executable named like a
+            // Kodelet tool may answer the ikigai protocol), else as what its name says.
+            let format = result.as_ref().map_or(candidate.format, Tool::kind);
             let mut file_report = report(
                 candidate.path,
                 Some(candidate.expected),
-                Some(candidate.format),
+                Some(format),
                 in_directory,
                 failure,
             );
@@ -231,10 +234,9 @@ async fn probe_reports(
 
 /// The report of a file policy refuses: the checks made without running it, then the denial.
 fn denied_report(candidate: Candidate, reason: &str, in_directory: bool) -> FileReport {
-    let mut checks: Vec<Check> = pipeline(in_directory)
-        .iter()
-        .take_while(|&&kind| kind != CheckKind::Probe)
-        .map(|&kind| Check {
+    let mut checks: Vec<Check> = pipeline(in_directory, Some(candidate.format))
+        .take_while(|&kind| kind != CheckKind::Probe)
+        .map(|kind| Check {
             kind,
             label: label(kind, Some(candidate.format)),
             status: CheckStatus::Passed,
@@ -255,15 +257,20 @@ fn denied_report(candidate: Candidate, reason: &str, in_directory: bool) -> File
 
 /// The report of a file discovery turned down before probing it.
 fn problem_report(problem: &Problem, in_directory: bool) -> FileReport {
-    let name = problem
+    let file_name = problem
         .path
         .file_name()
-        .and_then(|file_name| file_name.to_str())
-        .and_then(|file_name| ToolName::new(file_name).ok());
+        .and_then(|file_name| file_name.to_str());
+    let name = file_name.and_then(|file_name| ToolName::new(file_name).ok());
+    // The kind its name gives it (`NAME.md` is a manifest), so that it is not checked for
+    // what does not apply to it; unknown when the name says nothing.
+    let format = file_name
+        .and_then(|file_name| Format::of_file(file_name).ok())
+        .map(|(_, format)| format);
     report(
         problem.path.clone(),
         name,
-        None,
+        format,
         in_directory,
         Some((failed_check(&problem.error), problem.message())),
     )
@@ -291,9 +298,8 @@ fn report(
     }
     let mut failure = failure;
     let mut failed = false;
-    let checks = pipeline(in_directory)
-        .iter()
-        .map(|&kind| {
+    let checks = pipeline(in_directory, format)
+        .map(|kind| {
             let status = if failed {
                 CheckStatus::Skipped
             } else if failure.as_ref().is_some_and(|(at, _)| *at == kind) {
@@ -332,8 +338,26 @@ fn note_passed_tool(file_report: &mut FileReport, tool: &Tool) {
     }
 }
 
-/// The checks of a file, in the order discovery applies them.
-fn pipeline(in_directory: bool) -> &'static [CheckKind] {
+/// The checks of a file of `format` (`None`: not known, every check), in the order discovery
+/// applies them: only those that apply to its kind.
+fn pipeline(in_directory: bool, format: Option<Format>) -> impl Iterator<Item = CheckKind> {
+    all_checks(in_directory)
+        .iter()
+        .copied()
+        .filter(move |&kind| applies(kind, format))
+}
+
+/// Whether check `kind` applies to a file of `format`: only a Kodelet tool is asked `config`
+/// (an ikigai tool has no such subcommand, a manifest is never run).
+fn applies(kind: CheckKind, format: Option<Format>) -> bool {
+    match kind {
+        CheckKind::RequestedTimeout => matches!(format, None | Some(Format::Kodelet)),
+        _ => true,
+    }
+}
+
+/// Every check of a file, in the order discovery applies them.
+fn all_checks(in_directory: bool) -> &'static [CheckKind] {
     const IN_DIRECTORY: &[CheckKind] = &[
         CheckKind::File,
         CheckKind::FileName,
@@ -426,6 +450,10 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
 fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
     match (kind, format) {
         (CheckKind::Directory, _) => "the tool directory can be read",
+        // A manifest is read, never run: it needs no execute bit.
+        (CheckKind::File, Some(Format::Manifest)) => {
+            "is a regular file (a manifest: read, never run)"
+        }
         (CheckKind::File, _) => "is an executable file",
         (CheckKind::FileName, _) => "the file name is a valid tool name",
         (CheckKind::Unique, _) => "no other file in its directory provides the same tool",
@@ -519,6 +547,32 @@ mod tests {
             Some(CheckKind::InputSchema),
             "+file +file_name +probe +parse +declared_name xinput_schema -output_schema -name_matches -description -requested_timeout",
         );
+    }
+
+    #[test]
+    fn only_a_kodelet_tool_is_asked_config() {
+        use crate::formats::format::Format;
+        for (format, expect_config) in [
+            (Some(Format::Kodelet), true),
+            (None, true),
+            (Some(Format::Ikigai), false),
+            (Some(Format::Manifest), false),
+        ] {
+            let file_report = report(PathBuf::from("/tools/demo"), None, format, true, None);
+            let asked = file_report
+                .checks
+                .iter()
+                .any(|check| check.kind == CheckKind::RequestedTimeout);
+            assert_eq!(asked, expect_config, "{format:?}");
+            let file = &file_report.checks[0];
+            assert_eq!(file.kind, CheckKind::File);
+            assert_eq!(
+                file.label.contains("executable"),
+                format != Some(Format::Manifest),
+                "{format:?}: {}",
+                file.label
+            );
+        }
     }
 
     #[test]

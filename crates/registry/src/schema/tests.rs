@@ -253,6 +253,29 @@ fn explicit_null_is_not_replaced() {
 }
 
 #[test]
+fn a_null_for_an_optional_property_that_refuses_null_is_taken_as_absent() {
+    // OpenAI's strict mode sends `null` for an optional argument the model left out.
+    let schema = json!({"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer"},
+        "greeting": {"type": "string", "default": "Hello"},
+        "nick": {"type": ["string", "null"]},
+        "color": {"type": "string", "enum": ["red", null]}
+    }});
+    check_defaults(
+        schema.clone(),
+        json!({"name": "Ada", "age": null, "greeting": null, "nick": null, "color": null}),
+        json!({"name": "Ada", "greeting": "Hello", "nick": null, "color": null}),
+    );
+    // A required property keeps its null, and validation refuses it.
+    check_defaults(
+        schema,
+        json!({"name": null}),
+        json!({"name": null, "greeting": "Hello"}),
+    );
+}
+
+#[test]
 fn nested_defaults_only_under_present_parents() {
     let schema = json!({"type": "object", "properties": {
         "options": {"type": "object", "properties": {"depth": {"type": "integer", "default": 2}}}
