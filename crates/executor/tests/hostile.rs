@@ -103,6 +103,26 @@ impl Ran {
     }
 }
 
+/// `program args` in `cwd` with a plain `PATH` and a fresh marker in its environment, by
+/// which the survivors check finds whatever the run left; the marker comes back too.
+fn marked_command(program: &Path, args: &[impl AsRef<OsStr>], cwd: &Path) -> (Command, String) {
+    let marker = format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT_MARKER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut command = Command::new(program, cwd).unwrap();
+    for arg in args {
+        command.arg(arg.as_ref());
+    }
+    command.env(
+        OsStr::new("PATH"),
+        OsStr::new("/usr/local/bin:/usr/bin:/bin"),
+    );
+    command.env(OsStr::new(MARKER_VAR), OsStr::new(&marker));
+    (command, marker)
+}
+
 /// Runs `program args` on `executor` under `limits`, then checks for
 /// survivors by marker and kills any it finds.
 fn run(
@@ -113,20 +133,7 @@ fn run(
     stdin: Option<Vec<u8>>,
     cwd: &Path,
 ) -> Ran {
-    let marker = format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT_MARKER.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut command = Command::new(program, cwd).unwrap();
-    for arg in args {
-        command.arg(OsStr::new(arg));
-    }
-    command.env(
-        OsStr::new("PATH"),
-        OsStr::new("/usr/local/bin:/usr/bin:/bin"),
-    );
-    command.env(OsStr::new(MARKER_VAR), OsStr::new(&marker));
+    let (mut command, marker) = marked_command(program, args, cwd);
     if let Some(input) = stdin {
         command.stdin(input);
     }
@@ -1502,20 +1509,7 @@ fn run_sandboxed(
     sandbox: Sandbox,
     limits: &Limits,
 ) -> Ran {
-    let marker = format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT_MARKER.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut command = Command::new(program, cwd).unwrap();
-    for arg in args {
-        command.arg(OsStr::new(arg));
-    }
-    command.env(
-        OsStr::new("PATH"),
-        OsStr::new("/usr/local/bin:/usr/bin:/bin"),
-    );
-    command.env(OsStr::new(MARKER_VAR), OsStr::new(&marker));
+    let (mut command, marker) = marked_command(program, args, cwd);
     command.sandbox(sandbox);
     let started = Instant::now();
     let result = runtime().block_on(executor.run(&command, limits));
