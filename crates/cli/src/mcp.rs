@@ -45,8 +45,9 @@ use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Status, request_schema};
 use toolsmith_registry::{
-    AuditLog, Body, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, LiveRegistry,
-    Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName, error_chain,
+    AuditLog, Body, CallIdentity, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, Id,
+    LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
+    error_chain,
 };
 
 mod audit;
@@ -253,11 +254,18 @@ struct Handler {
     /// Whether an initialized legacy session starts its own announcer (HTTP: a handler per
     /// session); on stdio, [`serve`] starts the one announcer before the session.
     announces_on_initialized: bool,
+    /// The session every call of this handler belongs to, which its tools receive as
+    /// `TOOLSMITH_SESSION_ID`: stdio has one handler per server process, HTTP one per
+    /// `Mcp-Session-Id` session (and one per stateless request). It is toolsmith's own id,
+    /// not the `Mcp-Session-Id`, which a tool must not learn: with the token, it would let
+    /// the tool speak in the client's session.
+    session: Id,
 }
 
 impl Handler {
     fn new(shared: Arc<ServeContext>, announces_on_initialized: bool) -> Handler {
         Handler {
+            session: Id::random(),
             shared,
             pending_listeners: Arc::new(Mutex::new(VecDeque::new())),
             announces_on_initialized,
@@ -289,12 +297,14 @@ impl Handler {
         // One channel carries the tool's progress lines from its pipe to the forwarding loop
         // below; the registry drops its sender when the call ends, which ends the loop.
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let identity = audited.identity().clone();
         let call = toolsmith_registry::invoke_with_progress(
             &self.shared.executor,
             tool,
             arguments,
             &self.shared.config,
             &self.shared.policy,
+            &identity,
             token.is_some().then_some(sender),
         );
         let forward = async {
@@ -541,6 +551,7 @@ impl ServerHandler for Handler {
             &request.name,
             &arguments,
             client_identity(&context),
+            CallIdentity::in_session(&self.session),
         );
         let Some(_counted) = self.shared.calls.start() else {
             audited.finish_as(audit::outcome::REFUSED_SHUTTING_DOWN);

@@ -790,6 +790,7 @@ async fn a_generated_bash_tool_needs_no_jq() {
         &json!({"text": NASTY_MESSAGE, "mode": "fail"}),
         &world.run_config,
         &Policy::allow_all(),
+        &toolsmith_registry::CallIdentity::alone(),
         Some(sender),
     )
     .await

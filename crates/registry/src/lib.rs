@@ -73,6 +73,9 @@ mod tool;
 
 pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, AuditedCall, arguments_sha256};
 pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
+pub use crate::call::identity::{
+    CALL_ID_VAR, CallIdentity, Id, KODELET_CONVERSATION_VAR, SESSION_ID_VAR,
+};
 pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress, unavailable};
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::discovery::cache::{

@@ -8,7 +8,7 @@ use anyhow::Context;
 use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    AuditLog, AuditedCall, Envelope, ErrorCode, Metadata, Progress, ToolName,
+    AuditLog, AuditedCall, CallIdentity, Envelope, ErrorCode, Metadata, Progress, ToolName,
 };
 
 use crate::args::RunArgs;
@@ -61,7 +61,9 @@ pub(crate) async fn run(
         .tool
         .as_ref()
         .map_or(args.name.as_str(), ToolName::as_str);
-    let call = AuditedCall::start(tool_name, arguments, None);
+    // One CLI invocation is one session of one call.
+    let identity = CallIdentity::alone();
+    let call = AuditedCall::start(tool_name, arguments, None, identity.call_id());
     let config = &settings.run_config;
     let envelope = match &settings.tool {
         Ok(name) => {
@@ -77,6 +79,7 @@ pub(crate) async fn run(
                         arguments,
                         config,
                         &settings.policy,
+                        &identity,
                         bar.shows().then_some(sender),
                     );
                     let show = async {

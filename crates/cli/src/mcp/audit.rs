@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolsmith_registry::{AuditedCall, Envelope, error_chain};
+use toolsmith_registry::{AuditedCall, CallIdentity, Envelope, error_chain};
 
 use crate::mcp::ServeContext;
 
@@ -31,22 +31,27 @@ pub(super) struct OpenCall {
     shared: Arc<ServeContext>,
     /// `None` once written, or from the start when the server keeps no audit log.
     call: Option<AuditedCall>,
+    /// The ids the tool receives, the call's recorded in its line.
+    identity: CallIdentity,
     started: Instant,
 }
 
 impl OpenCall {
-    /// The call of `tool` (as the client named it) with `arguments`, from `client`.
+    /// The call of `tool` (as the client named it) with `arguments`, from `client`, in the
+    /// session `identity` names.
     pub(super) fn start(
         shared: &Arc<ServeContext>,
         tool: &str,
         arguments: &Value,
         client: Option<String>,
+        identity: CallIdentity,
     ) -> OpenCall {
         OpenCall {
             call: shared
                 .audit
                 .as_ref()
-                .map(|_| AuditedCall::start(tool, arguments, client)),
+                .map(|_| AuditedCall::start(tool, arguments, client, identity.call_id())),
+            identity,
             shared: Arc::clone(shared),
             started: Instant::now(),
         }
@@ -55,6 +60,11 @@ impl OpenCall {
     /// Records the call under `tool`, the name it resolved to.
     pub(super) fn name(&mut self, tool: &str) {
         self.call = self.call.take().map(|call| call.named(tool));
+    }
+
+    /// The ids the tool receives.
+    pub(super) fn identity(&self) -> &CallIdentity {
+        &self.identity
     }
 
     /// How long the call has run so far.

@@ -1,7 +1,9 @@
 //! The audit log: one JSON line per call, appended so that concurrent writers never interleave.
 //!
 //! A line reads
-//! `{"time":"2025-01-02T03:04:05.678Z","tool":"hello","arguments_sha256":"…","outcome":"ok","duration_ms":41,"exit_code":0,"signal":null,"backend":"cgroup"}`.
+//! `{"time":"2025-01-02T03:04:05.678Z","tool":"hello","arguments_sha256":"…","outcome":"ok","duration_ms":41,"exit_code":0,"signal":null,"backend":"cgroup","call_id":"…"}`.
+//! `call_id` is the id the tool received as `TOOLSMITH_CALL_ID` (see [`CallIdentity`](crate::call::identity::CallIdentity)), so a
+//! tool's own log lines can be matched with the audit's.
 //! `outcome` is `ok`, the envelope's error code, or what ended a call that has no envelope
 //! (`cancelled`, `client_gone`, `killed_at_shutdown`, a refusal, ...); `exit_code`, `signal` and `backend` are `null`
 //! when no process ran. The digest is of the arguments' canonical JSON (object keys sorted at
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::call::identity::Id;
 use crate::envelope::{Body, Envelope};
 use crate::regular_file::{Links, open_append_regular};
 
@@ -143,18 +146,25 @@ pub struct AuditedCall {
     tool: String,
     arguments: Value,
     client: Option<String>,
+    call_id: Id,
     time: SystemTime,
     started: Instant,
 }
 
 impl AuditedCall {
     /// A call of `tool` (as the caller named it) with `arguments`, starting now; `client` is
-    /// who asked, when a transport knows.
-    pub fn start(tool: &str, arguments: &Value, client: Option<String>) -> AuditedCall {
+    /// who asked, when a transport knows; `call_id` is the id the tool receives.
+    pub fn start(
+        tool: &str,
+        arguments: &Value,
+        client: Option<String>,
+        call_id: &Id,
+    ) -> AuditedCall {
         AuditedCall {
             tool: tool.to_owned(),
             arguments: arguments.clone(),
             client,
+            call_id: call_id.clone(),
             time: SystemTime::now(),
             started: Instant::now(),
         }
@@ -189,6 +199,7 @@ impl AuditedCall {
             signal: None,
             backend: None,
             client: self.client,
+            call_id: Some(self.call_id.to_string()),
         };
         log.append(&record)
     }
@@ -206,6 +217,7 @@ impl AuditedCall {
             self.started.elapsed(),
         );
         record.client = self.client;
+        record.call_id = Some(self.call_id.to_string());
         log.append(&record)
     }
 }
@@ -233,6 +245,8 @@ pub struct AuditRecord {
     /// Who asked for the call, when a transport knows (`serve --http`: the peer
     /// address and whether it authenticated); not written when `None`.
     pub client: Option<String>,
+    /// The id the tool received as `TOOLSMITH_CALL_ID`; not written when `None`.
+    pub call_id: Option<String>,
 }
 
 impl AuditRecord {
@@ -258,6 +272,7 @@ impl AuditRecord {
             signal: envelope.metadata.signal,
             backend: envelope.metadata.backend.clone(),
             client: None,
+            call_id: None,
         }
     }
 
@@ -275,6 +290,9 @@ impl AuditRecord {
         });
         if let (Some(client), Value::Object(fields)) = (&self.client, &mut line) {
             fields.insert("client".to_owned(), Value::from(client.as_str()));
+        }
+        if let (Some(call_id), Value::Object(fields)) = (&self.call_id, &mut line) {
+            fields.insert("call_id".to_owned(), Value::from(call_id.as_str()));
         }
         line
     }
@@ -465,9 +483,15 @@ mod tests {
             Metadata::not_started(),
         );
         let arguments = json!({"b": 1, "a": 2});
-        let call = AuditedCall::start("demo", &arguments, Some("127.0.0.1 (token)".to_owned()));
+        let call_id = crate::call::identity::Id::random();
+        let call = AuditedCall::start(
+            "demo",
+            &arguments,
+            Some("127.0.0.1 (token)".to_owned()),
+            &call_id,
+        );
         call.finish(Some(&log), &envelope).unwrap();
-        AuditedCall::start("demo", &arguments, None)
+        AuditedCall::start("demo", &arguments, None, &call_id)
             .finish(None, &envelope)
             .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -479,6 +503,7 @@ mod tests {
         assert_eq!(lines[0]["tool"], "demo");
         assert_eq!(lines[0]["outcome"], "POLICY_DENIED");
         assert_eq!(lines[0]["client"], "127.0.0.1 (token)");
+        assert_eq!(lines[0]["call_id"], call_id.as_str());
         assert_eq!(
             lines[0]["arguments_sha256"],
             arguments_sha256(&arguments).as_str()

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, ReportSink, Termination};
 
+use crate::call::identity::CallIdentity;
 use crate::call::progress::PROGRESS_FD_VAR;
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::Catalog;
@@ -90,7 +91,8 @@ pub async fn invoke(
     config: &RunConfig,
     policy: &Policy,
 ) -> Result<Envelope, Error> {
-    invoke_with_progress(executor, tool, arguments, config, policy, None).await
+    let identity = CallIdentity::alone();
+    invoke_with_progress(executor, tool, arguments, config, policy, &identity, None).await
 }
 
 /// Like [`invoke`], and while the tool runs, sends each line it writes on its progress
@@ -101,12 +103,16 @@ pub async fn invoke(
 /// The tool finds the file descriptor to write JSON lines on in `TOOLSMITH_PROGRESS_FD`
 /// (see [`PROGRESS_FD_VAR`](crate::call::progress::PROGRESS_FD_VAR)); without `progress` the
 /// variable is not set.
+///
+/// The tool receives `identity` in its environment (see [`CallIdentity`]); [`invoke`] makes
+/// each call a session of its own.
 pub async fn invoke_with_progress(
     executor: &Arc<Executor>,
     tool: &Tool,
     arguments: &Value,
     config: &RunConfig,
     policy: &Policy,
+    identity: &CallIdentity,
     progress: Option<ReportSink>,
 ) -> Result<Envelope, Error> {
     if let Err(denial) = policy.check(tool) {
@@ -147,9 +153,10 @@ pub async fn invoke_with_progress(
     // worker, where they would stall every other call and `/healthz`.
     let prepared = {
         let (tool, arguments, config) = (tool.clone(), arguments.clone(), config.clone());
+        let identity = identity.clone();
         let preparing = tokio::task::spawn_blocking(move || {
             let arguments = tool.input_schema().with_defaults(&arguments);
-            prepare(&tool, &arguments, &config)
+            prepare(&tool, &arguments, &config, &identity)
         });
         match preparing.await {
             Ok(prepared) => prepared?,
@@ -200,6 +207,7 @@ fn prepare(
     tool: &Tool,
     arguments: &Value,
     config: &RunConfig,
+    identity: &CallIdentity,
 ) -> Result<Result<Prepared, Envelope>, Error> {
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
@@ -219,6 +227,14 @@ fn prepare(
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
     call.env.retain(|(name, _)| !oob::is_toolsmith_var(name));
+    // The call's own ids, set by toolsmith after its own variables are gone: a tool sees the
+    // ids of its call and nothing of toolsmith's. A Kodelet tool also gets its host's name for
+    // the session, replacing any the operator passed through.
+    let kodelet = matches!(tool.runner(), Runner::Kodelet);
+    let identity_vars = identity.vars(kodelet);
+    call.env
+        .retain(|(name, _)| !identity_vars.iter().any(|(set, _)| set == name));
+    call.env.extend(identity_vars);
     let out_of_band = if tool.env_arguments() {
         match OutOfBand::new(arguments, tool.runner().items()) {
             Ok(out_of_band) => Some(out_of_band),

@@ -1,5 +1,5 @@
 //! Calls: validating a call's arguments, running the tool through the executor and mapping
-//! the outcome to an envelope ([`invoke`]), its progress reports ([`progress`]), the audit
+//! the outcome to an envelope ([`invoke`]), who the call is ([`identity`]), its progress reports ([`progress`]), the audit
 //! log ([`audit`]) and the runner of a tool's declared tests ([`declared_tests`]).
 //!
 //! Rule: a call may use the formats (to build a tool's command) and discovery (to answer a
@@ -8,5 +8,6 @@
 
 pub(crate) mod audit;
 pub(crate) mod declared_tests;
+pub(crate) mod identity;
 pub(crate) mod invoke;
 pub(crate) mod progress;
