@@ -175,7 +175,13 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
             "stream did not contain valid UTF-8",
         ),
     })?;
-    let manifest = manifest::frontmatter::parse(text, &candidate.expected)?;
+    let file_name = candidate
+        .path
+        .file_name()
+        .and_then(|file_name| file_name.to_str())
+        .and_then(|file_name| Format::of_file(file_name).ok())
+        .map(|(name, _)| name);
+    let manifest = manifest::frontmatter::parse(text, file_name.as_ref())?;
     Ok(ToolParts {
         name: manifest.name.clone(),
         description: manifest.description.clone(),
@@ -199,7 +205,8 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
 }
 
 /// The checks of registration that do not depend on the format: the name
-/// the tool declares is its file's, and it says what it does.
+/// the tool declares is the one discovery filed it under (its file's; a manifest's frontmatter
+/// `name`, read as the directory was scanned), and it says what it does.
 pub(crate) fn register(parts: ToolParts, expected: &ToolName) -> Result<Tool, ProblemError> {
     if &parts.name != expected {
         return Err(ProblemError::NameMismatch {

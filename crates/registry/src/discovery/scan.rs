@@ -1,5 +1,5 @@
 //! Scanning tool directories: which files are candidates, with the name and [`Format`] their
-//! file name gives them.
+//! file name gives them (a manifest's name is its frontmatter's `name`, as in Nanocoder).
 
 use std::collections::HashMap;
 use std::fs;
@@ -16,7 +16,7 @@ use crate::formats::manifest;
 use crate::layer::Layer;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;
-use crate::regular_file::{Links, read_start, special_kind};
+use crate::regular_file::{Links, MAX_TOOL_FILE_BYTES, read_regular, read_start, special_kind};
 
 /// The candidates and problems of `layers` (relative directories taken from `config.cwd`),
 /// only those concerning `only` when it is given.
@@ -178,6 +178,16 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
         };
     }
     let file_name = file_name.to_str().ok_or(ProblemError::NonUtf8FileName)?;
+    // Nanocoder keys a tool by its frontmatter's `name`, whatever the file is called; a
+    // manifest without a readable name is filed under its file name, and loading it reports
+    // why.
+    if is_manifest && let Some(name) = manifest_name(path) {
+        return Ok(Some(Classified {
+            name,
+            format: Format::Manifest,
+            fingerprint: Fingerprint::of(&metadata),
+        }));
+    }
     let (name, format) =
         Format::of_file(file_name).map_err(|source| ProblemError::FileName { source })?;
     Ok(Some(Classified {
@@ -185,6 +195,12 @@ pub(crate) fn classify(path: &Path) -> Result<Option<Classified>, ProblemError> 
         format,
         fingerprint: Fingerprint::of(&metadata),
     }))
+}
+
+/// The name the manifest at `path` declares in its frontmatter, if it can be read and is valid.
+fn manifest_name(path: &Path) -> Option<ToolName> {
+    let contents = read_regular(path, Links::Follow, MAX_TOOL_FILE_BYTES).ok()?;
+    manifest::frontmatter::declared_name(std::str::from_utf8(&contents).ok()?)
 }
 
 /// True when the file at `path` starts with `#!`.

@@ -111,12 +111,14 @@ pub struct Check {
 pub struct FileReport {
     /// The file checked.
     pub path: PathBuf,
-    /// The tool the file provides, by its file name, when that is valid.
+    /// The tool the file provides, by its file name (a manifest: by its frontmatter's `name`),
+    /// when that is valid.
     pub name: Option<ToolName>,
     /// The checks, in the order discovery applies them.
     pub checks: Vec<Check>,
-    /// What passed but deserves a look: for a manifest, each second interpreter a value may
-    /// reach (`line N: …`), which no check can rule out.
+    /// What passed but deserves a look: for a manifest, a name that differs from its file's,
+    /// each key toolsmith ignores, and each second interpreter a value may reach (`line N: …`),
+    /// which no check can rule out.
     pub warnings: Vec<String>,
 }
 
@@ -327,7 +329,8 @@ fn report(
 /// Keeps the output schema check honest when the tool declares none.
 fn note_passed_tool(file_report: &mut FileReport, tool: &Tool) {
     if let Some(manifest) = tool.runner().manifest() {
-        file_report.warnings = manifest.body.warnings().to_vec();
+        file_report.warnings = manifest.warnings.clone();
+        file_report.warnings.extend_from_slice(manifest.body.warnings());
     }
     if tool.output_schema().is_none() {
         for check in &mut file_report.checks {

@@ -9,7 +9,7 @@ use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};
 use crate::formats::manifest::model::{MAX_TIMEOUT_MS, ParamType};
 use crate::formats::manifest::render::TemplateError;
 use crate::message::error_chain;
-use crate::name::{NameError, ToolName};
+use crate::name::NameError;
 use crate::sandbox::SandboxDeclarationError;
 use crate::schema::SchemaError;
 
@@ -110,15 +110,11 @@ pub enum ManifestError {
         #[source]
         source: NameError,
     },
-    /// The `name` is not the file's.
-    #[error(
-        "name: {declared:?} does not match the file name, which makes it \"{expected}\"; rename the file or fix the name"
-    )]
-    NameMismatch {
-        /// The declared name.
-        declared: String,
-        /// The name from the file name.
-        expected: ToolName,
+    /// A parameter of the list form of `parameters` declared twice.
+    #[error("parameters: {name:?} is declared twice")]
+    DuplicateParameter {
+        /// The parameter's name.
+        name: String,
     },
     /// A parameter name that a body tag could not name.
     #[error("parameters.{name}: a parameter name must match ^[A-Za-z_][A-Za-z0-9_]*$")]

@@ -11,7 +11,7 @@ use crate::formats::declared_tests::parse_tests;
 use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 use crate::formats::manifest::expand::Expansion;
 use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, Manifest, Shell};
-use crate::formats::manifest::parameters::parse_parameters;
+use crate::formats::manifest::parameters::{parameters_of_list, parse_parameters};
 use crate::formats::manifest::render::Template;
 use crate::name::ToolName;
 use crate::oob::is_identifier;
@@ -20,10 +20,15 @@ use crate::schema::{InputSchema, OutputSchema};
 
 const TOP_LEVEL_KEYS: &str = "name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests";
 
-/// Parses `text`, the contents of a manifest whose file name makes it `expected`.
-pub(crate) fn parse(text: &str, expected: &ToolName) -> Result<Manifest, ManifestErrors> {
+/// Parses `text`, the contents of a manifest whose file name makes it `file_name` (`None`: its
+/// file name makes no tool name).
+///
+/// The frontmatter's `name` names the tool, as in Nanocoder; a file name that says otherwise
+/// is a warning (in [`Manifest::warnings`]), as is a top-level key toolsmith does not know,
+/// which is ignored (Nanocoder's `subscribe:`, another host's keys).
+pub(crate) fn parse(text: &str, file_name: Option<&ToolName>) -> Result<Manifest, ManifestErrors> {
     let mut errors = Vec::new();
-    let manifest = parse_collecting(text, expected, &mut errors);
+    let manifest = parse_collecting(text, file_name, &mut errors);
     match manifest {
         Some(manifest) if errors.is_empty() => Ok(manifest),
         _ => {
@@ -33,6 +38,17 @@ pub(crate) fn parse(text: &str, expected: &ToolName) -> Result<Manifest, Manifes
             Err(ManifestErrors { errors })
         }
     }
+}
+
+/// The tool name `text`'s frontmatter declares, if it declares a valid one: what discovery
+/// files a manifest under before reading it in full.
+pub(crate) fn declared_name(text: &str) -> Option<ToolName> {
+    let (frontmatter, _, _) = split(text).ok()?;
+    let mapping = frontmatter_mapping(frontmatter, &mut Vec::new())?;
+    let Some(Yaml::String(name)) = mapping.get("name") else {
+        return None;
+    };
+    well_formed(name).then(|| ToolName::new(name).ok()).flatten()
 }
 
 /// Splits the file into the frontmatter, the body and the body's first line number.
@@ -58,7 +74,7 @@ fn split(text: &str) -> Result<(&str, &str, usize), ManifestError> {
 
 fn parse_collecting(
     text: &str,
-    expected: &ToolName,
+    file_name: Option<&ToolName>,
     errors: &mut Vec<ManifestError>,
 ) -> Option<Manifest> {
     let (frontmatter, body, body_line) = match split(text) {
@@ -69,7 +85,8 @@ fn parse_collecting(
         }
     };
     let mapping = frontmatter_mapping(frontmatter, errors)?;
-    let fields = Fields::new(&mapping, "", TOP_LEVEL_KEYS, errors);
+    let mut warnings = Vec::new();
+    let fields = Fields::ignoring_unknown(&mapping, TOP_LEVEL_KEYS, &mut warnings);
 
     if fields.get("name").is_none() {
         errors.push(ManifestError::Missing {
@@ -78,11 +95,28 @@ fn parse_collecting(
     }
     let name = fields
         .string("name", errors)
-        .and_then(|name| check_name(name, expected, errors));
+        .and_then(|name| check_name(name, errors));
+    if let Some(name) = &name
+        && file_name != Some(name)
+    {
+        warnings.push(match file_name {
+            Some(file_name) => format!(
+                "name: the tool is \"{name}\", as its frontmatter says; its file name would make it \"{file_name}\""
+            ),
+            None => format!(
+                "name: the tool is \"{name}\", as its frontmatter says; its file name makes no tool name"
+            ),
+        });
+    }
     let description = fields.required_text("description", errors);
     let (parameters, properties, required) = match fields.get("parameters") {
         None | Some(Yaml::Null) => (Vec::new(), Map::new(), Vec::new()),
         Some(Yaml::Mapping(declared)) => parse_parameters(declared, errors),
+        // Nanocoder's other shape: a list of `{name, type, ...}` objects.
+        Some(Yaml::Sequence(listed)) => {
+            let declared = parameters_of_list(listed, errors);
+            parse_parameters(&declared, errors)
+        }
         Some(other) => {
             errors.push(ManifestError::NotAMapping {
                 field: "parameters".to_owned(),
@@ -172,6 +206,7 @@ fn parse_collecting(
         sandbox,
         tests,
         body: template?,
+        warnings,
     })
 }
 
@@ -399,36 +434,28 @@ fn renumber_lines(message: &str) -> String {
     renumbered
 }
 
-fn check_name(
-    name: &str,
-    expected: &ToolName,
-    errors: &mut Vec<ManifestError>,
-) -> Option<ToolName> {
-    let well_formed = name.starts_with(|first: char| first.is_ascii_lowercase())
+/// Whether `name` has the form of a tool name.
+fn well_formed(name: &str) -> bool {
+    name.starts_with(|first: char| first.is_ascii_lowercase())
         && name.chars().all(|character| {
             character.is_ascii_lowercase() || character.is_ascii_digit() || character == '_'
-        });
-    if !well_formed {
+        })
+}
+
+fn check_name(name: &str, errors: &mut Vec<ManifestError>) -> Option<ToolName> {
+    if !well_formed(name) {
         errors.push(ManifestError::NameSyntax {
             name: name.to_owned(),
         });
         return None;
     }
-    let tool_name = match ToolName::new(name) {
-        Ok(tool_name) => tool_name,
+    match ToolName::new(name) {
+        Ok(tool_name) => Some(tool_name),
         Err(source) => {
             errors.push(ManifestError::Name { source });
-            return None;
+            None
         }
-    };
-    if &tool_name != expected {
-        errors.push(ManifestError::NameMismatch {
-            declared: name.to_owned(),
-            expected: expected.clone(),
-        });
-        return None;
     }
-    Some(tool_name)
 }
 
 fn expansion(field: &str, text: &str, errors: &mut Vec<ManifestError>) -> Option<Expansion> {
@@ -517,6 +544,23 @@ impl<'a> Fields<'a> {
             }
         }
         Fields { mapping, prefix }
+    }
+
+    /// The top level's fields: a key toolsmith does not know is a warning and is ignored, as
+    /// Nanocoder ignores it, so that a manifest written for another host still loads.
+    fn ignoring_unknown(
+        mapping: &'a serde_norway::Mapping,
+        allowed: &'static str,
+        warnings: &mut Vec<String>,
+    ) -> Fields<'a> {
+        let mut unknown = Vec::new();
+        let fields = Fields::new(mapping, "", allowed, &mut unknown);
+        warnings.extend(
+            unknown
+                .iter()
+                .map(|error| format!("{error}; the key is ignored")),
+        );
+        fields
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<&'a Yaml> {

@@ -46,6 +46,9 @@ pub(crate) struct Manifest {
     /// toolsmith's addition: the declared test cases `toolsmith test` runs.
     pub(crate) tests: Vec<TestCase>,
     pub(crate) body: Template,
+    /// What loads but deserves a look: a name that differs from the file's, keys toolsmith
+    /// ignores.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The shell a manifest asks for.

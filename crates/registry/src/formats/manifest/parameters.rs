@@ -16,6 +16,52 @@ const ITEMS_KEYS: &str = "type, description, enum, pattern, minLength, maxLength
 
 const TYPES: &str = "string, number, integer, boolean, array";
 
+/// The mapping of Nanocoder's list form of `parameters` (`- name: x` followed by the
+/// parameter's other keys), in the list's order, for [`parse_parameters`]; an entry without a
+/// name, or a name given twice, is an error.
+pub(crate) fn parameters_of_list(
+    listed: &[Yaml],
+    errors: &mut Vec<ManifestError>,
+) -> serde_norway::Mapping {
+    let mut declared = serde_norway::Mapping::new();
+    for (index, entry) in listed.iter().enumerate() {
+        let field = format!("parameters[{index}]");
+        let Yaml::Mapping(entry) = entry else {
+            errors.push(ManifestError::NotAMapping {
+                field,
+                found: yaml_type(entry),
+            });
+            continue;
+        };
+        let name = match entry.get("name") {
+            Some(Yaml::String(name)) => name.clone(),
+            None => {
+                errors.push(ManifestError::Missing {
+                    field: format!("{field}.name"),
+                });
+                continue;
+            }
+            Some(other) => {
+                errors.push(ManifestError::WrongType {
+                    field: format!("{field}.name"),
+                    expected: "a string",
+                    found: yaml_type(other),
+                });
+                continue;
+            }
+        };
+        let mut rest = entry.clone();
+        rest.remove("name");
+        let key = Yaml::String(name.clone());
+        if declared.contains_key(&key) {
+            errors.push(ManifestError::DuplicateParameter { name });
+            continue;
+        }
+        declared.insert(key, Yaml::Mapping(rest));
+    }
+    declared
+}
+
 /// The parameters in declaration order, their JSON Schema properties, and the required names.
 pub(crate) fn parse_parameters(
     declared: &serde_norway::Mapping,

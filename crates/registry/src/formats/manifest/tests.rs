@@ -9,14 +9,14 @@ use crate::name::ToolName;
 /// body `echo hi`; `Ok` holds the input schema, `Err` the error messages.
 fn check(frontmatter: &str, expect: Result<Value, &str>) {
     let text = format!("---\n{frontmatter}---\necho hi\n");
-    let actual = parse(&text, &ToolName::new("demo").unwrap())
+    let actual = parse(&text, Some(&ToolName::new("demo").unwrap()))
         .map(|manifest| manifest.input_schema.as_json().clone())
         .map_err(|errors| errors.to_string());
     assert_eq!(actual, expect.map_err(str::to_owned), "{frontmatter}");
 }
 
 fn check_text(text: &str, expect: &str) {
-    let actual = parse(text, &ToolName::new("demo").unwrap())
+    let actual = parse(text, Some(&ToolName::new("demo").unwrap()))
         .map(|_| ())
         .map_err(|errors| errors.to_string());
     assert_eq!(actual, Err(expect.to_owned()), "{text}");
@@ -88,12 +88,6 @@ fn top_level_errors() {
         "name: k8s-pods\ndescription: x\n",
         Err("name: \"k8s-pods\" does not match ^[a-z][a-z0-9_]*$"),
     );
-    check(
-        "name: other\ndescription: x\n",
-        Err(
-            "name: \"other\" does not match the file name, which makes it \"demo\"; rename the file or fix the name",
-        ),
-    );
     check("name: demo\n", Err("description: missing"));
     check(
         "name: demo\ndescription: '  '\n",
@@ -160,7 +154,7 @@ fn declared_tests() {
     let text = format!(
         "---\n{HEAD}tests:\n- name: greets\n  input: {{who: Ada}}\n  expect: {{result_contains: Ada}}\n---\necho hi\n"
     );
-    let manifest = parse(&text, &ToolName::new("demo").unwrap()).unwrap();
+    let manifest = parse(&text, Some(&ToolName::new("demo").unwrap())).unwrap();
     assert_eq!(
         manifest
             .tests
@@ -175,18 +169,105 @@ fn declared_tests() {
     );
 }
 
+/// The warnings of the manifest `demo.md` (or of a file whose name makes no tool name, with
+/// `None`) holding `frontmatter`; it must load.
+fn check_warnings(file_name: Option<&str>, frontmatter: &str, expect: &[&str]) {
+    let text = format!("---\n{frontmatter}---\necho hi\n");
+    let file_name = file_name.map(|name| ToolName::new(name).unwrap());
+    let manifest = parse(&text, file_name.as_ref())
+        .unwrap_or_else(|errors| panic!("{frontmatter}: {errors}"));
+    assert_eq!(manifest.warnings, expect, "{frontmatter}");
+}
+
 #[test]
-fn unknown_keys() {
-    check(
-        &format!("{HEAD}timeout: 5000\n"),
-        Err(
-            "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests",
-        ),
+fn unknown_top_level_keys_are_warnings_and_ignored() {
+    // Issue 26: Nanocoder ignores keys it does not know (and has `subscribe:` blocks).
+    check_warnings(
+        Some("demo"),
+        &format!("{HEAD}timeout: 5000\nsubscribe:\n  events: [file_changed]\n"),
+        &[
+            "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests; the key is ignored",
+            "subscribe: unknown key; expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests; the key is ignored",
+        ],
     );
+    // Inside a parameter a misspelt constraint would silently loosen the schema: refused.
     check(
         &with_params("  n:\n    type: number\n    minimum: 1\n"),
         Err(
             "parameters.n.minimum: unknown key (did you mean `min`?); expected one of type, description, required, default, enum, pattern, minLength, maxLength, min, max, items",
+        ),
+    );
+}
+
+#[test]
+fn the_frontmatter_name_names_the_tool() {
+    // Issue 26: Nanocoder keys a tool by its `name`, whatever the file is called.
+    check_warnings(
+        Some("k8s_pods_tool"),
+        "name: k8s_pods\ndescription: x\n",
+        &[
+            "name: the tool is \"k8s_pods\", as its frontmatter says; its file name would make it \"k8s_pods_tool\"",
+        ],
+    );
+    check_warnings(
+        None,
+        "name: k8s_pods\ndescription: x\n",
+        &["name: the tool is \"k8s_pods\", as its frontmatter says; its file name makes no tool name"],
+    );
+    check_warnings(Some("demo"), HEAD, &[]);
+}
+
+#[test]
+fn declared_name() {
+    use crate::formats::manifest::frontmatter::declared_name;
+    let name = |text: &str| declared_name(text).map(|name| name.to_string());
+    assert_eq!(name("---\nname: k8s_pods\n---\necho\n").as_deref(), Some("k8s_pods"));
+    assert_eq!(name("---\nname: 'quoted'\n---\n").as_deref(), Some("quoted"));
+    assert_eq!(name("---\nname: K8s\n---\n"), None);
+    assert_eq!(name("---\nname: [a]\n---\n"), None);
+    assert_eq!(name("---\ndescription: x\n---\n"), None);
+    assert_eq!(name("name: x\n"), None);
+    assert_eq!(name(&format!("---\nname: x\nd: {}\n---\n", "[".repeat(100))), None);
+}
+
+#[test]
+fn parameters_as_a_list() {
+    // Issue 26: Nanocoder's parser accepts a list of `{name, type, ...}` objects.
+    check(
+        &format!(
+            "{HEAD}parameters:\n  - name: namespace\n    type: string\n    required: true\n  - name: count\n    type: integer\n    min: 1\n"
+        ),
+        Ok(json!({
+            "type": "object",
+            "properties": {
+                "namespace": {"type": "string"},
+                "count": {"type": "integer", "minimum": 1}
+            },
+            "required": ["namespace"]
+        })),
+    );
+    check(
+        &format!("{HEAD}parameters:\n  - type: string\n"),
+        Err("parameters[0].name: missing"),
+    );
+    check(
+        &format!("{HEAD}parameters:\n  - name: 3\n    type: string\n"),
+        Err("parameters[0].name: expected a string, got a number"),
+    );
+    check(
+        &format!("{HEAD}parameters:\n  - x\n"),
+        Err("parameters[0]: expected a mapping of keys, got a string"),
+    );
+    check(
+        &format!(
+            "{HEAD}parameters:\n  - name: a\n    type: string\n  - name: a\n    type: integer\n"
+        ),
+        Err("parameters: \"a\" is declared twice"),
+    );
+    check(
+        &format!("{HEAD}parameters:\n  - name: a\n    type: string\n    minimum: 1\n"),
+        Err(
+            "parameters.a.minimum: unknown key (did you mean `min`?); expected one of type, description, required, default, enum, pattern, minLength, maxLength, min, max, items",
         ),
     );
 }
@@ -335,7 +416,7 @@ fn defaults_of_the_annotations() {
     let manifest = |extra: &str| {
         parse(
             &format!("---\n{HEAD}{extra}---\necho\n"),
-            &ToolName::new("demo").unwrap(),
+            Some(&ToolName::new("demo").unwrap()),
         )
         .unwrap()
     };
@@ -366,7 +447,7 @@ fn defaults_of_the_annotations() {
 fn defaults_are_applied_before_rendering() {
     let manifest = parse(
         "---\nname: demo\ndescription: x\nparameters:\n  n:\n    type: integer\n    default: 3\n  s:\n    type: string\n---\nhead -n {{ n }}{{# s }} {{ s }}{{/ s }}\n",
-        &ToolName::new("demo").unwrap(),
+        Some(&ToolName::new("demo").unwrap()),
     )
     .unwrap();
     let render = |arguments: Value| {
@@ -392,7 +473,7 @@ fn deep_frontmatter_nesting_is_refused() {
     let deep = format!("{HEAD}x: {}{}\n", "[".repeat(65), "]".repeat(65));
     let error = parse(
         &format!("---\n{deep}---\necho hi\n"),
-        &ToolName::new("demo").unwrap(),
+        Some(&ToolName::new("demo").unwrap()),
     )
     .unwrap_err()
     .to_string();
@@ -404,7 +485,7 @@ fn deep_frontmatter_nesting_is_refused() {
     assert!(
         parse(
             &format!("---\n{blocks}---\necho hi\n"),
-            &ToolName::new("demo").unwrap()
+            Some(&ToolName::new("demo").unwrap())
         )
         .is_err()
     );
@@ -416,7 +497,7 @@ fn deep_frontmatter_nesting_is_refused() {
     );
     let parsed = parse(
         &format!("---\n{quoted}---\necho hi\n"),
-        &ToolName::new("demo").unwrap(),
+        Some(&ToolName::new("demo").unwrap()),
     );
     assert!(
         parsed
@@ -437,12 +518,12 @@ fn deep_or_long_bodies_are_refused_quickly() {
         ")".repeat(20_000)
     );
     let started = std::time::Instant::now();
-    let error = parse(&deep, &ToolName::new("demo").unwrap())
+    let error = parse(&deep, Some(&ToolName::new("demo").unwrap()))
         .unwrap_err()
         .to_string();
     assert!(error.contains("nest deeper than 64"), "{error}");
     let long = format!("---\n{HEAD}---\necho {}\n", "a ".repeat(100_000));
-    let error = parse(&long, &ToolName::new("demo").unwrap())
+    let error = parse(&long, Some(&ToolName::new("demo").unwrap()))
         .unwrap_err()
         .to_string();
     assert!(error.contains("more than 4096 words"), "{error}");
