@@ -725,6 +725,19 @@ fn protected_paths_that_do_not_exist_cannot_be_created() {
             "peer-tools",
             "mkdir -p .kodelet/tools && echo x > .kodelet/tools/deploy",
         ),
+        // Issue 26: the peers' other folders are layers too.
+        (
+            "kodelet-legacy-tools",
+            "mkdir -p kodelet-tools && echo x > kodelet-tools/deploy",
+        ),
+        (
+            "kodelet-plugin",
+            "mkdir -p .kodelet/plugins/org@repo/tools && echo x > .kodelet/plugins/org@repo/tools/deploy",
+        ),
+        (
+            "nanocoder-skill",
+            "mkdir -p .nanocoder/skills/ops/tools && echo x > .nanocoder/skills/ops/tools/deploy.md",
+        ),
         (
             "link-to-user-layer",
             "ln -s \"$HOME/.config/toolsmith\" .toolsmith",

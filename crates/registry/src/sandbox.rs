@@ -463,7 +463,8 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
 /// The paths below `project_dir` that stay read-only to `filesystem =
 /// "project"` tools, so that a tool cannot loosen its own sandbox or plant
 /// code that runs later: the project's `.git` (hooks, `core.fsmonitor`) and
-/// `.toolsmith` (configuration, tools), every peer's project tool directory,
+/// `.toolsmith` (configuration, tools), every peer's project directory (tools,
+/// Kodelet's `kodelet-tools` and plugins, Nanocoder's skills),
 /// and each of `extra` (tool directories, the config file) that is inside the
 /// project (other than the project itself). Paths that do not exist are
 /// listed too: the executor seals their nearest existing directory, so that
@@ -471,7 +472,7 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
 pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths = vec![project_dir.join(".git"), project_dir.join(".toolsmith")];
     for peer in crate::layer::Peer::ALL {
-        paths.push(project_dir.join(peer.project_tool_dir()));
+        paths.extend(peer.project_dirs().into_iter().map(|dir| project_dir.join(dir)));
     }
     let inside = |path: &Path| path.starts_with(project_dir) && path != project_dir;
     paths.extend(extra.iter().filter(|path| inside(path)).cloned());
@@ -663,8 +664,11 @@ mod tests {
             ".git",
             ".toolsmith",
             ".kodelet/tools",
+            "kodelet-tools",
+            ".kodelet/plugins",
             ".ikigai/tools",
             ".nanocoder/tools",
+            ".nanocoder/skills",
             "tools",
             "toolsmith.toml",
         ]

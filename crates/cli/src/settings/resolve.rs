@@ -414,7 +414,7 @@ fn untrusted_project_left_out(mut layers: Vec<LayerDir>, trust: &mut TrustReport
     if trust.project_trusted() {
         return layers;
     }
-    let in_project = |layer: Layer| matches!(layer, Layer::Project | Layer::PeerProject(_));
+    let in_project = Layer::in_project;
     let skipped: Vec<PathBuf> = layers
         .iter()
         .filter(|layer_dir| in_project(layer_dir.layer) && layer_dir.dir.exists())
@@ -448,7 +448,7 @@ pub(crate) fn is_project(project: &Path, home: Option<&Path>) -> bool {
 fn no_project_left_out(mut layers: Vec<LayerDir>, has_project: bool) -> Vec<LayerDir> {
     if !has_project {
         layers
-            .retain(|layer_dir| !matches!(layer_dir.layer, Layer::Project | Layer::PeerProject(_)));
+            .retain(|layer_dir| !layer_dir.layer.in_project());
     }
     layers
 }

@@ -243,9 +243,12 @@ pub(super) struct RawDiscovery {
     pub(super) dirs: Option<Vec<PathBuf>>,
     /// Also read Kodelet's, ikigai's and Nanocoder's tool directories
     /// (`~/.kodelet/tools`, `~/.ikigai/tools`, `~/.config/nanocoder/tools`,
-    /// and the project's `.kodelet/tools`, `.ikigai/tools`,
-    /// `.nanocoder/tools`), each just below toolsmith's directory of the same
-    /// scope. Default: `false`.
+    /// and the project's `kodelet-tools`, `.kodelet/tools`, `.ikigai/tools`,
+    /// `.nanocoder/tools`) and their bundles' `tools/` folders (Kodelet's
+    /// plugins `.kodelet/plugins/*/tools`, Nanocoder's skills
+    /// `.nanocoder/skills/*/tools` and `~/.config/nanocoder/skills/*/tools`),
+    /// each just below toolsmith's directory of the same scope, in the
+    /// peer's own order. Default: `false`.
     pub(super) peers: Option<bool>,
     /// Reuse the probe results of unchanged tool files
     /// (`$XDG_CACHE_HOME/toolsmith/discovery.json`). Default: `true`; the

@@ -4,13 +4,25 @@
 //!
 //! 1. The system layer ([`Layer::System`]): `<prefix>/libexec/toolsmith`, where `<prefix>` is the directory above
 //!    the one holding the `toolsmith` binary (`/usr/bin/toolsmith` → `/usr/libexec/toolsmith`).
-//! 2. With peers switched on, the peers' user directories: `~/.kodelet/tools`, `~/.ikigai/tools`,
+//! 2. With peers switched on, the peers' user bundles: the `tools/` folder of each Kodelet
+//!    plugin (`~/.kodelet/plugins/<org@repo>/tools`) and each Nanocoder skill
+//!    (`~/.config/nanocoder/skills/<skill>/tools`) ([`Layer::PeerUserBundles`]).
+//! 3. With peers switched on, the peers' user directories: `~/.kodelet/tools`, `~/.ikigai/tools`,
 //!    `~/.config/nanocoder/tools` ([`Layer::PeerUser`]).
-//! 3. The user layer ([`Layer::User`]): `$TOOLSMITH_HOME/tools`, default `~/.config/toolsmith/tools`.
-//! 4. With peers switched on, the peers' project directories: `<project>/.kodelet/tools`,
-//!    `<project>/.ikigai/tools`, `<project>/.nanocoder/tools` ([`Layer::PeerProject`]).
-//! 5. The project layer ([`Layer::Project`]): `<project>/.toolsmith/tools`.
-//! 6. The config layer ([`Layer::Config`]): the directories named by `[discovery] dirs`, in their order.
+//! 4. The user layer ([`Layer::User`]): `$TOOLSMITH_HOME/tools`, default `~/.config/toolsmith/tools`.
+//! 5. With peers switched on, the peers' project bundles: `<project>/.kodelet/plugins/*/tools`,
+//!    `<project>/.nanocoder/skills/*/tools` ([`Layer::PeerProjectBundles`]).
+//! 6. With peers switched on, the peers' project directories: `<project>/kodelet-tools` (Kodelet's
+//!    earlier folder) then `<project>/.kodelet/tools`, `<project>/.ikigai/tools`,
+//!    `<project>/.nanocoder/tools` ([`Layer::PeerProject`]).
+//! 7. The project layer ([`Layer::Project`]): `<project>/.toolsmith/tools`.
+//! 8. The config layer ([`Layer::Config`]): the directories named by `[discovery] dirs`, in their order.
+//!
+//! This is each peer's own order: Kodelet reads global plugins, then global tools, then local
+//! plugins, then local tools, a later one winning; Nanocoder's project tools win over its
+//! personal ones. A bundles directory is one layer directory: discovery reads the `tools/`
+//! folder of each bundle in it, in the sorted order of the bundles' names, and the live
+//! registry follows bundles as they come and go.
 //!
 //! A peer's directory sits with the layer of the same scope, below toolsmith's own directory of
 //! that scope: a user migrating from Kodelet keeps the precedence they had (project over user),
@@ -20,9 +32,11 @@
 //! with `git2`), or the current directory itself outside a repository or in a bare one.
 //! Nothing here reads the environment or the process: the CLI passes every input in.
 
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::layer::{Layer, Peer};
+use crate::layer::{BUNDLE_TOOLS_DIR, Layer, Peer};
 
 /// One directory to discover tools in, and its layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +88,11 @@ pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
         && let Some(home) = &inputs.home
     {
         for peer in Peer::ALL {
+            if let Some(bundles) = peer.user_bundles_dir() {
+                push(Layer::PeerUserBundles(peer), home.join(bundles));
+            }
+        }
+        for peer in Peer::ALL {
             push(Layer::PeerUser(peer), home.join(peer.user_dir()));
         }
     }
@@ -87,6 +106,14 @@ pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
     }
     if inputs.peers {
         for peer in Peer::ALL {
+            if let Some(bundles) = peer.bundles_dir() {
+                push(Layer::PeerProjectBundles(peer), inputs.project.join(bundles));
+            }
+        }
+        for peer in Peer::ALL {
+            if let Some(legacy) = peer.legacy_project_tool_dir() {
+                push(Layer::PeerProject(peer), inputs.project.join(legacy));
+            }
             push(
                 Layer::PeerProject(peer),
                 inputs.project.join(peer.project_tool_dir()),
@@ -101,6 +128,36 @@ pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
         push(Layer::Config, dir.clone());
     }
     dirs
+}
+
+/// The directories a layer directory stands for: itself, or for a layer that
+/// [holds bundles](Layer::holds_bundles) the `tools/` folder of each bundle in it that has one,
+/// in the sorted order of the bundles' names. `Ok(empty)` when a bundles directory does not
+/// exist.
+pub(crate) fn tool_dirs(layer_dir: &LayerDir, cwd: &Path) -> io::Result<Vec<PathBuf>> {
+    let dir = cwd.join(&layer_dir.dir);
+    if !layer_dir.layer.holds_bundles() {
+        return Ok(vec![dir]);
+    }
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let mut bundles = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        // Hidden entries (`.git`, an editor's files) are not bundles.
+        if entry.file_name().as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let tools = entry.path().join(BUNDLE_TOOLS_DIR);
+        if tools.is_dir() {
+            bundles.push(tools);
+        }
+    }
+    bundles.sort();
+    Ok(bundles)
 }
 
 /// `<prefix>/libexec/toolsmith` for the binary `<prefix>/bin/toolsmith`.
@@ -135,7 +192,8 @@ pub fn project_dir(cwd: &Path) -> PathBuf {
 mod tests {
     use std::path::PathBuf;
 
-    use crate::discovery::layers::{LayerInputs, layer_dirs, project_dir};
+    use crate::discovery::layers::{LayerDir, LayerInputs, layer_dirs, project_dir, tool_dirs};
+    use crate::layer::{Layer, Peer};
 
     fn inputs() -> LayerInputs {
         LayerInputs {
@@ -237,10 +295,15 @@ mod tests {
             },
             &[
                 "system /opt/ts/libexec/toolsmith",
+                "kodelet-plugin-user /home/ada/.kodelet/plugins",
+                "nanocoder-skill-user /home/ada/.config/nanocoder/skills",
                 "kodelet-user /home/ada/.kodelet/tools",
                 "ikigai-user /home/ada/.ikigai/tools",
                 "nanocoder-user /home/ada/.config/nanocoder/tools",
                 "user /home/ada/.config/toolsmith/tools",
+                "kodelet-plugin-project /src/app/.kodelet/plugins",
+                "nanocoder-skill-project /src/app/.nanocoder/skills",
+                "kodelet-project /src/app/kodelet-tools",
                 "kodelet-project /src/app/.kodelet/tools",
                 "ikigai-project /src/app/.ikigai/tools",
                 "nanocoder-project /src/app/.nanocoder/tools",
@@ -248,6 +311,35 @@ mod tests {
                 "config /extra",
             ],
         );
+    }
+
+    #[test]
+    fn bundles_are_each_bundles_tools_folder_in_name_order() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("skills");
+        for bundle in ["zeta", "alpha", "no-tools", ".hidden"] {
+            std::fs::create_dir_all(root.join(bundle)).unwrap();
+        }
+        for bundle in ["zeta", "alpha", ".hidden"] {
+            std::fs::create_dir_all(root.join(bundle).join("tools")).unwrap();
+        }
+        std::fs::write(root.join("loose-file"), "").unwrap();
+        let layer_dir = |layer| LayerDir {
+            layer,
+            dir: root.clone(),
+        };
+        let bundles = layer_dir(Layer::PeerProjectBundles(Peer::Nanocoder));
+        assert_eq!(
+            tool_dirs(&bundles, temp.path()).unwrap(),
+            [root.join("alpha/tools"), root.join("zeta/tools")]
+        );
+        let plain = layer_dir(Layer::PeerProject(Peer::Nanocoder));
+        assert_eq!(tool_dirs(&plain, temp.path()).unwrap(), [root.clone()]);
+        let missing = LayerDir {
+            layer: Layer::PeerUserBundles(Peer::Kodelet),
+            dir: temp.path().join("absent"),
+        };
+        assert!(tool_dirs(&missing, temp.path()).unwrap().is_empty());
     }
 
     #[test]

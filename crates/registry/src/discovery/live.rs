@@ -38,7 +38,8 @@ use toolsmith_executor::Executor;
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::{Catalog, ProblemError};
 use crate::discovery::discover::{Freshness, discover_matching};
-use crate::discovery::layers::LayerDir;
+use crate::discovery::layers::{LayerDir, tool_dirs};
+use crate::layer::BUNDLE_TOOLS_DIR;
 use crate::discovery::probe::resolve_config;
 use crate::error::Error;
 use crate::name::ToolName;
@@ -406,7 +407,7 @@ fn resource_failure(catalog: &Catalog) -> Option<String> {
 /// its permissions change back (`IN_ATTRIB` names the child), which rescans and moves the watch
 /// back onto it; without that, a directory once unreadable would never be followed again.
 fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
-    layers
+    let mut targets: HashSet<PathBuf> = layers
         .iter()
         .filter_map(|layer_dir| {
             let dir = cwd.join(&layer_dir.dir);
@@ -414,7 +415,16 @@ fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
                 .find(|ancestor| ancestor.is_dir() && std::fs::read_dir(ancestor).is_ok())
                 .map(Path::to_path_buf)
         })
-        .collect()
+        .collect();
+    // A bundles directory is watched with each bundle in it (which sees its `tools/` folder
+    // come and go) and each bundle's `tools/` folder.
+    for layer_dir in layers.iter().filter(|layer_dir| layer_dir.layer.holds_bundles()) {
+        for tools in tool_dirs(layer_dir, cwd).unwrap_or_default() {
+            targets.extend(tools.parent().map(Path::to_path_buf));
+            targets.insert(tools);
+        }
+    }
+    targets
 }
 
 /// Watches the new targets, stops watching the old ones, and watches again a target that an
@@ -457,7 +467,21 @@ fn update_watches(
 fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
     layers.iter().any(|layer_dir| {
         let dir = cwd.join(&layer_dir.dir);
-        path.parent() == Some(dir.as_path()) || dir.starts_with(path)
+        if path.parent() == Some(dir.as_path()) || dir.starts_with(path) {
+            return true;
+        }
+        // In a bundles directory: a bundle, its `tools/` folder, or a file in that folder.
+        layer_dir.layer.holds_bundles()
+            && path.strip_prefix(&dir).is_ok_and(|inside| {
+                let parts: Vec<_> = inside.components().collect();
+                match parts.as_slice() {
+                    [_bundle] => true,
+                    [_bundle, tools] | [_bundle, tools, _] => {
+                        tools.as_os_str() == BUNDLE_TOOLS_DIR
+                    }
+                    _ => false,
+                }
+            })
     })
 }
 
@@ -608,7 +632,7 @@ mod tests {
 
     use crate::discovery::layers::LayerDir;
     use crate::discovery::live::is_relevant;
-    use crate::layer::Layer;
+    use crate::layer::{Layer, Peer};
 
     fn check(path: &str, expect: bool) {
         let layers = [
@@ -619,6 +643,10 @@ mod tests {
             LayerDir {
                 layer: Layer::Project,
                 dir: PathBuf::from(".toolsmith/tools"),
+            },
+            LayerDir {
+                layer: Layer::PeerProjectBundles(Peer::Nanocoder),
+                dir: PathBuf::from(".nanocoder/skills"),
             },
         ];
         assert_eq!(
@@ -639,6 +667,16 @@ mod tests {
         check("/src/app/.toolsmith/tools", true);
         check("/src/app/.toolsmith", true);
         check("/home/ada/.config", true);
+    }
+
+    #[test]
+    fn bundles_and_their_tools_are_relevant() {
+        check("/src/app/.nanocoder/skills/k8s", true);
+        check("/src/app/.nanocoder/skills/k8s/tools", true);
+        check("/src/app/.nanocoder/skills/k8s/tools/pods.md", true);
+        check("/src/app/.nanocoder/skills/k8s/SKILL.md", false);
+        check("/src/app/.nanocoder/skills/k8s/docs/notes.md", false);
+        check("/src/app/.nanocoder/skills/k8s/tools/sub/deep.md", false);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::discovery::cache::Fingerprint;
 use crate::discovery::catalog::{Problem, ProblemError};
 use crate::discovery::discover::{Candidate, problem_concerns};
-use crate::discovery::layers::LayerDir;
+use crate::discovery::layers::{LayerDir, tool_dirs};
 use crate::formats::format::Format;
 use crate::formats::manifest;
 use crate::layer::Layer;
@@ -28,8 +28,27 @@ pub(crate) fn scan_dirs(
     let mut problems = Vec::new();
     let mut candidates = Vec::new();
     for layer_dir in layers {
-        let dir = config.cwd.join(&layer_dir.dir);
-        scan_dir(&dir, layer_dir.layer, &mut candidates, &mut problems);
+        let layer = layer_dir.layer;
+        let root = config.cwd.join(&layer_dir.dir);
+        // A bundles directory is checked before it is listed, then each bundle's folder.
+        if layer.holds_bundles() && project_layer_through_link(&root, layer, config) {
+            problems.push(Problem {
+                path: root,
+                error: ProblemError::LinkedLayer,
+            });
+            continue;
+        }
+        match tool_dirs(layer_dir, &config.cwd) {
+            Ok(dirs) => {
+                for dir in dirs {
+                    scan_dir(&dir, layer, config, &mut candidates, &mut problems);
+                }
+            }
+            Err(source) => problems.push(Problem {
+                path: root,
+                error: ProblemError::ReadDir { source },
+            }),
+        }
     }
     if let Some(only) = only {
         candidates.retain(|candidate| &candidate.expected == only);
@@ -43,25 +62,32 @@ pub(crate) fn scan_dirs(
 /// or its parent inside the project. Whoever writes the project (a clone, a tool under
 /// `filesystem = "project"` that plants `.toolsmith -> ~/.config/toolsmith`) must not make
 /// toolsmith read, with the project's trust, a directory that is not the project's. Checked
-/// each time the layer is read, so a link planted while `serve` runs is refused too.
-fn project_layer_through_link(dir: &Path, layer: Layer) -> bool {
-    if !matches!(layer, Layer::Project | Layer::PeerProject(_)) {
+/// each time the layer is read, so a link planted while `serve` runs is refused too. A bundle's
+/// folder (`.nanocoder/skills/<skill>/tools`) is checked with its bundle, after the bundles
+/// directory and its parent were: every directory between the project and the tools.
+fn project_layer_through_link(dir: &Path, layer: Layer, config: &RunConfig) -> bool {
+    if !layer.in_project() {
         return false;
     }
     let is_link = |path: &Path| {
         fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink())
     };
-    is_link(dir) || dir.parent().is_some_and(is_link)
+    is_link(dir)
+        || dir
+            .parent()
+            .filter(|parent| *parent != config.project_dir)
+            .is_some_and(is_link)
 }
 
 /// Adds the candidates of `dir` in sorted file-name order.
 fn scan_dir(
     dir: &Path,
     layer: Layer,
+    config: &RunConfig,
     candidates: &mut Vec<Candidate>,
     problems: &mut Vec<Problem>,
 ) {
-    if project_layer_through_link(dir, layer) {
+    if project_layer_through_link(dir, layer, config) {
         problems.push(Problem {
             path: dir.to_path_buf(),
             error: ProblemError::LinkedLayer,
