@@ -19,6 +19,7 @@ mod list;
 mod load;
 mod manifest;
 mod mounts;
+mod peers;
 mod policy;
 mod probes;
 mod processes;

@@ -355,6 +355,9 @@ fn pipeline(in_directory: bool, format: Option<Format>) -> impl Iterator<Item = 
 fn applies(kind: CheckKind, format: Option<Format>) -> bool {
     match kind {
         CheckKind::RequestedTimeout => matches!(format, None | Some(Format::Kodelet)),
+        // A manifest's frontmatter `name` names the tool, whatever its file is called (a
+        // differing file name is a warning).
+        CheckKind::NameMatches => format != Some(Format::Manifest),
         _ => true,
     }
 }
@@ -458,6 +461,9 @@ fn label(kind: CheckKind, format: Option<Format>) -> &'static str {
             "is a regular file (a manifest: read, never run)"
         }
         (CheckKind::File, _) => "is an executable file",
+        (CheckKind::FileName, Some(Format::Manifest)) => {
+            "the frontmatter's `name` (else the file name) is a valid tool name"
+        }
         (CheckKind::FileName, _) => "the file name is a valid tool name",
         (CheckKind::Unique, _) => "no other file in its directory provides the same tool",
         (CheckKind::Probe, Some(Format::Kodelet)) => "`description` answered in time",
