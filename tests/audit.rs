@@ -54,9 +54,13 @@ fn one_line_per_call_with_a_stable_digest() {
             "duration_ms",
             "exit_code",
             "signal",
-            "backend"
+            "backend",
+            "call_id"
         ]
     );
+    // Issue 26: the id the tool received as TOOLSMITH_CALL_ID, one per call.
+    assert_eq!(lines[0]["call_id"].as_str().map(str::len), Some(36));
+    assert_ne!(lines[0]["call_id"], lines[1]["call_id"]);
     assert_eq!(lines[0]["tool"], "echo_ok");
     assert_eq!(lines[0]["outcome"], "ok");
     assert_eq!(lines[0]["exit_code"], 0);

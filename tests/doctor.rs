@@ -24,8 +24,8 @@ fn doctor_text() {
     assert!(stdout.ends_with("no problems found\n"), "{stdout}");
 }
 
-/// A set-up with no problem, peers on: the nine optional tool directories that do not exist
-/// are listed, each without a `fix:` and none counted a problem; a directory the config names
+/// A set-up with no problem, peers on: the fourteen optional tool directories that do not exist
+/// (issue 26 added the peers' bundles directories and `./kodelet-tools`) are listed, each without a `fix:` and none counted a problem; a directory the config names
 /// and that does not exist is still a problem with its fix.
 #[test]
 fn doctor_lists_missing_optional_directories_without_a_fix() {
@@ -41,11 +41,17 @@ fn doctor_lists_missing_optional_directories_without_a_fix() {
         .lines()
         .filter(|line| line.contains("(none; optional)"))
         .collect();
-    assert_eq!(optional.len(), 9, "{stdout}");
+    assert_eq!(optional.len(), 14, "{stdout}");
     assert!(
         optional.iter().any(|line| line.contains("kodelet")),
         "the peers' directories are listed: {stdout}"
     );
+    for bundles in [".kodelet/plugins", ".nanocoder/skills", "kodelet-tools"] {
+        assert!(
+            optional.iter().any(|line| line.contains(bundles)),
+            "{bundles} is listed: {stdout}"
+        );
+    }
     assert!(!stdout.contains("fix:"), "{stdout}");
     assert!(!stdout.contains("missing"), "{stdout}");
     assert!(stdout.ends_with("no problems found\n"), "{stdout}");

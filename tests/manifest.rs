@@ -178,9 +178,11 @@ fn frontmatter_errors_are_problems_and_good_tools_still_load() {
         "bad-body.md",
         "---\nname: bad_body\ndescription: x\nparameters:\n  a:\n    type: string\n---\necho {{# a }}\necho {{ b }}\n",
     );
+    // An unknown top-level key is a warning since issue 26 (Nanocoder ignores it); one inside
+    // a parameter, a misspelt constraint, is still refused.
     write(
         "unknown-key.md",
-        "---\nname: unknown_key\ndescription: x\ntimeout: 5\n---\necho\n",
+        "---\nname: unknown_key\ndescription: x\nparameters:\n  n:\n    type: number\n    minimum: 1\n---\necho\n",
     );
     cli_snapshot!(context, context.with_tools().args(["list", "--json"]), @r#"
     exit_code: 0
@@ -229,7 +231,7 @@ fn frontmatter_errors_are_problems_and_good_tools_still_load() {
         },
         {
           "path": "[TEMP]/tools/unknown-key.md",
-          "error": "timeout: unknown key (did you mean `timeout_ms`?); expected one of name, description, parameters, approval, read_only, timeout_ms, cwd, env, shell, fail_on_exit, output_schema, sandbox, tests"
+          "error": "parameters.n.minimum: unknown key (did you mean `min`?); expected one of type, description, required, default, enum, pattern, minLength, maxLength, min, max, items"
         }
       ],
       "shadowed": []
