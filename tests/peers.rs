@@ -6,6 +6,11 @@
 //! called through `toolsmith run` and over MCP; a Kodelet tool that needs
 //! `KODELET_CONVERSATION_ID` sees one value per MCP session.
 
+#![expect(
+    clippy::print_stderr,
+    reason = "a tool of the corpus this machine cannot run (no uv) must be announced loudly"
+)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -248,7 +253,11 @@ fn the_peers_tools_are_found_in_the_peers_folders() {
             .unwrap_or_else(|| panic!("{report:#}"));
         entries
             .iter()
-            .find(|entry| entry["path"].as_str().is_some_and(|path| path.ends_with(file)))
+            .find(|entry| {
+                entry["path"]
+                    .as_str()
+                    .is_some_and(|path| path.ends_with(file))
+            })
             .map(|entry| entry["warnings"].clone())
             .unwrap_or_else(|| panic!("{file} not validated: {report:#}"))
     };
@@ -414,9 +423,8 @@ fn call_and_session_ids_are_toolsmiths_own_per_call() {
             .args(["run", name, "--input", "{}"])
             .output()
             .unwrap();
-        let envelope: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-            panic!("{error}: {}", String::from_utf8_lossy(&output.stderr))
-        });
+        let envelope: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("{error}: {}", String::from_utf8_lossy(&output.stderr)));
         assert_eq!(envelope["tool_success"], true, "{envelope:#}");
         envelope["result"].clone()
     };

@@ -155,7 +155,10 @@ impl Layer {
     /// Whether the layer's directory holds bundles, each with its tools in its `tools/` folder,
     /// rather than tools.
     pub fn holds_bundles(self) -> bool {
-        matches!(self, Layer::PeerUserBundles(_) | Layer::PeerProjectBundles(_))
+        matches!(
+            self,
+            Layer::PeerUserBundles(_) | Layer::PeerProjectBundles(_)
+        )
     }
 
     /// Whether a missing directory of this layer is a problem: it is for directories the user

@@ -472,7 +472,11 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
 pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths = vec![project_dir.join(".git"), project_dir.join(".toolsmith")];
     for peer in crate::layer::Peer::ALL {
-        paths.extend(peer.project_dirs().into_iter().map(|dir| project_dir.join(dir)));
+        paths.extend(
+            peer.project_dirs()
+                .into_iter()
+                .map(|dir| project_dir.join(dir)),
+        );
     }
     let inside = |path: &Path| path.starts_with(project_dir) && path != project_dir;
     paths.extend(extra.iter().filter(|path| inside(path)).cloned());

@@ -447,8 +447,7 @@ pub(crate) fn is_project(project: &Path, home: Option<&Path>) -> bool {
 /// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.
 fn no_project_left_out(mut layers: Vec<LayerDir>, has_project: bool) -> Vec<LayerDir> {
     if !has_project {
-        layers
-            .retain(|layer_dir| !layer_dir.layer.in_project());
+        layers.retain(|layer_dir| !layer_dir.layer.in_project());
     }
     layers
 }

@@ -99,7 +99,10 @@ impl CallIdentity {
             (SESSION_ID_VAR.into(), self.session.as_str().into()),
         ];
         if kodelet {
-            vars.push((KODELET_CONVERSATION_VAR.into(), self.session.as_str().into()));
+            vars.push((
+                KODELET_CONVERSATION_VAR.into(),
+                self.session.as_str().into(),
+            ));
         }
         vars
     }

@@ -107,7 +107,10 @@ pub fn layer_dirs(inputs: &LayerInputs) -> Vec<LayerDir> {
     if inputs.peers {
         for peer in Peer::ALL {
             if let Some(bundles) = peer.bundles_dir() {
-                push(Layer::PeerProjectBundles(peer), inputs.project.join(bundles));
+                push(
+                    Layer::PeerProjectBundles(peer),
+                    inputs.project.join(bundles),
+                );
             }
         }
         for peer in Peer::ALL {
@@ -334,7 +337,7 @@ mod tests {
             [root.join("alpha/tools"), root.join("zeta/tools")]
         );
         let plain = layer_dir(Layer::PeerProject(Peer::Nanocoder));
-        assert_eq!(tool_dirs(&plain, temp.path()).unwrap(), [root.clone()]);
+        assert_eq!(tool_dirs(&plain, temp.path()).unwrap(), vec![root.clone()]);
         let missing = LayerDir {
             layer: Layer::PeerUserBundles(Peer::Kodelet),
             dir: temp.path().join("absent"),

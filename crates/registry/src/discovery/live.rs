@@ -39,9 +39,9 @@ use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::{Catalog, ProblemError};
 use crate::discovery::discover::{Freshness, discover_matching};
 use crate::discovery::layers::{LayerDir, tool_dirs};
-use crate::layer::BUNDLE_TOOLS_DIR;
 use crate::discovery::probe::resolve_config;
 use crate::error::Error;
+use crate::layer::BUNDLE_TOOLS_DIR;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;
 use crate::policy::Policy;
@@ -418,7 +418,10 @@ fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
         .collect();
     // A bundles directory is watched with each bundle in it (which sees its `tools/` folder
     // come and go) and each bundle's `tools/` folder.
-    for layer_dir in layers.iter().filter(|layer_dir| layer_dir.layer.holds_bundles()) {
+    for layer_dir in layers
+        .iter()
+        .filter(|layer_dir| layer_dir.layer.holds_bundles())
+    {
         for tools in tool_dirs(layer_dir, cwd).unwrap_or_default() {
             targets.extend(tools.parent().map(Path::to_path_buf));
             targets.insert(tools);
@@ -476,9 +479,7 @@ fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
                 let parts: Vec<_> = inside.components().collect();
                 match parts.as_slice() {
                     [_bundle] => true,
-                    [_bundle, tools] | [_bundle, tools, _] => {
-                        tools.as_os_str() == BUNDLE_TOOLS_DIR
-                    }
+                    [_bundle, tools] | [_bundle, tools, _] => tools.as_os_str() == BUNDLE_TOOLS_DIR,
                     _ => false,
                 }
             })

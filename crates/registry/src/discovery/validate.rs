@@ -330,7 +330,9 @@ fn report(
 fn note_passed_tool(file_report: &mut FileReport, tool: &Tool) {
     if let Some(manifest) = tool.runner().manifest() {
         file_report.warnings = manifest.warnings.clone();
-        file_report.warnings.extend_from_slice(manifest.body.warnings());
+        file_report
+            .warnings
+            .extend_from_slice(manifest.body.warnings());
     }
     if tool.output_schema().is_none() {
         for check in &mut file_report.checks {

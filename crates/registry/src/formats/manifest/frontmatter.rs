@@ -10,7 +10,9 @@ use crate::formats::annotations::Approval;
 use crate::formats::declared_tests::parse_tests;
 use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 use crate::formats::manifest::expand::Expansion;
-use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, Manifest, Shell};
+use crate::formats::manifest::model::{
+    DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, Manifest, Parameter, Shell,
+};
 use crate::formats::manifest::parameters::{parameters_of_list, parse_parameters};
 use crate::formats::manifest::render::Template;
 use crate::name::ToolName;
@@ -48,7 +50,9 @@ pub(crate) fn declared_name(text: &str) -> Option<ToolName> {
     let Some(Yaml::String(name)) = mapping.get("name") else {
         return None;
     };
-    well_formed(name).then(|| ToolName::new(name).ok()).flatten()
+    well_formed(name)
+        .then(|| ToolName::new(name).ok())
+        .flatten()
 }
 
 /// Splits the file into the frontmatter, the body and the body's first line number.
@@ -88,43 +92,9 @@ fn parse_collecting(
     let mut warnings = Vec::new();
     let fields = Fields::ignoring_unknown(&mapping, TOP_LEVEL_KEYS, &mut warnings);
 
-    if fields.get("name").is_none() {
-        errors.push(ManifestError::Missing {
-            field: "name".to_owned(),
-        });
-    }
-    let name = fields
-        .string("name", errors)
-        .and_then(|name| check_name(name, errors));
-    if let Some(name) = &name
-        && file_name != Some(name)
-    {
-        warnings.push(match file_name {
-            Some(file_name) => format!(
-                "name: the tool is \"{name}\", as its frontmatter says; its file name would make it \"{file_name}\""
-            ),
-            None => format!(
-                "name: the tool is \"{name}\", as its frontmatter says; its file name makes no tool name"
-            ),
-        });
-    }
+    let name = parse_name(&fields, file_name, errors, &mut warnings);
     let description = fields.required_text("description", errors);
-    let (parameters, properties, required) = match fields.get("parameters") {
-        None | Some(Yaml::Null) => (Vec::new(), Map::new(), Vec::new()),
-        Some(Yaml::Mapping(declared)) => parse_parameters(declared, errors),
-        // Nanocoder's other shape: a list of `{name, type, ...}` objects.
-        Some(Yaml::Sequence(listed)) => {
-            let declared = parameters_of_list(listed, errors);
-            parse_parameters(&declared, errors)
-        }
-        Some(other) => {
-            errors.push(ManifestError::NotAMapping {
-                field: "parameters".to_owned(),
-                found: yaml_type(other),
-            });
-            (Vec::new(), Map::new(), Vec::new())
-        }
-    };
+    let (parameters, properties, required) = declared_parameters(&fields, errors);
     let approval = parse_approval(&fields, errors);
     let read_only = fields.boolean("read_only", errors);
     let read_only = match (approval, read_only) {
@@ -208,6 +178,57 @@ fn parse_collecting(
         body: template?,
         warnings,
     })
+}
+
+/// `name`, which names the tool; a file name that says otherwise is a warning.
+fn parse_name(
+    fields: &Fields<'_>,
+    file_name: Option<&ToolName>,
+    errors: &mut Vec<ManifestError>,
+    warnings: &mut Vec<String>,
+) -> Option<ToolName> {
+    if fields.get("name").is_none() {
+        errors.push(ManifestError::Missing {
+            field: "name".to_owned(),
+        });
+    }
+    let name = fields
+        .string("name", errors)
+        .and_then(|name| check_name(name, errors))?;
+    if file_name != Some(&name) {
+        warnings.push(match file_name {
+            Some(file_name) => format!(
+                "name: the tool is \"{name}\", as its frontmatter says; its file name would make it \"{file_name}\""
+            ),
+            None => format!(
+                "name: the tool is \"{name}\", as its frontmatter says; its file name makes no tool name"
+            ),
+        });
+    }
+    Some(name)
+}
+
+/// `parameters`, a mapping or Nanocoder's list of `{name, type, ...}` objects: the parameters,
+/// their schema properties and the required names.
+fn declared_parameters(
+    fields: &Fields<'_>,
+    errors: &mut Vec<ManifestError>,
+) -> (Vec<Parameter>, Map<String, Value>, Vec<String>) {
+    match fields.get("parameters") {
+        None | Some(Yaml::Null) => (Vec::new(), Map::new(), Vec::new()),
+        Some(Yaml::Mapping(declared)) => parse_parameters(declared, errors),
+        Some(Yaml::Sequence(listed)) => {
+            let declared = parameters_of_list(listed, errors);
+            parse_parameters(&declared, errors)
+        }
+        Some(other) => {
+            errors.push(ManifestError::NotAMapping {
+                field: "parameters".to_owned(),
+                found: yaml_type(other),
+            });
+            (Vec::new(), Map::new(), Vec::new())
+        }
+    }
 }
 
 /// The input schema of the parameters: an object with their `properties` and `required` list.

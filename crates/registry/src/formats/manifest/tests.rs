@@ -174,8 +174,8 @@ fn declared_tests() {
 fn check_warnings(file_name: Option<&str>, frontmatter: &str, expect: &[&str]) {
     let text = format!("---\n{frontmatter}---\necho hi\n");
     let file_name = file_name.map(|name| ToolName::new(name).unwrap());
-    let manifest = parse(&text, file_name.as_ref())
-        .unwrap_or_else(|errors| panic!("{frontmatter}: {errors}"));
+    let manifest =
+        parse(&text, file_name.as_ref()).unwrap_or_else(|errors| panic!("{frontmatter}: {errors}"));
     assert_eq!(manifest.warnings, expect, "{frontmatter}");
 }
 
@@ -212,7 +212,9 @@ fn the_frontmatter_name_names_the_tool() {
     check_warnings(
         None,
         "name: k8s_pods\ndescription: x\n",
-        &["name: the tool is \"k8s_pods\", as its frontmatter says; its file name makes no tool name"],
+        &[
+            "name: the tool is \"k8s_pods\", as its frontmatter says; its file name makes no tool name",
+        ],
     );
     check_warnings(Some("demo"), HEAD, &[]);
 }
@@ -221,13 +223,22 @@ fn the_frontmatter_name_names_the_tool() {
 fn declared_name() {
     use crate::formats::manifest::frontmatter::declared_name;
     let name = |text: &str| declared_name(text).map(|name| name.to_string());
-    assert_eq!(name("---\nname: k8s_pods\n---\necho\n").as_deref(), Some("k8s_pods"));
-    assert_eq!(name("---\nname: 'quoted'\n---\n").as_deref(), Some("quoted"));
+    assert_eq!(
+        name("---\nname: k8s_pods\n---\necho\n").as_deref(),
+        Some("k8s_pods")
+    );
+    assert_eq!(
+        name("---\nname: 'quoted'\n---\n").as_deref(),
+        Some("quoted")
+    );
     assert_eq!(name("---\nname: K8s\n---\n"), None);
     assert_eq!(name("---\nname: [a]\n---\n"), None);
     assert_eq!(name("---\ndescription: x\n---\n"), None);
     assert_eq!(name("name: x\n"), None);
-    assert_eq!(name(&format!("---\nname: x\nd: {}\n---\n", "[".repeat(100))), None);
+    assert_eq!(
+        name(&format!("---\nname: x\nd: {}\n---\n", "[".repeat(100))),
+        None
+    );
 }
 
 #[test]
