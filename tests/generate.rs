@@ -285,14 +285,13 @@ fn new_writes_a_skeleton_that_validates_and_refuses_to_overwrite() {
     ----- stdout -----
     [TEMP]/project/.toolsmith/tools/md_tool.md (md_tool)
       ok is a regular file (a manifest: read, never run)
-      ok the file name is a valid tool name
+      ok the frontmatter's `name` (else the file name) is a valid tool name
       ok no other file in its directory provides the same tool
       ok the manifest file can be read
       ok the frontmatter fields and the body's template tags are valid
       ok the declared name is a valid tool name
       ok the input schema is a valid JSON Schema for an object
       ok no output schema is declared (optional)
-      ok the declared name matches the file name
       ok the description is not empty
     [TEMP]/project/.toolsmith/tools/py_tool (py_tool)
       ok is an executable file
