@@ -452,3 +452,94 @@ fn call_and_session_ids_are_toolsmiths_own_per_call() {
     assert_eq!(lines[0]["call_id"], first["call"]);
     assert_eq!(lines[1]["call_id"], second["call"]);
 }
+
+/// A project's bundle is the project's only when no directory between the project and its
+/// `tools/` folder is a symbolic link: a clone (or a tool under `filesystem = "project"`) that
+/// plants `.nanocoder/skills -> ~/elsewhere` or `.kodelet/plugins/x -> ~/elsewhere` must not
+/// make toolsmith read, with the project's trust, tools that are not the project's.
+#[test]
+fn a_bundle_reached_through_a_link_is_not_read() {
+    let peers = Peers::new();
+    let context = &peers.context;
+    let outside = context.root.join("outside");
+    write_executable(
+        &outside.join("tools/planted"),
+        &shell_tool("planted", r#"{"type": "object"}"#, "echo planted"),
+    );
+    let skills = context.project.join(".nanocoder/skills");
+    fs::remove_dir_all(&skills).unwrap();
+    std::os::unix::fs::symlink(context.root.join("outside-skills"), &skills).unwrap();
+    fs::create_dir_all(context.root.join("outside-skills")).unwrap();
+    std::os::unix::fs::symlink(&outside, context.root.join("outside-skills/linked")).unwrap();
+    let plugins = context.project.join(".kodelet/plugins");
+    fs::create_dir_all(&plugins).unwrap();
+    std::os::unix::fs::symlink(&outside, plugins.join("org@linked")).unwrap();
+
+    let output = peers.command().args(["list", "--json"]).output().unwrap();
+    let listing: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"planted"), "{listing:#}");
+    assert!(!names.contains(&"shout"), "{listing:#}");
+    let linked: Vec<&str> = listing["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|problem| {
+            problem["error"]
+                .as_str()
+                .is_some_and(|error| error.contains("symbolic link"))
+        })
+        .filter_map(|problem| problem["path"].as_str())
+        .collect();
+    assert_eq!(
+        linked,
+        [
+            plugins.join("org@linked/tools").display().to_string(),
+            skills.display().to_string()
+        ],
+        "{listing:#}"
+    );
+}
+
+/// A skill bundle that appears while `serve` runs is read, and its tool announced and callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_skill_bundle_is_announced_while_serving() {
+    let peers = Peers::new();
+    let mut command = peers.command();
+    command.arg("serve");
+    let (session, mut changes, _pid) = connect_to_child(command, legacy()).await;
+    let before = session.list_all_tools().await.unwrap().len();
+    // Written aside, then renamed into place whole, as a package manager or `git` would.
+    let staging = peers.context.root.join("staging-skill");
+    crate::context::write_file(
+        &staging.join("tools/greet.md"),
+        "---\nname: greet\ndescription: Greet someone\nparameters:\n  - name: who\n    type: string\n    required: true\napproval: never\n---\nprintf 'hello %s' {{ who }}\n",
+    );
+    fs::rename(
+        &staging,
+        peers.context.project.join(".nanocoder/skills/greeting"),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + crate::serve::PATIENCE;
+    loop {
+        tokio::time::timeout(crate::serve::PATIENCE, changes.recv())
+            .await
+            .expect("no notifications/tools/list_changed")
+            .unwrap();
+        if session.list_all_tools().await.unwrap().len() > before {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "greet never listed");
+    }
+    let greeted = session
+        .call_tool(call("custom_tool_greet", json!({"who": "Ada"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&greeted), "hello Ada");
+    session.cancel().await.unwrap();
+}
