@@ -29,6 +29,17 @@ use toolsmith_executor::{
     classified_system_calls,
 };
 
+#[path = "../../../tests/leaks.rs"]
+#[expect(
+    dead_code,
+    reason = "the black-box suite's host oracle; this suite uses its capture and comparison"
+)]
+mod leaks;
+#[path = "oracle/next_run.rs"]
+mod next_run;
+
+use crate::next_run::Oracle;
+
 const MARKER_VAR: &str = "HOSTILE_TEST_ID";
 /// Slack on top of timeout + grace: a hang guard, not a speed claim.
 const MARGIN: Duration = Duration::from_millis(1500);
@@ -1603,6 +1614,7 @@ fn b19_every_system_call_no_list_names_fails_with_enosys() {
     let Some(executor) = sandbox_executor(&["seccomp", "private-proc"]) else {
         return;
     };
+    let oracle = Oracle::start();
     let limits = Limits {
         timeout: Duration::from_secs(60),
         ..limits(60_000, 500)
@@ -1660,7 +1672,20 @@ fn b19_every_system_call_no_list_names_fails_with_enosys() {
             unfiltered.iter().any(|(_, result)| result != "ENOSYS"),
             "without the filter every unnamed number failed with ENOSYS too: the walk cannot tell"
         );
+        let filtered = Sandbox {
+            private_pids: true,
+            network: if network_denied {
+                Network::Deny(Enforcement::Required)
+            } else {
+                Network::Allow
+            },
+            syscalls: Syscalls::Filtered(Enforcement::Required),
+            ..Sandbox::none()
+        };
+        oracle.check_next_run(&executor, &filtered);
     }
+    drop(executor);
+    oracle.finish();
 }
 
 /// A small ext4 file system the test makes and removes: an image in a 64 MiB
@@ -1805,6 +1830,7 @@ fn b20_no_fallocate_mode_takes_disk_past_max_file_size() {
     let Some(executor) = sandbox_executor(&["seccomp"]) else {
         return;
     };
+    let oracle = Oracle::start();
     let Some(disk) = SmallDisk::new() else { return };
     let max_file_size: u64 = 1 << 20;
     let limits = Limits {
@@ -1815,17 +1841,24 @@ fn b20_no_fallocate_mode_takes_disk_past_max_file_size() {
         sandbox_script("allocate.py").display().to_string(),
         (24_u64 << 20).to_string(),
     ];
+    let sandbox = |syscalls: Syscalls| Sandbox {
+        filesystem: Filesystem::Project {
+            root: disk.ext4.clone(),
+            enforcement: Enforcement::IfPossible,
+        },
+        syscalls,
+        ..Sandbox::none()
+    };
     let attack = |syscalls: Syscalls| {
         disk.clear();
-        let sandbox = Sandbox {
-            filesystem: Filesystem::Project {
-                root: disk.ext4.clone(),
-                enforcement: Enforcement::IfPossible,
-            },
-            syscalls,
-            ..Sandbox::none()
-        };
-        let ran = run_sandboxed(&executor, &python, &args, &disk.ext4, sandbox, &limits);
+        let ran = run_sandboxed(
+            &executor,
+            &python,
+            &args,
+            &disk.ext4,
+            sandbox(syscalls),
+            &limits,
+        );
         assert!(ran.outcome().success(), "{:?}", ran.outcome());
         assert_eq!(ran.survivors, 0);
         (ran.stdout(), disk.allocated())
@@ -1845,6 +1878,14 @@ fn b20_no_fallocate_mode_takes_disk_past_max_file_size() {
         allocated > 8 * max_file_size,
         "without the filter only {allocated} bytes: the attack cannot tell"
     );
+    disk.clear();
+    oracle.check_next_run(
+        &executor,
+        &sandbox(Syscalls::Filtered(Enforcement::Required)),
+    );
+    drop(executor);
+    drop(disk);
+    oracle.finish();
 }
 
 /// The lines of `/proc/self/status` and the files of `/proc/self` the
@@ -1870,6 +1911,7 @@ fn b21_nothing_under_proc_1_reveals_or_changes_toolsmith() {
     let Some(executor) = sandbox_executor(&["seccomp", "private-proc"]) else {
         return;
     };
+    let oracle = Oracle::start();
     let before = own_proc_state();
     let own_command = fs::read_to_string("/proc/self/cmdline").unwrap();
     let own_program = own_command.split('\0').next().unwrap().to_owned();
@@ -1887,7 +1929,7 @@ fn b21_nothing_under_proc_1_reveals_or_changes_toolsmith() {
             &sandbox_script("init-image.sh"),
             &[],
             Path::new("/"),
-            sandbox,
+            sandbox.clone(),
             &limits(10_000, 500),
         );
         let printed = ran.stdout();
@@ -1908,7 +1950,10 @@ fn b21_nothing_under_proc_1_reveals_or_changes_toolsmith() {
         );
         assert!(!printed.contains(&own_program), "{printed}");
         assert_eq!(own_proc_state(), before);
+        oracle.check_next_run(&executor, &sandbox);
     }
+    drop(executor);
+    oracle.finish();
 }
 /// The cgroup executor, or `None` (loudly) where the kernel does not allow it.
 fn cgroup_executor() -> Option<Executor> {
@@ -1937,6 +1982,7 @@ fn issue_22_4_a_file_left_on_a_tmpfs_is_not_charged_to_later_runs() {
     let Some(executor) = cgroup_executor() else {
         return;
     };
+    let oracle = Oracle::start();
     let file = PathBuf::from(format!(
         "/dev/shm/toolsmith-issue-22-4-{}",
         std::process::id()
@@ -1977,6 +2023,9 @@ fn issue_22_4_a_file_left_on_a_tmpfs_is_not_charged_to_later_runs() {
             "the earlier run's 80 MiB in this run's peak: {peak}"
         );
     }
+    oracle.check_next_run(&executor, &Sandbox::none());
+    drop(executor);
+    oracle.finish();
 }
 
 /// Issue 22 finding 4, another way: a run fills the page cache (a file
@@ -1988,6 +2037,7 @@ fn issue_22_4_page_cache_of_an_earlier_run_is_not_in_the_next_runs_peak() {
     let Some(executor) = cgroup_executor() else {
         return;
     };
+    let oracle = Oracle::start();
     let dir = tempfile::tempdir().unwrap();
     let limits = limits(20_000, 500);
     let filled = sh(
@@ -2007,4 +2057,67 @@ fn issue_22_4_page_cache_of_an_earlier_run_is_not_in_the_next_runs_peak() {
         peak < 32 << 20,
         "the earlier run's page cache in this run's peak: {peak}"
     );
+    oracle.check_next_run(&executor, &Sandbox::none());
+    drop(executor);
+    oracle.finish();
+}
+
+/// Issue 22, acceptance 2: the leak oracle between runs, shown on its own.
+/// Under the default profile of a tool call, the `project` profile and the
+/// strictest one, nothing `leave-behind.py` leaves (files, tmpfs and page
+/// cache charges, a SysV segment, path and abstract sockets held by a
+/// daemon) reaches the next run on the same executor or stays on the host,
+/// but what the default profile leaves in the host's `/tmp` (no filesystem
+/// restriction). With no sandbox at all, the next run does see the earlier
+/// run's names in every place the host shares: the oracle looks where it
+/// must.
+#[test]
+fn issue_22_acceptance_2_nothing_of_a_run_reaches_the_next() {
+    let _serial = serial();
+    let Some(executor) = sandbox_executor(&["seccomp", "private-proc", "netns"]) else {
+        return;
+    };
+    let oracle = Oracle::start();
+    let project = tempfile::tempdir().unwrap();
+    let default_profile = Sandbox {
+        private_pids: true,
+        private_mounts: true,
+        private_ipc: true,
+        privileges: toolsmith_executor::Privileges::Drop(None),
+        syscalls: Syscalls::Filtered(Enforcement::Required),
+        ..Sandbox::none()
+    };
+    let project_profile = Sandbox {
+        filesystem: Filesystem::Project {
+            root: project.path().to_path_buf(),
+            enforcement: Enforcement::Required,
+        },
+        ..default_profile.clone()
+    };
+    let strictest = Sandbox {
+        network: Network::Deny(Enforcement::Required),
+        filesystem: Filesystem::ReadOnly(Enforcement::Required),
+        ..default_profile.clone()
+    };
+    let seen = oracle.check_next_run(&executor, &default_profile);
+    assert_eq!(seen.by_next_run, ["tmp", "tmpdir"], "{seen:?}");
+    for sandbox in [&project_profile, &strictest] {
+        let seen = oracle.check_next_run(&executor, sandbox);
+        assert!(seen.by_next_run.is_empty(), "{sandbox:?}: {seen:?}");
+    }
+    let seen = oracle.check_next_run(&executor, &Sandbox::none());
+    assert_eq!(
+        seen.by_next_run,
+        ["shm", "sysv", "tmp", "tmpdir"],
+        "{seen:?}"
+    );
+    assert!(
+        seen.on_host
+            .iter()
+            .any(|found| found.starts_with("/dev/shm/"))
+            && seen.on_host.iter().any(|found| found.starts_with("SysV")),
+        "{seen:?}"
+    );
+    drop(executor);
+    oracle.finish();
 }
