@@ -19,7 +19,6 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -35,17 +34,18 @@ use toolsmith_executor::{
     reason = "the black-box suite's host oracle; this suite uses its capture and comparison"
 )]
 mod leaks;
+#[path = "oracle/marked.rs"]
+mod marked;
 #[path = "oracle/next_run.rs"]
 mod next_run;
 
+use crate::marked::{MARKER_VAR, kill_marked, marked_command};
 use crate::next_run::Oracle;
 
-const MARKER_VAR: &str = "HOSTILE_TEST_ID";
 /// Slack on top of timeout + grace: a hang guard, not a speed claim.
 const MARGIN: Duration = Duration::from_millis(1500);
 
 static SERIAL: Mutex<()> = Mutex::new(());
-static NEXT_MARKER: AtomicU64 = AtomicU64::new(0);
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL
@@ -114,26 +114,6 @@ impl Ran {
     }
 }
 
-/// `program args` in `cwd` with a plain `PATH` and a fresh marker in its environment, by
-/// which the survivors check finds whatever the run left; the marker comes back too.
-fn marked_command(program: &Path, args: &[impl AsRef<OsStr>], cwd: &Path) -> (Command, String) {
-    let marker = format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT_MARKER.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut command = Command::new(program, cwd).unwrap();
-    for arg in args {
-        command.arg(arg.as_ref());
-    }
-    command.env(
-        OsStr::new("PATH"),
-        OsStr::new("/usr/local/bin:/usr/bin:/bin"),
-    );
-    command.env(OsStr::new(MARKER_VAR), OsStr::new(&marker));
-    (command, marker)
-}
-
 /// Runs `program args` on `executor` under `limits`, then checks for
 /// survivors by marker and kills any it finds.
 fn run(
@@ -167,36 +147,6 @@ fn sh(executor: &Executor, script: &str, limits: &Limits) -> Ran {
         None,
         Path::new("/"),
     )
-}
-
-/// Kills (by pid) every live process whose initial environment holds
-/// `marker`, returning how many there were.
-fn kill_marked(marker: &str) -> usize {
-    let mut found = 0;
-    for _ in 0..3 {
-        let pids: Vec<i32> = fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-            .filter(|pid| {
-                fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                    environ
-                        .split(|&byte| byte == 0)
-                        .any(|entry| entry == marker.as_bytes())
-                })
-            })
-            .collect();
-        if pids.is_empty() {
-            break;
-        }
-        found = found.max(pids.len());
-        for pid in pids {
-            // SAFETY: test hygiene; the pid was just seen carrying our marker.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    found
 }
 
 /// Zombies whose parent is this test process: the executor must reap its own.

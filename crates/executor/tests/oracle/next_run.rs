@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use toolsmith_executor::{AppliedSandbox, Executor, FilesystemAccess, Limits, Outcome, Sandbox};
 
 use crate::leaks::HostState;
+use crate::marked::{MARKER_VAR, kill_marked, marked_command};
 
 /// The most a run that only lists a few directories may be charged, at its start and at
 /// its peak: well under the 48 MiB `leave-behind.py` leaves charged.
@@ -74,7 +75,8 @@ impl Oracle {
     /// host. Returns what was seen where the sandbox shares a place with the host.
     #[track_caller]
     pub(crate) fn check_next_run(&self, executor: &Executor, sandbox: &Sandbox) -> Seen {
-        let Some(python) = crate::python() else {
+        let Some(python) = python() else {
+            eprintln!("WARNING: no python3, the oracle between runs is SKIPPED");
             return Seen::default();
         };
         let serial = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
@@ -91,13 +93,13 @@ impl Oracle {
             ..Limits::recommended()
         };
 
-        let script = crate::sandbox_script("leave-behind.py");
+        let script = script("leave-behind.py");
         let args = [script.display().to_string(), tag.clone(), key.to_string()];
-        let (mut command, marker) = crate::marked_command(&python, &args, &cwd);
+        let (mut command, marker) = marked_command(&python, &args, &cwd);
         command.env(OsStr::new("TMPDIR"), self.tmpdir().as_os_str());
         command.sandbox(sandbox.clone());
-        let left = crate::runtime().block_on(executor.run(&command, &limits));
-        let survivors = crate::kill_marked(&format!("{}={marker}", crate::MARKER_VAR));
+        let left = runtime().block_on(executor.run(&command, &limits));
+        let survivors = kill_marked(&format!("{}={marker}", MARKER_VAR));
         let left = left.expect("the leaving run should start");
         assert!(left.success(), "the leaving run failed: {left:?}");
         assert_eq!(survivors, 0, "the leaving run's daemon outlived it");
@@ -157,19 +159,19 @@ impl Oracle {
     ) -> (BTreeMap<&'static str, String>, Option<u64>, Outcome) {
         let go = self.scratch.path().join("go");
         let _ = fs::remove_file(&go);
-        let script = crate::sandbox_script("run-view.sh");
-        let (mut command, marker) = crate::marked_command(&script, &[go.as_os_str()], cwd);
+        let script = script("run-view.sh");
+        let (mut command, marker) = marked_command(&script, &[go.as_os_str()], cwd);
         command.env(OsStr::new("TMPDIR"), self.tmpdir().as_os_str());
         command.sandbox(sandbox.clone());
-        let marker = format!("{}={marker}", crate::MARKER_VAR);
+        let marker = format!("{}={marker}", MARKER_VAR);
         let (outcome, charge) = std::thread::scope(|scope| {
-            let running = scope.spawn(|| crate::runtime().block_on(executor.run(&command, limits)));
+            let running = scope.spawn(|| runtime().block_on(executor.run(&command, limits)));
             let charge = charge_of_marked(&marker);
             fs::write(&go, "").unwrap();
             (running.join().unwrap(), charge)
         });
         let _ = fs::remove_file(&go);
-        assert_eq!(crate::kill_marked(&marker), 0, "the viewing run survived");
+        assert_eq!(kill_marked(&marker), 0, "the viewing run survived");
         let outcome = outcome.expect("the viewing run should start");
         assert!(outcome.success(), "the viewing run failed: {outcome:?}");
         let printed = outcome.stdout.text_lossy();
@@ -233,7 +235,22 @@ impl Oracle {
             );
             found.push(format!("SysV segment {key}"));
         }
-        // A run's private TMPDIR goes when its init is reaped, just after the run returns.
+        found
+    }
+
+    /// The host against its capture, once the test's executors are dropped: what this
+    /// process made must be gone, the runs' private TMPDIRs included.
+    #[track_caller]
+    pub(crate) fn finish(self) {
+        let pid = std::process::id();
+        let marks = [
+            format!("toolsmith-{pid}-"),
+            format!("toolsmith-run-{pid}-"),
+            format!("oracle-{pid}-"),
+            self.scratch.path().display().to_string(),
+        ];
+        // A run's private TMPDIR goes when its init is reaped, just after the run returns; a
+        // sandbox prepared for a next run has one too, until the executor is dropped.
         let own_runs = format!("toolsmith-run-{}-", std::process::id());
         let run_dirs = || -> Vec<String> {
             fs::read_dir(std::env::temp_dir())
@@ -253,19 +270,6 @@ impl Oracle {
             "run directories left: {:?}",
             run_dirs()
         );
-        found
-    }
-
-    /// The host against its capture: what this process made must be gone.
-    #[track_caller]
-    pub(crate) fn finish(self) {
-        let pid = std::process::id();
-        let marks = [
-            format!("toolsmith-{pid}-"),
-            format!("toolsmith-run-{pid}-"),
-            format!("oracle-{pid}-"),
-            self.scratch.path().display().to_string(),
-        ];
         let (ours, others) = self.before.leaks_of(pid, self.scratch.path(), &|leak| {
             marks.iter().any(|mark| leak.contains(mark.as_str()))
         });
@@ -375,4 +379,26 @@ fn memory_charge(pid: u32) -> Option<u64> {
         }
     }
     None
+}
+
+/// A script of the hostile corpus's `sandbox/` directory.
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/hostile/sandbox")
+        .join(name)
+}
+
+fn python() -> Option<PathBuf> {
+    ["/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|candidate| candidate.is_file())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
