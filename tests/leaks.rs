@@ -78,11 +78,35 @@ impl HostState {
     /// What appeared since `self` (the state before a call made by toolsmith process
     /// `toolsmith_pid`), removing what the test owns. Empty when nothing leaked.
     pub(crate) fn leaks(&self, toolsmith_pid: u32, test_root: &Path) -> Vec<String> {
+        self.leaks_of(toolsmith_pid, test_root, &|_| true).0
+    }
+
+    /// [`HostState::leaks`], for a test that shares the machine with other test processes:
+    /// only what `ours` accepts (by its description) is a leak, and removed; the rest is
+    /// returned apart and left alone.
+    pub(crate) fn leaks_of(
+        &self,
+        toolsmith_pid: u32,
+        test_root: &Path,
+        ours: &dyn Fn(&str) -> bool,
+    ) -> (Vec<String>, Vec<String>) {
         let after = HostState::capture(&self.tmpdir);
         let mut leaks = Vec::new();
+        let mut others = Vec::new();
+        let mut sort = |finding: String| {
+            if ours(&finding) {
+                leaks.push(finding);
+                true
+            } else {
+                others.push(finding);
+                false
+            }
+        };
 
         for line in after.mounts.difference(&self.mounts) {
-            leaks.push(format!("mount: {line}"));
+            if !sort(format!("mount: {line}")) {
+                continue;
+            }
             if let Some(point) = line.split(' ').nth(4)
                 && Path::new(point).starts_with(test_root)
             {
@@ -107,7 +131,9 @@ impl HostState {
         // Deepest first, so parents can go once their children are gone.
         new_cgroups.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
         for dir in new_cgroups {
-            leaks.push(format!("cgroup directory: {}", dir.display()));
+            if !sort(format!("cgroup directory: {}", dir.display())) {
+                continue;
+            }
             // Processes still in it are the call's: a v2 leaf has cgroup.kill.
             let _ = fs::write(dir.join("cgroup.kill"), "1");
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -119,7 +145,9 @@ impl HostState {
                 // The host segment a test made on purpose, for a tool to find.
                 continue;
             }
-            leaks.push(format!("SysV {kind}: {line}"));
+            if !sort(format!("SysV {kind}: {line}")) {
+                continue;
+            }
             // SAFETY: removes a SysV object that appeared during the call.
             unsafe {
                 match *kind {
@@ -131,28 +159,34 @@ impl HostState {
         }
 
         for queue in after.mqueues.difference(&self.mqueues) {
-            leaks.push(format!("POSIX message queue: /{queue}"));
+            if !sort(format!("POSIX message queue: /{queue}")) {
+                continue;
+            }
             let name = std::ffi::CString::new(format!("/{queue}")).unwrap();
             // SAFETY: unlinks a queue that appeared during the call.
             unsafe { libc::mq_unlink(name.as_ptr()) };
         }
 
         for (id, line) in after.keys.difference(&self.keys) {
-            leaks.push(format!("key: {line}"));
+            if !sort(format!("key: {line}")) {
+                continue;
+            }
             // SAFETY: KEYCTL_INVALIDATE of a key that appeared during the call.
             unsafe { libc::syscall(libc::SYS_keyctl, 21, *id) };
         }
 
-        for path in after.tmp.difference(&self.tmp) {
-            leaks.push(format!("temporary file: {}", path.display()));
-        }
-        if after.tmp != self.tmp {
+        let new_files: Vec<&PathBuf> = after
+            .tmp
+            .difference(&self.tmp)
+            .filter(|path| sort(format!("temporary file: {}", path.display())))
+            .collect();
+        if !new_files.is_empty() {
             clear_immutable(&self.tmpdir);
-            for path in after.tmp.difference(&self.tmp) {
+            for path in new_files {
                 let _ = fs::remove_dir_all(path).or_else(|_| fs::remove_file(path));
             }
         }
-        leaks
+        (leaks, others)
     }
 }
 

@@ -51,6 +51,8 @@ pub(crate) struct BenchSettings {
     generated_calls: usize,
     /// `--only discovery`: measure and report the discovery section alone.
     only_discovery: bool,
+    /// `--only filter`: measure and report the system-call filter section alone.
+    only_filter: bool,
 }
 
 impl BenchSettings {
@@ -69,6 +71,7 @@ impl BenchSettings {
             discovery_repetitions: if quick { 1 } else { 5 },
             generated_calls: if quick { 10 } else { 100 },
             only_discovery: false,
+            only_filter: false,
         }
     }
 
@@ -76,6 +79,14 @@ impl BenchSettings {
     pub(crate) fn only_discovery(self) -> BenchSettings {
         BenchSettings {
             only_discovery: true,
+            ..self
+        }
+    }
+
+    /// The same settings, measuring the system-call filter section alone (`--only filter`).
+    pub(crate) fn only_filter(self) -> BenchSettings {
+        BenchSettings {
+            only_filter: true,
             ..self
         }
     }
@@ -583,6 +594,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if settings.only_discovery {
         return run_discovery_only(settings);
     }
+    if settings.only_filter {
+        return print_report(&crate::filter_bench::measure(settings)?.render());
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -612,6 +626,7 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         &harness.executor_handle(),
         settings.generated_calls,
     )?;
+    let filter = crate::filter_bench::measure(settings)?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -630,6 +645,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&generator.render());
     report.push('\n');
     report.push_str(&generated.render());
+    report.push('\n');
+    report.push_str(&filter.render());
     print_report(&report)
 }
 

@@ -16,7 +16,7 @@ tasks:
   tidy                     check house-style rules over every file of the workspace
   codegen [--check]        write the generated files (docs/config.md, from the config
                            file's schema); --check: fail if one is stale
-  bench [--quick] [--calls N] [--only discovery]
+  bench [--quick] [--calls N] [--only discovery|filter]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
@@ -26,7 +26,10 @@ tasks:
                            --quick: a few calls and one discovery, for a smoke run;
                            --only discovery: the discovery section alone;
                            then request-to-registered of a generated bash tool
-                           against running its one test case alone
+                           against running its one test case alone;
+                           then the seccomp allow-list against the deny-list it
+                           replaced (install, exec, openat loop);
+                           --only filter: the filter section alone
   man [--out DIR]          write the man pages (toolsmith.1 and one per subcommand),
                            generated from the CLI's clap definition, into DIR
                            (default: <target dir>/man)
@@ -149,6 +152,7 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut quick = false;
     let mut calls = None;
     let mut only_discovery = false;
+    let mut only_filter = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -169,21 +173,25 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
             }
             ("--only", value) => match value.or_else(|| args.next()).as_deref() {
                 Some("discovery") => only_discovery = true,
+                Some("filter") => only_filter = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the section `discovery`, not `{section}`"
+                        "`--only` knows the sections `discovery` and `filter`, not `{section}`"
                     ));
                 }
-                None => return Err("`--only` needs a section (`discovery`)".to_owned()),
+                None => {
+                    return Err("`--only` needs a section (`discovery` or `filter`)".to_owned());
+                }
             },
             _ => return Err(format!("unknown option `{arg}` for `bench`")),
         }
     }
     let settings = BenchSettings::resolve(quick, calls);
-    Ok(if only_discovery {
-        settings.only_discovery()
-    } else {
-        settings
+    Ok(match (only_discovery, only_filter) {
+        (true, true) => return Err("`--only` takes one section".to_owned()),
+        (true, false) => settings.only_discovery(),
+        (false, true) => settings.only_filter(),
+        (false, false) => settings,
     })
 }
 
@@ -252,6 +260,12 @@ mod tests {
                 BenchSettings::resolve(true, None).only_discovery(),
             )),
         );
+        check(
+            &["bench", "--quick", "--only", "filter"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_filter(),
+            )),
+        );
     }
 
     #[test]
@@ -305,11 +319,11 @@ mod tests {
         );
         check(
             &["bench", "--only"],
-            Err("`--only` needs a section (`discovery`)"),
+            Err("`--only` needs a section (`discovery` or `filter`)"),
         );
         check(
             &["bench", "--only", "mcp"],
-            Err("`--only` knows the section `discovery`, not `mcp`"),
+            Err("`--only` knows the sections `discovery` and `filter`, not `mcp`"),
         );
         check(
             &["bench", "--slow"],

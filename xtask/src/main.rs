@@ -13,6 +13,7 @@ mod ci;
 mod codegen;
 mod discovery_bench;
 mod dist;
+mod filter_bench;
 mod flags;
 mod generate_bench;
 mod generated_bench;

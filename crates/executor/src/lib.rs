@@ -75,7 +75,9 @@ pub use crate::privileges::{Privileges, RunAs, effective_uid};
 pub use crate::sandbox::{
     AppliedSandbox, Enforcement, Filesystem, FilesystemAccess, Network, Sandbox, Syscalls,
 };
-pub use crate::seccomp::{LAST_CLASSIFIED, classified_system_calls};
+pub use crate::seccomp::{
+    FiltersForBench, LAST_CLASSIFIED, classified_system_calls, filters_for_bench,
+};
 
 use crate::cgroup::Cgroups;
 use crate::containment::Containment;

@@ -25,7 +25,7 @@
 
 use std::sync::OnceLock;
 
-use crate::bpf::build;
+use crate::bpf::{build, build_deny_list};
 
 /// Whether the filter of a network-denied run refuses `socket` for every
 /// family, and `socketpair` but for connected Unix stream and seqpacket
@@ -264,6 +264,30 @@ pub fn classified_system_calls(network_denied: bool, private_pids: bool) -> Vec<
     classified.sort_unstable();
     classified.dedup();
     classified
+}
+
+/// The two filter programs `cargo xtask bench` compares, for a run of this
+/// kind: the allow-list every filtered run gets, and the deny-list it
+/// replaced (issue 22, finding 7), built by the same compiler from the calls
+/// with a rule of their own, every other number allowed. Not for runs: the
+/// executor installs only the allow-list.
+#[doc(hidden)]
+pub fn filters_for_bench(network_denied: bool, private_pids: bool) -> FiltersForBench {
+    FiltersForBench {
+        allow_list: program(network_denied, private_pids).to_vec(),
+        deny_list: build_deny_list(network_denied, private_pids),
+    }
+}
+
+/// What [`filters_for_bench`] returns: two classic BPF programs for
+/// `seccomp(SECCOMP_SET_MODE_FILTER)`.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct FiltersForBench {
+    /// The filter of every filtered run: unnamed calls fail with `ENOSYS`.
+    pub allow_list: Vec<libc::sock_filter>,
+    /// The filter before issue 22: unnamed calls reach the kernel.
+    pub deny_list: Vec<libc::sock_filter>,
 }
 
 /// The numbers with a rule of their own (a refusal with its reason, or an
@@ -741,6 +765,41 @@ mod tests {
     } else {
         0x4000_0003
     };
+
+    /// The bench's deny-list gives every call with a rule of its own what
+    /// the allow-list gives it, and lets every other number reach the
+    /// kernel: it is the filter before the allow-list, not a strawman.
+    #[test]
+    fn the_benchs_deny_list_differs_from_the_allow_list_only_on_unnamed_calls() {
+        let sets = argument_sets();
+        for network_denied in [false, true] {
+            for private_pids in [false, true] {
+                let filters = crate::seccomp::filters_for_bench(network_denied, private_pids);
+                let named: Vec<u32> = named_rules(network_denied, private_pids)
+                    .iter()
+                    .map(|&(call, _)| call)
+                    .collect();
+                for nr in numbers() {
+                    for args in &sets {
+                        let data = Data {
+                            nr,
+                            arch: AUDIT_ARCH,
+                            args: *args,
+                        };
+                        let deny = Verdict::from_return(interpret(&filters.deny_list, &data));
+                        let allow = Verdict::from_return(interpret(&filters.allow_list, &data));
+                        if nr >= X32_SYSCALL_BIT {
+                            assert_eq!(deny, allow, "nr {nr:#x}");
+                        } else if named.contains(&nr) {
+                            assert_eq!(deny, allow, "nr {nr}, args {args:x?}");
+                        } else {
+                            assert_eq!(deny, Verdict::Allow, "nr {nr}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn each_program_gives_every_call_what_the_model_says() {

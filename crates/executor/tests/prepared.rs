@@ -18,6 +18,19 @@ use toolsmith_executor::{
     Outcome, Privileges, Sandbox, Syscalls,
 };
 
+#[path = "../../../tests/leaks.rs"]
+#[expect(
+    dead_code,
+    reason = "the black-box suite's host oracle; this suite uses its capture and comparison"
+)]
+mod leaks;
+#[path = "oracle/marked.rs"]
+mod marked;
+#[path = "oracle/next_run.rs"]
+mod next_run;
+
+use crate::next_run::Oracle;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
@@ -412,6 +425,7 @@ fn concurrently(executor: &Executor, sandbox: &Sandbox, scripts: [&str; 2]) -> [
 fn issue_22_6_concurrent_network_denied_runs_cannot_see_each_others_abstract_names() {
     let _serial = serial();
     let Some(executor) = executor() else { return };
+    let oracle = Oracle::start();
     if !Path::new("/usr/bin/python3").exists() {
         eprintln!("WARNING: no python3: abstract socket names between runs are UNTESTED");
         return;
@@ -459,6 +473,9 @@ print("seen" if seen else "unseen", taken)
         "unseen free\n",
         "another run's abstract name was visible or taken"
     );
+    oracle.check_next_run(&executor, &strict());
+    drop(executor);
+    oracle.finish();
 }
 
 /// Issue 22 finding 6, another way: runs at once each have a network
@@ -469,6 +486,7 @@ print("seen" if seen else "unseen", taken)
 fn issue_22_6_concurrent_network_denied_runs_have_network_namespaces_of_their_own() {
     let _serial = serial();
     let Some(executor) = executor() else { return };
+    let oracle = Oracle::start();
     let sandbox = strict();
     let script = "readlink /proc/self/ns/net; sleep 0.5";
     let host = std::fs::read_link("/proc/self/ns/net").unwrap();
@@ -484,4 +502,7 @@ fn issue_22_6_concurrent_network_denied_runs_have_network_namespaces_of_their_ow
         assert_ne!(first, host.to_string_lossy(), "the host's");
         assert_ne!(first, second, "two runs at once shared a network namespace");
     }
+    oracle.check_next_run(&executor, &sandbox);
+    drop(executor);
+    oracle.finish();
 }
