@@ -24,8 +24,9 @@ use crate::Failure;
 const SYSTEM_TOOLS: &str = "system-tools";
 
 /// What the first build costs, said before it starts (measured: README, "Set-up").
-const FIRST_BUILD: &str = "a first build compiles some 300 crates, each once: \
-                           about 20 minutes on a busy 2-core machine; later builds only what changed";
+const FIRST_BUILD: &str = "a first build compiles some 240 crates, each once: \
+                           28 minutes on a busy 2-core machine, less on a quiet one; \
+                           later builds only what changed";
 
 /// Where each shell looks for completions below a prefix, by the name `toolsmith completions` takes.
 const COMPLETIONS: &[(&str, &str)] = &[
