@@ -955,83 +955,98 @@ fn example_of(schema: &serde_json::Value, all: bool) -> serde_json::Value {
     }
 }
 
-/// Whether `value` meets the strict `schema`, for the keywords a strict schema may hold
-/// (the bounds only narrow: the examples stay within the originals').
-fn strict_accepts(schema: &serde_json::Value, value: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    if let Some(choices) = schema.get("anyOf").and_then(Value::as_array) {
-        return choices.iter().any(|choice| strict_accepts(choice, value));
-    }
-    if let Some(values) = schema.get("enum").and_then(Value::as_array)
-        && !values.contains(value)
-    {
-        return false;
-    }
-    let types: Vec<&str> = match schema.get("type") {
-        Some(Value::String(name)) => vec![name.as_str()],
-        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-        _ => return true,
-    };
-    let kind = match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
-    let integer_as_number = kind == "integer" && types.contains(&"number");
-    if !(types.contains(&kind) || integer_as_number) {
-        return false;
-    }
-    match value {
-        Value::Object(object) => {
-            let properties = schema["properties"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            let required_present = schema["required"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .all(|name| object.contains_key(name.as_str().unwrap()));
-            required_present
-                && object.iter().all(|(name, field)| {
-                    properties
-                        .get(name)
-                        .is_some_and(|child| strict_accepts(child, field))
-                })
+/// OpenAI's documented limits on a strict schema: at most 10 levels of nesting and 5000
+/// object properties in all.
+fn assert_openai_strict_limits(schema: &serde_json::Value, name: &str) {
+    fn walk(schema: &serde_json::Value, depth: usize, deepest: &mut usize, properties: &mut usize) {
+        *deepest = (*deepest).max(depth);
+        if let Some(children) = schema.get("properties").and_then(|p| p.as_object()) {
+            *properties += children.len();
+            for child in children.values() {
+                walk(child, depth + 1, deepest, properties);
+            }
         }
-        Value::Array(items) => items
-            .iter()
-            .all(|item| strict_accepts(&schema["items"], item)),
-        _ => true,
+        if let Some(items) = schema.get("items") {
+            walk(items, depth + 1, deepest, properties);
+        }
+        for choice in schema
+            .get("anyOf")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            walk(choice, depth, deepest, properties);
+        }
     }
+    let (mut deepest, mut properties) = (0, 0);
+    walk(schema, 1, &mut deepest, &mut properties);
+    assert!(deepest <= 10, "{name}: {deepest} levels of nesting");
+    assert!(properties <= 5000, "{name}: {properties} properties");
 }
 
-/// Issue 26: `export --format openai --strict` makes every example and system tool strict
-/// (optional parameters as required unions with `null`), each obeying OpenAI's strict rules,
-/// with no warning; and the arguments the original schema accepts, with every left-out
-/// optional argument sent as `null`, meet the exported schema.
+/// Whether the strict schema of a property lets it be `null`: a `null` in its `type`, or a
+/// choice of `anyOf` that is `{"type": "null"}`.
+fn admits_null(schema: &serde_json::Value) -> bool {
+    let null_type = match schema.get("type") {
+        Some(serde_json::Value::String(name)) => name == "null",
+        Some(serde_json::Value::Array(names)) => names.iter().any(|n| n == "null"),
+        _ => false,
+    };
+    null_type
+        || schema
+            .get("anyOf")
+            .and_then(|choices| choices.as_array())
+            .is_some_and(|choices| choices.iter().any(admits_null))
+}
+
+/// Issue 26, acceptance 6: `export --format openai --strict` makes every example and system tool
+/// strict (optional parameters as required unions with `null`), each obeying OpenAI's strict
+/// rules and limits, with no warning; and a JSON Schema validator (the jsonschema crate) finds
+/// that the arguments the original schema accepts (the tools' declared test inputs, and a value
+/// with every property and one with the required ones only), with every left-out optional
+/// argument sent as `null`, meet the exported schema.
 #[test]
 fn openai_strict_takes_every_example_and_system_tool() {
     let context = TestContext::new();
-    let output = context
-        .command()
-        .arg("--tools-dir")
-        .arg(examples_dir())
-        .arg("--tools-dir")
-        .arg(repository_root().join("system-tools"))
+    let with_every_tool = || {
+        let mut command = context.command();
+        command
+            .arg("--tools-dir")
+            .arg(examples_dir())
+            .arg("--tools-dir")
+            .arg(repository_root().join("system-tools"));
+        command
+    };
+    let output = with_every_tool()
         .args(["export", "--format", "openai", "--strict"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
+    let why = || {
+        let all = with_every_tool().args(["list", "--all"]).output().unwrap();
+        String::from_utf8_lossy(&all.stdout).into_owned()
+    };
     assert!(output.status.success(), "{stderr}");
-    assert!(!stderr.contains("WARN"), "{stderr}");
+    assert!(!stderr.contains("WARN"), "{stderr}\n{}", why());
     let exported: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let tools = exported["tools"].as_array().unwrap();
-    assert!(tools.len() >= 8, "{exported}");
+    // Every tool is exported: none left out.
+    let listed = with_every_tool().args(["list", "--json"]).output().unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let mut listed: Vec<String> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| format!("custom_tool_{}", tool["name"].as_str().unwrap()))
+        .collect();
+    let mut names: Vec<String> = tools
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    listed.sort();
+    names.sort();
+    assert_eq!(names, listed);
+    assert!(names.len() >= 8, "{names:?}");
     for tool in tools {
         let function = &tool["function"];
         let name = function["name"].as_str().unwrap();
@@ -1040,31 +1055,64 @@ fn openai_strict_takes_every_example_and_system_tool() {
         assert_eq!(parameters["type"], "object", "{name}");
         assert!(parameters.get("anyOf").is_none(), "{name}");
         assert_openai_strict(parameters, name);
-        // The tool's own schema, as `show --json` gives it.
+        assert_openai_strict_limits(parameters, name);
+        let strict = jsonschema::validator_for(parameters)
+            .unwrap_or_else(|error| panic!("{name}: not a valid schema: {error}: {parameters}"));
+        // The tool's own schema and declared tests, as `show --json` gives them.
         let plain = name.strip_prefix("custom_tool_").unwrap();
-        let shown = context
-            .command()
-            .arg("--tools-dir")
-            .arg(examples_dir())
-            .arg("--tools-dir")
-            .arg(repository_root().join("system-tools"))
+        let shown = with_every_tool()
             .args(["show", plain, "--json"])
             .output()
             .unwrap();
         let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-        let original = &shown["input_schema"];
-        for all in [false, true] {
-            let mut example = example_of(original, all);
-            for property in original["properties"].as_object().unwrap().keys() {
-                example
-                    .as_object_mut()
+        let original_schema = &shown["input_schema"];
+        let original = jsonschema::validator_for(original_schema).unwrap();
+        let properties = original_schema["properties"].as_object().unwrap();
+        let required: Vec<&serde_json::Value> = original_schema
+            .get("required")
+            .and_then(|required| required.as_array())
+            .map(|required| required.iter().collect())
+            .unwrap_or_default();
+        // Optional as a union with `null`; a required property's `null` is the original's.
+        for (property, schema) in parameters["properties"].as_object().unwrap() {
+            let optional = !required.contains(&&serde_json::json!(property));
+            let originally_null = admits_null(&properties[property]);
+            assert_eq!(
+                admits_null(schema),
+                optional || originally_null,
+                "{name}: {property}: {schema}"
+            );
+        }
+        // ikigai tools cannot declare tests yet (docs/testing-tools.md); every other tool here does.
+        let declared: Vec<&serde_json::Value> = shown["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|case| &case["input"])
+            .filter(|input| original.is_valid(input))
+            .collect();
+        assert_eq!(
+            declared.is_empty(),
+            shown["kind"] == "ikigai",
+            "{name}: declared tests with valid inputs: {declared:?}"
+        );
+        let examples = [
+            example_of(original_schema, false),
+            example_of(original_schema, true),
+        ];
+        for input in declared.into_iter().chain(&examples) {
+            assert!(original.is_valid(input), "{name}: {input} is not valid");
+            let mut sent = input.clone();
+            for property in properties.keys() {
+                sent.as_object_mut()
                     .unwrap()
                     .entry(property.clone())
                     .or_insert(serde_json::Value::Null);
             }
+            let errors: Vec<String> = strict.iter_errors(&sent).map(|e| e.to_string()).collect();
             assert!(
-                strict_accepts(parameters, &example),
-                "{name}: {example} does not meet {parameters}"
+                errors.is_empty(),
+                "{name}: {sent} does not meet {parameters}: {errors:?}"
             );
         }
     }

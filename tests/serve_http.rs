@@ -915,6 +915,67 @@ async fn http_python_sdk_runs_every_check_in_both_eras() {
     }
 }
 
+/// Acceptance 5 of issue 26: the official Python SDK (which the OpenAI Agents SDK and
+/// LangChain's MCP adapters use) opens a session, calls a tool and closes the session (its
+/// `DELETE /mcp`) without a logged warning, on its side or the server's; and in the stateless
+/// era too. `tests/acceptance/mcp_http_session_close.py` prints what it recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_python_sdk_closes_a_session_without_a_warning() {
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let context = TestContext::new();
+    fixtures(&context);
+    let token = new_token(&context);
+    let mut server = Server::start(&context, &[], &[("TOOLSMITH_TOKEN", &token)]).await;
+    let script = repository_root().join("tests/acceptance/mcp_http_session_close.py");
+    let client = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(server.url())
+        .arg(&token)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(PATIENCE * 2, client)
+        .await
+        .expect("the Python client finished")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    // The server's whole log up to its shutdown, which the test asks for (SIGTERM) and which
+    // the server announces as a warning.
+    let (_status, log) = server.terminate().await;
+    let log = log.split(" WARN shutting down").next().unwrap();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{stderr}\nserver:\n{log}"
+    );
+    for line in [
+        "ok legacy: 2025-11-25, a session, listed and called",
+        "ok legacy closed",
+        "ok modern: 2026-07-28, no session, listed and called",
+        "ok modern closed",
+        "ok no warning",
+    ] {
+        assert!(
+            stdout.contains(line),
+            "{line:?} missing from:\n{stdout}\n{stderr}"
+        );
+    }
+    // A warning the SDK printed without its logging (or before the handler was installed).
+    assert!(!stderr.to_lowercase().contains("warning"), "{stderr}");
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|line| {
+            let line = line.trim_start();
+            line.starts_with("WARN") || line.starts_with("ERROR")
+        })
+        .collect();
+    assert!(warnings.is_empty(), "the server warned:\n{log}");
+}
+
 /// How many calls run when the server gets SIGTERM: the brief ones finish within the grace
 /// period, the stuck ones outlive it.
 const BRIEF_CALLS: usize = 6;

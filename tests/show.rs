@@ -46,7 +46,10 @@ fn show_text() {
         ]
       }
     output schema: none
-    tests: none
+    tests:
+      a name: input {"name":"Ada"}, expect {"result":"Hello, Ada!"}
+      a name and an age: input {"name":"Ada","age":36}, expect {"result":"Hello, Ada! You are 36 years old."}
+      no name: input {}, expect {"error_code":"INVALID_PARAMS"}
     ----- stderr -----
     "#);
 }
@@ -105,10 +108,10 @@ fn show_lists_declared_tests() {
     let mut declared = tests;
     declared[3]["expect"] = serde_json::json!("success");
     assert_eq!(document["tests"], declared, "{document}");
-    // A tool that declares none says so.
+    // A tool that declares none says so (an ikigai tool cannot declare any).
     let output = context
         .with_examples()
-        .args(["show", "hello", "--json"])
+        .args(["show", "word_stats", "--json"])
         .output()
         .unwrap();
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -250,7 +250,9 @@ fn show_without_color() {
         ]
       }
     output schema: none
-    tests: none
+    tests:
+      no path: input {"path":""}, expect {"error_code":"INVALID_PARAMS"}
+      a missing file: input {"path":"no-such-file","lines_only":true}, expect {"result_contains":"no-such-file"}
     ----- stderr -----
     "#);
 }
@@ -301,7 +303,9 @@ fn show_with_color() {
         ]
       }
     [ESC][1moutput schema:[ESC][0m none
-    [ESC][1mtests:[ESC][0m none
+    [ESC][1mtests:[ESC][0m
+      no path: input {"path":""}, expect {"error_code":"INVALID_PARAMS"}
+      a missing file: input {"path":"no-such-file","lines_only":true}, expect {"result_contains":"no-such-file"}
     ----- stderr -----
     "#);
 }

@@ -1,7 +1,5 @@
 //! The command line of `cargo xtask`: a tiny hand-written parser, so xtask needs no clap.
 
-use std::path::PathBuf;
-
 use crate::bench::BenchSettings;
 
 /// What `cargo xtask --help` and a usage error print.
@@ -26,18 +24,25 @@ tasks:
                            --quick: a few calls and one discovery, for a smoke run;
                            --only discovery: the discovery section alone;
                            then request-to-registered of a generated bash tool
+<<<<<<< HEAD
                            against running its one test case alone;
                            then the seccomp allow-list against the deny-list it
                            replaced (install, exec, openat loop);
                            --only filter: the filter section alone
   man [--out DIR]          write the man pages (toolsmith.1 and one per subcommand),
                            generated from the CLI's clap definition, into DIR
+=======
+                           against running its one test case alone
+  man [--out DIR]          build toolsmith (dev profile) and write its man pages
+                           (toolsmith.1 and one per subcommand) into DIR
+>>>>>>> peers-setup
                            (default: <target dir>/man)
   install --prefix DIR [--debug]
                            build toolsmith (release; --debug: the dev profile) and
                            install DIR/bin/toolsmith, the system tools in
                            DIR/libexec/toolsmith, man pages in DIR/share/man/man1
-                           and bash, zsh and fish completions under DIR/share
+                           and bash, zsh and fish completions under DIR/share;
+                           the build is the only one: each crate is compiled once
   new-tool NAME --lang python|bash|manifest
                            scaffold an example tool into examples/tools through
                            the generator's templates (refuses to overwrite)
@@ -51,8 +56,6 @@ pub(crate) enum Task {
     Codegen { check: bool },
     Soak,
     Bench(BenchSettings),
-    Man { out: Option<PathBuf> },
-    Install { prefix: PathBuf, debug: bool },
     NewTool { name: String, language: String },
     Help,
 }
@@ -69,8 +72,12 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
         "codegen" => parse_codegen(&mut args)?,
         "soak" => Task::Soak,
         "bench" => Task::Bench(parse_bench(&mut args)?),
-        "man" => parse_man(&mut args)?,
-        "install" => parse_install(&mut args)?,
+        // xtask-launch runs these two itself (xtask/launch): only a direct `cargo run` gets here.
+        "man" | "install" => {
+            return Err(format!(
+                "`{task}` runs through `cargo xtask {task}` (xtask-launch), not this package"
+            ));
+        }
         "new-tool" => parse_new_tool(&mut args)?,
         "help" | "-h" | "--help" => Task::Help,
         unknown => return Err(format!("unknown task `{unknown}`")),
@@ -78,14 +85,6 @@ pub(crate) fn parse(args: impl Iterator<Item = String>) -> Result<Task, String> 
     match args.next() {
         Some(extra) => Err(format!("unexpected argument `{extra}`")),
         None => Ok(task),
-    }
-}
-
-/// `--flag VALUE` or `--flag=VALUE`: the flag and its inline value, if any.
-fn split_flag(arg: &str) -> (String, Option<String>) {
-    match arg.split_once('=') {
-        Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
-        None => (arg.to_owned(), None),
     }
 }
 
@@ -98,43 +97,6 @@ fn parse_codegen(args: &mut impl Iterator<Item = String>) -> Result<Task, String
         }
     }
     Ok(Task::Codegen { check })
-}
-
-fn parse_man(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
-    let mut out = None;
-    while let Some(arg) = args.next() {
-        match split_flag(&arg) {
-            (flag, value) if flag == "--out" => {
-                let value = value
-                    .or_else(|| args.next())
-                    .filter(|value| !value.is_empty())
-                    .ok_or("`--out` needs a directory")?;
-                out = Some(PathBuf::from(value));
-            }
-            _ => return Err(format!("unknown option `{arg}` for `man`")),
-        }
-    }
-    Ok(Task::Man { out })
-}
-
-fn parse_install(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
-    let mut prefix = None;
-    let mut debug = false;
-    while let Some(arg) = args.next() {
-        match split_flag(&arg) {
-            (flag, value) if flag == "--prefix" => {
-                let value = value
-                    .or_else(|| args.next())
-                    .filter(|value| !value.is_empty())
-                    .ok_or("`--prefix` needs a directory")?;
-                prefix = Some(PathBuf::from(value));
-            }
-            (flag, None) if flag == "--debug" => debug = true,
-            _ => return Err(format!("unknown option `{arg}` for `install`")),
-        }
-    }
-    let prefix = prefix.ok_or("`install` needs `--prefix DIR` (e.g. --prefix ~/.local)")?;
-    Ok(Task::Install { prefix, debug })
 }
 
 fn parse_new_tool(args: &mut impl Iterator<Item = String>) -> Result<Task, String> {
@@ -269,36 +231,14 @@ mod tests {
     }
 
     #[test]
-    fn man_and_install() {
-        check(&["man"], Ok(Task::Man { out: None }));
+    fn man_and_install_belong_to_the_launcher() {
         check(
-            &["man", "--out", "x"],
-            Ok(Task::Man {
-                out: Some("x".into()),
-            }),
-        );
-        check(&["man", "--out"], Err("`--out` needs a directory"));
-        check(
-            &["install", "--prefix=/opt/ts"],
-            Ok(Task::Install {
-                prefix: "/opt/ts".into(),
-                debug: false,
-            }),
+            &["install", "--prefix", "p"],
+            Err("`install` runs through `cargo xtask install` (xtask-launch), not this package"),
         );
         check(
-            &["install", "--debug", "--prefix", "p"],
-            Ok(Task::Install {
-                prefix: "p".into(),
-                debug: true,
-            }),
-        );
-        check(
-            &["install"],
-            Err("`install` needs `--prefix DIR` (e.g. --prefix ~/.local)"),
-        );
-        check(
-            &["install", "--fast"],
-            Err("unknown option `--fast` for `install`"),
+            &["man"],
+            Err("`man` runs through `cargo xtask man` (xtask-launch), not this package"),
         );
     }
 

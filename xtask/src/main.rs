@@ -1,4 +1,7 @@
-//! `cargo xtask`: workspace automation (ci, tidy, codegen, bench, soak, man, install), run through the alias in `.cargo/config.toml`.
+//! `cargo xtask`: workspace automation (ci, tidy, codegen, bench, soak, new-tool), run through the alias in `.cargo/config.toml`.
+//!
+//! The alias runs `xtask-launch` (xtask/launch), which does `install` and `man` itself and hands
+//! every other task to this package: `install` must not compile this package's dependencies.
 //!
 //! Every task is a plain function in a module named after it; this file only
 //! parses the command line, dispatches, and maps the result to an exit status.
@@ -12,7 +15,6 @@ mod cargo;
 mod ci;
 mod codegen;
 mod discovery_bench;
-mod dist;
 mod filter_bench;
 mod flags;
 mod generate_bench;
@@ -77,16 +79,6 @@ fn main() -> ExitCode {
         Task::Codegen { check } => codegen::run(&project_root(), check),
         Task::Soak => soak::run(&project_root()),
         Task::Bench(settings) => bench::run(&settings, &project_root()),
-        Task::Man { out } => {
-            let root = project_root();
-            let out = out.unwrap_or_else(|| dist::default_man_dir(&root));
-            dist::man(&out).map(|pages| {
-                for page in pages {
-                    eprintln!("man: {}", page.display());
-                }
-            })
-        }
-        Task::Install { prefix, debug } => dist::install(&project_root(), &prefix, debug),
         Task::NewTool { name, language } => new_tool::run(&project_root(), &name, &language),
     };
     exit_status(result).into()

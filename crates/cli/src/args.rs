@@ -89,6 +89,12 @@ pub(crate) enum Commands {
     /// Print a shell completion script on stdout.
     #[command(after_help = EXAMPLES_COMPLETIONS)]
     Completions(CompletionsArgs),
+    /// Write the man pages (`toolsmith.1` and one per subcommand) into a directory.
+    ///
+    /// Hidden: `cargo xtask install` and `cargo xtask man` run it on the binary they built, so
+    /// the pages match that binary and xtask need not link the command line.
+    #[command(hide = true)]
+    Man(ManArgs),
     /// Mint the bearer token of `serve --http`.
     #[command(subcommand, after_help = EXAMPLES_TOKEN)]
     Token(TokenCommand),
@@ -239,6 +245,13 @@ pub(crate) struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
     pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The directory to write the pages into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

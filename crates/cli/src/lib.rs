@@ -46,7 +46,7 @@ use toolsmith_registry::{Links, error_chain};
 pub use crate::env_vars::EnvVars;
 pub use crate::exit::ExitStatus;
 
-use crate::args::{Cli, Commands, CompletionsArgs, GlobalArgs, TokenCommand};
+use crate::args::{Cli, Commands, CompletionsArgs, GlobalArgs, ManArgs, TokenCommand};
 use crate::settings::{
     ConfigError, ConfigFile, ConfigLayers, GlobalSettings, Options, RunSettings,
 };
@@ -148,6 +148,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     match &cli.command {
         // These read no config at all.
         Commands::Completions(args) => completions(args),
+        Commands::Man(args) => man_pages(args),
         Commands::Token(TokenCommand::New) => token_new(),
         // These read no config above the user's: they decide whether the project's is read.
         Commands::Trust(args) => {
@@ -464,6 +465,32 @@ fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitStatus> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "toolsmith", &mut script);
     output::write_text(&String::from_utf8_lossy(&script))?;
+    Ok(ExitStatus::Success)
+}
+
+/// `toolsmith man --out DIR` (hidden): the man pages, generated from the clap definition, and
+/// their paths on stdout, one a line.
+fn man_pages(args: &ManArgs) -> anyhow::Result<ExitStatus> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    clap_mangen::generate_to(Cli::command(), &args.out)
+        .with_context(|| format!("cannot write man pages into {}", args.out.display()))?;
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&args.out)
+        .with_context(|| format!("cannot read {}", args.out.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("toolsmith") && name.ends_with(".1"))
+        })
+        .collect();
+    pages.sort();
+    let listing: String = pages
+        .iter()
+        .map(|page| format!("{}\n", page.display()))
+        .collect();
+    output::write_text(&listing)?;
     Ok(ExitStatus::Success)
 }
 
