@@ -24,18 +24,12 @@ tasks:
                            --quick: a few calls and one discovery, for a smoke run;
                            --only discovery: the discovery section alone;
                            then request-to-registered of a generated bash tool
-<<<<<<< HEAD
                            against running its one test case alone;
                            then the seccomp allow-list against the deny-list it
                            replaced (install, exec, openat loop);
                            --only filter: the filter section alone
-  man [--out DIR]          write the man pages (toolsmith.1 and one per subcommand),
-                           generated from the CLI's clap definition, into DIR
-=======
-                           against running its one test case alone
   man [--out DIR]          build toolsmith (dev profile) and write its man pages
                            (toolsmith.1 and one per subcommand) into DIR
->>>>>>> peers-setup
                            (default: <target dir>/man)
   install --prefix DIR [--debug]
                            build toolsmith (release; --debug: the dev profile) and
