@@ -22,6 +22,7 @@ mod mounts;
 mod policy;
 mod probes;
 mod processes;
+mod project;
 mod run;
 mod sandbox;
 mod scale;

@@ -82,7 +82,9 @@ pub use crate::discovery::catalog::{Catalog, DeniedTool, Problem, ProblemError, 
 pub use crate::discovery::discover::{
     DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, discover, discover_layers, discover_one,
 };
-pub use crate::discovery::layers::{LayerDir, LayerInputs, layer_dirs, project_dir};
+pub use crate::discovery::layers::{
+    LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
+};
 pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
