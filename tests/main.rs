@@ -28,6 +28,7 @@ mod sandbox;
 mod scale;
 mod serve;
 mod serve_http;
+mod serve_trust;
 mod show;
 mod system_tools;
 mod terminal;

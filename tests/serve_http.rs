@@ -52,10 +52,16 @@ impl Server {
         env: &[(&str, &str)],
     ) -> Server {
         let mut command = context.with_tools();
+        command.envs(env.iter().copied());
+        Server::start_command(command, args).await
+    }
+
+    /// Starts `command` (a `toolsmith` command with its global flags) with `serve --http
+    /// 127.0.0.1:0 <args>` and waits until it is ready.
+    pub(crate) async fn start_command(mut command: std::process::Command, args: &[&str]) -> Server {
         command
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
-            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -92,6 +92,12 @@ impl Layer {
     pub fn missing_is_problem(self) -> bool {
         matches!(self, Layer::Config | Layer::Explicit)
     }
+
+    /// Whether the layer is the project's (toolsmith's own, or a peer's): written by whoever
+    /// wrote the project, read only while the project is trusted.
+    pub fn is_project(self) -> bool {
+        matches!(self, Layer::Project | Layer::PeerProject(_))
+    }
 }
 
 impl fmt::Display for Layer {

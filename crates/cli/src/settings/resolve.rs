@@ -287,6 +287,7 @@ impl GlobalSettings {
             sandbox,
             project_dir: self.project_dir.clone(),
             protected: self.protected_paths(),
+            project_gate: crate::trust::project_gate(self),
         }
     }
 

@@ -27,8 +27,28 @@ pub(crate) fn scan_dirs(
 ) -> (Vec<Candidate>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut candidates = Vec::new();
+    // Asked once per scan, at the first project layer: the verdict reads the trust store and
+    // the project config, and every project layer shares it.
+    let mut project_verdict = None;
     for layer_dir in layers {
         let dir = config.cwd.join(&layer_dir.dir);
+        if let Some(gate) = &config.project_gate
+            && layer_dir.layer.is_project()
+            && let Err(distrust) = project_verdict.get_or_insert_with(|| gate.check())
+        {
+            tracing::warn!(
+                "skipped the project layer {}: {distrust}; run `toolsmith trust {}` to use it",
+                dir.display(),
+                gate.dir().display()
+            );
+            problems.push(Problem {
+                path: dir,
+                error: ProblemError::UntrustedLayer {
+                    distrust: distrust.clone(),
+                },
+            });
+            continue;
+        }
         scan_dir(&dir, layer_dir.layer, &mut candidates, &mut problems);
     }
     if let Some(only) = only {
@@ -45,7 +65,7 @@ pub(crate) fn scan_dirs(
 /// toolsmith read, with the project's trust, a directory that is not the project's. Checked
 /// each time the layer is read, so a link planted while `serve` runs is refused too.
 fn project_layer_through_link(dir: &Path, layer: Layer) -> bool {
-    if !matches!(layer, Layer::Project | Layer::PeerProject(_)) {
+    if !layer.is_project() {
         return false;
     }
     let is_link = |path: &Path| {
