@@ -241,14 +241,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             }
             commands::generate::history(args, &global)
         }
-        // It reads no tool directory, so it prints no trust notice.
+        // It reads no tool directory, so it prints no trust notice; it runs the restored
+        // version's checks in the sandbox.
         Commands::Rollback(args) => {
             let global = Session::start(&cli)?.global;
             if cli.global.show_settings {
                 return show_settings(&global, &global.limits);
             }
-            on_runtime(&global, global.max_concurrent, async |_executor| {
-                commands::generate::rollback(args, &global).await
+            on_runtime(&global, global.max_concurrent, async |executor| {
+                commands::generate::rollback(args, &global, executor).await
             })
         }
     }

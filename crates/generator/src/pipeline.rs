@@ -13,7 +13,7 @@ use crate::history::{self, Version};
 use crate::lock;
 use crate::recovery;
 use crate::render::{self, RenderedTool};
-use crate::staged_checks::check_staged;
+use crate::staged_checks::{check_restored, check_staged};
 use crate::staging::{
     Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
     write_unsynced,
@@ -208,16 +208,16 @@ pub async fn generate(
         move || sync_file(&staged)
     });
     let scratch = staging.dir.join(history::HISTORY_DIR);
+    // Only the empty repository: its first version is written once the checks passed, with
+    // their provenance.
     let fresh_history = (!history::exists(&config.tools_dir)).then(|| {
         tokio::task::spawn_blocking({
             let scratch = scratch.clone();
-            let name = name.clone();
-            let rendered = rendered.clone();
             let sweep = staging.sweeper();
             move || {
-                let pending = history::prepare_fresh(&scratch, &name, &rendered, message);
+                let initialized = history::init_fresh(&scratch);
                 sweep();
-                pending
+                initialized
             }
         })
     });
@@ -359,8 +359,9 @@ struct Staged {
     staging: Staging,
     file: PathBuf,
     rendered: RenderedTool,
-    /// The new repository holding this version, for a tools directory without history.
-    fresh_history: Option<Result<history::Pending, Error>>,
+    /// The new, empty repository that will hold this version, for a tools directory without
+    /// history.
+    fresh_history: Option<Result<PathBuf, Error>>,
     message: &'static str,
 }
 
@@ -407,11 +408,13 @@ async fn register(
         message,
     } = staged;
     let recorded = match fresh_history {
-        None => record(&config.tools_dir, name, &rendered, message),
-        Some(fresh) => fresh.and_then(|fresh| match history::adopt(fresh, &config.tools_dir)? {
-            Some(adopted) => Ok(adopted),
-            None => record(&config.tools_dir, name, &rendered, message),
-        }),
+        None => record(&config.tools_dir, name, &rendered, message, &checks),
+        Some(fresh) => fresh
+            .and_then(|scratch| history::record_fresh(&scratch, name, &rendered, message, &checks))
+            .and_then(|fresh| match history::adopt(fresh, &config.tools_dir)? {
+                Some(adopted) => Ok(adopted),
+                None => record(&config.tools_dir, name, &rendered, message, &checks),
+            }),
     };
     let (path, pending) = match recorded.and_then(|pending| {
         go_live(&config.tools_dir, &file, &rendered, &pending).map(|path| (path, pending))
@@ -438,14 +441,16 @@ async fn register(
     })
 }
 
-/// Writes and publishes the next version of `name` in the existing history.
+/// Writes and publishes the next version of `name` in the existing history, with the
+/// provenance of `checks`, which all passed.
 fn record(
     tools_dir: &Path,
     name: &ToolName,
     rendered: &RenderedTool,
     message: &str,
+    checks: &[CheckReport],
 ) -> Result<history::Pending, Error> {
-    let pending = history::prepare(tools_dir, name, rendered, message)?;
+    let pending = history::prepare(tools_dir, name, rendered, message, checks)?;
     history::publish(&pending)?;
     Ok(pending)
 }
@@ -511,12 +516,21 @@ async fn joined<T>(
 /// and refreshes `live` when given. Returns the new version. The target is read, and the new
 /// version reported, under the tools directory's lock, so concurrent rollbacks each restore
 /// and report their own; the restored file goes through the same write-ahead registration as
-/// a generated one, and only a version whose tree holds one file of that tool is restored.
+/// a generated one.
+///
+/// Only what the generator itself recorded after its checks is restored: a version whose tree
+/// holds one file of that tool ([`history::contents`]), whose commit carries the generator's
+/// provenance trailers (a commit made by hand, or planted in a cloned history, has none), and
+/// which passes the checks again, run on the restored file exactly as on a registered one
+/// (discovery's, then its declared tests in the sandbox): what the tool depends on may have
+/// changed since. Any refusal leaves the live tool as it was, and says why.
 pub async fn rollback(
+    executor: &Arc<Executor>,
     tools_dir: &Path,
     name: &ToolName,
     to: Option<u32>,
     live: Option<&LiveRegistry>,
+    run_config: &RunConfig,
 ) -> Result<Version, Error> {
     let _serialized = serialize_name(name.as_str()).await;
     if !history::exists(tools_dir) {
@@ -544,10 +558,33 @@ pub async fn rollback(
         });
     };
     let rendered = history::contents(tools_dir, name, target, commit)?;
+    if !history::has_provenance(&commit.message) {
+        return Err(Error::UncheckedVersion {
+            name: name.as_str().to_owned(),
+            version: target,
+            commit: commit.id.clone(),
+        });
+    }
     let staged = staging.dir.join(&rendered.file_name);
     write_file(&staged, &rendered)?;
+    let checks = check_restored(executor, &staging.dir, name, run_config).await?;
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|check| !check.ok)
+        .map(|check| match &check.detail {
+            Some(detail) => format!("{}: {detail}", check.name),
+            None => check.name.clone(),
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Err(Error::RestoredVersionFails {
+            name: name.as_str().to_owned(),
+            version: target,
+            failed: failed.join("; "),
+        });
+    }
     let message = format!("rollback to v{target}");
-    let path = record(tools_dir, name, &rendered, &message)
+    let path = record(tools_dir, name, &rendered, &message, &checks)
         .and_then(|pending| go_live(tools_dir, &staged, &rendered, &pending))
         .map_err(|error| not_registered(tools_dir, name, error))?;
     after_commit(tools_dir, name, &path);
