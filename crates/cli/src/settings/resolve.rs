@@ -89,6 +89,8 @@ pub(crate) struct GlobalSettings {
     /// `$TOOLSMITH_HOME/templates`, whose templates replace the embedded ones, when
     /// `TOOLSMITH_HOME` is set.
     pub(crate) templates_dir: Option<PathBuf>,
+    /// toolsmith's own directories, whether this command reads them or not (see [`own_state`]).
+    pub(crate) own_state: Vec<PathBuf>,
 }
 
 /// The config files of one command, lowest first, and the trust decision that chose them.
@@ -223,6 +225,7 @@ impl GlobalSettings {
             generator_tools_dir,
             drafts_dir,
             templates_dir,
+            own_state: own_state(lookup, home.as_deref(), cwd),
         }
     }
 
@@ -311,6 +314,7 @@ impl GlobalSettings {
             .chain(self.state_dir.clone())
             .chain(self.cache_dir.clone())
             .chain(self.audit_path.clone())
+            .chain(self.own_state.iter().cloned())
             .collect()
     }
 
@@ -439,6 +443,28 @@ fn untrusted_project_left_out(mut layers: Vec<LayerDir>, trust: &mut TrustReport
         unit.skipped.insert(0, dir);
     }
     layers
+}
+
+/// toolsmith's own directories, wherever they lie and whether or not this command uses them,
+/// since a later command will: the user directory (`$TOOLSMITH_HOME`, else
+/// `~/.config/toolsmith`: the user config, the user's tools, the overriding templates), even
+/// when `--tools-dir` replaces the layers and no user config exists yet; the trust store's
+/// directory; and the discovery cache's, even with the cache off for this command (issue 22,
+/// finding 3: a tool under `filesystem = "project"` must not plant the state that decides the
+/// next call).
+fn own_state(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+    cwd: &Path,
+) -> Vec<PathBuf> {
+    let user_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+        .map(|dir| cwd.join(dir))
+        .or_else(|| home.map(|home| home.join(".config").join("toolsmith")));
+    user_dir
+        .into_iter()
+        .chain(crate::trust::state_dir(lookup))
+        .chain(cache_dir(lookup, home))
+        .collect()
 }
 
 /// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.
