@@ -250,7 +250,7 @@ fn home_named_as_the_project_works_and_warns() {
         warning["detail"]
             .as_str()
             .unwrap()
-            .contains("named with --project"),
+            .contains("from --project"),
         "{warning:#}"
     );
     assert_eq!(report["sandbox"]["project_source"], "flag");

@@ -40,15 +40,14 @@ impl ProjectSource {
         }
     }
 
-    /// How the source reads in a sentence: `--project`, `git`, ...
+    /// How the source reads after the project's path: `from --project`, `the enclosing git
+    /// work tree`, ...
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            ProjectSource::Flag => "named with --project",
-            ProjectSource::Env => "named with TOOLSMITH_PROJECT",
+            ProjectSource::Flag => "from --project",
+            ProjectSource::Env => "from TOOLSMITH_PROJECT",
             ProjectSource::Git => "the enclosing git work tree",
-            ProjectSource::CurrentDirectory => {
-                "the current directory (no git work tree encloses it)"
-            }
+            ProjectSource::CurrentDirectory => "the current directory",
         }
     }
 
