@@ -100,6 +100,20 @@ async fn trust_follows_the_project<H: ClientHandler>(
     );
     assert_refused(call_local(session).await, "changed since it was trusted");
     wait_listed(session, false).await;
+    // `list` and `doctor`, started now, say so too.
+    let listed = context.command().arg("list").output().unwrap();
+    let hint = String::from_utf8_lossy(&listed.stderr);
+    assert!(hint.contains("changed since it was trusted"), "{hint}");
+    let doctor = context
+        .command()
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    assert_eq!(
+        report["trust"]["dirs"][0]["status"], "config-changed",
+        "{report:#}"
+    );
 
     trust(context);
     wait_listed(session, true).await;
