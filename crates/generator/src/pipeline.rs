@@ -1,4 +1,4 @@
-//! The pipeline of a request: check it, render it into a staging directory, check the staged tool as the registry would and run it in the sandbox, and only then move it into place atomically, record the version and tell the live registry; plus rollback and the `new` skeletons.
+//! The pipeline of a request: check it, render it into a staging directory, check the staged tool as the registry would and run it in the sandbox, and only then move it into place atomically, record the version and tell the live registry; plus the `new` skeletons.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,11 +9,11 @@ use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{Catalog, LiveRegistry, RunConfig, ToolName, error_chain};
 
-use crate::history::{self, Version};
+use crate::history;
 use crate::lock;
 use crate::recovery;
 use crate::render::{self, RenderedTool};
-use crate::staged_checks::{check_restored, check_staged};
+use crate::staged_checks::check_staged;
 use crate::staging::{
     Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
     write_unsynced,
@@ -123,7 +123,7 @@ impl Report {
 /// names and processes, the lock on the tools directory ([`lock::lock`]) serializes the
 /// registration itself, and the history's compare-and-swap on the tool's ref stays as the
 /// last guard.
-async fn serialize_name(name: &str) -> tokio::sync::OwnedMutexGuard<()> {
+pub(crate) async fn serialize_name(name: &str) -> tokio::sync::OwnedMutexGuard<()> {
     type Names = std::collections::BTreeMap<String, std::sync::Weak<tokio::sync::Mutex<()>>>;
     static NAMES: std::sync::Mutex<Names> = std::sync::Mutex::new(Names::new());
     // `a_b` and `a-b` are files of one tool (`tool_files`).
@@ -443,7 +443,7 @@ async fn register(
 
 /// Writes and publishes the next version of `name` in the existing history, with the
 /// provenance of `checks`, which all passed.
-fn record(
+pub(crate) fn record(
     tools_dir: &Path,
     name: &ToolName,
     rendered: &RenderedTool,
@@ -457,7 +457,7 @@ fn record(
 
 /// The commit point: the staged file moves into place. If it cannot, the recorded version is
 /// withdrawn again (and if even that fails, the next recovery withdraws it).
-fn go_live(
+pub(crate) fn go_live(
     tools_dir: &Path,
     staged: &Path,
     rendered: &RenderedTool,
@@ -475,7 +475,7 @@ fn go_live(
 
 /// After the commit point nothing fails the registration: leftovers of the tool's older
 /// format are removed now or by the next recovery.
-fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
+pub(crate) fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
     if let Err(error) = remove_other_formats(tools_dir, name, path) {
         tracing::warn!(error = %toolsmith_registry::error_chain(&error), "cannot remove the tool's files of another format; the next registration will");
     }
@@ -483,7 +483,7 @@ fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
 
 /// A registration that failed before its commit point: the live tool is unchanged. What the
 /// failure left in the history (a ref's lock file) is removed while the lock is still held.
-fn not_registered(tools_dir: &Path, name: &ToolName, error: Error) -> Error {
+pub(crate) fn not_registered(tools_dir: &Path, name: &ToolName, error: Error) -> Error {
     let _best_effort = recovery::remove_stale_files(&tools_dir.join(history::HISTORY_DIR));
     Error::NotRegistered {
         name: name.as_str().to_owned(),
@@ -510,95 +510,6 @@ async fn joined<T>(
             }),
         },
     }
-}
-
-/// Restores version `to` (default: the one before the latest) of `name` as a new version,
-/// and refreshes `live` when given. Returns the new version. The target is read, and the new
-/// version reported, under the tools directory's lock, so concurrent rollbacks each restore
-/// and report their own; the restored file goes through the same write-ahead registration as
-/// a generated one.
-///
-/// Only what the generator itself recorded after its checks is restored: a version whose tree
-/// holds one file of that tool ([`history::contents`]), whose commit carries the generator's
-/// provenance trailers (a commit made by hand, or planted in a cloned history, has none), and
-/// which passes the checks again, run on the restored file exactly as on a registered one
-/// (discovery's, then its declared tests in the sandbox): what the tool depends on may have
-/// changed since. Any refusal leaves the live tool as it was, and says why.
-pub async fn rollback(
-    executor: &Arc<Executor>,
-    tools_dir: &Path,
-    name: &ToolName,
-    to: Option<u32>,
-    live: Option<&LiveRegistry>,
-    run_config: &RunConfig,
-) -> Result<Version, Error> {
-    let _serialized = serialize_name(name.as_str()).await;
-    if !history::exists(tools_dir) {
-        return Err(Error::NoHistory {
-            name: name.as_str().to_owned(),
-        });
-    }
-    crate::confine::check_tools_dir(tools_dir)?;
-    recovery::sweep_staging(tools_dir);
-    let staging = Staging::create(tools_dir, name)?;
-    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
-    recovery::recover(tools_dir, &locked)?;
-    crate::confine::check_tools_dir(tools_dir)?;
-    let chain = history::chain(tools_dir, name)?;
-    let latest = u32::try_from(chain.len()).unwrap_or(u32::MAX);
-    let target = to.unwrap_or(latest.saturating_sub(1));
-    let Some(commit) = target
-        .checked_sub(1)
-        .and_then(|index| chain.get(usize::try_from(index).ok()?))
-    else {
-        return Err(Error::NoSuchVersion {
-            name: name.as_str().to_owned(),
-            version: target,
-            latest,
-        });
-    };
-    let rendered = history::contents(tools_dir, name, target, commit)?;
-    if !history::has_provenance(&commit.message) {
-        return Err(Error::UncheckedVersion {
-            name: name.as_str().to_owned(),
-            version: target,
-            commit: commit.id.clone(),
-        });
-    }
-    let staged = staging.dir.join(&rendered.file_name);
-    write_file(&staged, &rendered)?;
-    let checks = check_restored(executor, &staging.dir, name, run_config).await?;
-    let failed: Vec<String> = checks
-        .iter()
-        .filter(|check| !check.ok)
-        .map(|check| match &check.detail {
-            Some(detail) => format!("{}: {detail}", check.name),
-            None => check.name.clone(),
-        })
-        .collect();
-    if !failed.is_empty() {
-        return Err(Error::RestoredVersionFails {
-            name: name.as_str().to_owned(),
-            version: target,
-            failed: failed.join("; "),
-        });
-    }
-    let message = format!("rollback to v{target}");
-    let path = record(tools_dir, name, &rendered, &message, &checks)
-        .and_then(|pending| go_live(tools_dir, &staged, &rendered, &pending))
-        .map_err(|error| not_registered(tools_dir, name, error))?;
-    after_commit(tools_dir, name, &path);
-    let restored = history::history(tools_dir, name)?
-        .pop()
-        .ok_or_else(|| Error::NoHistory {
-            name: name.as_str().to_owned(),
-        })?;
-    drop(locked);
-    drop(staging);
-    if let Some(live) = live {
-        live.refresh().await;
-    }
-    Ok(restored)
 }
 
 /// Writes a working skeleton of a tool into `dir` (for `toolsmith new` and
