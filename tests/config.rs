@@ -60,7 +60,8 @@ fn show_settings_defaults() {
         "filesystem": "full",
         "syscalls": "filter",
         "user": null,
-        "project_dir": "[TEMP]/project"
+        "project_dir": "[TEMP]/project",
+        "project_source": "current-directory"
       },
       "tools": {},
       "audit": null
@@ -133,7 +134,8 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "filesystem": "full",
         "syscalls": "filter",
         "user": null,
-        "project_dir": "[TEMP]/project"
+        "project_dir": "[TEMP]/project",
+        "project_source": "current-directory"
       },
       "tools": {},
       "audit": null

@@ -135,6 +135,14 @@ impl Scenario {
         self.observe(command)
     }
 
+    /// As [`Scenario::call`], with `env` more variables in toolsmith's environment.
+    fn call_with_env(&self, extra: &[&str], env: &[(&str, PathBuf)]) -> Call {
+        let mut command = self.context.command();
+        command.envs(env.iter().map(|(key, value)| (*key, value)));
+        command.args(self.run_args(extra));
+        self.observe(command)
+    }
+
     /// The call started by `/bin/sh -c "PREPARE; exec toolsmith ..."`, so toolsmith inherits
     /// what the shell prepared (open descriptors, ignored signals).
     fn call_prepared(&self, prepare: &str) -> Call {
@@ -1831,6 +1839,66 @@ fn b18_the_inits_shared_descriptors_are_out_of_reach() {
         ],
     );
     call.assert_envelope(&json!({"tool_success": true}));
+    call.assert_clean(bound(1000, 300));
+}
+
+/// Issue 22, finding 3: toolsmith's own state is read-only to a `project` tool wherever it
+/// lies in the project, whether this command uses it or not (see the fixture's header).
+#[test]
+fn b22_toolsmiths_own_state_in_the_project_stays_read_only() {
+    if !attacks_can_run("b22") {
+        return;
+    }
+    let scenario = Scenario::with_config(
+        "b22-own-state-in-the-project",
+        SHORT,
+        "",
+        "[sandbox]\nfilesystem = \"project\"\n[audit]\npath = \"project/state/audit.jsonl\"\n",
+    );
+    let state = scenario.context.project.join("state");
+    // The directories exist, as they do for a user who ran toolsmith before: a missing one
+    // would be held by the seal of its nearest existing directory alone.
+    for dir in [
+        "home/templates",
+        "home/tools",
+        "xdg-state/toolsmith",
+        "xdg-cache/toolsmith",
+    ] {
+        fs::create_dir_all(state.join(dir)).unwrap();
+    }
+    let call = scenario.call_with_env(
+        &["--no-cache"],
+        &[
+            ("TOOLSMITH_HOME", state.join("home")),
+            ("XDG_STATE_HOME", state.join("xdg-state")),
+            ("XDG_CACHE_HOME", state.join("xdg-cache")),
+        ],
+    );
+    call.assert_envelope(&json!({"tool_success": true}));
+    assert_held(
+        &call,
+        &[
+            "user config",
+            "user template",
+            "user tool",
+            "trust store",
+            "discovery cache",
+            "audit log",
+            "audit log moved",
+        ],
+    );
+    for planted in [
+        "home/config.toml",
+        "home/templates/bash.tera",
+        "home/tools/planted",
+        "xdg-state/toolsmith/trust.json",
+        "xdg-cache/toolsmith/discovery.json",
+        "audit.jsonl.gone",
+    ] {
+        assert!(!state.join(planted).exists(), "{planted} was planted");
+    }
+    let audit = fs::read_to_string(state.join("audit.jsonl")).unwrap();
+    assert!(audit.contains("b22_own_state_in_the_project"), "{audit}");
     call.assert_clean(bound(1000, 300));
 }
 

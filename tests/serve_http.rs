@@ -52,10 +52,16 @@ impl Server {
         env: &[(&str, &str)],
     ) -> Server {
         let mut command = context.with_tools();
+        command.envs(env.iter().copied());
+        Server::start_command(command, args).await
+    }
+
+    /// Starts `command` (a `toolsmith` command with its global flags) with `serve --http
+    /// 127.0.0.1:0 <args>` and waits until it is ready.
+    pub(crate) async fn start_command(mut command: std::process::Command, args: &[&str]) -> Server {
         command
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
-            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -2307,4 +2313,51 @@ fn two_toolsmiths_with_the_same_pid_in_other_pid_namespaces_each_get_their_cgrou
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// Issue 22, finding 3: the token file is toolsmith's own state. Kept inside the project, a
+/// `filesystem = "project"` tool could rewrite it and choose the next server's token. Held: the
+/// token file (and the TLS certificate and key) are protected paths of every call `serve
+/// --http` makes; the tool still writes elsewhere in the project.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_the_token_file_in_the_project_is_read_only_to_tools() {
+    let context = TestContext::new();
+    context.user_config("[sandbox]\nfilesystem = \"project\"\n");
+    let token = new_token(&context);
+    let file = context.project.join("secrets/token");
+    let other = context.project.join("secrets/notes");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::write(&other, "").unwrap();
+    install(
+        &context,
+        "rewrite",
+        &shell_tool(
+            "rewrite",
+            r#"{"type": "object"}"#,
+            &format!(
+                "if (echo attacker-chosen-token-0123456789abcdef0123456789 > '{}') 2>/dev/null; then echo ESCAPED; else echo held; fi; echo written >> '{}' && echo wrote-project",
+                file.display(),
+                other.display()
+            ),
+        ),
+    );
+    let mut server = Server::start(&context, &["--token-file", file.to_str().unwrap()], &[]).await;
+    let (session, _events) = server.connect(Some(&token), legacy()).await;
+    let result = session
+        .call_tool(call("custom_tool_rewrite", json!({})))
+        .await
+        .unwrap();
+    let shown = text(&result);
+    assert!(
+        shown.contains("held") && shown.contains("wrote-project"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("{token}\n")
+    );
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "written\n");
+    session.cancel().await.unwrap();
+    server.terminate().await;
 }

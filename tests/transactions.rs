@@ -579,3 +579,151 @@ fn hostile_a_planted_tree_entry_with_a_path_is_not_restored() {
             .contains("second")
     );
 }
+
+/// Plants, with git2, a commit on `tell_answer`'s chain after `parent` holding one file of
+/// that tool with `contents`, whose message is `message`, then one more version on top (so
+/// that the planted one is not the latest); returns the planted commit's id.
+fn plant_version(tools: &Path, parent: &str, contents: &str, message: &str) -> String {
+    let repository = git2::Repository::open_bare(tools.join(".history.git")).unwrap();
+    let head = repository
+        .find_commit(git2::Oid::from_str(parent).unwrap())
+        .unwrap();
+    let blob = repository.blob(contents.as_bytes()).unwrap();
+    let mut tree = repository.treebuilder(None).unwrap();
+    tree.insert("tell_answer", blob, 0o100_755).unwrap();
+    let tree = repository.find_tree(tree.write().unwrap()).unwrap();
+    let signature = git2::Signature::now("toolsmith", "toolsmith@localhost").unwrap();
+    let planted = repository
+        .commit(None, &signature, &signature, message, &tree, &[&head])
+        .unwrap();
+    let planted_commit = repository.find_commit(planted).unwrap();
+    let top = repository
+        .commit(
+            None,
+            &signature,
+            &signature,
+            "tell_answer v4: on top",
+            &head.tree().unwrap(),
+            &[&planted_commit],
+        )
+        .unwrap();
+    repository
+        .reference("refs/tools/tell_answer", top, true, "planted")
+        .unwrap();
+    planted.to_string()
+}
+
+fn live_answer(context: &TestContext) -> String {
+    fs::read_to_string(tools_dir(context).join("tell_answer")).unwrap()
+}
+
+/// Hostile (22.12): `rollback` restored any version in the history, whoever wrote it. A commit
+/// planted by hand (a cloned `.history.git`, or git run on it) holds a valid file of the tool
+/// but was never checked. Held: a version without the generator's provenance trailers is
+/// refused, naming the commit, and the live tool is unchanged. Another way: trailers that only
+/// look like the generator's (no digest) are refused alike; and trailers forged in full still
+/// do not make a version live, since the checks run again (the planted file fails its own
+/// declared test here).
+#[test]
+fn hostile_a_version_without_the_generators_provenance_is_not_restored() {
+    let context = TestContext::new();
+    context.own_project();
+    must(&run(&mut generate(&context, "first", false)));
+    must(&run(&mut generate(&context, "second", true)));
+    let tools = tools_dir(&context);
+    let rendered = live_answer(&context);
+    let payload = rendered.replace("echo second", "echo planted");
+    assert_ne!(payload, rendered, "the fixture's body changed shape");
+    let attempts = [
+        (
+            "tell_answer v3: planted\n".to_owned(),
+            "no Toolsmith-Checks trailer",
+        ),
+        (
+            "tell_answer v3: planted\n\nToolsmith-Checks: passed\n".to_owned(),
+            "no Toolsmith-Checks trailer",
+        ),
+        (
+            format!(
+                "tell_answer v3: planted\n\nToolsmith-Checks: passed\nToolsmith-Check-Report: sha256:{}\n",
+                "0".repeat(64)
+            ),
+            "fails its checks now",
+        ),
+    ];
+    let second = git(&tools, &["rev-parse", "refs/tools/tell_answer"]);
+    for (message, refusal) in attempts {
+        let planted = plant_version(&tools, &second, &payload, &message);
+        let output = run_within(
+            context
+                .command()
+                .args(["rollback", "tell_answer", "--to", "3"]),
+            DEADLINE,
+        );
+        assert_clear_error(&output, &[refusal]);
+        if refusal.starts_with("no ") {
+            assert_clear_error(&output, &[&planted]);
+        }
+        assert!(live_answer(&context).contains("echo second"), "{message}");
+        assert!(!live_answer(&context).contains("planted"));
+    }
+}
+
+/// `rollback` re-runs the checks on the version it restores: one whose tool now fails its
+/// declared test (what it reads changed since it was registered) is refused, with the failing
+/// check, and the live version stays; once the dependency is back, the same rollback works.
+#[test]
+fn a_version_that_fails_its_checks_now_is_not_restored() {
+    let context = TestContext::new();
+    context.own_project();
+    let dependency = context.root.join("dependency");
+    fs::write(&dependency, "first\n").unwrap();
+    let reading = json!({
+        "name": "tell_answer",
+        "description": "Tells the answer.",
+        "language": "bash",
+        "implementation": format!("cat {}", dependency.display()),
+        "tests": [{"input": {}, "expect": {"result_contains": "first"}}],
+    });
+    context.project_file("request.json", &reading.to_string());
+    let mut first = context.command();
+    first.args(["--no-cache", "generate", "--request", "request.json"]);
+    must(&run(&mut first));
+    must(&run(&mut generate(&context, "second", true)));
+
+    fs::write(&dependency, "changed\n").unwrap();
+    let output = run_within(
+        context
+            .command()
+            .args(["rollback", "tell_answer", "--to", "1"]),
+        DEADLINE,
+    );
+    assert_clear_error(
+        &output,
+        &["version 1 of `tell_answer` fails its checks now", "test: "],
+    );
+    assert!(live_answer(&context).contains("echo second"));
+    let versions = git(
+        &tools_dir(&context),
+        &["rev-list", "refs/tools/tell_answer"],
+    );
+    assert_eq!(
+        versions.lines().count(),
+        2,
+        "a refused rollback recorded a version"
+    );
+
+    fs::write(&dependency, "first\n").unwrap();
+    must(&run_within(
+        context
+            .command()
+            .args(["rollback", "tell_answer", "--to", "1"]),
+        DEADLINE,
+    ));
+    assert!(live_answer(&context).contains(&dependency.display().to_string()));
+    let head = git(
+        &tools_dir(&context),
+        &["log", "-1", "--format=%B", "refs/tools/tell_answer"],
+    );
+    assert!(head.contains("Toolsmith-Checks: passed"), "{head}");
+}

@@ -35,6 +35,7 @@ fn help_without_color() {
 
     Options:
           --tools-dir <DIR>      A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
+          --project <DIR>        The project directory, whose `.toolsmith/` is read once trusted and where `filesystem = "project"` tools may write [env: TOOLSMITH_PROJECT] [default: the enclosing git work tree, else the current directory; never $HOME or / unless named]
           --config <FILE>        The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
           --no-cache             Probe every tool instead of reusing the discovery cache (which is then neither read nor written)
           --color <WHEN>         When to colour the output: `auto` colours a terminal only, and not when NO_COLOR is set (CLICOLOR_FORCE=1 forces it) [default: auto] [possible values: auto, always, never]
@@ -105,6 +106,9 @@ fn help_with_color() {
 
           [ESC][1m--tools-dir[ESC][0m <DIR>
               A directory to discover tools in; repeat it for several, later ones shadowing earlier ones. Replaces the default layers (system, user, project, `[discovery] dirs`): exactly these directories are read
+
+          [ESC][1m--project[ESC][0m <DIR>
+              The project directory, whose `.toolsmith/` is read once trusted and where `filesystem = "project"` tools may write [env: TOOLSMITH_PROJECT] [default: the enclosing git work tree, else the current directory; never $HOME or / unless named]
 
           [ESC][1m--config[ESC][0m <FILE>
               The TOML config file, above the user's [default: ./.toolsmith/config.toml if it exists and the project is trusted]
@@ -370,7 +374,7 @@ fn doctor_with_a_problem_without_color() {
 
         [KERNEL SECTION]
 
-        sandbox: network = allow, filesystem = full (project: [TEMP]/project)
+        sandbox: network = allow, filesystem = full (project: [TEMP]/project, the current directory)
           network namespace       ok  network = deny: new network namespaces (as root)
           landlock                ok  filesystem = project | read-only: Landlock ABI 7
           private /proc           ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
@@ -452,7 +456,7 @@ fn doctor_with_color() {
 
         [KERNEL SECTION]
 
-        [ESC][1msandbox:[ESC][0m network = allow, filesystem = full (project: [TEMP]/project)
+        [ESC][1msandbox:[ESC][0m network = allow, filesystem = full (project: [TEMP]/project, the current directory)
           network namespace       [ESC][32mok[ESC][0m  network = deny: new network namespaces (as root)
           landlock                [ESC][32mok[ESC][0m  filesystem = project | read-only: Landlock ABI 7
           private /proc           [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)

@@ -35,6 +35,12 @@ pub(crate) struct GlobalArgs {
     #[arg(long = "tools-dir", value_name = "DIR", global = true)]
     pub(crate) tools_dir: Vec<PathBuf>,
 
+    /// The project directory, whose `.toolsmith/` is read once trusted and where
+    /// `filesystem = "project"` tools may write [env: TOOLSMITH_PROJECT] [default: the
+    /// enclosing git work tree, else the current directory; never $HOME or / unless named].
+    #[arg(long, value_name = "DIR", global = true)]
+    pub(crate) project: Option<PathBuf>,
+
     /// The TOML config file, above the user's [default: ./.toolsmith/config.toml
     /// if it exists and the project is trusted].
     #[arg(long, value_name = "FILE", global = true)]

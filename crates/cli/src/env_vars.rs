@@ -15,6 +15,12 @@ impl EnvVars {
     /// `$TOOLSMITH_HOME/config.toml`.
     pub const TOOLSMITH_HOME: &'static str = "TOOLSMITH_HOME";
 
+    /// The project directory, like `--project` (which wins): its `.toolsmith/` layer is read
+    /// once trusted, and `filesystem = "project"` tools may write below it. Default: the git
+    /// work tree enclosing the current directory, else the current directory (never `$HOME`,
+    /// `/` or an ancestor of `$HOME` unless named here or with `--project`).
+    pub const TOOLSMITH_PROJECT: &'static str = "TOOLSMITH_PROJECT";
+
     /// The configuration file to read, like `--config` (which wins).
     pub const TOOLSMITH_CONFIG: &'static str = "TOOLSMITH_CONFIG";
 

@@ -48,7 +48,7 @@ pub use crate::exit::ExitStatus;
 
 use crate::args::{Cli, Commands, CompletionsArgs, GlobalArgs, ManArgs, TokenCommand};
 use crate::settings::{
-    ConfigError, ConfigFile, ConfigLayers, GlobalSettings, Options, RunSettings,
+    ConfigError, ConfigFile, ConfigLayers, GlobalSettings, Options, Project, RunSettings,
 };
 use crate::trust::{TrustError, TrustOptions, TrustReport, TrustStore};
 
@@ -156,6 +156,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             commands::trust::trust(
                 args,
                 &before.cwd,
+                &before.project,
                 before.state_dir.as_deref(),
                 &before.trust_options,
             )
@@ -165,6 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             commands::trust::untrust(
                 args,
                 &before.cwd,
+                &before.project,
                 before.state_dir.as_deref(),
                 &before.trust_options,
             )
@@ -240,14 +242,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
             }
             commands::generate::history(args, &global)
         }
-        // It reads no tool directory, so it prints no trust notice.
+        // It reads no tool directory, so it prints no trust notice; it runs the restored
+        // version's checks in the sandbox.
         Commands::Rollback(args) => {
             let global = Session::start(&cli)?.global;
             if cli.global.show_settings {
                 return show_settings(&global, &global.limits);
             }
-            on_runtime(&global, global.max_concurrent, async |_executor| {
-                commands::generate::rollback(args, &global).await
+            on_runtime(&global, global.max_concurrent, async |executor| {
+                commands::generate::rollback(args, &global, executor).await
             })
         }
     }
@@ -300,6 +303,7 @@ fn on_runtime(
 /// a file named with `--config` or `TOOLSMITH_CONFIG`, and what they say about trust.
 struct BeforeProject {
     cwd: PathBuf,
+    project: Project,
     env_options: Options,
     home: Option<PathBuf>,
     user_file: Option<ConfigFile>,
@@ -313,6 +317,7 @@ impl BeforeProject {
         let cwd = std::env::current_dir().context("cannot determine the current directory")?;
         let lookup = |name: &str| std::env::var(name).ok();
         let env_options = Options::from_env(&lookup)?;
+        let project = Project::resolve(args.project.as_deref(), &lookup, &cwd)?;
         let explicit_config = args.config.clone().or_else(|| {
             lookup(EnvVars::TOOLSMITH_CONFIG)
                 .filter(|path| !path.is_empty())
@@ -349,6 +354,7 @@ impl BeforeProject {
         let state_dir = trust::state_dir(&lookup);
         Ok(BeforeProject {
             cwd,
+            project,
             env_options,
             home,
             user_file,
@@ -373,6 +379,7 @@ impl Session {
     fn start(cli: &Cli) -> anyhow::Result<Session> {
         let BeforeProject {
             cwd,
+            project,
             env_options,
             home,
             user_file,
@@ -381,14 +388,13 @@ impl Session {
             state_dir,
         } = BeforeProject::read(&cli.global)?;
         let lookup = |name: &str| std::env::var(name).ok();
-        let project = toolsmith_registry::project_dir(&cwd);
         let store = load_trust_store(state_dir.as_deref())?;
-        let mut trust_report = trust::assess_project(&project, &store, &trust_options);
+        let mut trust_report = trust::assess_project(&project.dir, &store, &trust_options);
         let upper = match explicit_file {
             // The named file replaces the project's, which is then not read at all.
             Some(file) => Some(file),
-            // `$HOME` or `/` is no project: its `.toolsmith/config.toml` is not read.
-            None if !settings::is_project(&project, home.as_deref()) => None,
+            // `$HOME` or `/` is no project unless named: its `.toolsmith/config.toml` is not read.
+            None if !project.is_usable(home.as_deref()) => None,
             None => {
                 let user_options = user_file
                     .as_ref()
@@ -396,7 +402,7 @@ impl Session {
                     .unwrap_or_default();
                 trust::project_config(
                     &mut trust_report,
-                    &cwd,
+                    project.config_dir(&cwd),
                     &store,
                     &trust_options,
                     &user_options,
@@ -415,6 +421,7 @@ impl Session {
             },
             env_options,
             &cwd,
+            &project,
             binary,
             &lookup,
         );

@@ -14,10 +14,14 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest as _, Sha256};
-use toolsmith_registry::{Links, MAX_CONFIG_BYTES, MAX_TRUST_STORE_BYTES, read_regular};
+use toolsmith_registry::{
+    Distrust, Links, MAX_CONFIG_BYTES, MAX_TRUST_STORE_BYTES, ProjectGate, TrustVerdict,
+    read_regular,
+};
 
 use crate::env_vars::EnvVars;
 use crate::settings::{ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions};
@@ -556,6 +560,51 @@ fn through_link(dir: &Path, relative: &Path) -> bool {
         path.push(component);
         std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.file_type().is_symlink())
     })
+}
+
+/// The gate that checks again, each time the project's layer is read (every scan of a live
+/// registry, every call of one of its tools), what was checked at start: that the project is
+/// the same directory and still trusted with the config it has now (issue 22, finding 11).
+/// `None` when no project layer is read (an untrusted project's layers are left out, and so
+/// are those of `--tools-dir` and of a directory that is no project).
+///
+/// A project trusted by `[trust] paths` stays trusted whatever its config says, as at start;
+/// its directory must still be the same one. The config is never read again: a config changed
+/// while toolsmith runs takes effect at the next start, once trusted again.
+pub(crate) fn project_gate(global: &GlobalSettings) -> Option<ProjectGate> {
+    if global.explicit_dirs || !global.has_project {
+        return None;
+    }
+    let unit = global.trust.units.first()?;
+    let state_dir = global.state_dir.clone();
+    let verdict: TrustVerdict = match &unit.verdict {
+        Verdict::PreTrusted(_) => Arc::new(|_: &Path| Ok(())),
+        Verdict::Recorded => {
+            Arc::new(move |dir: &Path| recorded_verdict(dir, state_dir.as_deref()))
+        }
+        Verdict::Untrusted | Verdict::ConfigChanged => return None,
+    };
+    let watched = [unit.dir.clone(), unit.dir.join(PROJECT_CONFIG)]
+        .into_iter()
+        .chain(global.state_dir.as_ref().map(|dir| dir.join(TRUST_FILE)))
+        .collect();
+    Some(ProjectGate::new(&unit.dir, watched, verdict))
+}
+
+/// Whether `dir` is still recorded in the trust store with the config it has now.
+fn recorded_verdict(dir: &Path, state_dir: Option<&Path>) -> Result<(), Distrust> {
+    let store = match TrustStore::load(state_dir) {
+        Ok(store) => store,
+        Err(error) => {
+            tracing::warn!(error = %toolsmith_registry::error_chain(&error), "the trust store cannot be read; the project layer is skipped");
+            return Err(Distrust::NotTrusted);
+        }
+    };
+    match store.verdict(dir, &TrustOptions::default()) {
+        Verdict::Recorded | Verdict::PreTrusted(_) => Ok(()),
+        Verdict::ConfigChanged => Err(Distrust::ConfigChanged),
+        Verdict::Untrusted => Err(Distrust::NotTrusted),
+    }
 }
 
 /// Why the generator must not write where it is configured to: the project is not trusted

@@ -104,6 +104,31 @@ pub enum Error {
         /// The link.
         path: PathBuf,
     },
+    /// A recorded version that the generator did not record after its checks: no provenance
+    /// trailer (made by hand, or planted in a cloned history).
+    #[error(
+        "version {version} of `{name}` (commit {commit}) was not recorded by toolsmith's generator after its checks (it has no Toolsmith-Checks trailer), so it is not restored; the live tool is unchanged"
+    )]
+    UncheckedVersion {
+        /// The tool.
+        name: String,
+        /// The version asked for.
+        version: u32,
+        /// The commit's id.
+        commit: String,
+    },
+    /// A recorded version that fails the generator's checks now (what it depends on changed).
+    #[error(
+        "version {version} of `{name}` fails its checks now, so it is not restored (the live tool is unchanged): {failed}"
+    )]
+    RestoredVersionFails {
+        /// The tool.
+        name: String,
+        /// The version asked for.
+        version: u32,
+        /// The failed checks, each with what explains it.
+        failed: String,
+    },
     /// A recorded version names a file the generator would never write for that tool.
     #[error(
         "version {version} of `{name}` names the file {file_name:?}, which is not a file of that tool; the history was not written by toolsmith's generator and is not restored"

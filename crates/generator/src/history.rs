@@ -4,10 +4,11 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, RepositoryInitOptions, Signature};
 use serde::Serialize;
-use toolsmith_registry::ToolName;
+use toolsmith_registry::{ToolName, arguments_sha256};
 
 use crate::durable::{sync_path, sync_tree};
 use crate::objects::{self, ChainCommit};
+use crate::pipeline::CheckReport;
 use crate::{Error, RenderedTool};
 
 /// The history repository's directory name inside the tools directory (hidden, so
@@ -83,24 +84,72 @@ pub(crate) fn exists(tools_dir: &Path) -> bool {
     tools_dir.join(HISTORY_DIR).exists()
 }
 
-/// Writes the first version of `name`, its ref included, into a new repository at `scratch`
-/// (inside the staging directory), for a tools directory that has no history yet: the
-/// pipeline does it while the checks run, and [`adopt`] moves the whole repository into
-/// place once the file is. A rejected request's repository goes with the staging directory.
-pub(crate) fn prepare_fresh(
+/// Makes a new, empty repository at `scratch` (inside the staging directory), synced, with
+/// the directory of the tools' refs, for a tools directory that has no history yet: the
+/// pipeline does it while the checks run, [`record_fresh`] writes the version once they
+/// passed, and [`adopt`] moves the whole repository into place once the file is. A rejected
+/// request's repository goes with the staging directory.
+pub(crate) fn init_fresh(scratch: &Path) -> Result<PathBuf, Error> {
+    init(scratch).map_err(git_error(scratch))?;
+    let refs = scratch.join("refs").join("tools");
+    std::fs::create_dir_all(&refs).map_err(|source| Error::Io {
+        path: refs.clone(),
+        source,
+    })?;
+    sync_tree(scratch)?;
+    Ok(scratch.to_path_buf())
+}
+
+/// Writes and publishes the first version of `name` in the repository [`init_fresh`] made, with
+/// the provenance of `checks` (which all passed).
+pub(crate) fn record_fresh(
     scratch: &Path,
     name: &ToolName,
     tool: &RenderedTool,
     message: &str,
+    checks: &[CheckReport],
 ) -> Result<Pending, Error> {
-    let repository = init(scratch).map_err(git_error(scratch))?;
-    let pending = write_version(&repository, scratch, name, tool, message)?;
+    let repository = Repository::open_bare(scratch).map_err(git_error(scratch))?;
+    let pending = write_version(&repository, scratch, name, tool, message, checks)?;
     publish(&pending)?;
-    sync_tree(scratch)?;
     Ok(pending)
 }
 
-/// Moves a repository written by [`prepare_fresh`] to `<tools_dir>/.history.git` with one
+/// The trailer lines that say a commit was written by the generator after `checks` passed:
+/// `Toolsmith-Checks: passed` and the SHA-256 of the check report's canonical JSON.
+fn provenance(checks: &[CheckReport]) -> String {
+    let report = serde_json::to_value(checks).unwrap_or_default();
+    format!(
+        "{CHECKS_TRAILER}: passed\n{REPORT_TRAILER}: sha256:{}\n",
+        arguments_sha256(&report)
+    )
+}
+
+/// The trailer that says the generator's checks passed before the commit was written.
+const CHECKS_TRAILER: &str = "Toolsmith-Checks";
+/// The trailer that holds the digest of the check report.
+const REPORT_TRAILER: &str = "Toolsmith-Check-Report";
+
+/// Whether a commit's `message` carries the provenance [`write_version`] records: in its last
+/// paragraph, `Toolsmith-Checks: passed` and a `Toolsmith-Check-Report: sha256:<64 hex>`.
+///
+/// Provenance, not authentication: whoever can write the history can write these lines too,
+/// which is why a rollback also runs the checks again before the version goes live.
+pub(crate) fn has_provenance(message: &str) -> bool {
+    let trailers = message.trim_end().rsplit("\n\n").next().unwrap_or_default();
+    let value = |key: &str| {
+        trailers.lines().find_map(|line| {
+            line.strip_prefix(key)
+                .and_then(|rest| rest.strip_prefix(": "))
+        })
+    };
+    let digest_ok = value(REPORT_TRAILER)
+        .and_then(|value| value.strip_prefix("sha256:"))
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    value(CHECKS_TRAILER) == Some("passed") && digest_ok
+}
+
+/// Moves a repository written by [`init_fresh`] and [`record_fresh`] to `<tools_dir>/.history.git` with one
 /// `rename`, which publishes its version. `None` when a repository appeared there meanwhile
 /// (another process registered a tool): the caller records its version in that one instead.
 pub(crate) fn adopt(pending: Pending, tools_dir: &Path) -> Result<Option<Pending>, Error> {
@@ -130,25 +179,29 @@ pub(crate) fn adopt(pending: Pending, tools_dir: &Path) -> Result<Option<Pending
     }
 }
 
-/// Writes the commit of a new version of `name` holding `tool` (blob, tree, commit), without
-/// moving the tool's ref: [`publish`] does, once the file is in place.
+/// Writes the commit of a new version of `name` holding `tool` (blob, tree, commit), with the
+/// provenance of `checks` (which all passed), without moving the tool's ref: [`publish`]
+/// does, once the file is in place.
 pub(crate) fn prepare(
     tools_dir: &Path,
     name: &ToolName,
     tool: &RenderedTool,
     message: &str,
+    checks: &[CheckReport],
 ) -> Result<Pending, Error> {
     let (repository, path) = open_or_init(tools_dir)?;
-    write_version(&repository, &path, name, tool, message)
+    write_version(&repository, &path, name, tool, message, checks)
 }
 
-/// The blob, tree and commit of the next version of `name` in `repository` (at `path`).
+/// The blob, tree and commit of the next version of `name` in `repository` (at `path`), its
+/// message ending with the provenance trailers of `checks`.
 fn write_version(
     repository: &Repository,
     path: &Path,
     name: &ToolName,
     tool: &RenderedTool,
     message: &str,
+    checks: &[CheckReport],
 ) -> Result<Pending, Error> {
     let error = git_error(path);
     let reference = reference(name);
@@ -180,7 +233,11 @@ fn write_version(
             None,
             &signature,
             &signature,
-            &format!("{} v{version}: {message}", name.as_str()),
+            &format!(
+                "{} v{version}: {message}\n\n{}",
+                name.as_str(),
+                provenance(checks)
+            ),
             &tree,
             &parents,
         )
@@ -407,6 +464,31 @@ pub(crate) fn contents(
 mod tests {
     use super::*;
 
+    fn passed() -> Vec<CheckReport> {
+        vec![CheckReport::passed("registry", None)]
+    }
+
+    /// Every commit the generator writes carries its provenance; a message without it, or with
+    /// a malformed digest, does not.
+    #[test]
+    fn commits_carry_the_provenance_of_their_checks() {
+        let temp = tempfile::tempdir().unwrap();
+        let name = ToolName::new("say_hi").unwrap();
+        let pending = prepare(temp.path(), &name, &tool("v1"), "registered", &passed()).unwrap();
+        publish(&pending).unwrap();
+        let chain = chain(temp.path(), &name).unwrap();
+        assert!(has_provenance(&chain[0].message), "{}", chain[0].message);
+        for message in [
+            "say_hi v1: registered\n",
+            "say_hi v1: registered\n\nToolsmith-Checks: passed\n",
+            "say_hi v1: registered\n\nToolsmith-Checks: failed\nToolsmith-Check-Report: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
+            "say_hi v1: registered\n\nToolsmith-Checks: passed\nToolsmith-Check-Report: sha256:00\n",
+            "Toolsmith-Checks: passed\nToolsmith-Check-Report: sha256:0000000000000000000000000000000000000000000000000000000000000000\n\nsay_hi v1: later paragraph\n",
+        ] {
+            assert!(!has_provenance(message), "{message}");
+        }
+    }
+
     fn tool(contents: &str) -> RenderedTool {
         RenderedTool {
             file_name: "say_hi".to_owned(),
@@ -420,8 +502,8 @@ mod tests {
     fn a_fresh_history_is_adopted_with_its_version() {
         let temp = tempfile::tempdir().unwrap();
         let name = ToolName::new("say_hi").unwrap();
-        let scratch = temp.path().join("scratch.git");
-        let pending = prepare_fresh(&scratch, &name, &tool("v1"), "registered").unwrap();
+        let scratch = init_fresh(&temp.path().join("scratch.git")).unwrap();
+        let pending = record_fresh(&scratch, &name, &tool("v1"), "registered", &passed()).unwrap();
         assert!(!exists(temp.path()));
         let adopted = adopt(pending, temp.path()).unwrap().unwrap();
         assert!(exists(temp.path()) && !scratch.exists());
@@ -442,14 +524,17 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let name = ToolName::new("say_hi").unwrap();
         let other = ToolName::new("other_tool").unwrap();
-        let pending = prepare_fresh(
-            &temp.path().join("scratch.git"),
-            &name,
-            &tool("mine"),
+        let scratch = init_fresh(&temp.path().join("scratch.git")).unwrap();
+        let pending =
+            record_fresh(&scratch, &name, &tool("mine"), "registered", &passed()).unwrap();
+        let theirs = prepare(
+            temp.path(),
+            &other,
+            &tool("theirs"),
             "registered",
+            &passed(),
         )
         .unwrap();
-        let theirs = prepare(temp.path(), &other, &tool("theirs"), "registered").unwrap();
         publish(&theirs).unwrap();
         assert!(adopt(pending, temp.path()).unwrap().is_none());
         assert_eq!(history(temp.path(), &other).unwrap().len(), 1);
@@ -457,7 +542,7 @@ mod tests {
             history(temp.path(), &name),
             Err(Error::NoHistory { .. })
         ));
-        let mine = prepare(temp.path(), &name, &tool("mine"), "registered").unwrap();
+        let mine = prepare(temp.path(), &name, &tool("mine"), "registered", &passed()).unwrap();
         publish(&mine).unwrap();
         assert_eq!(history(temp.path(), &name).unwrap().len(), 1);
     }

@@ -32,6 +32,7 @@
 //!     sandbox: SandboxSettings::unrestricted(),
 //!     project_dir: std::env::current_dir()?,
 //!     protected: Vec::new(),
+//!     project_gate: None,
 //! };
 //! let config = GeneratorConfig {
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),
@@ -62,6 +63,7 @@ mod pipeline;
 mod recovery;
 mod render;
 mod request;
+mod rollback;
 mod staged_checks;
 mod staging;
 
@@ -70,9 +72,9 @@ pub use crate::history::{HISTORY_DIR, Version, check_histories, history};
 pub use crate::lock::LOCK_FILE;
 pub use crate::pipeline::{
     CheckReport, GeneratorConfig, NewToolError, Report, Status, generate, new_tool, recover,
-    rollback,
 };
 pub use crate::render::{EMBEDDED_TEMPLATES, RenderedTool, override_dir, render, templates};
 pub use crate::request::{
     Language, Parameter, REQUEST_SCHEMA, Request, RequestError, request_schema,
 };
+pub use crate::rollback::rollback;

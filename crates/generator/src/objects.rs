@@ -26,6 +26,8 @@ pub(crate) struct ChainCommit {
     pub(crate) parent: Option<String>,
     pub(crate) time: i64,
     pub(crate) summary: String,
+    /// The whole message, its trailers included.
+    pub(crate) message: String,
     /// The tree's entries: (mode, name, blob id).
     pub(crate) entries: Vec<(String, String, String)>,
 }
@@ -162,6 +164,7 @@ struct CommitFields {
     parent: Option<String>,
     time: i64,
     summary: String,
+    message: String,
 }
 
 fn parse_commit(body: &[u8]) -> Option<CommitFields> {
@@ -188,6 +191,7 @@ fn parse_commit(body: &[u8]) -> Option<CommitFields> {
         parent,
         time,
         summary: message.lines().next().unwrap_or_default().to_owned(),
+        message: message.to_owned(),
     })
 }
 
@@ -243,6 +247,7 @@ pub(crate) fn chain(repository: &Path, head: &str) -> Result<Vec<ChainCommit>, E
             parent: fields.parent,
             time: fields.time,
             summary: fields.summary,
+            message: fields.message,
             entries,
         });
     }

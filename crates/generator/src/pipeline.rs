@@ -1,4 +1,4 @@
-//! The pipeline of a request: check it, render it into a staging directory, check the staged tool as the registry would and run it in the sandbox, and only then move it into place atomically, record the version and tell the live registry; plus rollback and the `new` skeletons.
+//! The pipeline of a request: check it, render it into a staging directory, check the staged tool as the registry would and run it in the sandbox, and only then move it into place atomically, record the version and tell the live registry; plus the `new` skeletons.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{Catalog, LiveRegistry, RunConfig, ToolName, error_chain};
 
-use crate::history::{self, Version};
+use crate::history;
 use crate::lock;
 use crate::recovery;
 use crate::render::{self, RenderedTool};
@@ -123,7 +123,7 @@ impl Report {
 /// names and processes, the lock on the tools directory ([`lock::lock`]) serializes the
 /// registration itself, and the history's compare-and-swap on the tool's ref stays as the
 /// last guard.
-async fn serialize_name(name: &str) -> tokio::sync::OwnedMutexGuard<()> {
+pub(crate) async fn serialize_name(name: &str) -> tokio::sync::OwnedMutexGuard<()> {
     type Names = std::collections::BTreeMap<String, std::sync::Weak<tokio::sync::Mutex<()>>>;
     static NAMES: std::sync::Mutex<Names> = std::sync::Mutex::new(Names::new());
     // `a_b` and `a-b` are files of one tool (`tool_files`).
@@ -208,16 +208,16 @@ pub async fn generate(
         move || sync_file(&staged)
     });
     let scratch = staging.dir.join(history::HISTORY_DIR);
+    // Only the empty repository: its first version is written once the checks passed, with
+    // their provenance.
     let fresh_history = (!history::exists(&config.tools_dir)).then(|| {
         tokio::task::spawn_blocking({
             let scratch = scratch.clone();
-            let name = name.clone();
-            let rendered = rendered.clone();
             let sweep = staging.sweeper();
             move || {
-                let pending = history::prepare_fresh(&scratch, &name, &rendered, message);
+                let initialized = history::init_fresh(&scratch);
                 sweep();
-                pending
+                initialized
             }
         })
     });
@@ -359,8 +359,9 @@ struct Staged {
     staging: Staging,
     file: PathBuf,
     rendered: RenderedTool,
-    /// The new repository holding this version, for a tools directory without history.
-    fresh_history: Option<Result<history::Pending, Error>>,
+    /// The new, empty repository that will hold this version, for a tools directory without
+    /// history.
+    fresh_history: Option<Result<PathBuf, Error>>,
     message: &'static str,
 }
 
@@ -407,11 +408,13 @@ async fn register(
         message,
     } = staged;
     let recorded = match fresh_history {
-        None => record(&config.tools_dir, name, &rendered, message),
-        Some(fresh) => fresh.and_then(|fresh| match history::adopt(fresh, &config.tools_dir)? {
-            Some(adopted) => Ok(adopted),
-            None => record(&config.tools_dir, name, &rendered, message),
-        }),
+        None => record(&config.tools_dir, name, &rendered, message, &checks),
+        Some(fresh) => fresh
+            .and_then(|scratch| history::record_fresh(&scratch, name, &rendered, message, &checks))
+            .and_then(|fresh| match history::adopt(fresh, &config.tools_dir)? {
+                Some(adopted) => Ok(adopted),
+                None => record(&config.tools_dir, name, &rendered, message, &checks),
+            }),
     };
     let (path, pending) = match recorded.and_then(|pending| {
         go_live(&config.tools_dir, &file, &rendered, &pending).map(|path| (path, pending))
@@ -438,21 +441,23 @@ async fn register(
     })
 }
 
-/// Writes and publishes the next version of `name` in the existing history.
-fn record(
+/// Writes and publishes the next version of `name` in the existing history, with the
+/// provenance of `checks`, which all passed.
+pub(crate) fn record(
     tools_dir: &Path,
     name: &ToolName,
     rendered: &RenderedTool,
     message: &str,
+    checks: &[CheckReport],
 ) -> Result<history::Pending, Error> {
-    let pending = history::prepare(tools_dir, name, rendered, message)?;
+    let pending = history::prepare(tools_dir, name, rendered, message, checks)?;
     history::publish(&pending)?;
     Ok(pending)
 }
 
 /// The commit point: the staged file moves into place. If it cannot, the recorded version is
 /// withdrawn again (and if even that fails, the next recovery withdraws it).
-fn go_live(
+pub(crate) fn go_live(
     tools_dir: &Path,
     staged: &Path,
     rendered: &RenderedTool,
@@ -470,7 +475,7 @@ fn go_live(
 
 /// After the commit point nothing fails the registration: leftovers of the tool's older
 /// format are removed now or by the next recovery.
-fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
+pub(crate) fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
     if let Err(error) = remove_other_formats(tools_dir, name, path) {
         tracing::warn!(error = %toolsmith_registry::error_chain(&error), "cannot remove the tool's files of another format; the next registration will");
     }
@@ -478,7 +483,7 @@ fn after_commit(tools_dir: &Path, name: &ToolName, path: &Path) {
 
 /// A registration that failed before its commit point: the live tool is unchanged. What the
 /// failure left in the history (a ref's lock file) is removed while the lock is still held.
-fn not_registered(tools_dir: &Path, name: &ToolName, error: Error) -> Error {
+pub(crate) fn not_registered(tools_dir: &Path, name: &ToolName, error: Error) -> Error {
     let _best_effort = recovery::remove_stale_files(&tools_dir.join(history::HISTORY_DIR));
     Error::NotRegistered {
         name: name.as_str().to_owned(),
@@ -505,63 +510,6 @@ async fn joined<T>(
             }),
         },
     }
-}
-
-/// Restores version `to` (default: the one before the latest) of `name` as a new version,
-/// and refreshes `live` when given. Returns the new version. The target is read, and the new
-/// version reported, under the tools directory's lock, so concurrent rollbacks each restore
-/// and report their own; the restored file goes through the same write-ahead registration as
-/// a generated one, and only a version whose tree holds one file of that tool is restored.
-pub async fn rollback(
-    tools_dir: &Path,
-    name: &ToolName,
-    to: Option<u32>,
-    live: Option<&LiveRegistry>,
-) -> Result<Version, Error> {
-    let _serialized = serialize_name(name.as_str()).await;
-    if !history::exists(tools_dir) {
-        return Err(Error::NoHistory {
-            name: name.as_str().to_owned(),
-        });
-    }
-    crate::confine::check_tools_dir(tools_dir)?;
-    recovery::sweep_staging(tools_dir);
-    let staging = Staging::create(tools_dir, name)?;
-    let locked = lock::lock(tools_dir, lock::LOCK_PATIENCE).await?;
-    recovery::recover(tools_dir, &locked)?;
-    crate::confine::check_tools_dir(tools_dir)?;
-    let chain = history::chain(tools_dir, name)?;
-    let latest = u32::try_from(chain.len()).unwrap_or(u32::MAX);
-    let target = to.unwrap_or(latest.saturating_sub(1));
-    let Some(commit) = target
-        .checked_sub(1)
-        .and_then(|index| chain.get(usize::try_from(index).ok()?))
-    else {
-        return Err(Error::NoSuchVersion {
-            name: name.as_str().to_owned(),
-            version: target,
-            latest,
-        });
-    };
-    let rendered = history::contents(tools_dir, name, target, commit)?;
-    let staged = staging.dir.join(&rendered.file_name);
-    write_file(&staged, &rendered)?;
-    let message = format!("rollback to v{target}");
-    let path = record(tools_dir, name, &rendered, &message)
-        .and_then(|pending| go_live(tools_dir, &staged, &rendered, &pending))
-        .map_err(|error| not_registered(tools_dir, name, error))?;
-    after_commit(tools_dir, name, &path);
-    let restored = history::history(tools_dir, name)?
-        .pop()
-        .ok_or_else(|| Error::NoHistory {
-            name: name.as_str().to_owned(),
-        })?;
-    drop(locked);
-    drop(staging);
-    if let Some(live) = live {
-        live.refresh().await;
-    }
-    Ok(restored)
 }
 
 /// Writes a working skeleton of a tool into `dir` (for `toolsmith new` and
@@ -700,6 +648,7 @@ mod tests {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
+            project_gate: None,
         };
         Staged {
             _temp: temp,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
     DiscoveryCache, Envelope, ErrorCode, Policy, Problem, RunConfig, Tool, ToolName, discover,
-    invoke, load_answered, resolve_config, run_cases,
+    invoke, load_answered, resolve_config, run_cases, run_tests,
 };
 
 use crate::pipeline::CheckReport;
@@ -79,6 +79,49 @@ pub(crate) async fn check_staged(
             }
         }
     }
+}
+
+/// The checks of a version restored by a rollback, in the staging directory, before it goes
+/// live: the same code as a registration's, without the request (which the history does not
+/// keep): discovery loads the file as any tool (the `registry` check, its `config` asked as
+/// at its first call), then every test case the tool declares runs in the sandbox of every
+/// later call (`test: ...`), and no run may leave a process behind (`no_leftovers`). The
+/// request's own checks (`schema`, `missing_required`, `network`) are not repeated: the file is
+/// the one that passed them, and its declared sandbox still applies to every run.
+pub(crate) async fn check_restored(
+    executor: &Arc<Executor>,
+    staging_dir: &Path,
+    name: &ToolName,
+    run_config: &RunConfig,
+) -> Result<Vec<CheckReport>, Error> {
+    let discovered = match discover_staged(executor, staging_dir, name, run_config).await {
+        Ok(tool) => configured(executor, &tool, run_config).await,
+        Err(problem) => Err(problem),
+    };
+    let tool = match discovered {
+        Ok(tool) => tool,
+        Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
+    };
+    let mut checks = vec![CheckReport::passed("registry", None)];
+    let outcomes = run_tests(executor, &tool, run_config, &Policy::allow_all()).await?;
+    let mut leftovers = 0;
+    for outcome in outcomes {
+        let name = format!("test: {}", outcome.name);
+        checks.push(match &outcome.mismatch {
+            None => CheckReport::passed(&name, None),
+            Some(mismatch) => CheckReport::failed(&name, mismatch.clone()),
+        });
+        leftovers += outcome.envelope.metadata.leftovers_killed.unwrap_or(0);
+    }
+    checks.push(if leftovers == 0 {
+        CheckReport::passed("no_leftovers", None)
+    } else {
+        CheckReport::failed(
+            "no_leftovers",
+            format!("the tool left {leftovers} process(es) running after it ended (killed)"),
+        )
+    });
+    Ok(checks)
 }
 
 /// The passed `registry` check followed by `checks`.

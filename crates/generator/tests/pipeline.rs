@@ -55,6 +55,7 @@ impl World {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
+            project_gate: None,
         };
         let config = GeneratorConfig {
             tools_dir: temp.path().join(".toolsmith/tools"),
@@ -577,9 +578,16 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
     assert_eq!(versions[0].commit, first.commit.clone().unwrap());
     assert_eq!(versions[1].commit, second.commit.clone().unwrap());
 
-    let restored = rollback(&world.config.tools_dir, &name, None, None)
-        .await
-        .unwrap();
+    let restored = rollback(
+        &world.executor,
+        &world.config.tools_dir,
+        &name,
+        None,
+        None,
+        &world.run_config,
+    )
+    .await
+    .unwrap();
     assert_eq!(restored.version, 3);
     assert_eq!(restored.message, "tell_version v3: rollback to v1");
     assert_eq!(
@@ -587,7 +595,15 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
         json!("first")
     );
     assert!(matches!(
-        rollback(&world.config.tools_dir, &name, Some(9), None).await,
+        rollback(
+            &world.executor,
+            &world.config.tools_dir,
+            &name,
+            Some(9),
+            None,
+            &world.run_config
+        )
+        .await,
         Err(toolsmith_generator::Error::NoSuchVersion {
             version: 9,
             latest: 3,

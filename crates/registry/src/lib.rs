@@ -43,6 +43,7 @@
 //!     sandbox: SandboxSettings::unrestricted(),
 //!     project_dir: std::env::current_dir()?,
 //!     protected: Vec::new(),
+//!     project_gate: None,
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -66,6 +67,7 @@ mod name;
 mod oob;
 mod overrides;
 mod policy;
+mod project_trust;
 mod regular_file;
 mod sandbox;
 mod schema;
@@ -85,7 +87,9 @@ pub use crate::discovery::catalog::{Catalog, DeniedTool, Problem, ProblemError, 
 pub use crate::discovery::discover::{
     DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, discover, discover_layers, discover_one,
 };
-pub use crate::discovery::layers::{LayerDir, LayerInputs, layer_dirs, project_dir};
+pub use crate::discovery::layers::{
+    LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
+};
 pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
@@ -116,6 +120,7 @@ pub use crate::oob::{
 };
 pub use crate::overrides::{CallConfig, RunConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
+pub use crate::project_trust::{Distrust, ProjectGate, TrustVerdict};
 pub use crate::regular_file::{
     Links, MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_TOOL_FILE_BYTES, MAX_TRUST_STORE_BYTES,
     RegularFileError, open_append_regular, read_regular, read_start,

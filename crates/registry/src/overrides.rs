@@ -17,6 +17,7 @@ use std::time::Duration;
 use toolsmith_executor::Limits;
 
 use crate::name::ToolName;
+use crate::project_trust::ProjectGate;
 use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
 use crate::tool::Tool;
 
@@ -57,6 +58,10 @@ pub struct RunConfig {
     /// tool directories and the config file, those inside the project count
     /// (see [`protected_paths`](crate::sandbox::protected_paths)).
     pub protected: Vec<PathBuf>,
+    /// Whether the project's layers (`Layer::Project`, `Layer::PeerProject`) may still be
+    /// read, asked at every scan and before every call of one of their tools; `None` when
+    /// they are read unchecked (the caller left untrusted projects out of the layers).
+    pub project_gate: Option<ProjectGate>,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -251,6 +256,7 @@ mod tests {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: PathBuf::from("/"),
             protected: Vec::new(),
+            project_gate: None,
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(

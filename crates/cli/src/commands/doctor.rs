@@ -211,6 +211,17 @@ fn history_checks(global: &GlobalSettings) -> Vec<Check> {
 fn trust_checks(global: &GlobalSettings) -> Vec<Check> {
     let report = &global.trust;
     let mut checks = Vec::new();
+    if global.project_named_over_home {
+        checks.push(Check {
+            name: global.project_dir.display().to_string(),
+            status: Status::Warn,
+            detail: format!(
+                "the project ({}) is $HOME, / or holds $HOME: `filesystem = \"project\"` tools may write your shell start-up files and everything else there but toolsmith's own state",
+                global.project_source.describe()
+            ),
+            fix: Some("name a directory below your home as the project (--project DIR)".to_owned()),
+        });
+    }
     for unit in &report.units {
         let (status, detail, fix) = match &unit.verdict {
             Verdict::Recorded => (Status::Ok, "trusted".to_owned(), None),

@@ -227,11 +227,21 @@ pub(crate) fn history(args: &HistoryArgs, global: &GlobalSettings) -> anyhow::Re
 pub(crate) async fn rollback(
     args: &RollbackArgs,
     global: &GlobalSettings,
+    executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     let name = tool_name(&args.name)?;
-    let version = toolsmith_generator::rollback(&global.generator_tools_dir, &name, args.to, None)
-        .await
-        .context("cannot roll back")?;
+    // The restored version's checks run as a registration's do: in the sandbox of every call.
+    let config = global.run_config(&global.cwd, None);
+    let version = toolsmith_generator::rollback(
+        executor,
+        &global.generator_tools_dir,
+        &name,
+        args.to,
+        None,
+        &config,
+    )
+    .await
+    .context("cannot roll back")?;
     if args.json {
         output::write_json(&version)?;
     } else {

@@ -76,7 +76,15 @@ async fn context(
     global: &GlobalSettings,
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ServeContext> {
-    let config = global.run_config(&global.cwd, None);
+    let mut config = global.run_config(&global.cwd, None);
+    // The bearer token and the TLS key and certificate are toolsmith's own state too: a tool
+    // that rewrote them would choose the next server's token or certificate.
+    config.protected.extend(
+        [&args.token_file, &args.tls_cert, &args.tls_key]
+            .into_iter()
+            .flatten()
+            .map(|file| global.cwd.join(file)),
+    );
     let policy = global.policy(args.profile);
     let audit = global
         .audit_path

@@ -3,19 +3,18 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use toolsmith_registry::project_dir;
 
 use crate::args::{TrustArgs, UntrustArgs};
 use crate::exit::ExitStatus;
 use crate::output;
-use crate::settings::PROJECT_CONFIG;
+use crate::settings::{PROJECT_CONFIG, Project};
 use crate::trust::{self, TrustOptions, TrustRecord, TrustStore, Verdict};
 
-/// `DIR` taken from `cwd`, else the project of `cwd`; canonical.
-fn target(dir: Option<&Path>, cwd: &Path) -> anyhow::Result<PathBuf> {
+/// `DIR` taken from `cwd`, else the project (named, or found around `cwd`); canonical.
+fn target(dir: Option<&Path>, cwd: &Path, project: &Project) -> anyhow::Result<PathBuf> {
     let dir = match dir {
         Some(dir) => cwd.join(dir),
-        None => project_dir(cwd),
+        None => project.dir.clone(),
     };
     Ok(trust::canonical(&dir)?)
 }
@@ -24,6 +23,7 @@ fn target(dir: Option<&Path>, cwd: &Path) -> anyhow::Result<PathBuf> {
 pub(crate) fn trust(
     args: &TrustArgs,
     cwd: &Path,
+    project: &Project,
     state_dir: Option<&Path>,
     options: &TrustOptions,
 ) -> anyhow::Result<ExitStatus> {
@@ -31,7 +31,7 @@ pub(crate) fn trust(
     if args.list {
         return list(args.json, &store, options);
     }
-    let dir = target(args.dir.as_deref(), cwd)?;
+    let dir = target(args.dir.as_deref(), cwd, project)?;
     let record = store.trust(&dir)?;
     let tools = count_files(&dir.join(".toolsmith/tools"));
     if args.json {
@@ -57,11 +57,12 @@ pub(crate) fn trust(
 pub(crate) fn untrust(
     args: &UntrustArgs,
     cwd: &Path,
+    project: &Project,
     state_dir: Option<&Path>,
     options: &TrustOptions,
 ) -> anyhow::Result<ExitStatus> {
     let mut store = TrustStore::load(state_dir)?;
-    let dir = target(args.dir.as_deref(), cwd)?;
+    let dir = target(args.dir.as_deref(), cwd, project)?;
     let removed = store.untrust(&dir)?;
     let still = match store.verdict(&dir, options) {
         Verdict::PreTrusted(root) => Some(root),

@@ -20,6 +20,7 @@ mod combine;
 mod file;
 mod limits;
 mod options;
+mod project;
 mod report;
 mod resolve;
 mod schema;
@@ -33,6 +34,7 @@ pub(crate) use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
 #[cfg(test)]
 pub(crate) use crate::settings::options::ConfigDir;
 pub(crate) use crate::settings::options::{EnvOptions, Options, SandboxOptions};
+pub(crate) use crate::settings::project::Project;
 pub(crate) use crate::settings::report::{Effective, Origin, limits_json};
-pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings, is_project};
+pub(crate) use crate::settings::resolve::{ConfigLayers, GlobalSettings, RunSettings};
 pub(crate) use crate::settings::schema::config_schema;

@@ -224,6 +224,7 @@ impl GlobalSettings {
                 "syscalls": self.sandbox.syscalls.as_str(),
                 "user": self.sandbox.user.map(|user| user.to_string()),
                 "project_dir": self.project_dir,
+                "project_source": self.project_source.as_str(),
             },
             "tools": self
                 .tools

@@ -8,7 +8,7 @@ use std::time::Duration;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
     FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, RunConfig,
-    SandboxSettings, SyscallsSetting, ToolName, ToolOverride, layer_dirs, project_dir,
+    SandboxSettings, SyscallsSetting, ToolName, ToolOverride, layer_dirs,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -17,6 +17,7 @@ use crate::settings::combine::Combine;
 use crate::settings::file::ConfigFile;
 use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
 use crate::settings::options::{Options, PolicyOptions, ToolOptions};
+use crate::settings::project::{Project, ProjectSource};
 use crate::trust::TrustReport;
 use crate::units::Cap;
 
@@ -59,11 +60,17 @@ pub(crate) struct GlobalSettings {
     pub(crate) audit_path: Option<PathBuf>,
     /// The sandbox of every tool (`[sandbox]`), before `[tools.NAME]`.
     pub(crate) sandbox: SandboxSettings,
-    /// The project directory: the git work tree enclosing `cwd`, else `cwd`.
-    /// A `filesystem = "project"` tool may write below it.
+    /// The project directory: named with `--project`/`TOOLSMITH_PROJECT`, else the git work
+    /// tree enclosing `cwd`, else `cwd`. A `filesystem = "project"` tool may write below it.
     pub(crate) project_dir: PathBuf,
+    /// Where `project_dir` came from.
+    pub(crate) project_source: ProjectSource,
+    /// Whether the user named `$HOME`, `/` or another ancestor of `$HOME` as the project:
+    /// allowed, since the user said so, and `doctor` warns about it.
+    pub(crate) project_named_over_home: bool,
     /// False when `project_dir` is `$HOME`, `/` or another ancestor of `$HOME` (started
-    /// there outside a repository, or in a repository of the home directory): that is not a
+    /// there outside a repository, or in a repository of the home directory) and the user did
+    /// not name it (`--project`, `TOOLSMITH_PROJECT`): that is not a
     /// project, so no project layer or config is read and `filesystem = "project"` grants
     /// writes nowhere but the call's TMPDIR (issue 22, finding 3).
     pub(crate) has_project: bool,
@@ -82,6 +89,8 @@ pub(crate) struct GlobalSettings {
     /// `$TOOLSMITH_HOME/templates`, whose templates replace the embedded ones, when
     /// `TOOLSMITH_HOME` is set.
     pub(crate) templates_dir: Option<PathBuf>,
+    /// toolsmith's own directories, whether this command reads them or not (see [`own_state`]).
+    pub(crate) own_state: Vec<PathBuf>,
 }
 
 /// The config files of one command, lowest first, and the trust decision that chose them.
@@ -104,6 +113,7 @@ impl GlobalSettings {
         files: ConfigLayers,
         env: Options,
         cwd: &Path,
+        project: &Project,
         binary: Option<PathBuf>,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> GlobalSettings {
@@ -126,8 +136,11 @@ impl GlobalSettings {
         let combined = env.combine(file_options.combine(user_options));
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
-        let project = project_dir(cwd);
-        let has_project = is_project(&project, home.as_deref());
+        let (has_project, project_named_over_home) = (
+            project.is_usable(home.as_deref()),
+            project.named_over_home(home.as_deref()),
+        );
+        let (project_source, project) = (project.source, project.dir.clone());
         let layers = if explicit_dirs {
             let dirs: Vec<PathBuf> = args
                 .tools_dir
@@ -155,7 +168,6 @@ impl GlobalSettings {
             });
             no_project_left_out(untrusted_project_left_out(layers, &mut trust), has_project)
         };
-        let project = project_dir(cwd);
         let generator_tools_dir = match &combined.generator.tools_dir {
             Some(dir) => dir.resolve(cwd, home.as_deref()),
             None => project.join(".toolsmith").join("tools"),
@@ -164,11 +176,7 @@ impl GlobalSettings {
         let templates_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
             .map(|dir| cwd.join(dir).join("templates"));
         let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
-        let cache_dir = if cache_disabled {
-            None
-        } else {
-            cache_dir(lookup, home.as_deref())
-        };
+        let cache_dir = cache_dir(lookup, home.as_deref()).filter(|_| !cache_disabled);
         GlobalSettings {
             cwd: cwd.to_path_buf(),
             layers,
@@ -211,10 +219,13 @@ impl GlobalSettings {
                 user: combined.sandbox.user,
             },
             project_dir: project,
+            project_source,
+            project_named_over_home,
             has_project,
             generator_tools_dir,
             drafts_dir,
             templates_dir,
+            own_state: own_state(lookup, home.as_deref(), cwd),
         }
     }
 
@@ -279,6 +290,7 @@ impl GlobalSettings {
             sandbox,
             project_dir: self.project_dir.clone(),
             protected: self.protected_paths(),
+            project_gate: crate::trust::project_gate(self),
         }
     }
 
@@ -302,6 +314,7 @@ impl GlobalSettings {
             .chain(self.state_dir.clone())
             .chain(self.cache_dir.clone())
             .chain(self.audit_path.clone())
+            .chain(self.own_state.iter().cloned())
             .collect()
     }
 
@@ -432,16 +445,26 @@ fn untrusted_project_left_out(mut layers: Vec<LayerDir>, trust: &mut TrustReport
     layers
 }
 
-/// Whether `project` may be a project: not `/`, not `$HOME`, nor any other directory that
-/// holds `$HOME` (a tool allowed to write there could rewrite the user's shell start-up files,
-/// toolsmith's config and its trust store).
-pub(crate) fn is_project(project: &Path, home: Option<&Path>) -> bool {
-    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let project = canonical(project);
-    if project.parent().is_none() {
-        return false;
-    }
-    home.is_none_or(|home| !canonical(home).starts_with(&project))
+/// toolsmith's own directories, wherever they lie and whether or not this command uses them,
+/// since a later command will: the user directory (`$TOOLSMITH_HOME`, else
+/// `~/.config/toolsmith`: the user config, the user's tools, the overriding templates), even
+/// when `--tools-dir` replaces the layers and no user config exists yet; the trust store's
+/// directory; and the discovery cache's, even with the cache off for this command (issue 22,
+/// finding 3: a tool under `filesystem = "project"` must not plant the state that decides the
+/// next call).
+fn own_state(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+    cwd: &Path,
+) -> Vec<PathBuf> {
+    let user_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+        .map(|dir| cwd.join(dir))
+        .or_else(|| home.map(|home| home.join(".config").join("toolsmith")));
+    user_dir
+        .into_iter()
+        .chain(crate::trust::state_dir(lookup))
+        .chain(cache_dir(lookup, home))
+        .collect()
 }
 
 /// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.

@@ -122,6 +122,23 @@ pub async fn invoke_with_progress(
             Metadata::not_started(),
         ));
     }
+    // The catalog may be older than the project's trust: a config changed (or trust withdrawn,
+    // or the directory replaced) since the last scan must not leave one more call to the
+    // layer's tools.
+    if let Some(gate) = &config.project_gate
+        && tool.layer().in_project()
+        && let Err(distrust) = gate.check()
+    {
+        return Ok(Envelope::failure(
+            ErrorCode::PolicyDenied,
+            format!(
+                "Tool {} may not be called: the project layer of {} is skipped: {distrust}; run `toolsmith trust` in it again to use it.",
+                tool.name(),
+                gate.dir().display()
+            ),
+            Metadata::not_started(),
+        ));
+    }
     // A Kodelet tool from a listing has not been asked for its `config` yet: ask now, so the
     // timeout it requests applies. Callers that keep a cache ask through it first
     // (`discover_one`, `LiveRegistry::ready_for_call`), and then this costs nothing.

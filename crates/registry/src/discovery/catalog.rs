@@ -15,6 +15,7 @@ use crate::layer::Layer;
 use crate::message::error_chain;
 use crate::name::{NameError, ToolName};
 use crate::policy::Denial;
+use crate::project_trust::Distrust;
 use crate::tool::{MAX_DESCRIPTION_BYTES, Tool};
 
 /// A file that looked like a tool but could not be loaded, and why.
@@ -51,6 +52,14 @@ pub enum ProblemError {
         "a project's tool directory is reached through a symbolic link, which toolsmith does not follow"
     )]
     LinkedLayer,
+    /// A project's layer that is no longer trusted: skipped until `toolsmith trust` again.
+    #[error(
+        "the project's layer is skipped: {distrust}; run `toolsmith trust` in it again (after reading its .toolsmith/) to use it"
+    )]
+    UntrustedLayer {
+        /// Why.
+        distrust: Distrust,
+    },
     /// A symbolic link points nowhere.
     #[error("broken symbolic link")]
     BrokenLink {

@@ -175,18 +175,22 @@ fn system_dir(binary: &Path) -> PathBuf {
 
 /// The project directory of `cwd`: the work tree of the git repository enclosing it, or `cwd`
 /// itself when there is none or the repository is bare.
+pub fn project_dir(cwd: &Path) -> PathBuf {
+    enclosing_work_tree(cwd).unwrap_or_else(|| cwd.to_path_buf())
+}
+
+/// The work tree of the git repository enclosing `cwd`, if there is one and it is not bare.
 ///
 /// Repository discovery stops at file-system boundaries, as `git` does by default.
-pub fn project_dir(cwd: &Path) -> PathBuf {
+pub fn enclosing_work_tree(cwd: &Path) -> Option<PathBuf> {
     match git2::Repository::discover(cwd) {
-        Ok(repository) => match repository.workdir() {
-            // git2 returns the work tree with a trailing separator; components drop it.
-            Some(workdir) => workdir.components().collect(),
-            None => cwd.to_path_buf(),
-        },
+        // git2 returns the work tree with a trailing separator; components drop it.
+        Ok(repository) => repository
+            .workdir()
+            .map(|workdir| workdir.components().collect()),
         Err(error) => {
-            tracing::debug!(cwd = %cwd.display(), %error, "no git repository; the project is the current directory");
-            cwd.to_path_buf()
+            tracing::debug!(cwd = %cwd.display(), %error, "no git repository");
+            None
         }
     }
 }

@@ -213,7 +213,7 @@ impl LiveRegistry {
         mut debouncer: Watch,
         receiver: mpsc::UnboundedReceiver<DebounceEventResult>,
     ) -> Result<LiveRegistry, Error> {
-        let targets = watch_targets(&layers, &config.cwd);
+        let targets = watch_targets(&layers, &config);
         let mut watched = HashSet::new();
         update_watches(&mut debouncer, &targets, &HashSet::new(), &mut watched)?;
 
@@ -406,15 +406,25 @@ fn resource_failure(catalog: &Catalog) -> Option<String> {
 /// An unreadable directory cannot be watched (inotify needs read access), but its parent sees
 /// its permissions change back (`IN_ATTRIB` names the child), which rescans and moves the watch
 /// back onto it; without that, a directory once unreadable would never be followed again.
-fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
-    let mut targets: HashSet<PathBuf> = layers
+///
+/// With a project gate, each path whose change may change its verdict (the project directory
+/// itself, its `.toolsmith/config.toml`, the trust store) is watched through its parent: a
+/// config edited, a trust withdrawn or the project replaced while the registry runs rescans at
+/// once, and the layer is skipped.
+fn watch_targets(layers: &[LayerDir], config: &RunConfig) -> HashSet<PathBuf> {
+    let nearest = |dir: &Path| {
+        dir.ancestors()
+            .find(|ancestor| ancestor.is_dir() && std::fs::read_dir(ancestor).is_ok())
+            .map(Path::to_path_buf)
+    };
+    let watched = Watched::of(layers, config);
+    let gate_parents = watched.exact.iter().filter_map(|path| path.parent());
+    let mut targets: HashSet<PathBuf> = watched
+        .dirs
         .iter()
-        .filter_map(|layer_dir| {
-            let dir = cwd.join(&layer_dir.dir);
-            dir.ancestors()
-                .find(|ancestor| ancestor.is_dir() && std::fs::read_dir(ancestor).is_ok())
-                .map(Path::to_path_buf)
-        })
+        .map(|(dir, _)| dir.as_path())
+        .chain(gate_parents)
+        .filter_map(nearest)
         .collect();
     // A bundles directory is watched with each bundle in it (which sees its `tools/` folder
     // come and go) and each bundle's `tools/` folder.
@@ -422,7 +432,7 @@ fn watch_targets(layers: &[LayerDir], cwd: &Path) -> HashSet<PathBuf> {
         .iter()
         .filter(|layer_dir| layer_dir.layer.holds_bundles())
     {
-        for tools in tool_dirs(layer_dir, cwd).unwrap_or_default() {
+        for tools in tool_dirs(layer_dir, &config.cwd).unwrap_or_default() {
             targets.extend(tools.parent().map(Path::to_path_buf));
             targets.insert(tools);
         }
@@ -465,17 +475,17 @@ fn update_watches(
     Ok(())
 }
 
-/// Whether an event at `path` can change the catalog: a file in a layer directory, or a layer
-/// directory or one of its ancestors appearing or disappearing.
-fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
-    layers.iter().any(|layer_dir| {
-        let dir = cwd.join(&layer_dir.dir);
+/// Whether an event at `path` can change the catalog: a file in a layer directory, a layer
+/// directory or one of its ancestors appearing or disappearing, a bundle or its `tools/` folder
+/// (or a file in it) in a bundles directory, or one of the project gate's paths (or an
+/// ancestor) changing.
+fn is_relevant(path: &Path, watched: &Watched) -> bool {
+    watched.dirs.iter().any(|(dir, holds_bundles)| {
         if path.parent() == Some(dir.as_path()) || dir.starts_with(path) {
             return true;
         }
-        // In a bundles directory: a bundle, its `tools/` folder, or a file in that folder.
-        layer_dir.layer.holds_bundles()
-            && path.strip_prefix(&dir).is_ok_and(|inside| {
+        *holds_bundles
+            && path.strip_prefix(dir).is_ok_and(|inside| {
                 let parts: Vec<_> = inside.components().collect();
                 match parts.as_slice() {
                     [_bundle] => true,
@@ -483,7 +493,37 @@ fn is_relevant(path: &Path, layers: &[LayerDir], cwd: &Path) -> bool {
                     _ => false,
                 }
             })
-    })
+    }) || watched.exact.iter().any(|exact| exact.starts_with(path))
+}
+
+/// What a live registry follows.
+struct Watched {
+    /// The layer directories, absolute, each with whether it holds bundles: a change of any
+    /// entry in them counts (in a bundles directory, of a bundle's `tools/` folder).
+    dirs: Vec<(PathBuf, bool)>,
+    /// The project gate's paths: only a change of the path itself (or an ancestor) counts.
+    exact: Vec<PathBuf>,
+}
+
+impl Watched {
+    fn of(layers: &[LayerDir], config: &RunConfig) -> Watched {
+        Watched {
+            dirs: layers
+                .iter()
+                .map(|layer_dir| {
+                    (
+                        config.cwd.join(&layer_dir.dir),
+                        layer_dir.layer.holds_bundles(),
+                    )
+                })
+                .collect(),
+            exact: config
+                .project_gate
+                .iter()
+                .flat_map(|gate| gate.watched().iter().cloned())
+                .collect(),
+        }
+    }
 }
 
 /// How the directories are watched: the kernel's events, or a scan every interval.
@@ -574,6 +614,7 @@ async fn watch_loop(
                     return;
                 };
                 // Everything already queued is handled by the same rescan.
+                let relevant_dirs = Watched::of(&shared.layers, &shared.config);
                 let mut batch = vec![first];
                 while let Ok(more) = receiver.try_recv() {
                     batch.push(more);
@@ -586,7 +627,7 @@ async fn watch_loop(
                                 if event.kind == DebouncedEventKind::AnyContinuous {
                                     continue;
                                 }
-                                if is_relevant(&event.path, &shared.layers, &shared.config.cwd) {
+                                if is_relevant(&event.path, &relevant_dirs) {
                                     relevant = true;
                                     touched.insert(event.path);
                                 }
@@ -608,7 +649,7 @@ async fn watch_loop(
         if !relevant {
             continue;
         }
-        let targets = watch_targets(&shared.layers, &shared.config.cwd);
+        let targets = watch_targets(&shared.layers, &shared.config);
         if let Err(error) = update_watches(&mut debouncer, &targets, &touched, &mut watched) {
             tracing::warn!(error = %crate::message::error_chain(&error), "a tool directory cannot be watched; its changes need an explicit refresh");
         }
@@ -632,7 +673,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use crate::discovery::layers::LayerDir;
-    use crate::discovery::live::is_relevant;
+    use crate::discovery::live::{Watched, is_relevant};
     use crate::layer::{Layer, Peer};
 
     fn check(path: &str, expect: bool) {
@@ -650,11 +691,23 @@ mod tests {
                 dir: PathBuf::from(".nanocoder/skills"),
             },
         ];
-        assert_eq!(
-            is_relevant(Path::new(path), &layers, Path::new("/src/app")),
-            expect,
-            "{path}"
-        );
+        let watched = Watched {
+            dirs: layers
+                .iter()
+                .map(|layer_dir| {
+                    (
+                        Path::new("/src/app").join(&layer_dir.dir),
+                        layer_dir.layer.holds_bundles(),
+                    )
+                })
+                .collect(),
+            exact: vec![
+                PathBuf::from("/src/app"),
+                PathBuf::from("/src/app/.toolsmith/config.toml"),
+                PathBuf::from("/home/ada/.local/state/toolsmith/trust.json"),
+            ],
+        };
+        assert_eq!(is_relevant(Path::new(path), &watched), expect, "{path}");
     }
 
     #[test]
@@ -685,7 +738,18 @@ mod tests {
         check("/home/ada/.bash_history", false);
         check("/src/app/README.md", false);
         check("/src/app/.toolsmith/tools/sub/deep", false);
-        check("/src/app/.toolsmith/config.toml", false);
+        check("/src/app/.toolsmith/drafts", false);
+        check("/src/other", false);
+        check("/home/ada/.local/state/toolsmith/audit.jsonl", false);
+    }
+
+    /// Issue 22, finding 11: the project gate's paths count, and only they.
+    #[test]
+    fn the_project_gates_paths_are_relevant() {
+        check("/src/app/.toolsmith/config.toml", true);
+        check("/home/ada/.local/state/toolsmith/trust.json", true);
+        check("/src/app", true);
+        check("/src", true);
     }
 
     /// Issue 24: an idle `serve` rescanned five times a second, each rescan's own reads (the

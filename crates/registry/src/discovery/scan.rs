@@ -27,9 +27,29 @@ pub(crate) fn scan_dirs(
 ) -> (Vec<Candidate>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut candidates = Vec::new();
+    // Asked once per scan, at the first project layer: the verdict reads the trust store and
+    // the project config, and every project layer shares it.
+    let mut project_verdict = None;
     for layer_dir in layers {
         let layer = layer_dir.layer;
         let root = config.cwd.join(&layer_dir.dir);
+        if let Some(gate) = &config.project_gate
+            && layer.in_project()
+            && let Err(distrust) = project_verdict.get_or_insert_with(|| gate.check())
+        {
+            tracing::warn!(
+                "skipped the project layer {}: {distrust}; run `toolsmith trust {}` to use it",
+                root.display(),
+                gate.dir().display()
+            );
+            problems.push(Problem {
+                path: root,
+                error: ProblemError::UntrustedLayer {
+                    distrust: distrust.clone(),
+                },
+            });
+            continue;
+        }
         // A bundles directory is checked before it is listed, then each bundle's folder.
         if layer.holds_bundles() && project_layer_through_link(&root, layer, config) {
             problems.push(Problem {

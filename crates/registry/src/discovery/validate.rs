@@ -402,7 +402,9 @@ fn all_checks(in_directory: bool) -> &'static [CheckKind] {
 /// The check a discovery problem fails.
 pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
     match error {
-        ProblemError::ReadDir { .. } | ProblemError::LinkedLayer => CheckKind::Directory,
+        ProblemError::ReadDir { .. }
+        | ProblemError::LinkedLayer
+        | ProblemError::UntrustedLayer { .. } => CheckKind::Directory,
         ProblemError::BrokenLink { .. }
         | ProblemError::Metadata { .. }
         | ProblemError::NotRegular { .. }

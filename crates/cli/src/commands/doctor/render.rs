@@ -101,6 +101,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                 "network": global.sandbox.network.as_str(),
                 "filesystem": global.sandbox.filesystem.as_str(),
                 "project_dir": global.project_dir,
+                "project_source": global.project_source.as_str(),
                 "support": support.iter().map(|support| json!({
                     "mechanism": support.mechanism,
                     "for": support.purpose,
@@ -166,11 +167,12 @@ fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     writeln!(text)?;
     writeln!(
         text,
-        "{} network = {}, filesystem = {} (project: {})",
+        "{} network = {}, filesystem = {} (project: {}, {})",
         title("sandbox:"),
         global.sandbox.network,
         global.sandbox.filesystem,
-        global.project_dir.display()
+        global.project_dir.display(),
+        global.project_source.describe()
     )?;
     text.push_str(&checks_table(sandbox));
     writeln!(
