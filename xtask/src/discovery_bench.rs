@@ -89,6 +89,7 @@ pub(crate) fn measure(
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
+        tool_caches: None,
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

@@ -66,6 +66,7 @@ pub(crate) fn measure(
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
+        tool_caches: None,
     };
     let input = json!({"text": "hello bench"});
     let request = json!({

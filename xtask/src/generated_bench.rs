@@ -139,6 +139,7 @@ pub(crate) fn measure(
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
+        tool_caches: None,
     };
     let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
     if let Some(problem) = catalog.problems().first() {

@@ -198,37 +198,17 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
             }
         }
         let project = match &plan.project {
-            Some(path) => {
-                let tree = clone_tree(path, true);
-                if tree < 0
-                    || !set_attributes(
-                        tree,
-                        c"",
-                        libc::AT_EMPTY_PATH as c_uint | AT_RECURSIVE,
-                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
-                    )
-                {
-                    return false;
-                }
-                Some((tree, path))
-            }
+            Some(path) => match clone_writable(path) {
+                tree if tree < 0 => return false,
+                tree => Some((tree, path)),
+            },
             None => None,
         };
         let own_dir = match &plan.own_dir {
-            Some((path, parent)) => {
-                let tree = clone_tree(path, true);
-                if tree < 0
-                    || !set_attributes(
-                        tree,
-                        c"",
-                        libc::AT_EMPTY_PATH as c_uint | AT_RECURSIVE,
-                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
-                    )
-                {
-                    return false;
-                }
-                Some((tree, path, parent))
-            }
+            Some((path, parent)) => match clone_writable(path) {
+                tree if tree < 0 => return false,
+                tree => Some((tree, path, parent)),
+            },
             None => None,
         };
         let mut everywhere = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
@@ -420,6 +400,30 @@ unsafe fn protect(plan: &MountPlan) -> bool {
         plan.sealed.iter().all(|path| bind_read_only(path, 0))
             && plan.reopened.iter().all(|path| bind_writable(path))
             && plan.protected.iter().all(|path| bind_read_only(path, 0))
+    }
+}
+
+/// A detached recursive clone of the mount tree at `path`, made `nodev,nosuid` (and left
+/// writable: it is attached again after the read-only step), or -1.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn clone_writable(path: &CStr) -> c_int {
+    // SAFETY: as set_up.
+    unsafe {
+        let tree = clone_tree(path, true);
+        if tree >= 0
+            && !set_attributes(
+                tree,
+                c"",
+                libc::AT_EMPTY_PATH as c_uint | AT_RECURSIVE,
+                MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
+            )
+        {
+            libc::close(tree);
+            return -1;
+        }
+        tree
     }
 }
 

@@ -32,6 +32,7 @@
 //!     sandbox: SandboxSettings::unrestricted(),
 //!     project_dir: std::env::current_dir()?,
 //!     protected: Vec::new(),
+//!     tool_caches: None,
 //! };
 //! let config = GeneratorConfig {
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),

@@ -700,6 +700,7 @@ mod tests {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
+            tool_caches: None,
         };
         Staged {
             _temp: temp,

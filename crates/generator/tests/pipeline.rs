@@ -55,6 +55,7 @@ impl World {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
+            tool_caches: None,
         };
         let config = GeneratorConfig {
             tools_dir: temp.path().join(".toolsmith/tools"),

@@ -57,6 +57,10 @@ pub struct RunConfig {
     /// tool directories and the config file, those inside the project count
     /// (see [`protected_paths`](crate::sandbox::protected_paths)).
     pub protected: Vec<PathBuf>,
+    /// The directory holding each tool's own cache (`$XDG_CACHE_HOME/toolsmith/tool-cache`,
+    /// see [`ToolCache`](crate::ToolCache)), writable to that tool's probes and calls alone;
+    /// `None` gives tools no cache.
+    pub tool_caches: Option<PathBuf>,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -251,6 +255,7 @@ mod tests {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: PathBuf::from("/"),
             protected: Vec::new(),
+            tool_caches: None,
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(

@@ -45,6 +45,7 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         sandbox: SandboxSettings::unrestricted(),
         project_dir: dir.path().to_path_buf(),
         protected: Vec::new(),
+        tool_caches: None,
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
@@ -156,6 +157,7 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         sandbox: SandboxSettings::unrestricted(),
         project_dir: dir.path().to_path_buf(),
         protected: Vec::new(),
+        tool_caches: None,
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

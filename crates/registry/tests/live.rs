@@ -88,6 +88,7 @@ impl World {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
+            tool_caches: None,
         };
         World {
             tools,

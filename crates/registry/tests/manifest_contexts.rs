@@ -179,6 +179,7 @@ impl Harness {
             sandbox: SandboxSettings::unrestricted(),
             project_dir: tools.to_path_buf(),
             protected: Vec::new(),
+            tool_caches: None,
         }
     }
 
