@@ -20,6 +20,7 @@ mod load;
 mod manifest;
 mod mounts;
 mod policy;
+mod prepare;
 mod probes;
 mod processes;
 mod run;
