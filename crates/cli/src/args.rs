@@ -102,9 +102,10 @@ pub(crate) enum Commands {
     /// Run the test cases tools declare (`tests`), one line per case.
     #[command(after_help = EXAMPLES_TEST)]
     Test(TestArgs),
-    /// Fetch the dependencies of tools started by a package runner (`uv run --script`,
-    /// `npx`) into each tool's cache, once, with the network; their probes and calls then
-    /// run offline.
+    /// Fetch the dependencies of uv and npx tools into their caches, once.
+    ///
+    /// A tool started by a package runner (`uv run --script`, `npx`) is prepared with the
+    /// network; its probes and calls then run offline.
     #[command(after_help = EXAMPLES_PREPARE)]
     Prepare(PrepareArgs),
     /// List the recorded versions of a generated tool.
