@@ -89,7 +89,9 @@ pub(crate) fn measure(
         sandbox: SandboxSettings::unrestricted(),
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
-        tool_caches: None,
+        // As the CLI does: every probe gets its tool's own cache (issue 26), so a probe
+        // session's init serves the probes of one tool file.
+        tool_caches: Some(cache_dir.join("tool-cache")),
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

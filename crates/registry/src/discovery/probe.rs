@@ -268,6 +268,15 @@ impl Probe<'_> {
 
     /// Runs `command` (the probe called `probe`, e.g. `description`, of the tool `name` in the
     /// file at `path`) and records how it ended.
+    ///
+    /// The tool's own cache is named in the probe's environment, and granted writable this
+    /// way: a script a package runner starts (uv, npx) gets it at once, with
+    /// [`PROBE_RUNNER_TIMEOUT`]; any other probe first runs in its directory's session
+    /// without it (the cache directory exists but is read-only there, so a write is refused
+    /// with `EROFS` or `EACCES`), and a probe whose stderr then shows a refused write runs
+    /// again with it. So a tool that needs its cache to describe itself gets it, and the
+    /// probes of the others keep sharing one init per directory (a grant is part of the
+    /// sandbox, and an init serves one sandbox).
     async fn record(
         &self,
         probe: &'static str,
@@ -275,19 +284,53 @@ impl Probe<'_> {
         path: &Path,
         name: &ToolName,
     ) -> Result<ProbeRecord, ProblemError> {
-        let mut sandbox = self.sandbox.clone();
         let mut limits = self.limits.clone();
-        if is_package_runner(path) {
+        let runner = is_package_runner(path);
+        if runner {
             limits.timeout = limits.timeout.max(PROBE_RUNNER_TIMEOUT);
         }
-        let limits = &limits;
-        if let Some(caches) = self.caches {
-            let cache = ToolCache::of_file(caches, path);
-            for (variable, value) in cache.env(Index::Offline) {
-                command.env(&variable, &value);
-            }
-            sandbox.own_dir = Some(cache.dir().to_path_buf());
+        let Some(caches) = self.caches else {
+            return self.run_once(probe, command, None, &limits, name).await;
+        };
+        let cache = ToolCache::of_file(caches, path);
+        for (variable, value) in cache.env(Index::Offline) {
+            command.env(&variable, &value);
         }
+        if !runner {
+            // Made (empty) on the host, so that a write into it is refused by the read-only
+            // sandbox rather than missing; a directory that cannot be made is simply absent.
+            if let Err(error) = std::fs::create_dir_all(cache.dir()) {
+                tracing::debug!(dir = %cache.dir().display(), %error, "cannot make a tool's cache");
+            }
+            let record = self
+                .run_once(probe, command.clone(), None, &limits, name)
+                .await?;
+            let refused_write = matches!(
+                &record,
+                ProbeRecord::Exited {
+                    blocked: Some(ProbeBlocked::Write),
+                    ..
+                }
+            );
+            if !refused_write {
+                return Ok(record);
+            }
+        }
+        self.run_once(probe, command, Some(cache.dir()), &limits, name)
+            .await
+    }
+
+    /// One run of a probe, with `own_dir` (the tool's cache) writable when given.
+    async fn run_once(
+        &self,
+        probe: &'static str,
+        mut command: Command,
+        own_dir: Option<&Path>,
+        limits: &Limits,
+        name: &ToolName,
+    ) -> Result<ProbeRecord, ProblemError> {
+        let mut sandbox = self.sandbox.clone();
+        sandbox.own_dir = own_dir.map(Path::to_path_buf);
         command.sandbox(sandbox);
         let outcome = self
             .session
