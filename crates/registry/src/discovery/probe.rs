@@ -591,3 +591,53 @@ pub(crate) fn worth_trying_schema(error: &ProblemError) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::discovery::catalog::ProbeBlocked;
+    use crate::discovery::probe::blocked_by_sandbox;
+    use crate::name::ToolName;
+
+    fn check(stderr: &str, expect: Option<&str>) {
+        let name = ToolName::new("todo_write").unwrap();
+        let found = blocked_by_sandbox(stderr, &name).map(|blocked| match blocked {
+            ProbeBlocked::Write => "write",
+            ProbeBlocked::Network { .. } => "network",
+        });
+        assert_eq!(found, expect, "{stderr}");
+    }
+
+    #[test]
+    fn refused_writes_and_networks_are_recognised() {
+        // uv before issue 26: its cache in a read-only home.
+        check(
+            "error: Failed to initialize cache at `/root/.cache/uv`\n  Caused by: failed to create directory `/root/.cache/uv`: Read-only file system (os error 30)",
+            Some("write"),
+        );
+        check(
+            "mkdir: cannot create directory '/home/u/.state': Read-only file system",
+            Some("write"),
+        );
+        check(
+            "PermissionError: [Errno 13] Permission denied: '/etc/x'",
+            Some("write"),
+        );
+        // uv offline, and uv without UV_OFFLINE in a network namespace.
+        check(
+            "error: No solution found when resolving script dependencies\n\nhint: Packages were unavailable because the network was disabled.",
+            Some("network"),
+        );
+        check(
+            "  cause: failed to lookup address information: Temporary failure in name resolution",
+            Some("network"),
+        );
+        check("npm error code ENOTCACHED", Some("network"));
+        // A network refusal wins over a write the package manager failed afterwards.
+        check(
+            "dns error: Temporary failure in name resolution\nRead-only file system",
+            Some("network"),
+        );
+        check("Traceback: KeyError: 'name'", None);
+        check("", None);
+    }
+}
