@@ -192,7 +192,7 @@ pub(crate) struct Footprint {
     descendants: usize,
     /// The sandboxes the server keeps prepared (`Executor::keep_prepared`): each is an idle
     /// init and the descriptors it shares with the server.
-    prepared: usize,
+    pub(crate) prepared: usize,
 }
 
 impl Footprint {
@@ -301,6 +301,28 @@ pub(crate) async fn settle_prepared(pid: u32) {
     }
 }
 
+/// How many sandboxes an executor keeps prepared at most (`MAX_READY` in
+/// `crates/executor/src/prepared.rs`).
+pub(crate) const MAX_PREPARED: usize = 2;
+
+/// Makes server `pid` keep `count` prepared sandboxes (a bound on liveness), where its kernel
+/// allows one: `call(10)`, then `call(3)` (two different tools in both load mixes), each
+/// followed by a pause in which the executor prepares a sandbox for the next call of the same
+/// tool (one preparation at a time). Each tool's calls have a sandbox of their own (its cache,
+/// issue 26), so a mix of tools keeps as many prepared as the executor allows
+/// ([`MAX_PREPARED`]), and a call may take one whose refill waits behind another's: load tests
+/// compare footprints with the pool filled before the baseline and after the load.
+pub(crate) async fn fill_prepared(pid: u32, count: usize, call: impl AsyncFn(u64)) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for n in [10, 3].into_iter().cycle() {
+        if prepared_inits(pid).len() >= count || Instant::now() >= deadline {
+            break;
+        }
+        call(n).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
 /// The footprint of server `pid` at rest, to compare later ones with: taken (polling, a bound on
 /// liveness) at a moment when it keeps a prepared sandbox and nothing else runs below it. The
 /// check is made on the footprint itself, not before taking it: a probe the watcher starts
@@ -373,10 +395,15 @@ async fn a_thousand_mixed_calls_with_64_in_flight() {
     // allocator's arenas grow to their working size here.
     drive(&session, 0..200).await;
     quiet(pid).await;
+    fill_prepared(pid, MAX_PREPARED, async |n| drive(&session, n..n + 1).await).await;
     let baseline = footprint_at_rest(pid).await;
     let started = Instant::now();
     drive(&session, 200..1200).await;
     let elapsed = started.elapsed();
+    fill_prepared(pid, baseline.prepared, async |n| {
+        drive(&session, n..n + 1).await
+    })
+    .await;
     let after = settle(pid, &baseline, MAX_CONCURRENT).await;
     assert_eq!(
         marked(&format!("{LOAD_MARKER}={marker}")),

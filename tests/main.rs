@@ -21,6 +21,7 @@ mod manifest;
 mod mounts;
 mod peers;
 mod policy;
+mod prepare;
 mod probes;
 mod processes;
 mod project;

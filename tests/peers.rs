@@ -26,23 +26,20 @@ fn corpus() -> PathBuf {
     repository_root().join("tests/peers")
 }
 
-/// The directory holding the `uv` binary: `$TOOLSMITH_UV` (what .ci/run installs), else the
-/// first `uv` on `PATH`; `None`, with a loud warning, when there is none.
-fn uv_dir() -> Option<PathBuf> {
-    let from_env = std::env::var_os("TOOLSMITH_UV").map(PathBuf::from);
+/// The `uv` binary: `$TOOLSMITH_TEST_UV` (what .ci/run installs), else the first `uv` on `PATH`;
+/// `None`, with a loud warning, when there is none.
+fn uv_binary() -> Option<PathBuf> {
+    let from_env = std::env::var_os("TOOLSMITH_TEST_UV").map(PathBuf::from);
     let on_path = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("uv"))
             .find(|uv| uv.is_file())
     });
     match from_env.or(on_path) {
-        Some(uv) => {
-            let uv = uv.canonicalize().unwrap_or(uv);
-            uv.parent().map(Path::to_path_buf)
-        }
+        Some(uv) => Some(uv.canonicalize().unwrap_or(uv)),
         None => {
             eprintln!(
-                "WARNING: uv is not installed (.ci/run installs it and sets TOOLSMITH_UV): the \
+                "WARNING: uv is not installed (.ci/run installs it and sets TOOLSMITH_TEST_UV): the \
                  `uv run --script` Kodelet tool of tests/peers is not tested"
             );
             None
@@ -77,7 +74,14 @@ impl Peers {
             .status()
             .unwrap();
         assert!(built.success(), "cc failed to build sum-tool.c");
-        let uv = uv_dir();
+        // uv alone goes on `PATH` (a directory holding only a link to it): the venv .ci/run
+        // installs it in must not put its python in front of the system's.
+        let uv = uv_binary().map(|binary| {
+            let dir = context.root.join("uv-bin");
+            fs::create_dir_all(&dir).unwrap();
+            std::os::unix::fs::symlink(binary, dir.join("uv")).unwrap();
+            dir
+        });
         if uv.is_none() {
             fs::remove_dir_all(context.project.join(".kodelet/plugins")).unwrap();
         }

@@ -23,7 +23,10 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 
 use crate::context::{TestContext, repository_root, shell_tool, target_dir};
-use crate::load::{LOAD_MARKER, drive_calls, footprint_at_rest, number_tool, quiet, settle};
+use crate::load::{
+    LOAD_MARKER, MAX_PREPARED, drive_calls, fill_prepared, footprint_at_rest, number_tool, quiet,
+    settle,
+};
 use crate::processes::marked;
 use crate::serve::{
     PATIENCE, a_new_tool_is_announced_and_answers, call, cancelled_call_leaves_no_process,
@@ -1382,10 +1385,18 @@ async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
     // arenas grow to their working size here. Its clients are gone before the baseline.
     drive_http_load(&server, 0..200).await;
     quiet(pid).await;
+    fill_prepared(pid, MAX_PREPARED, async |n| {
+        drive_http_load(&server, n..n + 1).await
+    })
+    .await;
     let baseline = footprint_at_rest(pid).await;
     let started = Instant::now();
     drive_http_load(&server, 200..1200).await;
     let elapsed = started.elapsed();
+    fill_prepared(pid, baseline.prepared, async |n| {
+        drive_http_load(&server, n..n + 1).await;
+    })
+    .await;
     let after = settle(pid, &baseline, LOAD_MAX_CONCURRENT).await;
     assert_eq!(
         marked(&format!("{LOAD_MARKER}={marker}")),

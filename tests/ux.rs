@@ -27,6 +27,7 @@ fn help_without_color() {
       generate     Generate a tool from a custom_tool request: render it, test it in the sandbox, and register it only when every check passes
       new          Write a working skeleton of a new tool, for a human to complete
       test         Run the test cases tools declare (`tests`), one line per case
+      prepare      Fetch the dependencies of uv and npx tools into their caches, once
       history      List the recorded versions of a generated tool
       rollback     Restore a recorded version of a generated tool, as a new version
       trust        Trust a project: toolsmith then reads its tools and its config (until the config changes), or list the trusted directories

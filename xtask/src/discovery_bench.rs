@@ -90,6 +90,9 @@ pub(crate) fn measure(
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
         project_gate: None,
+        // As the CLI does: every probe gets its tool's own cache (issue 26), so a probe
+        // session's init serves the probes of one tool file.
+        tool_caches: Some(cache_dir.join("tool-cache")),
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

@@ -67,6 +67,7 @@ pub(crate) fn measure(
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
         project_gate: None,
+        tool_caches: None,
     };
     let input = json!({"text": "hello bench"});
     let request = json!({

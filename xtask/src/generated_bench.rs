@@ -140,6 +140,7 @@ pub(crate) fn measure(
         project_dir: scratch.0.clone(),
         protected: Vec::new(),
         project_gate: None,
+        tool_caches: None,
     };
     let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
     if let Some(problem) = catalog.problems().first() {

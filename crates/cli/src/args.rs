@@ -114,6 +114,12 @@ pub(crate) enum Commands {
     /// Run the test cases tools declare (`tests`), one line per case.
     #[command(after_help = EXAMPLES_TEST)]
     Test(TestArgs),
+    /// Fetch the dependencies of uv and npx tools into their caches, once.
+    ///
+    /// A tool started by a package runner (`uv run --script`, `npx`) is prepared with the
+    /// network; its probes and calls then run offline.
+    #[command(after_help = EXAMPLES_PREPARE)]
+    Prepare(PrepareArgs),
     /// List the recorded versions of a generated tool.
     #[command(after_help = EXAMPLES_HISTORY)]
     History(HistoryArgs),
@@ -128,6 +134,17 @@ pub(crate) enum Commands {
     #[command(after_help = EXAMPLES_UNTRUST)]
     Untrust(UntrustArgs),
 }
+
+const EXAMPLES_PREPARE: &str = "\
+Examples:
+  toolsmith prepare                                 every tool that needs it
+  toolsmith prepare todo_write --json
+
+A uv script with a `# /// script` block is prepared with `uv sync --script`
+(its own code does not run); another package-runner script by running its
+probe. This one step has the host's network (the package index it needs is
+printed) until toolsmith has per-host egress; everything else of the probes'
+sandbox applies. See docs/operators.md, \"Tools with dependencies\".";
 
 const EXAMPLES_TRUST: &str = "\
 Examples:
@@ -420,6 +437,17 @@ pub(crate) struct ShowArgs {
     /// The policy profile the verdict is given for.
     #[arg(long, value_name = "PROFILE")]
     pub(crate) profile: Option<ProfileArg>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PrepareArgs {
+    /// The tool, as `todo_write` or `custom_tool_todo_write` [default: every tool that
+    /// needs preparing].
+    pub(crate) name: Option<String>,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -201,6 +201,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Test(args) => reading_tools(&cli, async |global, executor| {
             commands::test::test(args, global, executor).await
         }),
+        Commands::Prepare(args) => reading_tools(&cli, async |global, executor| {
+            commands::prepare::prepare(args, global, executor).await
+        }),
         Commands::Serve(args) => {
             let Session { global, env_token } = Session::start(&cli)?;
             let http = http::HttpSettings::resolve(args, env_token.as_deref(), &global.cwd)?;

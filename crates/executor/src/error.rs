@@ -80,6 +80,17 @@ pub enum Error {
         /// The identity asked for.
         run_as: RunAs,
     },
+    /// The run's own directory ([`Sandbox::own_dir`](crate::Sandbox::own_dir)) could not
+    /// be made, is not a directory (a symbolic link, a file), or is not an absolute path
+    /// below a directory other than `/`.
+    #[error("cannot use {} as the run's own directory", path.display())]
+    OwnDir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// A system call of the executor's own plumbing failed.
     #[error("{call} failed")]
     Sys {

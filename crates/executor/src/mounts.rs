@@ -11,8 +11,9 @@
 //!
 //! The layout, in order:
 //! 1. every mount private (`MS_REC | MS_PRIVATE`): nothing propagates to the host;
-//! 2. clones of `/dev/{null,zero,full,random,urandom,tty}` and, under
-//!    "project", of the project directory (made `nodev,nosuid`);
+//! 2. clones of `/dev/{null,zero,full,random,urandom,tty}`, under
+//!    "project" of the project directory, and of the run's own directory (made
+//!    `nodev,nosuid`);
 //! 3. `/` and every mount below it `nodev,nosuid`, and read-only under
 //!    "read-only" and "project": the metadata of files outside the writable
 //!    roots (mode, owner, xattrs, flags, times) cannot change, and no device
@@ -23,7 +24,9 @@
 //!    entry (the missing `.git`, `.toolsmith`) can be made there and nothing is
 //!    left on the host; then each existing protected path bound onto itself
 //!    read-only (`.git`, `.toolsmith`, tool layers, config);
-//! 5. the private TMPDIR: a `tmpfs` (`nodev,nosuid`, mode 0700, size capped by
+//! 5. the run's own directory (a tool's cache), cloned in step 2 and attached in an empty
+//!    `tmpfs` over its parent, made read-only after, so its siblings are out of sight;
+//!    then the private TMPDIR: a `tmpfs` (`nodev,nosuid`, mode 0700, size capped by
 //!    `Limits::tmp_size`) whose pages are charged to the run's memory cgroup,
 //!    with a Landlock rule of its own (the parent's rule names the host
 //!    directory underneath);
@@ -137,6 +140,9 @@ pub(crate) struct MountPlan {
     pub(crate) shm_options: CString,
     /// A Landlock ruleset and the rights to grant below the TMPDIR tmpfs.
     pub(crate) landlock: Option<(c_int, u64)>,
+    /// The run's own directory and its parent: the directory is cloned before the read-only
+    /// step, the parent covered by an empty `tmpfs`, and the clone attached in it (step 5).
+    pub(crate) own_dir: Option<(CString, CString)>,
 }
 
 impl MountPlan {
@@ -192,20 +198,17 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
             }
         }
         let project = match &plan.project {
-            Some(path) => {
-                let tree = clone_tree(path, true);
-                if tree < 0
-                    || !set_attributes(
-                        tree,
-                        c"",
-                        libc::AT_EMPTY_PATH as c_uint | AT_RECURSIVE,
-                        MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
-                    )
-                {
-                    return false;
-                }
-                Some((tree, path))
-            }
+            Some(path) => match clone_writable(path) {
+                tree if tree < 0 => return false,
+                tree => Some((tree, path)),
+            },
+            None => None,
+        };
+        let own_dir = match &plan.own_dir {
+            Some((path, parent)) => match clone_writable(path) {
+                tree if tree < 0 => return false,
+                tree => Some((tree, path, parent)),
+            },
             None => None,
         };
         let mut everywhere = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
@@ -224,6 +227,13 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
         }
         if !protect(plan) {
             return false;
+        }
+        if let Some((tree, path, parent)) = own_dir {
+            let attached = hide_siblings(tree, path, parent);
+            libc::close(tree);
+            if !attached {
+                return false;
+            }
         }
         if let Some((path, options)) = &plan.temp_dir {
             if libc::mount(
@@ -390,6 +400,53 @@ unsafe fn protect(plan: &MountPlan) -> bool {
         plan.sealed.iter().all(|path| bind_read_only(path, 0))
             && plan.reopened.iter().all(|path| bind_writable(path))
             && plan.protected.iter().all(|path| bind_read_only(path, 0))
+    }
+}
+
+/// A detached recursive clone of the mount tree at `path`, made `nodev,nosuid` (and left
+/// writable: it is attached again after the read-only step), or -1.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn clone_writable(path: &CStr) -> c_int {
+    // SAFETY: as set_up.
+    unsafe {
+        let tree = clone_tree(path, true);
+        if tree >= 0
+            && !set_attributes(
+                tree,
+                c"",
+                libc::AT_EMPTY_PATH as c_uint | AT_RECURSIVE,
+                MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID,
+            )
+        {
+            libc::close(tree);
+            return -1;
+        }
+        tree
+    }
+}
+
+/// Covers `parent` with an empty `tmpfs`, attaches the clone `tree` of the run's own
+/// directory at `path` in it, then makes the `tmpfs` read-only: the run sees its own
+/// directory, writable, and nothing else of `parent`. The mount point lives in the
+/// namespace's `tmpfs`, so nothing is left on the host.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn hide_siblings(tree: c_int, path: &CStr, parent: &CStr) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            parent.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"size=4k,nr_inodes=4,mode=0755".as_ptr().cast(),
+        ) == 0
+            && libc::mkdir(path.as_ptr(), 0o700) == 0
+            && attach(tree, path)
+            && set_attributes(libc::AT_FDCWD, parent, 0, MOUNT_ATTR_RDONLY)
     }
 }
 

@@ -96,6 +96,13 @@ pub struct Sandbox {
     pub privileges: Privileges,
     /// The system-call filter.
     pub syscalls: Syscalls,
+    /// A directory of the host the run may write whatever its filesystem restriction, kept
+    /// across runs (the interpreter cache of one tool): made if missing (mode 0700, owned by
+    /// the run's identity), added to the Landlock rule and bound writable in the run's mount
+    /// namespace. Its parent is hidden behind an empty read-only `tmpfs` holding only this
+    /// directory, so the run sees none of its siblings (the other tools' caches). Without a
+    /// mount namespace the siblings stay visible, and [`AppliedSandbox::relaxed`] says so.
+    pub own_dir: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -111,6 +118,7 @@ impl Sandbox {
             protected: Vec::new(),
             privileges: Privileges::Keep,
             syscalls: Syscalls::Unfiltered,
+            own_dir: None,
         }
     }
 }
@@ -278,6 +286,12 @@ pub(crate) fn plan(
         temp_dir,
     } = plan_filesystem(sandbox, features, run_name, &mut applied)?;
     let mounts_available = features.private_mounts.available;
+    if sandbox.own_dir.is_some() && !mounts_available {
+        applied.relaxed.push(format!(
+            "own directory's siblings not hidden: a mount namespace is unavailable ({})",
+            features.private_mounts.detail
+        ));
+    }
     let restricted = applied.filesystem != FilesystemAccess::Full;
     let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
     let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
@@ -315,6 +329,10 @@ pub(crate) fn plan(
                 None => None,
             },
             shm_options: MountPlan::tmpfs_options(tmp_size, "1777", None),
+            own_dir: match &sandbox.own_dir {
+                Some(dir) => Some(own_dir_mount(dir)?),
+                None => None,
+            },
             landlock: landlock_ruleset
                 .as_ref()
                 .map(|ruleset: &OwnedFd| (ruleset.as_raw_fd(), landlock_rights)),
@@ -415,6 +433,9 @@ fn plan_filesystem<'sandbox>(
     let mut landlock_ruleset = None;
     let mut landlock_rights = 0;
     let mut temp_dir = None;
+    if let Some(dir) = &sandbox.own_dir {
+        create_own_dir(dir, applied.run_as)?;
+    }
     if access != FilesystemAccess::Full {
         match features
             .landlock_abi
@@ -442,6 +463,7 @@ fn plan_filesystem<'sandbox>(
                 let dir = create_temp_dir(run_name, applied.run_as)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
                 writable.extend(writable_root);
+                writable.extend(sandbox.own_dir.as_deref());
                 landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
                 landlock_rights = landlock::writable_rights(abi);
                 temp_dir = Some(dir);
@@ -494,6 +516,45 @@ fn unavailable(
             Ok(())
         }
     }
+}
+
+/// The mount point of an own directory and its parent, for the mount plan.
+fn own_dir_mount(dir: &Path) -> Result<(CString, CString), Error> {
+    let parent = dir
+        .parent()
+        .filter(|parent| dir.is_absolute() && *parent != Path::new("/"))
+        .ok_or_else(|| Error::OwnDir {
+            path: dir.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        })?;
+    Ok((c_path(dir)?, c_path(parent)?))
+}
+
+/// Makes the run's own directory (and its parents) if missing: mode 0700, owned by `owner`
+/// when the run switches identity. A symbolic link in its place is refused: the directory
+/// the run may write is exactly the one named.
+fn create_own_dir(dir: &Path, owner: Option<RunAs>) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    let own_dir_error = |source| Error::OwnDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(own_dir_error)?;
+    let metadata = dir.symlink_metadata().map_err(own_dir_error)?;
+    if !metadata.is_dir() {
+        return Err(own_dir_error(std::io::Error::from(
+            std::io::ErrorKind::NotADirectory,
+        )));
+    }
+    if let Some(owner) = owner {
+        std::os::unix::fs::chown(dir, Some(owner.uid()), Some(owner.gid()))
+            .map_err(own_dir_error)?;
+    }
+    Ok(())
 }
 
 /// Creates the run's private temporary directory, owned by `owner` when the

@@ -613,3 +613,77 @@ fn nested_cgroups_a_program_makes_are_removed_with_its_leaf() {
     );
     assert_eq!(outcome.stdout.text_lossy(), "", "{outcome:?}");
 }
+
+/// Issue 26: a run's own directory is writable under every filesystem restriction, is made
+/// when missing, and its siblings (the other tools' caches) are out of sight, with nothing
+/// left mounted on the host. Checked from outside: the file the run wrote, the sibling's
+/// untouched secret.
+#[test]
+fn an_own_dir_is_writable_everywhere_and_hides_its_siblings() {
+    let executor = executor();
+    if !available("a mount namespace", &executor.features().private_mounts)
+        || !available("Landlock", &executor.features().landlock)
+    {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let caches = temp.path().join("caches");
+    let sibling = caches.join("other");
+    std::fs::create_dir_all(&sibling).unwrap();
+    std::fs::write(sibling.join("secret"), "s3cret").unwrap();
+    let own = caches.join("mine");
+    let script = r#"
+echo written > "$1/file" && echo "wrote own"
+ls -A "$2" 2>/dev/null | grep -v -x mine | sed 's/^/sees: /'
+cat "$2/other/secret" 2>/dev/null && echo "read the sibling"
+echo planted > "$2/other/planted" 2>/dev/null && echo "planted"
+true
+"#;
+    for (name, base) in [
+        ("full", mounts_only()),
+        ("project", project(temp.path(), Vec::new())),
+        ("read-only", read_only()),
+    ] {
+        let _ = std::fs::remove_dir_all(&own);
+        let before = run_mounts();
+        let outcome = sh(
+            &executor,
+            script,
+            &[own.as_os_str(), caches.as_os_str()],
+            Path::new("/"),
+            Sandbox {
+                own_dir: Some(own.clone()),
+                ..base
+            },
+            &limits(),
+        );
+        let stdout = outcome.stdout.text_lossy();
+        assert_eq!(
+            stdout,
+            "wrote own\n",
+            "{name}: {stdout} {:?}",
+            outcome.stderr.text_lossy()
+        );
+        assert_eq!(
+            std::fs::read_to_string(own.join("file")).unwrap(),
+            "written\n"
+        );
+        assert!(!sibling.join("planted").exists(), "{name}");
+        assert_eq!(run_mounts(), before, "{name}");
+    }
+    let stdout = sh(
+        &executor,
+        script,
+        &[own.as_os_str(), caches.as_os_str()],
+        Path::new("/"),
+        mounts_only(),
+        &limits(),
+    )
+    .stdout
+    .text_lossy();
+    assert!(
+        stdout.contains("read the sibling"),
+        "without own_dir the sibling is in sight (the test can fail): {stdout}"
+    );
+    std::fs::remove_file(sibling.join("planted")).unwrap();
+}

@@ -58,6 +58,7 @@ fn strict() -> Sandbox {
         protected: Vec::new(),
         privileges: Privileges::Drop(None),
         syscalls: Syscalls::Filtered(Enforcement::IfPossible),
+        own_dir: None,
     }
 }
 

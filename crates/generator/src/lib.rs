@@ -33,6 +33,7 @@
 //!     project_dir: std::env::current_dir()?,
 //!     protected: Vec::new(),
 //!     project_gate: None,
+//!     tool_caches: None,
 //! };
 //! let config = GeneratorConfig {
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),

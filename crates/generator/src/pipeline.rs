@@ -649,6 +649,7 @@ mod tests {
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
             project_gate: None,
+            tool_caches: None,
         };
         Staged {
             _temp: temp,

@@ -56,6 +56,7 @@ impl World {
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
             project_gate: None,
+            tool_caches: None,
         };
         let config = GeneratorConfig {
             tools_dir: temp.path().join(".toolsmith/tools"),

@@ -44,6 +44,7 @@
 //!     project_dir: std::env::current_dir()?,
 //!     protected: Vec::new(),
 //!     project_gate: None,
+//!     tool_caches: None,
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -72,6 +73,7 @@ mod regular_file;
 mod sandbox;
 mod schema;
 mod tool;
+mod tool_cache;
 
 pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, AuditedCall, arguments_sha256};
 pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
@@ -79,13 +81,20 @@ pub use crate::call::identity::{
     CALL_ID_VAR, CallIdentity, Id, KODELET_CONVERSATION_VAR, SESSION_ID_VAR,
 };
 pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress, unavailable};
+pub use crate::call::prepare::{
+    DEFAULT_NPM_REGISTRY, DEFAULT_PYTHON_INDEX, PREPARE_TIMEOUT, Preparation, PrepareError,
+    PrepareStep, preparations,
+};
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
 pub use crate::discovery::cache::{
     CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
 };
-pub use crate::discovery::catalog::{Catalog, DeniedTool, Problem, ProblemError, Shadowed};
+pub use crate::discovery::catalog::{
+    Catalog, DeniedTool, ProbeBlocked, Problem, ProblemError, Shadowed,
+};
 pub use crate::discovery::discover::{
-    DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_TIMEOUT, discover, discover_layers, discover_one,
+    DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_RUNNER_TIMEOUT, PROBE_TIMEOUT, discover,
+    discover_layers, discover_one,
 };
 pub use crate::discovery::layers::{
     LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
@@ -111,6 +120,7 @@ pub use crate::formats::manifest::expand::ExpandError;
 pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
+pub use crate::formats::package_runner::PackageRunner;
 pub use crate::layer::{Layer, Peer};
 pub use crate::message::{error_chain, format_duration};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
@@ -136,3 +146,4 @@ pub use crate::schema::{
     Violation,
 };
 pub use crate::tool::{MAX_DESCRIPTION_BYTES, Tool};
+pub use crate::tool_cache::{Index, TOOL_CACHE_VAR, TOOL_CACHES_DIR, ToolCache};

@@ -62,6 +62,10 @@ pub struct RunConfig {
     /// read, asked at every scan and before every call of one of their tools; `None` when
     /// they are read unchecked (the caller left untrusted projects out of the layers).
     pub project_gate: Option<ProjectGate>,
+    /// The directory holding each tool's own cache (`$XDG_CACHE_HOME/toolsmith/tool-cache`,
+    /// see [`ToolCache`](crate::ToolCache)), writable to that tool's probes and calls alone;
+    /// `None` gives tools no cache.
+    pub tool_caches: Option<PathBuf>,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -257,6 +261,7 @@ mod tests {
             project_dir: PathBuf::from("/"),
             protected: Vec::new(),
             project_gate: None,
+            tool_caches: None,
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(

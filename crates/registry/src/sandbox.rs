@@ -318,6 +318,8 @@ impl SandboxSettings {
             protected: protected_paths(project_dir, protected),
             privileges: Privileges::Drop(self.user),
             syscalls: self.syscalls.to_executor(),
+            // The call's tool cache is set per call (`call/invoke.rs`, `prepare`).
+            own_dir: None,
         }
     }
 }
@@ -326,8 +328,8 @@ impl SandboxSettings {
 /// the kernel allows, whatever the tool declares and the operator grants its calls.
 ///
 /// A probe only has to print a description: it gets no network, may write only in its
-/// private temporary directory (nothing in the project, nothing anywhere else), and sees no
-/// other process. Every mechanism is [`Enforcement::IfPossible`], so that a kernel without one
+/// private temporary directory and its tool's own cache (nothing in the project, nothing
+/// anywhere else), and sees no other process. Every mechanism is [`Enforcement::IfPossible`], so that a kernel without one
 /// does not turn every tool into a problem; what did not apply is in the probe's
 /// `AppliedSandbox::relaxed`, and `toolsmith doctor` reports it under "probes".
 ///
@@ -343,6 +345,8 @@ pub(crate) fn probe_sandbox() -> Sandbox {
         protected: Vec::new(),
         privileges: Privileges::Drop(None),
         syscalls: Syscalls::Filtered(Enforcement::IfPossible),
+        // The probe's tool cache is set per probe (`discovery/probe.rs`, `Probe::record`).
+        own_dir: None,
     }
 }
 
@@ -378,7 +382,10 @@ pub(crate) fn probe_sandbox_key(features: &Features) -> String {
 }
 
 /// The revision of [`probe_sandbox`], part of [`probe_sandbox_key`].
-pub(crate) const PROBE_SANDBOX_REVISION: u32 = 2;
+///
+/// 3: a probe may write its tool's own cache, and its package managers are told to stay
+/// offline (issue 26): a description printed without them is not trusted.
+pub(crate) const PROBE_SANDBOX_REVISION: u32 = 3;
 
 /// What a mechanism of [`probe_sandbox`] becomes on a kernel with `features`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -74,6 +74,7 @@ impl World {
             project_dir: temp.path().to_path_buf(),
             protected: Vec::new(),
             project_gate: None,
+            tool_caches: None,
         };
         World {
             cache_dir: temp.path().join("cache"),

@@ -46,6 +46,7 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         project_dir: dir.path().to_path_buf(),
         protected: Vec::new(),
         project_gate: None,
+        tool_caches: None,
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
@@ -158,6 +159,7 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         project_dir: dir.path().to_path_buf(),
         protected: Vec::new(),
         project_gate: None,
+        tool_caches: None,
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

@@ -180,6 +180,7 @@ impl Harness {
             project_dir: tools.to_path_buf(),
             protected: Vec::new(),
             project_gate: None,
+            tool_caches: None,
         }
     }
 

@@ -5,6 +5,7 @@ pub(crate) mod doctor;
 pub(crate) mod export;
 pub(crate) mod generate;
 pub(crate) mod list;
+pub(crate) mod prepare;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod show;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
     FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, RunConfig,
-    SandboxSettings, SyscallsSetting, ToolName, ToolOverride, layer_dirs,
+    SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride, layer_dirs,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -34,6 +34,9 @@ pub(crate) struct GlobalSettings {
     pub(crate) cache_dir: Option<PathBuf>,
     /// Whether the cache was switched off (`--no-cache`, `[discovery] cache = false`).
     pub(crate) cache_disabled: bool,
+    /// Where the tools' own caches live (`$XDG_CACHE_HOME/toolsmith/tool-cache`), whether
+    /// the discovery cache is on or not: a uv script needs its cache to start at all.
+    pub(crate) tool_caches: Option<PathBuf>,
     /// The config file read above the user's (the trusted project's, or the one named with
     /// `--config`/`TOOLSMITH_CONFIG`), if any.
     pub(crate) config_file: Option<PathBuf>,
@@ -176,6 +179,7 @@ impl GlobalSettings {
         let templates_dir = non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
             .map(|dir| cwd.join(dir).join("templates"));
         let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
+        let tool_caches = cache_dir(lookup, home.as_deref()).map(|dir| dir.join(TOOL_CACHES_DIR));
         let cache_dir = cache_dir(lookup, home.as_deref()).filter(|_| !cache_disabled);
         GlobalSettings {
             cwd: cwd.to_path_buf(),
@@ -187,6 +191,7 @@ impl GlobalSettings {
             explicit_dirs,
             cache_dir,
             cache_disabled,
+            tool_caches,
             config_file,
             backend: combined.executor.backend.unwrap_or(BackendChoice::Auto),
             max_concurrent: combined.executor.max_concurrent,
@@ -291,6 +296,7 @@ impl GlobalSettings {
             project_dir: self.project_dir.clone(),
             protected: self.protected_paths(),
             project_gate: crate::trust::project_gate(self),
+            tool_caches: self.tool_caches.clone(),
         }
     }
 
@@ -313,6 +319,7 @@ impl GlobalSettings {
             .chain(user_dir)
             .chain(self.state_dir.clone())
             .chain(self.cache_dir.clone())
+            .chain(self.tool_caches.clone())
             .chain(self.audit_path.clone())
             .chain(self.own_state.iter().cloned())
             .collect()

@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolsmith_executor::{Executor, LimitKind, Limits, Outcome, ReportSink, Termination};
+use toolsmith_executor::{Executor, LimitKind, Limits, Network, Outcome, ReportSink, Termination};
 
 use crate::call::identity::CallIdentity;
 use crate::call::progress::PROGRESS_FD_VAR;
@@ -25,6 +25,7 @@ use crate::oob::{self, OutOfBand, PrepareError};
 use crate::overrides::RunConfig;
 use crate::policy::Policy;
 use crate::tool::Tool;
+use crate::tool_cache::{Index, ToolCache};
 
 /// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
 /// `custom_tool_hello`) with `arguments`.
@@ -310,10 +311,24 @@ fn prepare(
     for (name, value) in out_of_band.iter().flat_map(OutOfBand::vars) {
         command.env(name, value);
     }
-    command.sandbox(
-        call.sandbox
-            .to_executor(&config.project_dir, &config.protected),
-    );
+    let mut sandbox = call
+        .sandbox
+        .to_executor(&config.project_dir, &config.protected);
+    if let Some(caches) = &config.tool_caches {
+        // Set by toolsmith after the operator's environment and the manifest's `env`: the
+        // tool's cache is the one directory it may write outside its grant, so the variables
+        // that name it must name it.
+        let cache = ToolCache::of_file(caches, tool.path());
+        let index = match sandbox.network {
+            Network::Allow => Index::Reachable,
+            Network::Deny(_) => Index::Offline,
+        };
+        for (variable, value) in cache.env(index) {
+            command.env(&variable, &value);
+        }
+        sandbox.own_dir = Some(cache.dir().to_path_buf());
+    }
+    command.sandbox(sandbox);
     Ok(Ok(Prepared {
         command,
         limits: call.limits,

@@ -1,6 +1,8 @@
 //! Calls: validating a call's arguments, running the tool through the executor and mapping
-//! the outcome to an envelope ([`invoke`]), who the call is ([`identity`]), its progress reports ([`progress`]), the audit
-//! log ([`audit`]) and the runner of a tool's declared tests ([`declared_tests`]).
+//! the outcome to an envelope ([`invoke`]), who the call is ([`identity`]), its progress
+//! reports ([`progress`]), the audit log ([`audit`]), the runner of a tool's declared tests
+//! ([`declared_tests`]) and the preparation of a tool started by a package runner
+//! ([`prepare`]).
 //!
 //! Rule: a call may use the formats (to build a tool's command) and discovery (to answer a
 //! Kodelet tool's pending `config`); neither imports anything from here (`cargo xtask tidy`
@@ -10,4 +12,5 @@ pub(crate) mod audit;
 pub(crate) mod declared_tests;
 pub(crate) mod identity;
 pub(crate) mod invoke;
+pub(crate) mod prepare;
 pub(crate) mod progress;

@@ -110,6 +110,8 @@ pub(crate) enum ProbeRecord {
     Exited {
         code: i32,
         first_stderr_line: Option<String>,
+        /// What the whole of its stderr says the probes' sandbox refused it.
+        blocked: Option<crate::discovery::catalog::ProbeBlocked>,
     },
     /// It was killed by a signal.
     Signaled(i32),
@@ -759,6 +761,7 @@ mod tests {
             record(ProbeRecord::Exited {
                 code: 127,
                 first_stderr_line: None,
+                blocked: None,
             }),
             |_, _| {},
             None,

@@ -133,8 +133,9 @@ pub enum ProblemError {
     },
     /// The probe exited with a non-zero status.
     #[error(
-        "`{probe}` exited with status {code}{}",
-        stderr_suffix(first_stderr_line)
+        "`{probe}` exited with status {code}{}{}",
+        stderr_suffix(first_stderr_line),
+        blocked_suffix(blocked)
     )]
     Exited {
         /// The probe's argument.
@@ -143,6 +144,8 @@ pub enum ProblemError {
         code: i32,
         /// The first non-empty line of stderr, if any.
         first_stderr_line: Option<String>,
+        /// What its stderr says the probes' sandbox refused it, if anything.
+        blocked: Option<ProbeBlocked>,
     },
     /// The probe was killed by a signal.
     #[error("`{probe}` was killed by signal {signal}")]
@@ -225,6 +228,38 @@ pub enum ProblemError {
         /// The name from the file name.
         expected: ToolName,
     },
+}
+
+/// What a failed probe's stderr says the probes' sandbox refused it: the cause the message
+/// of the tool's interpreter does not name (uv says `Failed to initialize cache`, never that
+/// the probe could not write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeBlocked {
+    /// A write outside the probe's TMPDIR and the tool's cache (`EROFS`, `EACCES`).
+    Write,
+    /// The network (a name that did not resolve, an unreachable network, a package manager
+    /// kept offline), for the tool named: its dependencies are not prepared.
+    Network {
+        /// The tool, as `toolsmith prepare` takes it.
+        name: ToolName,
+    },
+}
+
+/// The sentence a blocked probe's problem ends with: the cause and the fix.
+fn blocked_suffix(blocked: &Option<ProbeBlocked>) -> String {
+    match blocked {
+        None => String::new(),
+        Some(ProbeBlocked::Write) => "; the probe could not write: discovery probes run in a \
+            read-only sandbox where only its TMPDIR and the tool's own cache \
+            ($TOOLSMITH_TOOL_CACHE, which XDG_CACHE_HOME, UV_CACHE_DIR, PIP_CACHE_DIR and \
+            npm_config_cache point into) are writable; fix: have the tool write its state there"
+            .to_owned(),
+        Some(ProbeBlocked::Network { name }) => format!(
+            "; the probe could not reach the network: discovery probes run in a read-only \
+             sandbox without network; fix: run `toolsmith prepare {name}` once to fetch the \
+             tool's dependencies into its cache"
+        ),
+    }
 }
 
 fn stderr_suffix(line: &Option<String>) -> String {

@@ -11,18 +11,22 @@ use std::time::SystemTime;
 use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 
 use crate::discovery::cache::{ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed};
-use crate::discovery::catalog::ProblemError;
+use crate::discovery::catalog::{ProbeBlocked, ProblemError};
 use crate::discovery::discover::{
-    Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_TIMEOUT,
+    Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_RUNNER_TIMEOUT,
+    PROBE_TIMEOUT,
 };
 use crate::discovery::load::load_kodelet;
 use crate::formats::format::{Format, Protocol};
+use crate::formats::package_runner::{HEAD_BYTES, package_runner};
 use crate::formats::{ikigai, kodelet};
 use crate::message::{error_chain, first_line};
+use crate::name::ToolName;
 use crate::overrides::RunConfig;
-use crate::regular_file::{Links, MAX_TOOL_FILE_BYTES, read_regular};
+use crate::regular_file::{Links, MAX_TOOL_FILE_BYTES, read_regular, read_start};
 use crate::sandbox::{probe_sandbox, probe_sandbox_key};
 use crate::tool::Tool;
+use crate::tool_cache::{Index, ToolCache};
 
 /// Probes every candidate; the results, each with the moment its probe started, are in the
 /// candidates' order. `progress` hears of the total at once and of each finished probe.
@@ -47,7 +51,9 @@ pub(crate) async fn probe_all(
         let cwd = config.cwd.clone();
         let env = config.env.clone();
         let sandbox = probe_sandbox();
+        let caches = config.tool_caches.clone();
         let path = candidate.path.clone();
+        let name = candidate.expected.clone();
         let format = candidate.format;
         let handle = tasks.spawn(async move {
             // The semaphore is never closed, so acquiring only waits.
@@ -60,11 +66,12 @@ pub(crate) async fn probe_all(
                 env: &env,
                 limits: &limits,
                 sandbox: &sandbox,
+                caches: caches.as_deref(),
             };
             // Taken before the probe reads the file, so a write after the read has a later
             // modification time than this (see `RACY_MARGIN`).
             let probed_at = SystemTime::now();
-            let probed = probe.run(format, &path).await;
+            let probed = probe.run(format, &path, &name).await;
             sessions.put(directory, session);
             (probed, probed_at)
         });
@@ -159,12 +166,20 @@ pub(crate) struct Probe<'a> {
     /// [`probe_sandbox`]: the strictest the kernel allows, whatever the operator grants calls,
     /// since a probe runs the tool's program only to ask for its description.
     sandbox: &'a toolsmith_executor::Sandbox,
+    /// Where the tools' own caches live ([`RunConfig::tool_caches`]): each probe may write
+    /// its tool's, and nothing else but its TMPDIR.
+    caches: Option<&'a Path>,
 }
 
 impl Probe<'_> {
     /// Runs the probes of `format` on the file at `path`. Only a failure to run a probe at all
     /// is an error; whatever the program did is a record, which [`load`] interprets.
-    async fn run(&self, format: Format, path: &Path) -> Result<Probed, ProblemError> {
+    async fn run(
+        &self,
+        format: Format,
+        path: &Path,
+        name: &ToolName,
+    ) -> Result<Probed, ProblemError> {
         match format {
             // A manifest is read, not run: its record is its contents, which the live registry
             // keeps like any other while a changed manifest settles.
@@ -173,22 +188,24 @@ impl Probe<'_> {
                 .map_err(|source| ProblemError::ReadManifest { source }),
             Format::Ikigai => Ok(Probed::only(
                 Protocol::IkigaiSchema,
-                self.schema(path).await?,
+                self.schema(path, name).await?,
             )),
-            Format::Kodelet => self.kodelet(path).await,
+            Format::Kodelet => self.kodelet(path, name).await,
         }
     }
 
     /// `description`; when it fails the way an ikigai tool would, `--schema` as well. The
     /// optional `config` is not asked here but at the tool's first call ([`ask_configs`]).
-    async fn kodelet(&self, path: &Path) -> Result<Probed, ProblemError> {
+    async fn kodelet(&self, path: &Path, name: &ToolName) -> Result<Probed, ProblemError> {
         let command = kodelet::description_command(path, self.cwd, self.env).map_err(|source| {
             ProblemError::Spawn {
                 probe: kodelet::DESCRIPTION_ARG,
                 source,
             }
         })?;
-        let description = self.record(kodelet::DESCRIPTION_ARG, command).await?;
+        let description = self
+            .record(kodelet::DESCRIPTION_ARG, command, path, name)
+            .await?;
         let described = probe_stdout(kodelet::DESCRIPTION_ARG, &description).and_then(|stdout| {
             kodelet::parse_description(stdout)
                 .map(drop)
@@ -200,7 +217,7 @@ impl Probe<'_> {
                 Ok(Probed::only(Protocol::KodeletDescription, description))
             }
             Err(_) => {
-                let schema = self.schema(path).await?;
+                let schema = self.schema(path, name).await?;
                 let answered = probe_stdout(ikigai::SCHEMA_ARG, &schema)
                     .is_ok_and(|stdout| ikigai::parse_schema(stdout).is_ok());
                 if answered {
@@ -216,19 +233,19 @@ impl Probe<'_> {
     }
 
     /// The `--schema` probe.
-    async fn schema(&self, path: &Path) -> Result<ProbeRecord, ProblemError> {
+    async fn schema(&self, path: &Path, name: &ToolName) -> Result<ProbeRecord, ProblemError> {
         let command = ikigai::schema_command(path, self.cwd, self.env).map_err(|source| {
             ProblemError::Spawn {
                 probe: ikigai::SCHEMA_ARG,
                 source,
             }
         })?;
-        self.record(ikigai::SCHEMA_ARG, command).await
+        self.record(ikigai::SCHEMA_ARG, command, path, name).await
     }
 
     /// What the optional `config` subcommand answered: what it printed, or that the tool does
     /// not implement it (a non-zero exit, a timeout, ...), which is not a problem.
-    async fn config(&self, path: &Path) -> ConfigAnswer {
+    async fn config(&self, path: &Path, name: &ToolName) -> ConfigAnswer {
         let command = match kodelet::config_command(path, self.cwd, self.env) {
             Ok(command) => command,
             Err(error) => {
@@ -236,7 +253,7 @@ impl Probe<'_> {
                 return ConfigAnswer::NotImplemented;
             }
         };
-        match self.record(kodelet::CONFIG_ARG, command).await {
+        match self.record(kodelet::CONFIG_ARG, command, path, name).await {
             Ok(ProbeRecord::Output(stdout)) => ConfigAnswer::Printed(stdout),
             Ok(record) => {
                 tracing::debug!(path = %path.display(), ?record, "`config` not implemented");
@@ -249,29 +266,90 @@ impl Probe<'_> {
         }
     }
 
-    /// Runs `command` (the probe called `probe`, e.g. `description`) and records how it ended.
+    /// Runs `command` (the probe called `probe`, e.g. `description`, of the tool `name` in the
+    /// file at `path`) and records how it ended.
+    ///
+    /// The tool's own cache is named in the probe's environment, and granted writable this
+    /// way: a script a package runner starts (uv, npx) gets it at once, with
+    /// [`PROBE_RUNNER_TIMEOUT`]; any other probe first runs in its directory's session
+    /// without it (the cache directory exists but is read-only there, so a write is refused
+    /// with `EROFS` or `EACCES`), and a probe whose stderr then shows a refused write runs
+    /// again with it. So a tool that needs its cache to describe itself gets it, and the
+    /// probes of the others keep sharing one init per directory (a grant is part of the
+    /// sandbox, and an init serves one sandbox).
     async fn record(
         &self,
         probe: &'static str,
         mut command: Command,
+        path: &Path,
+        name: &ToolName,
     ) -> Result<ProbeRecord, ProblemError> {
-        command.sandbox(self.sandbox.clone());
+        let mut limits = self.limits.clone();
+        let runner = is_package_runner(path);
+        if runner {
+            limits.timeout = limits.timeout.max(PROBE_RUNNER_TIMEOUT);
+        }
+        let Some(caches) = self.caches else {
+            return self.run_once(probe, command, None, &limits, name).await;
+        };
+        let cache = ToolCache::of_file(caches, path);
+        for (variable, value) in cache.env(Index::Offline) {
+            command.env(&variable, &value);
+        }
+        if !runner {
+            // Made (empty) on the host, so that a write into it is refused by the read-only
+            // sandbox rather than missing; a directory that cannot be made is simply absent.
+            if let Err(error) = std::fs::create_dir_all(cache.dir()) {
+                tracing::debug!(dir = %cache.dir().display(), %error, "cannot make a tool's cache");
+            }
+            let record = self
+                .run_once(probe, command.clone(), None, &limits, name)
+                .await?;
+            let refused_write = matches!(
+                &record,
+                ProbeRecord::Exited {
+                    blocked: Some(ProbeBlocked::Write),
+                    ..
+                }
+            );
+            if !refused_write {
+                return Ok(record);
+            }
+        }
+        self.run_once(probe, command, Some(cache.dir()), &limits, name)
+            .await
+    }
+
+    /// One run of a probe, with `own_dir` (the tool's cache) writable when given.
+    async fn run_once(
+        &self,
+        probe: &'static str,
+        mut command: Command,
+        own_dir: Option<&Path>,
+        limits: &Limits,
+        name: &ToolName,
+    ) -> Result<ProbeRecord, ProblemError> {
+        let mut sandbox = self.sandbox.clone();
+        sandbox.own_dir = own_dir.map(Path::to_path_buf);
+        command.sandbox(sandbox);
         let outcome = self
             .session
-            .run(&command, self.limits)
+            .run(&command, limits)
             .await
             .map_err(|source| ProblemError::Spawn { probe, source })?;
         match outcome.limit {
-            Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(self.limits.timeout)),
+            Some(LimitKind::Timeout) => return Ok(ProbeRecord::Timeout(limits.timeout)),
             Some(limit) => return Ok(ProbeRecord::Limit(limit)),
             None => {}
         }
         match outcome.termination {
             Termination::Exited(0) => {}
             Termination::Exited(code) => {
+                let stderr = outcome.stderr.text_lossy();
                 return Ok(ProbeRecord::Exited {
                     code,
-                    first_stderr_line: first_line(&outcome.stderr.text_lossy()),
+                    first_stderr_line: first_line(&stderr),
+                    blocked: blocked_by_sandbox(&stderr, name),
                 });
             }
             Termination::Signaled(signal) => return Ok(ProbeRecord::Signaled(signal)),
@@ -301,10 +379,12 @@ pub(crate) fn probe_stdout<'a>(
         ProbeRecord::Exited {
             code,
             first_stderr_line,
+            blocked,
         } => Err(ProblemError::Exited {
             probe,
             code: *code,
             first_stderr_line: first_stderr_line.clone(),
+            blocked: blocked.clone(),
         }),
         ProbeRecord::Signaled(signal) => Err(ProblemError::Signaled {
             probe,
@@ -357,6 +437,8 @@ pub(crate) async fn ask_configs(
         let cwd = config.cwd.clone();
         let env = config.env.clone();
         let path = candidates[index].path.clone();
+        let name = candidates[index].expected.clone();
+        let caches = config.tool_caches.clone();
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
             let session = executor.session();
@@ -366,8 +448,9 @@ pub(crate) async fn ask_configs(
                 env: &env,
                 limits: &limits,
                 sandbox: &probe_sandbox(),
+                caches: caches.as_deref(),
             };
-            (index, probe.config(&path).await)
+            (index, probe.config(&path, &name).await)
         });
     }
     let mut answered = Vec::new();
@@ -422,8 +505,9 @@ pub async fn resolve_config(
                 env: &config.env,
                 limits: &limits,
                 sandbox: &probe_sandbox(),
+                caches: config.tool_caches.as_deref(),
             };
-            let answer = probe.config(tool.path()).await;
+            let answer = probe.config(tool.path(), tool.name()).await;
             if let Ok(fingerprint) = &fingerprint {
                 cache.set_config(tool.path(), fingerprint, answer.clone());
             }
@@ -439,6 +523,52 @@ pub async fn resolve_config(
     Ok(tool.with_requested_timeout(requested))
 }
 
+/// Whether the file at `path` is a script a package runner starts ([`package_runner`]); an
+/// unreadable file is not (its probe says why it cannot run).
+fn is_package_runner(path: &Path) -> bool {
+    read_start(path, Links::Follow, HEAD_BYTES).is_ok_and(|head| package_runner(&head).is_some())
+}
+
+/// What a failed probe's stderr says the probes' sandbox refused it, read from the whole of
+/// it (uv puts the cause lines below its first): the kernel's words for a refused write
+/// (`EROFS`, and `EACCES`, Landlock's refusal), and the resolver's and the package managers'
+/// words for a network that is not there (a name that does not resolve, an unreachable
+/// network, uv's and npm's offline mode that toolsmith switches on for probes).
+///
+/// A network refusal is checked first: a package manager that cannot fetch may go on to fail
+/// a write of its own, while a refused write says nothing of the network.
+pub(crate) fn blocked_by_sandbox(stderr: &str, name: &ToolName) -> Option<ProbeBlocked> {
+    const NETWORK: [&str; 12] = [
+        "network was disabled",
+        "network connectivity is disabled",
+        "temporary failure in name resolution",
+        "name or service not known",
+        "failed to lookup address",
+        "could not resolve host",
+        "network is unreachable",
+        "os error 101",
+        "enetunreach",
+        "eai_again",
+        "enotcached",
+        "getaddrinfo",
+    ];
+    const WRITE: [&str; 5] = [
+        "read-only file system",
+        "os error 30",
+        "erofs",
+        "permission denied",
+        "os error 13",
+    ];
+    let text = stderr.to_lowercase();
+    if NETWORK.iter().any(|marker| text.contains(marker)) {
+        Some(ProbeBlocked::Network { name: name.clone() })
+    } else if WRITE.iter().any(|marker| text.contains(marker)) {
+        Some(ProbeBlocked::Write)
+    } else {
+        None
+    }
+}
+
 /// Whether a failure to load a file as a Kodelet tool leaves room for it to
 /// be an ikigai tool, so that `--schema` is worth a probe.
 ///
@@ -450,10 +580,64 @@ pub async fn resolve_config(
 pub(crate) fn worth_trying_schema(error: &ProblemError) -> bool {
     match error {
         ProblemError::Description { source } => !source.is_kodelet_answer(),
+        // The sandbox refused it something: `--schema` would be refused the same.
+        ProblemError::Exited {
+            blocked: Some(_), ..
+        } => false,
         ProblemError::Exited { .. }
         | ProblemError::Signaled { .. }
         | ProblemError::OutputTooLarge { .. }
         | ProblemError::Limit { .. } => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::discovery::catalog::ProbeBlocked;
+    use crate::discovery::probe::blocked_by_sandbox;
+    use crate::name::ToolName;
+
+    fn check(stderr: &str, expect: Option<&str>) {
+        let name = ToolName::new("todo_write").unwrap();
+        let found = blocked_by_sandbox(stderr, &name).map(|blocked| match blocked {
+            ProbeBlocked::Write => "write",
+            ProbeBlocked::Network { .. } => "network",
+        });
+        assert_eq!(found, expect, "{stderr}");
+    }
+
+    #[test]
+    fn refused_writes_and_networks_are_recognised() {
+        // uv before issue 26: its cache in a read-only home.
+        check(
+            "error: Failed to initialize cache at `/root/.cache/uv`\n  Caused by: failed to create directory `/root/.cache/uv`: Read-only file system (os error 30)",
+            Some("write"),
+        );
+        check(
+            "mkdir: cannot create directory '/home/u/.state': Read-only file system",
+            Some("write"),
+        );
+        check(
+            "PermissionError: [Errno 13] Permission denied: '/etc/x'",
+            Some("write"),
+        );
+        // uv offline, and uv without UV_OFFLINE in a network namespace.
+        check(
+            "error: No solution found when resolving script dependencies\n\nhint: Packages were unavailable because the network was disabled.",
+            Some("network"),
+        );
+        check(
+            "  cause: failed to lookup address information: Temporary failure in name resolution",
+            Some("network"),
+        );
+        check("npm error code ENOTCACHED", Some("network"));
+        // A network refusal wins over a write the package manager failed afterwards.
+        check(
+            "dns error: Temporary failure in name resolution\nRead-only file system",
+            Some("network"),
+        );
+        check("Traceback: KeyError: 'name'", None);
+        check("", None);
     }
 }

@@ -17,3 +17,4 @@ pub(crate) mod format;
 pub(crate) mod ikigai;
 pub(crate) mod kodelet;
 pub(crate) mod manifest;
+pub(crate) mod package_runner;
