@@ -107,6 +107,14 @@ pub(crate) struct ConfigLayers {
     pub(crate) trust: TrustReport,
 }
 
+/// `[env] allow` when no layer sets it.
+fn default_env_allow() -> Vec<String> {
+    DEFAULT_ENV_ALLOW
+        .iter()
+        .map(|name| (*name).to_owned())
+        .collect()
+}
+
 impl GlobalSettings {
     /// Combines `--tools-dir`, the environment and the config files; `binary` is the running
     /// executable, which the system layer is found relative to. The project's tool
@@ -195,12 +203,7 @@ impl GlobalSettings {
             config_file,
             backend: combined.executor.backend.unwrap_or(BackendChoice::Auto),
             max_concurrent: combined.executor.max_concurrent,
-            env_allow: combined.env.allow.unwrap_or_else(|| {
-                DEFAULT_ENV_ALLOW
-                    .iter()
-                    .map(|name| (*name).to_owned())
-                    .collect()
-            }),
+            env_allow: combined.env.allow.unwrap_or_else(default_env_allow),
             env_set: combined.env.set.unwrap_or_default(),
             limits: combined.limits.clone().resolve(),
             max_timeout: combined.limits.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
