@@ -485,6 +485,25 @@ fn test_runs_declared_tests_one_line_per_case() {
     ");
 }
 
+/// Issue 25, finding 3: a declared test compares JSON numbers by value, so a tool that prints
+/// `212.0` (Python's `float`) meets a test expecting `212`; a different number still fails.
+#[test]
+fn test_compares_json_numbers_by_value() {
+    let context = generate_context();
+    context.tool(
+        "boiling",
+        "#!/bin/sh\ncase \"$1\" in\n  description) printf '%s\\n' '{\"name\": \"boiling\", \"description\": \"Boiling points.\", \"input_schema\": {\"type\": \"object\", \"properties\": {}}, \"tests\": [{\"name\": \"fahrenheit\", \"input\": {}, \"expect\": {\"result\": {\"f\": 212, \"c\": [100]}}}, {\"name\": \"kelvin\", \"input\": {}, \"expect\": {\"result\": {\"f\": 373.15, \"c\": [100]}}}]}' ;;\n  run) printf '{\"c\": [100.0], \"f\": 212.0}\\n' ;;\nesac\n",
+    );
+    cli_snapshot!(context, context.with_tools().args(["test", "boiling"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    ok   boiling: fahrenheit
+    FAIL boiling: kelvin: expected result {"f":373.15,"c":[100]}, got result {"c":[100.0],"f":212.0}
+    2 cases, 1 failed
+    ----- stderr -----
+    "#);
+}
+
 #[derive(Debug, Clone)]
 struct Client {
     changed: mpsc::UnboundedSender<()>,
