@@ -240,6 +240,58 @@ fn a_rejected_request_reports_the_failing_check_and_exits_1() {
     ");
 }
 
+/// Issue 25, finding 2: a request with no test cases and no required parameter registers;
+/// the checks that need runs (network, leftovers) get one from a call with no arguments.
+#[test]
+fn a_request_without_tests_or_required_parameters_registers() {
+    let context = generate_context();
+    write_request(
+        &context,
+        &json!({
+            "name": "say_hello",
+            "description": "Says hello.",
+            "language": "bash",
+            "implementation": "printf hello",
+        }),
+    );
+    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
+    exit_code: 0
+    ----- stdout -----
+    registered say_hello version 1 at [TEMP]/project/.toolsmith/tools/say_hello
+      ok   request
+      ok   name
+      ok   render
+      ok   registry
+      ok   schema
+      ok   no_leftovers
+      ok   network (network deny in every run)
+    history commit [COMMIT]
+    ----- stderr -----
+    ");
+    cli_snapshot!(context, context.command().args(["run", "say_hello"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "hello",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 5,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
 #[test]
 fn print_schema_prints_the_request_schema() {
     let context = generate_context();

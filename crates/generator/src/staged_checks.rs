@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
     DiscoveryCache, Envelope, ErrorCode, Policy, Problem, RunConfig, Tool, ToolName, discover,
@@ -236,6 +236,21 @@ pub(crate) async fn check_in_sandbox(
         envelopes.push(envelope);
     }
 
+    if envelopes.is_empty() {
+        // No test case and no required parameter: nothing has run yet, and the checks
+        // below judge runs. One call without arguments (valid: nothing is required) gives
+        // them a run to judge; its result is the tool's business, not a check.
+        let envelope = invoke(
+            executor,
+            tool,
+            &Value::Object(Map::new()),
+            run_config,
+            &policy,
+        )
+        .await?;
+        envelopes.push(envelope);
+    }
+
     let leftovers: u64 = envelopes
         .iter()
         .filter_map(|envelope| envelope.metadata.leftovers_killed)
@@ -260,7 +275,14 @@ pub(crate) async fn check_in_sandbox(
         .map(|sandbox| sandbox.network)
         .collect();
     checks.push(
-        if !applied.is_empty() && applied.iter().all(|network| *network == wanted) {
+        if applied.is_empty() {
+            // Every run was refused before it started (say, a schema that refuses `{}`):
+            // there is no sandbox to observe, and a call gets the network of every call.
+            CheckReport::passed(
+                "network",
+                Some(format!("no run started; calls get network {wanted}")),
+            )
+        } else if applied.iter().all(|network| *network == wanted) {
             CheckReport::passed("network", Some(format!("network {wanted} in every run")))
         } else {
             CheckReport::failed(
