@@ -16,8 +16,10 @@
 //! - `custom_tool` (a reserved name, listed first, unprefixed) takes a generator request as its
 //!   arguments; the report is the result (an error result when rejected). A registered tool
 //!   is in the live registry before the call answers, so the client that asked can call it at
-//!   once; the refresh also announces the change. It is not offered under a policy profile
-//!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
+//!   once; the refresh also announces the change. It obeys policy like every tool
+//!   ([`toolsmith_registry::Policy::check_meta_tool`]): not offered when `[policy] disabled`
+//!   names it, an `allowed` list omits it, or under a profile (`plan`, `unattended`: writing
+//!   tools is neither read-only nor approval-free).
 //! - Over HTTP ([`http_service`], served by `crate::http`), the same handler serves each legacy
 //!   session and each stateless request; a legacy session hears of changes from the moment it
 //!   is initialized, and the audit log names the client ([`ClientIdentity`]). A call over its

@@ -140,6 +140,21 @@ impl Policy {
         self.check_declared(tool.name(), tool.annotations())
     }
 
+    /// Whether the meta-tool `custom_tool` may be listed and called, and if not, why: the
+    /// same checks as every tool, by its name in the lists (`disabled = ["custom_tool"]`,
+    /// an `allowed` list without it) and by what it is for the profiles: it writes and runs
+    /// code the agent chose, so it is not read-only and needs approval.
+    pub fn check_meta_tool(&self) -> Result<(), Denial> {
+        self.check_declared(
+            &ToolName::meta_tool(),
+            &Annotations {
+                title: None,
+                approval: Approval::Always,
+                read_only: false,
+            },
+        )
+    }
+
     /// Whether discovery may run the program of a file that would provide `name`, before
     /// anything is known of the tool: the lists decide by name, and the profile by what an
     /// executable declares, which is nothing ([`Annotations::undeclared`]: never read-only,
@@ -268,6 +283,44 @@ mod tests {
             ..Policy::allow_all()
         };
         check(&allowed, Approval::Always, false, Ok(()));
+    }
+
+    #[test]
+    fn the_meta_tool_obeys_lists_and_profiles() {
+        let meta = ToolName::in_policy_list("custom_tool").unwrap();
+        let other = ToolName::new("other").unwrap();
+        assert_eq!(Policy::allow_all().check_meta_tool(), Ok(()));
+        let disabled = Policy {
+            disabled: vec![meta.clone()],
+            ..Policy::allow_all()
+        };
+        assert_eq!(disabled.check_meta_tool(), Err(Denial::Disabled));
+        let not_allowed = Policy {
+            allowed: Some(vec![other.clone()]),
+            ..Policy::allow_all()
+        };
+        assert_eq!(not_allowed.check_meta_tool(), Err(Denial::NotAllowed));
+        let allowed = Policy {
+            allowed: Some(vec![other, meta]),
+            ..Policy::allow_all()
+        };
+        assert_eq!(allowed.check_meta_tool(), Ok(()));
+        assert_eq!(
+            profile(Some(Profile::Plan)).check_meta_tool(),
+            Err(Denial::PlanNeedsReadOnly)
+        );
+        assert_eq!(
+            profile(Some(Profile::Unattended)).check_meta_tool(),
+            Err(Denial::UnattendedNeedsNoApproval {
+                approval: Approval::Always
+            })
+        );
+        // The meta-tool's name in a list names no tool: a tool cannot take it.
+        assert!(ToolName::new("custom_tool").is_err());
+        assert_eq!(
+            ToolName::in_policy_list("custom_tool_x").unwrap(),
+            ToolName::new("x").unwrap()
+        );
     }
 
     #[test]

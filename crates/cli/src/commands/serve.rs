@@ -126,10 +126,11 @@ async fn context(
             problem.message()
         );
     }
-    // Writing tools is neither read-only nor approval-free: no `custom_tool` under a profile.
+    // `custom_tool` obeys policy like every tool: the lists by its name, the profiles by
+    // what it is (writing and running code is neither read-only nor approval-free).
     let generator = policy
-        .profile
-        .is_none()
+        .check_meta_tool()
+        .is_ok()
         .then(|| crate::commands::generate::generator_config(global));
     Ok(ServeContext {
         executor: Arc::clone(executor),

@@ -400,7 +400,7 @@ fn tool_names(
             names
                 .iter()
                 .map(|name| {
-                    ToolName::from_exposed_or_plain(name).map_err(|source| ConfigError::Value {
+                    ToolName::in_policy_list(name).map_err(|source| ConfigError::Value {
                         value: name.clone(),
                         key: key.to_owned(),
                         origin: origin.to_owned(),
@@ -557,9 +557,9 @@ mod tests {
     #[test]
     fn policy_section() {
         check(
-            "[policy]\ndisabled = [\"rm-rf\", \"custom_tool_x\"]\nprofile = \"plan\"\n",
+            "[policy]\ndisabled = [\"rm-rf\", \"custom_tool_x\", \"custom_tool\"]\nprofile = \"plan\"\n",
             Ok(
-                "disabled: Some([ToolName(\"rm_rf\"), ToolName(\"x\")]), allowed: None, profile: Some(Some(Plan))",
+                "disabled: Some([ToolName(\"rm_rf\"), ToolName(\"x\"), ToolName(\"custom_tool\")]), allowed: None, profile: Some(Some(Plan))",
             ),
         );
         check(

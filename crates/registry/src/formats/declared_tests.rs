@@ -280,7 +280,7 @@ fn describe(envelope: &Envelope) -> String {
 /// their text (`212`, `212.0` and `2.12e2` are one number; JSON has no integer type, and a
 /// tool in Python or JavaScript may print either); arrays and objects compare element by
 /// element.
-pub fn json_equal(left: &Value, right: &Value) -> bool {
+pub(crate) fn json_equal(left: &Value, right: &Value) -> bool {
     match (left, right) {
         (Value::Number(left), Value::Number(right)) => number_equal(left, right),
         (Value::Array(left), Value::Array(right)) => {
