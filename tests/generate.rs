@@ -638,3 +638,84 @@ async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
     assert_eq!(content[0]["text"], "why: forty-two");
     session.cancel().await.unwrap();
 }
+
+/// Starts `toolsmith serve` from `command` and calls `custom_tool` with `request`; returns the
+/// result and whether `list_changed` was heard within a short wait.
+async fn generate_over_mcp(
+    command: std::process::Command,
+    request: Value,
+) -> (rmcp::model::CallToolResult, bool) {
+    let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
+    let (changed, mut changes) = mpsc::unbounded_channel();
+    let session = Client { changed }
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await
+        .unwrap();
+    let result = session
+        .call_tool(call("custom_tool", request))
+        .await
+        .unwrap();
+    let heard = tokio::time::timeout(Duration::from_millis(500), changes.recv())
+        .await
+        .is_ok();
+    session.cancel().await.unwrap();
+    (result, heard)
+}
+
+fn result_text(result: &rmcp::model::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 25, finding 1: over MCP, `custom_tool` ends in a callable tool or in a clear refusal,
+/// never in a `registered` answer for a tool the session cannot call. In an untrusted project
+/// it refuses with the CLI's `hint:` and writes nothing; with a generator directory the server
+/// does not read, it refuses before writing; and a tool a higher layer shadows is reported as
+/// not served, with no `registered`.
+#[tokio::test]
+async fn custom_tool_ends_in_a_callable_tool_or_a_clear_refusal() {
+    // An untrusted project (a fresh clone): the same refusal as `toolsmith generate`.
+    let context = TestContext::new();
+    let mut command = context.command();
+    command.arg("serve");
+    let (result, heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result_text(&result);
+    assert!(text.contains("is not trusted"), "{text}");
+    assert!(text.contains("hint: run `toolsmith trust`"), "{text}");
+    assert!(!heard);
+    assert!(!context.project.join(".toolsmith").exists());
+
+    // A generator directory the server does not read: refused before anything is written.
+    let context = generate_context();
+    let elsewhere = context.root.join("elsewhere");
+    context.user_config(&format!(
+        "[trust]\npaths = [{:?}]\n\n[generator]\ntools_dir = {:?}\n",
+        context.project.display().to_string(),
+        elsewhere.display().to_string()
+    ));
+    let mut command = context.command();
+    command.arg("serve");
+    let (result, heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result_text(&result);
+    assert!(text.contains("reads no tools from the generator's directory"), "{text}");
+    assert!(text.contains("hint: "), "{text}");
+    assert!(!heard);
+    assert!(!elsewhere.join("tell_answer").exists());
+
+    // A name policy denies: written, but not callable here, so the answer is no `registered`.
+    let context = generate_context();
+    context.project_file(".toolsmith/config.toml", "[policy]\ndisabled = [\"tell_answer\"]\n");
+    let mut command = context.command();
+    command.arg("serve");
+    let (result, _heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result_text(&result);
+    assert!(
+        text.contains("the tool tell_answer was registered but may not be called: disabled by config"),
+        "{text}"
+    );
+}

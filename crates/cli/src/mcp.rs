@@ -457,15 +457,31 @@ impl Handler {
                 return Err(McpError::internal_error(error_chain(&error), None));
             }
         };
+        // `registered` means listed and callable in this session now: the live catalog
+        // serves the very file the generator installed, and policy admits it. Whatever keeps
+        // it from that (a directory this server does not read, a tool of a higher layer with
+        // the name, a policy list) turns the answer into an error that says why.
+        let unserved = match report.status {
+            Status::Registered => self.why_not_served(&report),
+            Status::Scaffolded | Status::Rejected => None,
+        };
         // A generation runs the request's test cases: it is audited like a call, its
         // outcome the report's status.
-        audited.finish_as(match report.status {
-            Status::Registered => "registered",
-            Status::Scaffolded => "scaffolded",
-            Status::Rejected => "rejected",
+        audited.finish_as(match (report.status, &unserved) {
+            (Status::Registered, None) => "registered",
+            (Status::Registered, Some(_)) => "registered_not_served",
+            (Status::Scaffolded, _) => "scaffolded",
+            (Status::Rejected, _) => "rejected",
         });
         let value = serde_json::to_value(&report).unwrap_or(Value::Null);
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        if let Some(why) = unserved {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+                "{why}\n{text}"
+            ))]);
+            result.meta = None;
+            return Ok(result);
+        }
         let mut result = match report.status {
             Status::Registered | Status::Scaffolded => {
                 let mut result = CallToolResult::structured(value);
@@ -476,6 +492,49 @@ impl Handler {
         };
         result.meta = None;
         Ok(result)
+    }
+}
+
+impl Handler {
+    /// Why a tool the generator reports registered is not served by this server (listed and
+    /// callable), or `None` when it is.
+    fn why_not_served(&self, report: &toolsmith_generator::Report) -> Option<String> {
+        let catalog = self.shared.registry.snapshot();
+        let Ok(name) = ToolName::new(&report.name) else {
+            return Some(format!("{} is not a tool name", report.name));
+        };
+        let installed = report.path.as_deref();
+        let same_file = |served: &std::path::Path| {
+            installed.is_some_and(|installed| {
+                installed == served
+                    || matches!(
+                        (installed.canonicalize(), served.canonicalize()),
+                        (Ok(left), Ok(right)) if left == right
+                    )
+            })
+        };
+        match catalog.get(&name) {
+            None if let Some(denied) = catalog.get_denied(&name) => Some(format!(
+                "the tool {name} was registered but may not be called: {}",
+                denied.denial
+            )),
+            None => Some(format!(
+                "the tool {name} was written to {} but this server does not serve it: it reads no tools from there",
+                installed.map(|path| path.display().to_string()).unwrap_or_default()
+            )),
+            Some(tool) if !same_file(tool.path()) => Some(format!(
+                "the tool {name} was written to {} but this server serves the {name} of {} (layer {}), which wins over it",
+                installed.map(|path| path.display().to_string()).unwrap_or_default(),
+                tool.path().display(),
+                tool.layer()
+            )),
+            Some(tool) => self
+                .shared
+                .policy
+                .check(tool)
+                .err()
+                .map(|denial| format!("the tool {name} was registered but may not be called: {denial}")),
+        }
     }
 }
 
