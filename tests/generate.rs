@@ -719,3 +719,92 @@ async fn custom_tool_ends_in_a_callable_tool_or_a_clear_refusal() {
         "{text}"
     );
 }
+
+/// Issue 25, finding 5 (grants and replacement): `[tools.deploy]`'s grants (its environment,
+/// its network) are for the tool the operator meant, so a *generated* `deploy` gets none of
+/// them, neither in the generator's test runs (whose report an agent reads) nor in later
+/// calls; a hand-written tool of a name keeps its grant. `replace` of a hand-written tool is
+/// refused without `[generator] may_replace`, and a generated tool needs no consent.
+#[test]
+fn grants_bind_to_the_tool_the_operator_meant_and_replacing_needs_consent() {
+    let context = generate_context();
+    let grants = "[tools.deploy]\nnetwork = \"allow\"\n\n[tools.deploy.env]\nallow = [\"PATH\", \"DEPLOY_TOKEN\"]\n\n[tools.handmade]\nnetwork = \"allow\"\n\n[tools.handmade.env]\nallow = [\"PATH\", \"DEPLOY_TOKEN\"]\n";
+    let user_config = |extra: &str| {
+        context.user_config(&format!(
+            "[trust]\npaths = [{:?}]\nproject_may_loosen = true\n\n[generator]\ntools_dir = {:?}\n{extra}\n{grants}",
+            context.project.display().to_string(),
+            context.tools.display().to_string(),
+        ));
+    };
+    user_config("");
+    let tell_token = |replace: bool| {
+        json!({
+            "name": "deploy",
+            "description": "Deploys.",
+            "language": "bash",
+            "implementation": "printf '%s' \"${DEPLOY_TOKEN:-none}\"",
+            "tests": [{"name": "no token", "input": {}, "expect": {"result": "none"}}],
+            "replace": replace,
+        })
+    };
+    let generate = |request: &Value| {
+        write_request(&context, request);
+        let output = context
+            .with_tools()
+            .env("DEPLOY_TOKEN", "s3cret")
+            .args(["generate", "--json", "--request", "request.json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let run = |name: &str| {
+        let output = context
+            .with_tools()
+            .env("DEPLOY_TOKEN", "s3cret")
+            .args(["run", name])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+
+    // A generated `deploy`: its test runs had no token and no network (both checks pass),
+    // and so has every call.
+    let report = generate(&tell_token(false));
+    assert_eq!(report["status"], "registered", "{report}");
+    let envelope = run("deploy");
+    assert_eq!(envelope["result"], "none", "{envelope}");
+
+    // A hand-written tool of a granted name gets its grant.
+    context.tool(
+        "handmade",
+        &crate::context::shell_tool("handmade", r#"{"type": "object"}"#, "printf '%s' \"${DEPLOY_TOKEN:-none}\""),
+    );
+    assert_eq!(run("handmade")["result"], "s3cret");
+
+    // Replacing the hand-written tool needs the operator's consent.
+    let mut request = tell_token(true);
+    request["name"] = json!("handmade");
+    let report = generate(&request);
+    assert_eq!(report["status"], "rejected", "{report}");
+    let name_check = &report["checks"][1];
+    assert_eq!(name_check["name"], "name");
+    assert!(
+        name_check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("needs the operator's consent: `[generator] may_replace = [\"handmade\"]`"),
+        "{report}"
+    );
+    assert_eq!(run("handmade")["result"], "s3cret");
+    user_config("may_replace = [\"handmade\"]");
+    let report = generate(&request);
+    assert_eq!(report["status"], "registered", "{report}");
+    // Now generated: it lost the grant of the name, and replacing it needs no consent.
+    assert_eq!(run("handmade")["result"], "none");
+    user_config("");
+    let report = generate(&request);
+    assert_eq!(report["status"], "registered", "{report}");
+    // The generated `deploy` is replaced without consent too.
+    let report = generate(&tell_token(true));
+    assert_eq!(report["status"], "registered", "{report}");
+}

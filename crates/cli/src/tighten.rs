@@ -134,6 +134,7 @@ pub(crate) fn tighten(
     sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
 
     policy(&mut project, user, &mut found);
+    may_replace(&mut project, user, &mut found);
 
     let mut tools = BTreeMap::new();
     for (name, mut tool) in std::mem::take(&mut project.tools) {
@@ -524,6 +525,28 @@ fn backend_name(choice: BackendChoice) -> String {
         BackendChoice::Auto => "\"auto\"".to_owned(),
         BackendChoice::Only(backend) => format!("\"{backend}\""),
     }
+}
+
+/// `[generator] may_replace`: within the user's (a consent only the user gives).
+fn may_replace(project: &mut Options, user: &Options, found: &mut Vec<Loosening>) {
+    let Some(wanted) = project.generator.may_replace.take() else {
+        return;
+    };
+    let user_names = user.generator.may_replace.clone().unwrap_or_default();
+    let (kept, refused): (Vec<ToolName>, Vec<ToolName>) = wanted
+        .into_iter()
+        .partition(|name| user_names.contains(name));
+    for name in refused {
+        found.push(loosening(
+            "generator.may_replace".to_owned(),
+            format!("{:?}", name.as_str()),
+            format!(
+                "the user's may_replace {:?}",
+                user_names.iter().map(ToolName::as_str).collect::<Vec<_>>()
+            ),
+        ));
+    }
+    project.generator.may_replace = Some(kept);
 }
 
 /// `[policy]`: `allowed` within the user's, the same `profile`, and `disabled` added to the user's.

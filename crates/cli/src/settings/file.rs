@@ -48,6 +48,7 @@
 //!
 //! [generator]
 //! tools_dir = ".toolsmith/tools"  # where generated tools go; relative to this file's directory
+//! may_replace = ["deploy"]        # hand-written tools custom_tool may replace (consent)
 //!
 //! [trust]                    # only in the user config (or a --config file): see docs/security.md
 //! paths = ["~/work"]         # directories trusted with everything below them
@@ -271,6 +272,7 @@ fn parse_with_trust(
             base: base.clone(),
             dir,
         }),
+        may_replace: tool_names("generator.may_replace", raw.generator.may_replace, origin)?,
     };
     let trust = (raw.trust.paths.is_some() || raw.trust.project_may_loosen.is_some()).then(|| {
         RawTrustOptions {
