@@ -701,21 +701,29 @@ async fn custom_tool_ends_in_a_callable_tool_or_a_clear_refusal() {
     let (result, heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let text = result_text(&result);
-    assert!(text.contains("reads no tools from the generator's directory"), "{text}");
+    assert!(
+        text.contains("reads no tools from the generator's directory"),
+        "{text}"
+    );
     assert!(text.contains("hint: "), "{text}");
     assert!(!heard);
     assert!(!elsewhere.join("tell_answer").exists());
 
     // A name policy denies: written, but not callable here, so the answer is no `registered`.
     let context = generate_context();
-    context.project_file(".toolsmith/config.toml", "[policy]\ndisabled = [\"tell_answer\"]\n");
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[policy]\ndisabled = [\"tell_answer\"]\n",
+    );
     let mut command = context.command();
     command.arg("serve");
     let (result, _heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let text = result_text(&result);
     assert!(
-        text.contains("the tool tell_answer was registered but may not be called: disabled by config"),
+        text.contains(
+            "the tool tell_answer was registered but may not be called: disabled by config"
+        ),
         "{text}"
     );
 }
@@ -777,7 +785,11 @@ fn grants_bind_to_the_tool_the_operator_meant_and_replacing_needs_consent() {
     // A hand-written tool of a granted name gets its grant.
     context.tool(
         "handmade",
-        &crate::context::shell_tool("handmade", r#"{"type": "object"}"#, "printf '%s' \"${DEPLOY_TOKEN:-none}\""),
+        &crate::context::shell_tool(
+            "handmade",
+            r#"{"type": "object"}"#,
+            "printf '%s' \"${DEPLOY_TOKEN:-none}\"",
+        ),
     );
     assert_eq!(run("handmade")["result"], "s3cret");
 

@@ -60,7 +60,9 @@ pub(crate) use crate::mcp::calls::Calls;
 
 use crate::admission::{PerClient, Refusal};
 use crate::mcp::audit::OpenCall;
-use crate::mcp::results::{META_ERROR_CODE, META_METADATA, call_result, listed_name, page};
+use crate::mcp::results::{
+    META_ERROR_CODE, META_METADATA, call_result, listed_name, page, why_not_served,
+};
 
 /// How many tools one `tools/list` page holds.
 const PAGE_SIZE: usize = 100;
@@ -462,7 +464,11 @@ impl Handler {
         // it from that (a directory this server does not read, a tool of a higher layer with
         // the name, a policy list) turns the answer into an error that says why.
         let unserved = match report.status {
-            Status::Registered => self.why_not_served(&report),
+            Status::Registered => why_not_served(
+                &self.shared.registry.snapshot(),
+                &self.shared.policy,
+                &report,
+            ),
             Status::Scaffolded | Status::Rejected => None,
         };
         // A generation runs the request's test cases: it is audited like a call, its
@@ -476,9 +482,8 @@ impl Handler {
         let value = serde_json::to_value(&report).unwrap_or(Value::Null);
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         if let Some(why) = unserved {
-            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-                "{why}\n{text}"
-            ))]);
+            let mut result =
+                CallToolResult::error(vec![ContentBlock::text(format!("{why}\n{text}"))]);
             result.meta = None;
             return Ok(result);
         }
@@ -492,49 +497,6 @@ impl Handler {
         };
         result.meta = None;
         Ok(result)
-    }
-}
-
-impl Handler {
-    /// Why a tool the generator reports registered is not served by this server (listed and
-    /// callable), or `None` when it is.
-    fn why_not_served(&self, report: &toolsmith_generator::Report) -> Option<String> {
-        let catalog = self.shared.registry.snapshot();
-        let Ok(name) = ToolName::new(&report.name) else {
-            return Some(format!("{} is not a tool name", report.name));
-        };
-        let installed = report.path.as_deref();
-        let same_file = |served: &std::path::Path| {
-            installed.is_some_and(|installed| {
-                installed == served
-                    || matches!(
-                        (installed.canonicalize(), served.canonicalize()),
-                        (Ok(left), Ok(right)) if left == right
-                    )
-            })
-        };
-        match catalog.get(&name) {
-            None if let Some(denied) = catalog.get_denied(&name) => Some(format!(
-                "the tool {name} was registered but may not be called: {}",
-                denied.denial
-            )),
-            None => Some(format!(
-                "the tool {name} was written to {} but this server does not serve it: it reads no tools from there",
-                installed.map(|path| path.display().to_string()).unwrap_or_default()
-            )),
-            Some(tool) if !same_file(tool.path()) => Some(format!(
-                "the tool {name} was written to {} but this server serves the {name} of {} (layer {}), which wins over it",
-                installed.map(|path| path.display().to_string()).unwrap_or_default(),
-                tool.path().display(),
-                tool.layer()
-            )),
-            Some(tool) => self
-                .shared
-                .policy
-                .check(tool)
-                .err()
-                .map(|denial| format!("the tool {name} was registered but may not be called: {denial}")),
-        }
     }
 }
 

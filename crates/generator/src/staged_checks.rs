@@ -271,6 +271,13 @@ pub(crate) async fn check_in_sandbox(
         )
     });
 
+    checks.push(network_check(request, &envelopes));
+    Ok(checks)
+}
+
+/// `network`: every run had the network the request asks for (`deny` unless
+/// `requires_network`); passes, saying so, when no run started.
+fn network_check(request: &Request, envelopes: &[Envelope]) -> CheckReport {
     let wanted = if request.requires_network {
         "allow"
     } else {
@@ -281,25 +288,22 @@ pub(crate) async fn check_in_sandbox(
         .filter_map(|envelope| envelope.metadata.sandbox.as_ref())
         .map(|sandbox| sandbox.network)
         .collect();
-    checks.push(
-        if applied.is_empty() {
-            // Every run was refused before it started (say, a schema that refuses `{}`):
-            // there is no sandbox to observe, and a call gets the network of every call.
-            CheckReport::passed(
-                "network",
-                Some(format!("no run started; calls get network {wanted}")),
-            )
-        } else if applied.iter().all(|network| *network == wanted) {
-            CheckReport::passed("network", Some(format!("network {wanted} in every run")))
-        } else {
-            CheckReport::failed(
-                "network",
-                format!(
-                    "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}",
-                    request.requires_network
-                ),
-            )
-        },
-    );
-    Ok(checks)
+    if applied.is_empty() {
+        // Every run was refused before it started (say, a schema that refuses `{}`):
+        // there is no sandbox to observe, and a call gets the network of every call.
+        CheckReport::passed(
+            "network",
+            Some(format!("no run started; calls get network {wanted}")),
+        )
+    } else if applied.iter().all(|network| *network == wanted) {
+        CheckReport::passed("network", Some(format!("network {wanted} in every run")))
+    } else {
+        CheckReport::failed(
+            "network",
+            format!(
+                "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}",
+                request.requires_network
+            ),
+        )
+    }
 }

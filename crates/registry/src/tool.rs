@@ -74,9 +74,10 @@ pub fn is_generated(path: &Path, name: &ToolName) -> bool {
         return true;
     }
     std::fs::read_to_string(history.join("packed-refs")).is_ok_and(|packed| {
-        packed
-            .lines()
-            .any(|line| line.split_once(' ').is_some_and(|(_, name)| name == reference))
+        packed.lines().any(|line| {
+            line.split_once(' ')
+                .is_some_and(|(_, name)| name == reference)
+        })
     })
 }
 

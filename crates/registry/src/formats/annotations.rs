@@ -153,7 +153,10 @@ mod tests {
         assert!(destructive.declared && !destructive.read_only);
         assert_eq!(
             parse(json!({"approval": "destructive", "read_only": true})),
-            Err("field `read_only`: a tool with approval destructive cannot be read-only".to_owned())
+            Err(
+                "field `read_only`: a tool with approval destructive cannot be read-only"
+                    .to_owned()
+            )
         );
         assert_eq!(
             parse(json!({"approval": "sometimes"})),

@@ -292,11 +292,9 @@ pub(crate) fn json_equal(left: &Value, right: &Value) -> bool {
         }
         (Value::Object(left), Value::Object(right)) => {
             left.len() == right.len()
-                && left.iter().all(|(key, left)| {
-                    right
-                        .get(key)
-                        .is_some_and(|right| json_equal(left, right))
-                })
+                && left
+                    .iter()
+                    .all(|(key, left)| right.get(key).is_some_and(|right| json_equal(left, right)))
         }
         (left, right) => left == right,
     }
@@ -310,7 +308,9 @@ fn number_equal(left: &serde_json::Number, right: &serde_json::Number) -> bool {
         (Some(left), Some(right)) => left == right,
         (Some(whole), None) | (None, Some(whole)) => {
             let float = if integer(left).is_some() { right } else { left };
-            float.as_f64().is_some_and(|float| float_is_integer(float, whole))
+            float
+                .as_f64()
+                .is_some_and(|float| float_is_integer(float, whole))
         }
         (None, None) => left.as_f64() == right.as_f64(),
     }
@@ -418,8 +418,14 @@ mod tests {
             ("{\"a\": 1}", "{\"b\": 1}"),
             ("1", "true"),
         ] {
-            assert!(!json_equal(&parse(left), &parse(right)), "{left} != {right}");
-            assert!(!json_equal(&parse(right), &parse(left)), "{right} != {left}");
+            assert!(
+                !json_equal(&parse(left), &parse(right)),
+                "{left} != {right}"
+            );
+            assert!(
+                !json_equal(&parse(right), &parse(left)),
+                "{right} != {left}"
+            );
         }
     }
 

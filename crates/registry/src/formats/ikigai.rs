@@ -16,8 +16,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use toolsmith_executor::Command;
 
-use crate::formats::kodelet::preview;
 use crate::formats::annotations::{Annotations, AnnotationsError};
+use crate::formats::kodelet::preview;
 use crate::name::{NameError, ToolName};
 use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
 use crate::schema::{InputSchema, OutputSchema, SchemaError};

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_executor::Command;
 
+use crate::formats::annotations::{Annotations, AnnotationsError};
 use crate::formats::declared_tests::{TestCase, TestsError, parse_tests};
 use crate::formats::kodelet::go_duration::{DurationError, parse_go_duration};
-use crate::formats::annotations::{Annotations, AnnotationsError};
 use crate::name::{NameError, ToolName};
 use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
 use crate::schema::json_type;
