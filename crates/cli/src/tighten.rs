@@ -541,7 +541,7 @@ fn may_replace(project: &mut Options, user: &Options, found: &mut Vec<Loosening>
             "generator.may_replace".to_owned(),
             format!("{:?}", name.as_str()),
             format!(
-                "the user's may_replace {:?}",
+                "may_replace {:?}",
                 user_names.iter().map(ToolName::as_str).collect::<Vec<_>>()
             ),
         ));
@@ -722,6 +722,17 @@ mod tests {
                 "env.set.PATH = \"/evil\" would loosen the user's value passed through by the allow list; value passed through by the allow list applies",
                 "sandbox.network = \"allow\" would loosen the user's \"deny\"; \"deny\" applies",
                 "sandbox.filesystem = \"read-only-if-possible\" would loosen the user's \"project\"; \"project\" applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_project_cannot_consent_to_replacing_a_hand_written_tool() {
+        check(
+            "[generator]\nmay_replace = [\"deploy\"]\n",
+            "[generator]\nmay_replace = [\"deploy\", \"hello\"]\n",
+            &[
+                "generator.may_replace = \"hello\" would loosen the user's may_replace [\"deploy\"]; may_replace [\"deploy\"] applies",
             ],
         );
     }

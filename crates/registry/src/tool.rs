@@ -209,3 +209,37 @@ impl Tool {
         &self.runner
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::name::ToolName;
+    use crate::tool::{GENERATED_HISTORY_DIR, is_generated};
+
+    #[test]
+    fn a_tool_is_generated_when_the_history_beside_it_has_its_ref() {
+        let dir = tempfile::tempdir().unwrap();
+        let deploy = ToolName::new("deploy").unwrap();
+        let other = ToolName::new("other").unwrap();
+        let path = dir.path().join("deploy");
+        assert!(!is_generated(&path, &deploy));
+        let history = dir.path().join(GENERATED_HISTORY_DIR);
+        fs::create_dir_all(history.join("refs/tools")).unwrap();
+        fs::write(history.join("refs/tools/deploy"), "0".repeat(40) + "\n").unwrap();
+        assert!(is_generated(&path, &deploy));
+        assert!(!is_generated(&dir.path().join("other"), &other));
+        // A packed ref counts as well; a name that merely ends like one does not.
+        fs::write(
+            history.join("packed-refs"),
+            format!(
+                "# pack-refs with: peeled\n{0} refs/tools/other\n{0} refs/tools/xdeploy\n",
+                "1".repeat(40)
+            ),
+        )
+        .unwrap();
+        assert!(is_generated(&dir.path().join("other"), &other));
+        let xdeploy = ToolName::new("deploy_x").unwrap();
+        assert!(!is_generated(&dir.path().join("deploy_x"), &xdeploy));
+    }
+}
