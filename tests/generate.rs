@@ -240,6 +240,58 @@ fn a_rejected_request_reports_the_failing_check_and_exits_1() {
     ");
 }
 
+/// Issue 25, finding 2: a request with no test cases and no required parameter registers;
+/// the checks that need runs (network, leftovers) get one from a call with no arguments.
+#[test]
+fn a_request_without_tests_or_required_parameters_registers() {
+    let context = generate_context();
+    write_request(
+        &context,
+        &json!({
+            "name": "say_hello",
+            "description": "Says hello.",
+            "language": "bash",
+            "implementation": "printf hello",
+        }),
+    );
+    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
+    exit_code: 0
+    ----- stdout -----
+    registered say_hello version 1 at [TEMP]/project/.toolsmith/tools/say_hello
+      ok   request
+      ok   name
+      ok   render
+      ok   registry
+      ok   schema
+      ok   no_leftovers
+      ok   network (network deny in every run)
+    history commit [COMMIT]
+    ----- stderr -----
+    ");
+    cli_snapshot!(context, context.command().args(["run", "say_hello"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tool_success": true,
+      "result": "hello",
+      "metadata": {
+        "execution_time_ms": "[EXECUTION_TIME_MS]",
+        "exit_code": 0,
+        "stdout_truncated": false,
+        "stderr": "",
+        "stderr_truncated": false,
+        "stdout_bytes": 5,
+        "stderr_bytes": 0,
+        "cpu_time_ms": "[CPU_TIME_MS]",
+        "peak_rss_kb": "[PEAK_RSS_KB]",
+        "escalated": false,
+        "backend": "[BACKEND]"
+      }
+    }
+    ----- stderr -----
+    "#);
+}
+
 #[test]
 fn print_schema_prints_the_request_schema() {
     let context = generate_context();
@@ -485,6 +537,25 @@ fn test_runs_declared_tests_one_line_per_case() {
     ");
 }
 
+/// Issue 25, finding 3: a declared test compares JSON numbers by value, so a tool that prints
+/// `212.0` (Python's `float`) meets a test expecting `212`; a different number still fails.
+#[test]
+fn test_compares_json_numbers_by_value() {
+    let context = generate_context();
+    context.tool(
+        "boiling",
+        "#!/bin/sh\ncase \"$1\" in\n  description) printf '%s\\n' '{\"name\": \"boiling\", \"description\": \"Boiling points.\", \"input_schema\": {\"type\": \"object\", \"properties\": {}}, \"tests\": [{\"name\": \"fahrenheit\", \"input\": {}, \"expect\": {\"result\": {\"f\": 212, \"c\": [100]}}}, {\"name\": \"kelvin\", \"input\": {}, \"expect\": {\"result\": {\"f\": 373.15, \"c\": [100]}}}]}' ;;\n  run) printf '{\"c\": [100.0], \"f\": 212.0}\\n' ;;\nesac\n",
+    );
+    cli_snapshot!(context, context.with_tools().args(["test", "boiling"]), @r#"
+    exit_code: 1
+    ----- stdout -----
+    ok   boiling: fahrenheit
+    FAIL boiling: kelvin: expected result {"f":373.15,"c":[100]}, got result {"c":[100.0],"f":212.0}
+    2 cases, 1 failed
+    ----- stderr -----
+    "#);
+}
+
 #[derive(Debug, Clone)]
 struct Client {
     changed: mpsc::UnboundedSender<()>,
@@ -566,4 +637,186 @@ async fn custom_tool_over_mcp_registers_a_tool_the_same_client_can_call() {
     let content = serde_json::to_value(&answer.content).unwrap();
     assert_eq!(content[0]["text"], "why: forty-two");
     session.cancel().await.unwrap();
+}
+
+/// Starts `toolsmith serve` from `command` and calls `custom_tool` with `request`; returns the
+/// result and whether `list_changed` was heard within a short wait.
+async fn generate_over_mcp(
+    command: std::process::Command,
+    request: Value,
+) -> (rmcp::model::CallToolResult, bool) {
+    let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
+    let (changed, mut changes) = mpsc::unbounded_channel();
+    let session = Client { changed }
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await
+        .unwrap();
+    let result = session
+        .call_tool(call("custom_tool", request))
+        .await
+        .unwrap();
+    let heard = tokio::time::timeout(Duration::from_millis(500), changes.recv())
+        .await
+        .is_ok();
+    session.cancel().await.unwrap();
+    (result, heard)
+}
+
+fn result_text(result: &rmcp::model::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 25, finding 1: over MCP, `custom_tool` ends in a callable tool or in a clear refusal,
+/// never in a `registered` answer for a tool the session cannot call. In an untrusted project
+/// it refuses with the CLI's `hint:` and writes nothing; with a generator directory the server
+/// does not read, it refuses before writing; and a tool a higher layer shadows is reported as
+/// not served, with no `registered`.
+#[tokio::test]
+async fn custom_tool_ends_in_a_callable_tool_or_a_clear_refusal() {
+    // An untrusted project (a fresh clone): the same refusal as `toolsmith generate`.
+    let context = TestContext::new();
+    let mut command = context.command();
+    command.arg("serve");
+    let (result, heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result_text(&result);
+    assert!(text.contains("is not trusted"), "{text}");
+    assert!(text.contains("hint: run `toolsmith trust`"), "{text}");
+    assert!(!heard);
+    assert!(!context.project.join(".toolsmith").exists());
+
+    // A generator directory the server does not read: refused before anything is written.
+    let context = generate_context();
+    let elsewhere = context.root.join("elsewhere");
+    context.user_config(&format!(
+        "[trust]\npaths = [{:?}]\n\n[generator]\ntools_dir = {:?}\n",
+        context.project.display().to_string(),
+        elsewhere.display().to_string()
+    ));
+    let mut command = context.command();
+    command.arg("serve");
+    let (result, heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result_text(&result);
+    assert!(
+        text.contains("reads no tools from the generator's directory"),
+        "{text}"
+    );
+    assert!(text.contains("hint: "), "{text}");
+    assert!(!heard);
+    assert!(!elsewhere.join("tell_answer").exists());
+
+    // A name policy denies: written, but not callable here, so the answer is no `registered`.
+    let context = generate_context();
+    context.project_file(
+        ".toolsmith/config.toml",
+        "[policy]\ndisabled = [\"tell_answer\"]\n",
+    );
+    let mut command = context.command();
+    command.arg("serve");
+    let (result, _heard) = generate_over_mcp(command, bash_request("forty-two", false)).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = result_text(&result);
+    assert!(
+        text.contains(
+            "the tool tell_answer was registered but may not be called: disabled by config"
+        ),
+        "{text}"
+    );
+}
+
+/// Issue 25, finding 5 (grants and replacement): `[tools.deploy]`'s grants (its environment,
+/// its network) are for the tool the operator meant, so a *generated* `deploy` gets none of
+/// them, neither in the generator's test runs (whose report an agent reads) nor in later
+/// calls; a hand-written tool of a name keeps its grant. `replace` of a hand-written tool is
+/// refused without `[generator] may_replace`, and a generated tool needs no consent.
+#[test]
+fn grants_bind_to_the_tool_the_operator_meant_and_replacing_needs_consent() {
+    let context = generate_context();
+    let grants = "[tools.deploy]\nnetwork = \"allow\"\n\n[tools.deploy.env]\nallow = [\"PATH\", \"DEPLOY_TOKEN\"]\n\n[tools.handmade]\nnetwork = \"allow\"\n\n[tools.handmade.env]\nallow = [\"PATH\", \"DEPLOY_TOKEN\"]\n";
+    let user_config = |extra: &str| {
+        context.user_config(&format!(
+            "[trust]\npaths = [{:?}]\nproject_may_loosen = true\n\n[generator]\ntools_dir = {:?}\n{extra}\n{grants}",
+            context.project.display().to_string(),
+            context.tools.display().to_string(),
+        ));
+    };
+    user_config("");
+    let tell_token = |replace: bool| {
+        json!({
+            "name": "deploy",
+            "description": "Deploys.",
+            "language": "bash",
+            "implementation": "printf '%s' \"${DEPLOY_TOKEN:-none}\"",
+            "tests": [{"name": "no token", "input": {}, "expect": {"result": "none"}}],
+            "replace": replace,
+        })
+    };
+    let generate = |request: &Value| {
+        write_request(&context, request);
+        let output = context
+            .with_tools()
+            .env("DEPLOY_TOKEN", "s3cret")
+            .args(["generate", "--json", "--request", "request.json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let run = |name: &str| {
+        let output = context
+            .with_tools()
+            .env("DEPLOY_TOKEN", "s3cret")
+            .args(["run", name])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+
+    // A generated `deploy`: its test runs had no token and no network (both checks pass),
+    // and so has every call.
+    let report = generate(&tell_token(false));
+    assert_eq!(report["status"], "registered", "{report}");
+    let envelope = run("deploy");
+    assert_eq!(envelope["result"], "none", "{envelope}");
+
+    // A hand-written tool of a granted name gets its grant.
+    context.tool(
+        "handmade",
+        &crate::context::shell_tool(
+            "handmade",
+            r#"{"type": "object"}"#,
+            "printf '%s' \"${DEPLOY_TOKEN:-none}\"",
+        ),
+    );
+    assert_eq!(run("handmade")["result"], "s3cret");
+
+    // Replacing the hand-written tool needs the operator's consent.
+    let mut request = tell_token(true);
+    request["name"] = json!("handmade");
+    let report = generate(&request);
+    assert_eq!(report["status"], "rejected", "{report}");
+    let name_check = &report["checks"][1];
+    assert_eq!(name_check["name"], "name");
+    assert!(
+        name_check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("needs the operator's consent: `[generator] may_replace = [\"handmade\"]`"),
+        "{report}"
+    );
+    assert_eq!(run("handmade")["result"], "s3cret");
+    user_config("may_replace = [\"handmade\"]");
+    let report = generate(&request);
+    assert_eq!(report["status"], "registered", "{report}");
+    // Now generated: it lost the grant of the name, and replacing it needs no consent.
+    assert_eq!(run("handmade")["result"], "none");
+    user_config("");
+    let report = generate(&request);
+    assert_eq!(report["status"], "registered", "{report}");
+    // The generated `deploy` is replaced without consent too.
+    let report = generate(&tell_token(true));
+    assert_eq!(report["status"], "registered", "{report}");
 }

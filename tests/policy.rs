@@ -1,6 +1,6 @@
 //! Policy: disabled and allowed lists, the `plan` and `unattended` profiles, and per-tool overrides.
 
-use crate::context::{TestContext, shell_tool};
+use crate::context::{TestContext, ikigai_tool, shell_tool};
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -52,6 +52,95 @@ fn plan_profile_denies_a_tool_that_is_not_read_only_and_runs_nothing() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert!(marker.exists());
+}
+
+/// Issue 25, finding 6: an executable declares `read_only` and `approval` as a manifest does
+/// (Kodelet in its description, ikigai in its schema); `plan` admits the one that says it only
+/// reads, and `unattended` refuses the one that needs approval; MCP sees the hints.
+#[test]
+fn executables_declare_annotations_that_profiles_honour() {
+    let context = TestContext::new();
+    context.tool(
+        "reader",
+        "#!/bin/sh\ncase \"$1\" in\n  description) echo '{\"name\": \"reader\", \"description\": \"Reads.\", \"input_schema\": {\"type\": \"object\"}, \"read_only\": true}' ;;\n  run) echo read ;;\nesac\n",
+    );
+    context.tool(
+        "careful-tool",
+        &ikigai_tool(
+            r#"{"name": "careful", "description": "Asks first.", "parameters": {}, "approval": "always"}"#,
+            "echo careful",
+        ),
+    );
+    let marker = marker_tool(&context, "writer");
+    cli_snapshot!(context, context.with_tools().args(["list", "--profile", "plan", "--all"]), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/tools:
+      NAME    KIND     DESCRIPTION
+      reader  kodelet  Reads.
+
+    denied:
+      careful at [TEMP]/tools/careful-tool: profile plan admits only read-only tools, and this one is not
+      writer at [TEMP]/tools/writer: profile plan admits only read-only tools, and this one is not
+    ----- stderr -----
+    ");
+    let output = context
+        .with_tools()
+        .args(["run", "reader", "--profile", "plan"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\"result\": \"read\""));
+    cli_snapshot!(context, context.with_tools().args(["list", "--profile", "unattended", "--all"]), @"
+    exit_code: 0
+    ----- stdout -----
+    [TEMP]/tools:
+      NAME    KIND     DESCRIPTION
+      reader  kodelet  Reads.
+      writer  kodelet  The writer fixture
+
+    denied:
+      careful at [TEMP]/tools/careful-tool: profile unattended admits only tools that never need approval, and this one's approval is `always`
+    ----- stderr -----
+    ");
+    cli_snapshot!(context, context.with_tools().args(["export", "--format", "mcp"]), @r#"
+    exit_code: 0
+    ----- stdout -----
+    {
+      "tools": [
+        {
+          "name": "custom_tool_careful",
+          "description": "Asks first.",
+          "inputSchema": {
+            "type": "object",
+            "properties": {}
+          },
+          "annotations": {
+            "destructiveHint": false
+          }
+        },
+        {
+          "name": "custom_tool_reader",
+          "description": "Reads.",
+          "inputSchema": {
+            "type": "object"
+          },
+          "annotations": {
+            "readOnlyHint": true
+          }
+        },
+        {
+          "name": "custom_tool_writer",
+          "description": "The writer fixture",
+          "inputSchema": {
+            "type": "object"
+          }
+        }
+      ]
+    }
+    ----- stderr -----
+    "#);
+    assert!(!marker.exists(), "no listing runs a tool");
 }
 
 #[test]

@@ -247,13 +247,23 @@ async fn serve_never_probes_a_disabled_tool_listing_or_rescanning() {
     assert!(runs(&markers, "fresh", "description") >= 1);
 }
 
-/// The `plan` profile admits only read-only tools, and an executable declares nothing: no
-/// executable is probed under it. An allowed list keeps every other file from being run.
+/// An allowed list keeps every other file from being run, even to describe itself. The
+/// `plan` profile judges what a tool declares, so an executable is probed under it (in the
+/// probes' sandbox: it may declare `read_only`, issue 25 finding 6), and one that declares
+/// nothing is denied and never run.
 #[test]
 fn profiles_and_allowed_lists_keep_probes_from_running() {
     let context = TestContext::new();
     let markers = marker_tool(&context, "writer", "5s", "echo ran");
     marker_tool(&context, "listed", "5s", "echo ran");
+    let output = unconfined(&context, "[policy]\nallowed = [\"listed\"]\n")
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(any_runs(&markers, "writer"), 0);
+    assert_eq!(runs(&markers, "listed", "description"), 1);
+
     let output = unconfined(&context, "")
         .args(["list", "--profile", "plan", "--all", "--json"])
         .output()
@@ -264,21 +274,14 @@ fn profiles_and_allowed_lists_keep_probes_from_running() {
         listing["denied"][0]["reason_code"], "plan_needs_read_only",
         "{listing}"
     );
+    assert!(runs(&markers, "writer", "description") >= 1);
     let output = unconfined(&context, "")
         .args(["run", "writer", "--profile", "plan", "--input", "{}"])
         .output()
         .unwrap();
     assert_eq!(json_stdout(&output)["error_code"], "POLICY_DENIED");
-    assert_eq!(any_runs(&markers, "writer"), 0);
-    assert_eq!(any_runs(&markers, "listed"), 0);
-
-    let output = unconfined(&context, "[policy]\nallowed = [\"listed\"]\n")
-        .arg("list")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    assert_eq!(any_runs(&markers, "writer"), 0);
-    assert_eq!(runs(&markers, "listed", "description"), 1);
+    assert_eq!(runs(&markers, "writer", "run"), 0);
+    assert_eq!(runs(&markers, "listed", "run"), 0);
 }
 
 /// Whether the kernel gives the probes' sandbox its network namespace and Landlock.

@@ -251,6 +251,49 @@ async fn prefix_and_profile_shape_the_listing() {
     session.cancel().await.unwrap();
 }
 
+/// Issue 25, finding 5: `custom_tool` obeys `[policy]` like every tool: an `allowed` list
+/// that omits it hides it (and a call of it is an unknown tool), `disabled = ["custom_tool"]`
+/// hides it (it was a config error), and an `allowed` list that names it lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_tool_obeys_the_policy_lists() {
+    let context = TestContext::new();
+    fixtures(&context);
+    for (policy, expected) in [
+        ("allowed = [\"hello\"]", vec!["custom_tool_hello"]),
+        (
+            "disabled = [\"custom_tool\", \"fail\", \"stats\", \"wipe\"]",
+            vec!["custom_tool_hello", "custom_tool_peek"],
+        ),
+        (
+            "allowed = [\"custom_tool\", \"peek\"]",
+            vec!["custom_tool", "custom_tool_peek"],
+        ),
+    ] {
+        context.user_config(&format!("[policy]\n{policy}\n"));
+        let (session, _changes) = connect(&context, &[], legacy()).await;
+        let tools = session.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+        assert_eq!(names, expected, "{policy}");
+        let generation = session
+            .call_tool(call(
+                "custom_tool",
+                json!({"name": "probe", "description": "d", "language": "bash", "implementation": "echo hi"}),
+            ))
+            .await;
+        if expected.contains(&"custom_tool") {
+            let report = generation.expect("an admitted custom_tool answers");
+            assert!(report.structured_content.is_some() || report.is_error == Some(true));
+        } else {
+            let ServiceError::McpError(error) = generation.unwrap_err() else {
+                panic!("expected a JSON-RPC error ({policy})");
+            };
+            assert_eq!(error.code.0, -32602, "{policy}: {error:?}");
+            assert!(!context.tools.join("probe").exists(), "{policy}");
+        }
+        session.cancel().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_session_hears_of_a_new_tool() {
     let context = TestContext::new();

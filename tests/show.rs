@@ -131,16 +131,66 @@ fn show_json_with_override_and_profile() {
     {
       "name": "hello",
       "exposed_name": "custom_tool_hello",
+      "kind": "kodelet",
+      "description": "Say hello to a person",
       "path": "[EXAMPLES]/hello",
       "source": "[EXAMPLES]",
-      "layer": "explicit",
-      "probed": false,
+      "annotations": {
+        "title": null,
+        "approval": "never",
+        "read_only": false
+      },
+      "input_schema": {
+        "type": "object",
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "The name of the person"
+          },
+          "age": {
+            "type": "integer",
+            "description": "The age of the person"
+          }
+        },
+        "required": [
+          "name"
+        ]
+      },
+      "output_schema": null,
+      "tests": [],
       "policy": {
         "allowed": false,
         "profile": "plan",
         "reason": "profile plan admits only read-only tools, and this one is not",
         "reason_code": "plan_needs_read_only"
-      }
+      },
+      "limits": {
+        "timeout": "5s",
+        "grace": "2s",
+        "cpu": "unlimited",
+        "memory": "unlimited",
+        "max_processes": "256",
+        "max_file_size": "1GiB",
+        "max_open_files": "1024",
+        "max_output": "1MiB",
+        "tmp_size": "64MiB",
+        "timeout_source": {
+          "from": "override"
+        }
+      },
+      "sandbox": {
+        "network": "allow",
+        "filesystem": "full",
+        "syscalls": "filter",
+        "user": null,
+        "declared": {
+          "network": null,
+          "filesystem": null
+        },
+        "isolation": "[ISOLATION]",
+        "not_enforced": "[NOT_ENFORCED]"
+      },
+      "shadowed": []
     }
     ----- stderr -----
     "#);

@@ -92,6 +92,7 @@ pub(crate) fn measure(
             tools_dir: tools_dir.clone(),
             drafts_dir: scratch.0.join("drafts"),
             templates_dir: None,
+            may_replace: Vec::new(),
         };
         let started = Instant::now();
         let report = runtime.block_on(generate(

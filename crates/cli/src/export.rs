@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rmcp::model::{JsonObject, ToolAnnotations};
 use serde_json::{Map, Value, json};
-use toolsmith_registry::{Approval, Format, Tool};
+use toolsmith_registry::{Approval, Tool};
 
 /// An API to export tool definitions for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -201,15 +201,16 @@ pub(crate) fn mcp_tool(listed_name: &str, tool: &Tool) -> rmcp::model::Tool {
 /// The MCP hints a tool's annotations support, if any.
 ///
 /// MCP's defaults assume the worst (`destructiveHint` is true when absent), which is what an
-/// executable's undeclared annotations mean; only a manifest, which declares its approval,
-/// can say that it is not destructive.
+/// executable's undeclared annotations mean; only a tool that declares its approval (every
+/// manifest, an executable whose description says `approval`) can say that it is not
+/// destructive.
 fn hints(tool: &Tool) -> Option<ToolAnnotations> {
     let annotations = tool.annotations();
     // `destructiveHint` means something only for a tool that is not read-only.
     let destructive = match annotations.approval {
         _ if annotations.read_only => None,
         Approval::Destructive => Some(true),
-        Approval::Never | Approval::Always if tool.kind() == Format::Manifest => Some(false),
+        Approval::Never | Approval::Always if annotations.declared => Some(false),
         Approval::Never | Approval::Always => None,
     };
     if !annotations.read_only && destructive.is_none() && annotations.title.is_none() {

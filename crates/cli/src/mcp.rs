@@ -16,8 +16,10 @@
 //! - `custom_tool` (a reserved name, listed first, unprefixed) takes a generator request as its
 //!   arguments; the report is the result (an error result when rejected). A registered tool
 //!   is in the live registry before the call answers, so the client that asked can call it at
-//!   once; the refresh also announces the change. It is not offered under a policy profile
-//!   (`plan`, `unattended`): writing tools is neither read-only nor approval-free.
+//!   once; the refresh also announces the change. It obeys policy like every tool
+//!   ([`toolsmith_registry::Policy::check_meta_tool`]): not offered when `[policy] disabled`
+//!   names it, an `allowed` list omits it, or under a profile (`plan`, `unattended`: writing
+//!   tools is neither read-only nor approval-free).
 //! - Over HTTP ([`http_service`], served by `crate::http`), the same handler serves each legacy
 //!   session and each stateless request; a legacy session hears of changes from the moment it
 //!   is initialized, and the audit log names the client ([`ClientIdentity`]). A call over its
@@ -58,7 +60,9 @@ pub(crate) use crate::mcp::calls::Calls;
 
 use crate::admission::{PerClient, Refusal};
 use crate::mcp::audit::OpenCall;
-use crate::mcp::results::{META_ERROR_CODE, META_METADATA, call_result, listed_name, page};
+use crate::mcp::results::{
+    META_ERROR_CODE, META_METADATA, call_result, listed_name, page, why_not_served,
+};
 
 /// How many tools one `tools/list` page holds.
 const PAGE_SIZE: usize = 100;
@@ -455,15 +459,34 @@ impl Handler {
                 return Err(McpError::internal_error(error_chain(&error), None));
             }
         };
+        // `registered` means listed and callable in this session now: the live catalog
+        // serves the very file the generator installed, and policy admits it. Whatever keeps
+        // it from that (a directory this server does not read, a tool of a higher layer with
+        // the name, a policy list) turns the answer into an error that says why.
+        let unserved = match report.status {
+            Status::Registered => why_not_served(
+                &self.shared.registry.snapshot(),
+                &self.shared.policy,
+                &report,
+            ),
+            Status::Scaffolded | Status::Rejected => None,
+        };
         // A generation runs the request's test cases: it is audited like a call, its
         // outcome the report's status.
-        audited.finish_as(match report.status {
-            Status::Registered => "registered",
-            Status::Scaffolded => "scaffolded",
-            Status::Rejected => "rejected",
+        audited.finish_as(match (report.status, &unserved) {
+            (Status::Registered, None) => "registered",
+            (Status::Registered, Some(_)) => "registered_not_served",
+            (Status::Scaffolded, _) => "scaffolded",
+            (Status::Rejected, _) => "rejected",
         });
         let value = serde_json::to_value(&report).unwrap_or(Value::Null);
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        if let Some(why) = unserved {
+            let mut result =
+                CallToolResult::error(vec![ContentBlock::text(format!("{why}\n{text}"))]);
+            result.meta = None;
+            return Ok(result);
+        }
         let mut result = match report.status {
             Status::Registered | Status::Scaffolded => {
                 let mut result = CallToolResult::structured(value);

@@ -134,6 +134,7 @@ pub(crate) fn tighten(
     sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
 
     policy(&mut project, user, &mut found);
+    may_replace(&mut project, user, &mut found);
 
     let mut tools = BTreeMap::new();
     for (name, mut tool) in std::mem::take(&mut project.tools) {
@@ -526,6 +527,28 @@ fn backend_name(choice: BackendChoice) -> String {
     }
 }
 
+/// `[generator] may_replace`: within the user's (a consent only the user gives).
+fn may_replace(project: &mut Options, user: &Options, found: &mut Vec<Loosening>) {
+    let Some(wanted) = project.generator.may_replace.take() else {
+        return;
+    };
+    let user_names = user.generator.may_replace.clone().unwrap_or_default();
+    let (kept, refused): (Vec<ToolName>, Vec<ToolName>) = wanted
+        .into_iter()
+        .partition(|name| user_names.contains(name));
+    for name in refused {
+        found.push(loosening(
+            "generator.may_replace".to_owned(),
+            format!("{:?}", name.as_str()),
+            format!(
+                "may_replace {:?}",
+                user_names.iter().map(ToolName::as_str).collect::<Vec<_>>()
+            ),
+        ));
+    }
+    project.generator.may_replace = Some(kept);
+}
+
 /// `[policy]`: `allowed` within the user's, the same `profile`, and `disabled` added to the user's.
 fn policy(project: &mut Options, user: &Options, found: &mut Vec<Loosening>) {
     if let (Some(allowed), Some(user_allowed)) =
@@ -699,6 +722,17 @@ mod tests {
                 "env.set.PATH = \"/evil\" would loosen the user's value passed through by the allow list; value passed through by the allow list applies",
                 "sandbox.network = \"allow\" would loosen the user's \"deny\"; \"deny\" applies",
                 "sandbox.filesystem = \"read-only-if-possible\" would loosen the user's \"project\"; \"project\" applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_project_cannot_consent_to_replacing_a_hand_written_tool() {
+        check(
+            "[generator]\nmay_replace = [\"deploy\"]\n",
+            "[generator]\nmay_replace = [\"deploy\", \"hello\"]\n",
+            &[
+                "generator.may_replace = \"hello\" would loosen the user's may_replace [\"deploy\"]; may_replace [\"deploy\"] applies",
             ],
         );
     }

@@ -632,7 +632,7 @@ const UNTRUSTED_GENERATION_HINT: &str = "run `toolsmith trust` in the project fi
 /// `path` with its existing ancestors resolved: the longest prefix that exists is made
 /// canonical and the rest appended, so a directory yet to be created compares like one that
 /// exists.
-fn resolved_beneath(path: &Path) -> PathBuf {
+pub(crate) fn resolved_beneath(path: &Path) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     while !existing.exists() {

@@ -39,6 +39,7 @@
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),
 //!     drafts_dir: PathBuf::from(".toolsmith/drafts"),
 //!     templates_dir: None,
+//!     may_replace: Vec::new(),
 //! };
 //! let request = serde_json::json!({
 //!     "name": "add_numbers",

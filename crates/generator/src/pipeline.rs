@@ -31,6 +31,10 @@ pub struct GeneratorConfig {
     /// A directory whose `*.tera` files replace the embedded templates of the same name
     /// (`$TOOLSMITH_HOME/templates`).
     pub templates_dir: Option<PathBuf>,
+    /// The hand-written tools a request may replace (`[generator] may_replace`): the
+    /// operator's consent. A tool the generator did not write is replaced (or shadowed from
+    /// another layer) only when named here; a generated one needs no consent.
+    pub may_replace: Vec<ToolName>,
 }
 
 /// The outcome of a request.
@@ -300,6 +304,23 @@ fn checked_request(
                 "name",
                 format!(
                     "tool `{name}` exists already ({}); send \"replace\": true to replace it",
+                    path.display()
+                ),
+            ));
+            return Err(Box::new(Report::rejected(
+                name.as_str().to_owned(),
+                Some(name.exposed()),
+                checks,
+            )));
+        }
+        (Some(path), true)
+            if !toolsmith_registry::is_generated(&path, name)
+                && !config.may_replace.contains(name) =>
+        {
+            checks.push(CheckReport::failed(
+                "name",
+                format!(
+                    "tool `{name}` ({}) was not written by the generator; replacing or shadowing it needs the operator's consent: `[generator] may_replace = [\"{name}\"]`",
                     path.display()
                 ),
             ));

@@ -62,6 +62,7 @@ impl World {
             tools_dir: temp.path().join(".toolsmith/tools"),
             drafts_dir: temp.path().join(".toolsmith/drafts"),
             templates_dir: None,
+            may_replace: Vec::new(),
         };
         World {
             temp,

@@ -145,5 +145,5 @@ pub use crate::schema::{
     MAX_SCHEMA_DEPTH, MAX_VIOLATIONS, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError,
     Violation,
 };
-pub use crate::tool::{MAX_DESCRIPTION_BYTES, Tool};
+pub use crate::tool::{GENERATED_HISTORY_DIR, MAX_DESCRIPTION_BYTES, Tool, is_generated};
 pub use crate::tool_cache::{Index, TOOL_CACHE_VAR, TOOL_CACHES_DIR, ToolCache};

@@ -104,6 +104,23 @@ impl ToolName {
         }
     }
 
+    /// A name as a policy list (`[policy] disabled`, `allowed`) names it: a tool name, its
+    /// exposed form, or the meta-tool's own name `custom_tool` ([`ToolName::meta_tool`]),
+    /// so that the meta-tool obeys the lists like every tool.
+    pub fn in_policy_list(name: &str) -> Result<ToolName, NameError> {
+        if name.replace('-', "_") == RESERVED_NAME {
+            return Ok(ToolName::meta_tool());
+        }
+        ToolName::from_exposed_or_plain(name)
+    }
+
+    /// The meta-tool's name, `custom_tool`, for policy to judge the meta-tool by
+    /// ([`crate::Policy::check_meta_tool`]). No discovered tool has it: [`ToolName::new`]
+    /// refuses it.
+    pub fn meta_tool() -> ToolName {
+        ToolName(RESERVED_NAME.to_owned())
+    }
+
     /// The name as written in tool listings, e.g. `file_read`.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -133,8 +133,16 @@ pub struct CallConfig {
 
 impl RunConfig {
     /// The limits and environment of a call to `tool`.
+    ///
+    /// A generated tool ([`Tool::generated`]) gets no override: `[tools.NAME]` is the
+    /// operator's word about the tool they meant, and a tool an agent generated under that
+    /// name is not it (issue 25, finding 5). It runs under the configuration of every tool.
     pub fn call_config(&self, tool: &Tool) -> CallConfig {
-        let tool_override = self.overrides.get(tool.name());
+        let tool_override = if tool.generated() {
+            None
+        } else {
+            self.overrides.get(tool.name())
+        };
         let mut limits = self.limits.clone();
         let timeout_source = match (
             tool_override.and_then(|tool_override| tool_override.timeout),

@@ -4,7 +4,8 @@
 //! 1. a disabled tool is denied (`[policy] disabled`, `[tools.NAME] disabled = true`);
 //! 2. when an allowed list is set, a tool not on it is denied;
 //! 3. the profile, if any:
-//!    - `plan` admits only tools that declare `read_only: true`, whatever their approval.
+//!    - `plan` admits only tools that declare `read_only: true` (a manifest in its frontmatter,
+//!      an executable in its description or schema), whatever their approval.
 //!      The Nanocoder proposal excludes a tool when "approval is not never AND read_only is not true",
 //!      which would admit a tool that changes things as long as it needs no approval; every executable
 //!      without annotations is such a tool (approval defaults to `never`), so plan mode would run
@@ -140,28 +141,35 @@ impl Policy {
         self.check_declared(tool.name(), tool.annotations())
     }
 
-    /// Whether discovery may run the program of a file that would provide `name`, before
-    /// anything is known of the tool: the lists decide by name, and the profile by what an
-    /// executable declares, which is nothing ([`Annotations::undeclared`]: never read-only,
-    /// never needing approval), so `plan` refuses every executable and `unattended` none.
-    /// A manifest runs nothing to describe itself (it is read): only the lists apply before
-    /// it is read, and the profile after, on what its frontmatter declares.
-    pub(crate) fn check_unprobed(
-        &self,
-        name: &ToolName,
-        runs_a_program: bool,
-    ) -> Result<(), Denial> {
-        if runs_a_program {
-            self.check_declared(name, &Annotations::undeclared())
-        } else {
-            self.check_declared(
-                name,
-                &Annotations {
-                    title: None,
-                    approval: Approval::Never,
-                    read_only: true,
-                },
-            )
+    /// Whether the meta-tool `custom_tool` may be listed and called, and if not, why: the
+    /// same checks as every tool, by its name in the lists (`disabled = ["custom_tool"]`,
+    /// an `allowed` list without it) and by what it is for the profiles: it writes and runs
+    /// code the agent chose, so it is not read-only and needs approval.
+    pub fn check_meta_tool(&self) -> Result<(), Denial> {
+        self.check_declared(
+            &ToolName::meta_tool(),
+            &Annotations {
+                title: None,
+                approval: Approval::Always,
+                read_only: false,
+                declared: true,
+            },
+        )
+    }
+
+    /// Whether discovery may look at a file that would provide `name` (run an executable to
+    /// ask for its description, or read a manifest), before anything is known of the tool:
+    /// only the lists decide, by name. The profile decides after, on what the tool declares
+    /// ([`Policy::check`] at every listing and call): an executable may declare `read_only`
+    /// and `approval` as a manifest does, so `plan` admits an executable that says it only
+    /// reads. A probe only asks a tool to describe itself, in the probes' strictest sandbox.
+    pub(crate) fn check_unprobed(&self, name: &ToolName) -> Result<(), Denial> {
+        if self.disabled.contains(name) {
+            return Err(Denial::Disabled);
+        }
+        match &self.allowed {
+            Some(allowed) if !allowed.contains(name) => Err(Denial::NotAllowed),
+            _ => Ok(()),
         }
     }
 
@@ -197,6 +205,7 @@ mod tests {
             title: None,
             approval,
             read_only,
+            declared: true,
         };
         let name = ToolName::new("demo").unwrap();
         assert_eq!(
@@ -268,6 +277,44 @@ mod tests {
             ..Policy::allow_all()
         };
         check(&allowed, Approval::Always, false, Ok(()));
+    }
+
+    #[test]
+    fn the_meta_tool_obeys_lists_and_profiles() {
+        let meta = ToolName::in_policy_list("custom_tool").unwrap();
+        let other = ToolName::new("other").unwrap();
+        assert_eq!(Policy::allow_all().check_meta_tool(), Ok(()));
+        let disabled = Policy {
+            disabled: vec![meta.clone()],
+            ..Policy::allow_all()
+        };
+        assert_eq!(disabled.check_meta_tool(), Err(Denial::Disabled));
+        let not_allowed = Policy {
+            allowed: Some(vec![other.clone()]),
+            ..Policy::allow_all()
+        };
+        assert_eq!(not_allowed.check_meta_tool(), Err(Denial::NotAllowed));
+        let allowed = Policy {
+            allowed: Some(vec![other, meta]),
+            ..Policy::allow_all()
+        };
+        assert_eq!(allowed.check_meta_tool(), Ok(()));
+        assert_eq!(
+            profile(Some(Profile::Plan)).check_meta_tool(),
+            Err(Denial::PlanNeedsReadOnly)
+        );
+        assert_eq!(
+            profile(Some(Profile::Unattended)).check_meta_tool(),
+            Err(Denial::UnattendedNeedsNoApproval {
+                approval: Approval::Always
+            })
+        );
+        // The meta-tool's name in a list names no tool: a tool cannot take it.
+        assert!(ToolName::new("custom_tool").is_err());
+        assert_eq!(
+            ToolName::in_policy_list("custom_tool_x").unwrap(),
+            ToolName::new("x").unwrap()
+        );
     }
 
     #[test]

@@ -53,10 +53,37 @@ pub struct Tool {
     runner: Runner,
     tests: Vec<TestCase>,
     env_arguments: bool,
+    generated: bool,
+}
+
+/// The directory, beside the tools it holds, of the generator's history of generated tools;
+/// one ref `refs/tools/<name>` per tool it registered.
+pub const GENERATED_HISTORY_DIR: &str = ".history.git";
+
+/// Whether the tool `name` at `path` was registered by toolsmith's generator: the history
+/// beside it (`<dir>/.history.git`) holds a ref for that name, loose or packed. A hand-written
+/// tool has none (the generator writes the ref before its file goes live, and nothing else
+/// writes one).
+pub fn is_generated(path: &Path, name: &ToolName) -> bool {
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    let history = dir.join(GENERATED_HISTORY_DIR);
+    let reference = format!("refs/tools/{}", name.as_str());
+    if history.join(&reference).is_file() {
+        return true;
+    }
+    std::fs::read_to_string(history.join("packed-refs")).is_ok_and(|packed| {
+        packed.lines().any(|line| {
+            line.split_once(' ')
+                .is_some_and(|(_, name)| name == reference)
+        })
+    })
 }
 
 impl Tool {
     pub(crate) fn from_parts(parts: ToolParts) -> Tool {
+        let generated = is_generated(&parts.path, &parts.name);
         Tool {
             name: parts.name,
             description: parts.description,
@@ -70,9 +97,17 @@ impl Tool {
             source: parts.source,
             layer: parts.layer,
             runner: parts.runner,
+            generated,
             tests: parts.tests,
             env_arguments: parts.env_arguments,
         }
+    }
+
+    /// True when toolsmith's generator registered the tool ([`is_generated`]): the operator's
+    /// `[tools.NAME]` grants are for the tool they meant, so a generated tool gets none of
+    /// them, whatever its name ([`RunConfig::call_config`](crate::RunConfig::call_config)).
+    pub fn generated(&self) -> bool {
+        self.generated
     }
 
     /// The tool's name.
@@ -172,5 +207,39 @@ impl Tool {
 
     pub(crate) fn runner(&self) -> &Runner {
         &self.runner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::name::ToolName;
+    use crate::tool::{GENERATED_HISTORY_DIR, is_generated};
+
+    #[test]
+    fn a_tool_is_generated_when_the_history_beside_it_has_its_ref() {
+        let dir = tempfile::tempdir().unwrap();
+        let deploy = ToolName::new("deploy").unwrap();
+        let other = ToolName::new("other").unwrap();
+        let path = dir.path().join("deploy");
+        assert!(!is_generated(&path, &deploy));
+        let history = dir.path().join(GENERATED_HISTORY_DIR);
+        fs::create_dir_all(history.join("refs/tools")).unwrap();
+        fs::write(history.join("refs/tools/deploy"), "0".repeat(40) + "\n").unwrap();
+        assert!(is_generated(&path, &deploy));
+        assert!(!is_generated(&dir.path().join("other"), &other));
+        // A packed ref counts as well; a name that merely ends like one does not.
+        fs::write(
+            history.join("packed-refs"),
+            format!(
+                "# pack-refs with: peeled\n{0} refs/tools/other\n{0} refs/tools/xdeploy\n",
+                "1".repeat(40)
+            ),
+        )
+        .unwrap();
+        assert!(is_generated(&dir.path().join("other"), &other));
+        let xdeploy = ToolName::new("deploy_x").unwrap();
+        assert!(!is_generated(&dir.path().join("deploy_x"), &xdeploy));
     }
 }

@@ -22,6 +22,7 @@ pub(crate) fn generator_config(global: &GlobalSettings) -> GeneratorConfig {
         tools_dir: global.generator_tools_dir.clone(),
         drafts_dir: global.drafts_dir.clone(),
         templates_dir: global.templates_dir.clone(),
+        may_replace: global.generator_may_replace.clone(),
     }
 }
 

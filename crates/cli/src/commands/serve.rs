@@ -134,10 +134,11 @@ async fn context(
             problem.message()
         );
     }
-    // Writing tools is neither read-only nor approval-free: no `custom_tool` under a profile.
+    // `custom_tool` obeys policy like every tool: the lists by its name, the profiles by
+    // what it is (writing and running code is neither read-only nor approval-free).
     let generator = policy
-        .profile
-        .is_none()
+        .check_meta_tool()
+        .is_ok()
         .then(|| crate::commands::generate::generator_config(global));
     Ok(ServeContext {
         executor: Arc::clone(executor),
@@ -147,10 +148,12 @@ async fn context(
         prefix: args.prefix.clone(),
         audit,
         generator,
-        generator_refusal: crate::trust::untrusted_generation(global).map(|refusal| {
-            let hint = refusal.hint().unwrap_or_default();
-            format!("{refusal}\nhint: {hint}")
-        }),
+        generator_refusal: crate::trust::untrusted_generation(global)
+            .map(|refusal| {
+                let hint = refusal.hint().unwrap_or_default();
+                format!("{refusal}\nhint: {hint}")
+            })
+            .or_else(|| unread_generator_dir(global)),
         calls: mcp::Calls::default(),
         metrics,
         per_client: Some(ClientLimits::new(
@@ -159,5 +162,22 @@ async fn context(
         ))
         .filter(|limits| args.http.is_some() && limits.any())
         .map(PerClient::new),
+    })
+}
+
+/// Why `custom_tool` refuses every request when the generator's directory is none of the
+/// tool directories this server reads: a tool written there could not be called in the
+/// session, and `registered` would be a lie (issue 25, finding 1).
+fn unread_generator_dir(global: &GlobalSettings) -> Option<String> {
+    let generator_dir = crate::trust::resolved_beneath(&global.generator_tools_dir);
+    let read = global
+        .layers
+        .iter()
+        .any(|layer| crate::trust::resolved_beneath(&layer.dir) == generator_dir);
+    (!read).then(|| {
+        format!(
+            "this server reads no tools from the generator's directory {}, so a tool generated there could not be called\nhint: add it to the tool directories (`[discovery] dirs`, or `--tools-dir`), or leave `[generator] tools_dir` unset to generate into the project's .toolsmith/tools",
+            global.generator_tools_dir.display()
+        )
     })
 }

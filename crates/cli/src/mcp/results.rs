@@ -2,7 +2,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
 use serde_json::Value;
-use toolsmith_registry::{Body, Envelope, Tool, ToolName};
+use toolsmith_registry::{Body, Catalog, Envelope, Policy, Tool, ToolName};
 
 /// What a cursor starts with; what follows is the last name of the previous page.
 const CURSOR_TAG: &str = "after:";
@@ -87,6 +87,51 @@ pub(super) fn call_result(tool: &Tool, envelope: &Envelope) -> CallToolResult {
     };
     result.meta = Some(MetaObject(meta));
     result
+}
+
+/// Why a tool the generator reports registered is not served by this server (listed and
+/// callable), or `None` when it is.
+pub(super) fn why_not_served(
+    catalog: &Catalog,
+    policy: &Policy,
+    report: &toolsmith_generator::Report,
+) -> Option<String> {
+    let Ok(name) = ToolName::new(&report.name) else {
+        return Some(format!("{} is not a tool name", report.name));
+    };
+    let installed = report.path.as_deref();
+    let same_file = |served: &std::path::Path| {
+        installed.is_some_and(|installed| {
+            installed == served
+                || matches!(
+                    (installed.canonicalize(), served.canonicalize()),
+                    (Ok(left), Ok(right)) if left == right
+                )
+        })
+    };
+    match catalog.get(&name) {
+        None if let Some(denied) = catalog.get_denied(&name) => Some(format!(
+            "the tool {name} was registered but may not be called: {}",
+            denied.denial
+        )),
+        None => Some(format!(
+            "the tool {name} was written to {} but this server does not serve it: it reads no tools from there",
+            installed
+                .map(|path| path.display().to_string())
+                .unwrap_or_default()
+        )),
+        Some(tool) if !same_file(tool.path()) => Some(format!(
+            "the tool {name} was written to {} but this server serves the {name} of {} (layer {}), which wins over it",
+            installed
+                .map(|path| path.display().to_string())
+                .unwrap_or_default(),
+            tool.path().display(),
+            tool.layer()
+        )),
+        Some(tool) => policy.check(tool).err().map(|denial| {
+            format!("the tool {name} was registered but may not be called: {denial}")
+        }),
+    }
 }
 
 #[cfg(test)]

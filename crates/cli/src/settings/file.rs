@@ -48,6 +48,7 @@
 //!
 //! [generator]
 //! tools_dir = ".toolsmith/tools"  # where generated tools go; relative to this file's directory
+//! may_replace = ["deploy"]        # hand-written tools custom_tool may replace (consent)
 //!
 //! [trust]                    # only in the user config (or a --config file): see docs/security.md
 //! paths = ["~/work"]         # directories trusted with everything below them
@@ -271,6 +272,7 @@ fn parse_with_trust(
             base: base.clone(),
             dir,
         }),
+        may_replace: tool_names("generator.may_replace", raw.generator.may_replace, origin)?,
     };
     let trust = (raw.trust.paths.is_some() || raw.trust.project_may_loosen.is_some()).then(|| {
         RawTrustOptions {
@@ -400,7 +402,7 @@ fn tool_names(
             names
                 .iter()
                 .map(|name| {
-                    ToolName::from_exposed_or_plain(name).map_err(|source| ConfigError::Value {
+                    ToolName::in_policy_list(name).map_err(|source| ConfigError::Value {
                         value: name.clone(),
                         key: key.to_owned(),
                         origin: origin.to_owned(),
@@ -557,9 +559,9 @@ mod tests {
     #[test]
     fn policy_section() {
         check(
-            "[policy]\ndisabled = [\"rm-rf\", \"custom_tool_x\"]\nprofile = \"plan\"\n",
+            "[policy]\ndisabled = [\"rm-rf\", \"custom_tool_x\", \"custom_tool\"]\nprofile = \"plan\"\n",
             Ok(
-                "disabled: Some([ToolName(\"rm_rf\"), ToolName(\"x\")]), allowed: None, profile: Some(Some(Plan))",
+                "disabled: Some([ToolName(\"rm_rf\"), ToolName(\"x\"), ToolName(\"custom_tool\")]), allowed: None, profile: Some(Some(Plan))",
             ),
         );
         check(

@@ -111,12 +111,15 @@ impl Combine for SandboxOptions {
 pub(crate) struct GeneratorOptions {
     /// `[generator] tools_dir`: where generated tools go.
     pub(crate) tools_dir: Option<ConfigDir>,
+    /// `[generator] may_replace`: hand-written tools a request may replace.
+    pub(crate) may_replace: Option<Vec<ToolName>>,
 }
 
 impl Combine for GeneratorOptions {
     fn combine(self, lower: GeneratorOptions) -> GeneratorOptions {
         GeneratorOptions {
             tools_dir: self.tools_dir.combine(lower.tools_dir),
+            may_replace: self.may_replace.combine(lower.may_replace),
         }
     }
 }

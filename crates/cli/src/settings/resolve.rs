@@ -87,6 +87,8 @@ pub(crate) struct GlobalSettings {
     pub(super) no_cache_flag: bool,
     /// Where generated tools go: `[generator] tools_dir`, default `<project>/.toolsmith/tools`.
     pub(crate) generator_tools_dir: PathBuf,
+    /// `[generator] may_replace`: the hand-written tools a request may replace.
+    pub(crate) generator_may_replace: Vec<ToolName>,
     /// Where scaffolded drafts go: `<project>/.toolsmith/drafts`.
     pub(crate) drafts_dir: PathBuf,
     /// `$TOOLSMITH_HOME/templates`, whose templates replace the embedded ones, when
@@ -231,6 +233,7 @@ impl GlobalSettings {
             project_named_over_home,
             has_project,
             generator_tools_dir,
+            generator_may_replace: combined.generator.may_replace.clone().unwrap_or_default(),
             drafts_dir,
             templates_dir,
             own_state: own_state(lookup, home.as_deref(), cwd),

@@ -135,6 +135,10 @@ pub(super) struct RawGenerator {
     /// The directory generated tools go to, relative to the config file's
     /// directory. Default: `<project>/.toolsmith/tools`, the project layer.
     pub(super) tools_dir: Option<PathBuf>,
+    /// Hand-written tools a `custom_tool` request may replace (`"replace": true`) or shadow
+    /// from another layer, e.g. `["deploy"]`: the operator's consent. Without it only tools
+    /// the generator wrote can be replaced. A project config cannot add names to the user's.
+    pub(super) may_replace: Option<Vec<String>>,
 }
 
 /// Which tools may be listed and called. A tool policy denies is never

@@ -56,9 +56,9 @@ pub(crate) struct Candidate {
 
 impl Candidate {
     /// Whether policy lets discovery look at this file: run it (an executable), or read it
-    /// (a manifest, whose profile check waits for what it declares).
+    /// (a manifest); the profile check waits for what either declares.
     pub(crate) fn denial(&self, policy: &Policy) -> Result<(), Denial> {
-        policy.check_unprobed(&self.expected, self.format != Format::Manifest)
+        policy.check_unprobed(&self.expected)
     }
 }
 

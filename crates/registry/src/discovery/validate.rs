@@ -424,6 +424,7 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             | DescriptionError::MissingField { .. }
             | DescriptionError::WrongType { .. }
             | DescriptionError::InvalidSandbox { .. }
+            | DescriptionError::InvalidAnnotations { .. }
             | DescriptionError::InvalidTests { .. } => CheckKind::Parse,
             DescriptionError::InvalidName { .. } => CheckKind::DeclaredName,
             DescriptionError::InvalidSchema { .. }
@@ -437,7 +438,8 @@ pub(crate) fn failed_check(error: &ProblemError) -> CheckKind {
             | ToolSchemaError::WrongType { .. }
             | ToolSchemaError::ParameterNotAnObject { .. }
             | ToolSchemaError::RequiredNotABoolean { .. }
-            | ToolSchemaError::InvalidSandbox { .. } => CheckKind::Parse,
+            | ToolSchemaError::InvalidSandbox { .. }
+            | ToolSchemaError::InvalidAnnotations { .. } => CheckKind::Parse,
             ToolSchemaError::InvalidName { .. } => CheckKind::DeclaredName,
             ToolSchemaError::InvalidParameters { .. }
             | ToolSchemaError::UnpassableProperty { .. } => CheckKind::InputSchema,

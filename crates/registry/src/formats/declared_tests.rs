@@ -26,7 +26,8 @@ pub enum Expectation {
     /// `"success"`: `tool_success` is true, whatever the result.
     /// A failure envelope (any `error_code`) fails the case.
     Success,
-    /// `{"result": V}`: `tool_success` is true and the result is exactly `V` (JSON equality).
+    /// `{"result": V}`: `tool_success` is true and the result equals `V` as JSON values:
+    /// numbers compare by value (`212.0` meets `212`), objects without regard to key order.
     Result(Value),
     /// `{"result_contains": "text"}`: `tool_success` is true and the result contains `text`:
     /// a string result as text, any other result in its compact JSON form.
@@ -222,7 +223,7 @@ impl Expectation {
             )),
             (Expectation::Success, Body::Success { .. }) => None,
             (Expectation::Result(expected), Body::Success { result }) => {
-                (expected != result).then(|| {
+                (!json_equal(expected, result)).then(|| {
                     format!(
                         "expected result {}, got result {}",
                         compact(expected),
@@ -273,6 +274,59 @@ fn describe(envelope: &Envelope) -> String {
             text
         }
     }
+}
+
+/// JSON equality by value: numbers are equal when they denote the same number, whatever
+/// their text (`212`, `212.0` and `2.12e2` are one number; JSON has no integer type, and a
+/// tool in Python or JavaScript may print either); arrays and objects compare element by
+/// element.
+pub(crate) fn json_equal(left: &Value, right: &Value) -> bool {
+    match (left, right) {
+        (Value::Number(left), Value::Number(right)) => number_equal(left, right),
+        (Value::Array(left), Value::Array(right)) => {
+            left.len() == right.len()
+                && left
+                    .iter()
+                    .zip(right)
+                    .all(|(left, right)| json_equal(left, right))
+        }
+        (Value::Object(left), Value::Object(right)) => {
+            left.len() == right.len()
+                && left
+                    .iter()
+                    .all(|(key, left)| right.get(key).is_some_and(|right| json_equal(left, right)))
+        }
+        (left, right) => left == right,
+    }
+}
+
+/// Two numbers are equal when both are integers of the same value, or when one is a float
+/// and the other denotes exactly the same value (an integer compared with a float only when
+/// the float is integral, converted without loss).
+fn number_equal(left: &serde_json::Number, right: &serde_json::Number) -> bool {
+    match (integer(left), integer(right)) {
+        (Some(left), Some(right)) => left == right,
+        (Some(whole), None) | (None, Some(whole)) => {
+            let float = if integer(left).is_some() { right } else { left };
+            float
+                .as_f64()
+                .is_some_and(|float| float_is_integer(float, whole))
+        }
+        (None, None) => left.as_f64() == right.as_f64(),
+    }
+}
+
+fn integer(number: &serde_json::Number) -> Option<i128> {
+    number
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| number.as_u64().map(i128::from))
+}
+
+fn float_is_integer(float: f64, whole: i128) -> bool {
+    // 2^64 bounds every integer serde_json holds; beyond it the float is no such integer.
+    const BOUND: f64 = 18_446_744_073_709_551_616.0;
+    float.is_finite() && float.fract() == 0.0 && float.abs() < BOUND && float as i128 == whole
 }
 
 fn compact(value: &Value) -> String {
@@ -342,6 +396,40 @@ mod tests {
     }
 
     #[test]
+    fn numbers_compare_by_value() {
+        let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        for (left, right) in [
+            ("212", "212.0"),
+            ("212", "2.12e2"),
+            ("-3", "-3.0"),
+            ("0", "-0.0"),
+            ("18446744073709551615", "18446744073709551615"),
+            ("0.5", "5e-1"),
+            ("[1, {\"a\": 2}]", "[1.0, {\"a\": 2.0}]"),
+        ] {
+            assert!(json_equal(&parse(left), &parse(right)), "{left} = {right}");
+            assert!(json_equal(&parse(right), &parse(left)), "{right} = {left}");
+        }
+        for (left, right) in [
+            ("212", "212.5"),
+            ("9007199254740993", "9007199254740992.0"),
+            ("-1", "18446744073709551615"),
+            ("[1]", "[1, 1]"),
+            ("{\"a\": 1}", "{\"b\": 1}"),
+            ("1", "true"),
+        ] {
+            assert!(
+                !json_equal(&parse(left), &parse(right)),
+                "{left} != {right}"
+            );
+            assert!(
+                !json_equal(&parse(right), &parse(left)),
+                "{right} != {left}"
+            );
+        }
+    }
+
+    #[test]
     fn compares_envelopes() {
         let failure = Envelope::failure(
             ErrorCode::ToolCrashed,
@@ -356,6 +444,19 @@ mod tests {
         assert_eq!(
             Expectation::Result(json!({"a": 1})).mismatch(&success(json!({"a": 2}))),
             Some("expected result {\"a\":1}, got result {\"a\":2}".to_owned())
+        );
+        assert_eq!(
+            Expectation::Result(json!({"f": 212, "l": [1, -3]}))
+                .mismatch(&success(json!({"l": [1.0, -3.0], "f": 212.0}))),
+            None
+        );
+        assert_eq!(
+            Expectation::Result(json!(212)).mismatch(&success(json!(212.5))),
+            Some("expected result 212, got result 212.5".to_owned())
+        );
+        assert_eq!(
+            Expectation::Result(json!("212")).mismatch(&success(json!(212))),
+            Some("expected result \"212\", got result 212".to_owned())
         );
         assert_eq!(
             Expectation::ResultContains("ell".to_owned()).mismatch(&success(json!("hello"))),

@@ -16,6 +16,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use toolsmith_executor::Command;
 
+use crate::formats::annotations::{Annotations, AnnotationsError};
 use crate::formats::kodelet::preview;
 use crate::name::{NameError, ToolName};
 use crate::sandbox::{SandboxDeclaration, SandboxDeclarationError};
@@ -64,6 +65,8 @@ pub(crate) struct ToolSchema {
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) sandbox: SandboxDeclaration,
+    /// `approval` and `read_only`, as a manifest declares them.
+    pub(crate) annotations: Annotations,
     /// `"env_arguments": true`: the tool reads its arguments from `TOOLSMITH_ARG_*` variables.
     pub(crate) env_arguments: bool,
 }
@@ -138,6 +141,13 @@ pub enum ToolSchemaError {
         /// Why.
         #[source]
         source: SchemaError,
+    },
+    /// The declared `approval` or `read_only` was refused.
+    #[error("the declared annotations are invalid")]
+    InvalidAnnotations {
+        /// Why.
+        #[source]
+        source: AnnotationsError,
     },
     /// The declared `sandbox` was refused.
     #[error("field `sandbox` is invalid")]
@@ -228,6 +238,8 @@ pub(crate) fn parse_schema(stdout: &[u8]) -> Result<ToolSchema, ToolSchemaError>
         .transpose()
         .map_err(|source| ToolSchemaError::InvalidSandbox { source })?
         .unwrap_or_default();
+    let annotations = Annotations::from_executable(&mut object)
+        .map_err(|source| ToolSchemaError::InvalidAnnotations { source })?;
     let env_arguments = match object.remove("env_arguments") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(flag)) => flag,
@@ -251,6 +263,7 @@ pub(crate) fn parse_schema(stdout: &[u8]) -> Result<ToolSchema, ToolSchemaError>
         input_schema,
         output_schema,
         sandbox,
+        annotations,
         env_arguments,
     })
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolsmith_executor::Command;
 
+use crate::formats::annotations::{Annotations, AnnotationsError};
 use crate::formats::declared_tests::{TestCase, TestsError, parse_tests};
 use crate::formats::kodelet::go_duration::{DurationError, parse_go_duration};
 use crate::name::{NameError, ToolName};
@@ -33,6 +34,8 @@ pub(crate) struct Description {
     pub(crate) input_schema: InputSchema,
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) sandbox: SandboxDeclaration,
+    /// `approval` and `read_only`, as a manifest declares them.
+    pub(crate) annotations: Annotations,
     pub(crate) tests: Vec<TestCase>,
     /// `"env_arguments": true`: the tool reads its arguments from `TOOLSMITH_ARG_*` variables.
     pub(crate) env_arguments: bool,
@@ -93,6 +96,13 @@ pub enum DescriptionError {
         #[source]
         source: SchemaError,
     },
+    /// The declared `approval` or `read_only` was refused.
+    #[error("the declared annotations are invalid")]
+    InvalidAnnotations {
+        /// Why.
+        #[source]
+        source: AnnotationsError,
+    },
     /// The declared `sandbox` was refused.
     #[error("field `sandbox` is invalid")]
     InvalidSandbox {
@@ -131,6 +141,7 @@ impl DescriptionError {
             | DescriptionError::InvalidSchema { .. }
             | DescriptionError::InvalidOutputSchema { .. }
             | DescriptionError::InvalidSandbox { .. }
+            | DescriptionError::InvalidAnnotations { .. }
             | DescriptionError::UnpassableProperty { .. }
             | DescriptionError::InvalidTests { .. } => true,
         }
@@ -258,6 +269,8 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
             parse_tests(&tests).map_err(|source| DescriptionError::InvalidTests { source })?
         }
     };
+    let annotations = Annotations::from_executable(&mut object)
+        .map_err(|source| DescriptionError::InvalidAnnotations { source })?;
     let env_arguments = match object.remove("env_arguments") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(flag)) => flag,
@@ -281,6 +294,7 @@ pub(crate) fn parse_description(stdout: &[u8]) -> Result<Description, Descriptio
         input_schema,
         output_schema,
         sandbox,
+        annotations,
         tests,
         env_arguments,
     })
