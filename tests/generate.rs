@@ -820,3 +820,41 @@ fn grants_bind_to_the_tool_the_operator_meant_and_replacing_needs_consent() {
     let report = generate(&tell_token(true));
     assert_eq!(report["status"], "registered", "{report}");
 }
+
+/// A generated tool loses the operator's `[tools.NAME]`, but not what the caller sets for the
+/// call itself: `run NAME --timeout` applies to it as to any tool.
+#[test]
+fn a_generated_tool_keeps_the_calls_own_flags() {
+    let context = generate_context();
+    let slow = context.root.join("slow");
+    context.user_config(&format!(
+        "[trust]\npaths = [{:?}]\n\n[generator]\ntools_dir = {:?}\n\n[tools.nap]\ntimeout = \"1h\"\n",
+        context.project.display().to_string(),
+        context.tools.display().to_string(),
+    ));
+    write_request(
+        &context,
+        &json!({
+            "name": "nap",
+            "description": "Naps when told to.",
+            "language": "bash",
+            "implementation": format!("if [ -e {:?} ]; then sleep 3; fi; printf done", slow.display().to_string()),
+            "tests": [{"name": "awake", "input": {}, "expect": {"result": "done"}}],
+        }),
+    );
+    let output = context
+        .with_tools()
+        .args(["generate", "--json", "--request", "request.json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["status"], "registered", "{report}");
+    std::fs::write(&slow, "").unwrap();
+    let output = context
+        .with_tools()
+        .args(["run", "nap", "--timeout", "500ms"])
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["error_code"], "TOOL_TIMEOUT", "{envelope}");
+}

@@ -99,6 +99,10 @@ pub struct ToolOverride {
     pub filesystem: Option<FilesystemSetting>,
     /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
     pub syscalls: Option<SyscallsSetting>,
+    /// What applies instead when the tool of this name is a generated one: only what the
+    /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
+    /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
+    pub for_generated: Option<Box<ToolOverride>>,
 }
 
 /// Where the timeout of a call comes from.
@@ -134,14 +138,16 @@ pub struct CallConfig {
 impl RunConfig {
     /// The limits and environment of a call to `tool`.
     ///
-    /// A generated tool ([`Tool::generated`]) gets no override: `[tools.NAME]` is the
-    /// operator's word about the tool they meant, and a tool an agent generated under that
-    /// name is not it (issue 25, finding 5). It runs under the configuration of every tool.
+    /// A generated tool ([`Tool::generated`]) gets no override but the call's own
+    /// ([`ToolOverride::for_generated`]): `[tools.NAME]` is the operator's word about the tool
+    /// they meant, and a tool an agent generated under that name is not it (issue 25, finding
+    /// 5). It runs under the configuration of every tool.
     pub fn call_config(&self, tool: &Tool) -> CallConfig {
+        let tool_override = self.overrides.get(tool.name());
         let tool_override = if tool.generated() {
-            None
+            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
         } else {
-            self.overrides.get(tool.name())
+            tool_override
         };
         let mut limits = self.limits.clone();
         let timeout_source = match (

@@ -270,15 +270,17 @@ impl GlobalSettings {
         call: Option<(&ToolName, &LimitsOptions)>,
     ) -> RunConfig {
         let mut tools = self.tools.clone();
+        let mut call_flags = None;
         if let Some((name, flags)) = call {
             let tool = tools.remove(name).unwrap_or_default();
             let flags = ToolOptions {
                 limits: flags.clone(),
                 ..ToolOptions::default()
             };
+            call_flags = Some((name.clone(), self.tool_override(flags.clone())));
             tools.insert(name.clone(), flags.combine(tool));
         }
-        let overrides = tools
+        let mut overrides: BTreeMap<ToolName, ToolOverride> = tools
             .into_iter()
             .map(|(name, tool)| {
                 let mut tool_override = self.tool_override(tool);
@@ -288,6 +290,12 @@ impl GlobalSettings {
                 (name, tool_override)
             })
             .collect();
+        // A generated tool of the name gets the call's flags alone, never `[tools.NAME]`.
+        if let Some((name, flags)) = call_flags
+            && let Some(tool_override) = overrides.get_mut(&name)
+        {
+            tool_override.for_generated = Some(Box::new(flags));
+        }
         let mut sandbox = self.sandbox;
         if !self.has_project {
             sandbox.filesystem = without_project(sandbox.filesystem);
@@ -369,6 +377,7 @@ impl GlobalSettings {
             network: tool.sandbox.network,
             filesystem: tool.sandbox.filesystem,
             syscalls: tool.sandbox.syscalls,
+            for_generated: None,
         }
     }
 
