@@ -157,7 +157,34 @@ fn show_json_with_override_and_profile() {
         ]
       },
       "output_schema": null,
-      "tests": [],
+      "tests": [
+        {
+          "name": "a name",
+          "input": {
+            "name": "Ada"
+          },
+          "expect": {
+            "result": "Hello, Ada!"
+          }
+        },
+        {
+          "name": "a name and an age",
+          "input": {
+            "name": "Ada",
+            "age": 36
+          },
+          "expect": {
+            "result": "Hello, Ada! You are 36 years old."
+          }
+        },
+        {
+          "name": "no name",
+          "input": {},
+          "expect": {
+            "error_code": "INVALID_PARAMS"
+          }
+        }
+      ],
       "policy": {
         "allowed": false,
         "profile": "plan",
