@@ -27,7 +27,7 @@ struct Target {
 /// and refreshes `live` when given. Returns the new version.
 ///
 /// Only what the generator itself recorded after its checks is restored: a version whose tree
-/// holds one file of that tool ([`history::contents`]), whose commit carries the generator's
+/// holds one file of that tool (`history::contents`), whose commit carries the generator's
 /// provenance trailers (a commit made by hand, or planted in a cloned history, has none), and
 /// which passes the checks again, run on the restored file exactly as on a registered one
 /// (discovery's, then its declared tests in the sandbox): what the tool depends on may have
