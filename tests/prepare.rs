@@ -178,6 +178,53 @@ fn another_tools_cache_is_out_of_reach_under_every_profile() {
     }
 }
 
+/// My own attack on the caches, with no config at all (what ships): the owner and the spy
+/// are plain executables in a `--tools-dir`, toolsmith runs as root, and no user config
+/// exists. The owner leaves a secret in its cache; the spy, told the host path, tries to
+/// list, read and plant in it, reach it through `..` and see its siblings.
+#[test]
+fn with_no_config_another_tools_cache_is_out_of_reach() {
+    let context = TestContext::new();
+    assert!(
+        !context
+            .root
+            .join("home/.config/toolsmith/config.toml")
+            .exists(),
+        "the test must run without a user config"
+    );
+    let tools = context.root.join("plain-tools");
+    fs::create_dir_all(&tools).unwrap();
+    for name in ["cache_owner", "cache_spy"] {
+        fs::copy(corpus().join(name), tools.join(name)).unwrap();
+    }
+    let run = |name: &str, input: Value| {
+        context
+            .command()
+            .arg("--tools-dir")
+            .arg(&tools)
+            .args(["run", name, "--input"])
+            .arg(input.to_string())
+            .output()
+            .unwrap()
+    };
+    let secret = format!("s3cret-{}-no-config", std::process::id());
+    let owner = run("cache_owner", json!({ "secret": secret }));
+    assert_eq!(envelope(&owner)["tool_success"], json!(true), "{owner:?}");
+    let victim = cache_of(&context, "cache_owner");
+    assert_eq!(fs::read_to_string(victim.join("secret")).unwrap(), secret);
+
+    let spy = run("cache_spy", json!({ "victim": victim }));
+    let result = envelope(&spy);
+    assert_eq!(result["tool_success"], json!(true), "{result}");
+    let report = result["result"].as_str().unwrap_or_default().to_owned();
+    assert!(!report.contains("ESCAPED"), "{report}");
+    assert!(!report.contains(&secret), "{report}");
+    assert_eq!(report.matches("held:").count(), 5, "{report}");
+    assert!(report.contains("own cache: writable"), "{report}");
+    assert!(!victim.join("planted").exists());
+    assert_eq!(fs::read_to_string(victim.join("secret")).unwrap(), secret);
+}
+
 /// `prepare` of a name no tool has is a usage error; of a tool no package runner starts,
 /// a note and nothing to do.
 #[test]
