@@ -91,6 +91,13 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The directory of the runs' TMPDIRs is no longer the one the executor made (see
+    /// `runs_dir.rs`): the run is refused rather than given a TMPDIR someone else chose.
+    #[error("{} was replaced while toolsmith runs", path.display())]
+    RunsDirReplaced {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
     /// A system call of the executor's own plumbing failed.
     #[error("{call} failed")]
     Sys {

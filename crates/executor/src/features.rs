@@ -220,6 +220,7 @@ fn probe_mounts() -> Probe {
         shm_options: MountPlan::tmpfs_options(Some(1 << 20), "1777", None),
         landlock: None,
         own_dir: None,
+        masks: None,
     };
     probe_with(
         libc::CLONE_NEWPID | libc::CLONE_NEWNS,

@@ -39,6 +39,7 @@ mod landlock;
 mod lease;
 mod lifecycle;
 mod limits;
+mod masks;
 mod mounts;
 mod outcome;
 mod pidfd;
@@ -48,6 +49,7 @@ mod prepared;
 mod privileges;
 mod rlimits;
 mod run;
+mod runs_dir;
 mod sandbox;
 mod seccomp;
 mod spawn;
@@ -162,7 +164,13 @@ impl Executor {
             permits: config
                 .max_concurrent
                 .map(|permits| tokio::sync::Semaphore::new(permits.max(1))),
-            planner: Arc::new(Planner::new(features, host, backend, own_pidfd)),
+            planner: Arc::new(Planner::new(
+                features,
+                host,
+                backend,
+                own_pidfd,
+                runs_dir::RunsDir::acquire()?,
+            )),
             hard_limits,
         })
     }

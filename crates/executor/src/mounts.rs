@@ -24,6 +24,7 @@
 //!    entry (the missing `.git`, `.toolsmith`) can be made there and nothing is
 //!    left on the host; then each existing protected path bound onto itself
 //!    read-only (`.git`, `.toolsmith`, tool layers, config);
+//! 4b. the read masks and the cover of the runs' directory (see `masks.rs`);
 //! 5. the run's own directory (a tool's cache), cloned in step 2 and attached in an empty
 //!    `tmpfs` over its parent, made read-only after, so its siblings are out of sight;
 //!    then the private TMPDIR: a `tmpfs` (`nodev,nosuid`, mode 0700, size capped by
@@ -48,10 +49,10 @@ use std::ptr;
 const AT_RECURSIVE: c_uint = 0x8000;
 const OPEN_TREE_CLONE: c_uint = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 0x4;
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 
 /// The kernel's `struct mount_attr`.
 #[repr(C)]
@@ -143,6 +144,9 @@ pub(crate) struct MountPlan {
     /// The run's own directory and its parent: the directory is cloned before the read-only
     /// step, the parent covered by an empty `tmpfs`, and the clone attached in it (step 5).
     pub(crate) own_dir: Option<(CString, CString)>,
+    /// The read masks and the cover of the runs' directory (`masks.rs`), set up after the
+    /// protected paths and before the run's own directory and TMPDIR.
+    pub(crate) masks: Option<crate::masks::MaskPlan>,
 }
 
 impl MountPlan {
@@ -226,6 +230,11 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
             }
         }
         if !protect(plan) {
+            return false;
+        }
+        if let Some(masks) = &plan.masks
+            && !crate::masks::set_up(masks)
+        {
             return false;
         }
         if let Some((tree, path, parent)) = own_dir {
@@ -604,7 +613,7 @@ unsafe fn attach(tree: c_int, target: &CStr) -> bool {
 ///
 /// # Safety
 /// As [`set_up`].
-unsafe fn set_attributes(dirfd: c_int, path: &CStr, flags: c_uint, set: u64) -> bool {
+pub(crate) unsafe fn set_attributes(dirfd: c_int, path: &CStr, flags: c_uint, set: u64) -> bool {
     let attr = MountAttr {
         attr_set: set,
         attr_clr: 0,
@@ -624,7 +633,7 @@ unsafe fn set_attributes(dirfd: c_int, path: &CStr, flags: c_uint, set: u64) -> 
     }
 }
 
-fn errno() -> c_int {
+pub(crate) fn errno() -> c_int {
     // SAFETY: __errno_location is thread-local and async-signal-safe.
     unsafe { *libc::__errno_location() }
 }

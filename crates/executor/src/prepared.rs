@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::plan::{IdMaps, InitPlan};
+use crate::runs_dir::RunsDir;
 use crate::sandbox::{self, SandboxPlan};
 use crate::spawn::{self, Prepared};
 use crate::{Backend, Error, Features, Sandbox, seccomp};
@@ -142,6 +143,8 @@ pub(crate) struct Planner {
     pub(crate) backend: Backend,
     /// A pidfd of the executor's own process (see `InitPlan::executor_pidfd`).
     pub(crate) own_pidfd: Option<OwnedFd>,
+    /// The directory of the runs' TMPDIRs, hidden from every run (`runs_dir.rs`).
+    runs: Arc<RunsDir>,
     next_run: AtomicU64,
     keep_prepared: AtomicBool,
     ready: Mutex<Vec<Ready>>,
@@ -159,12 +162,14 @@ impl Planner {
         host: sandbox::Host,
         backend: Backend,
         own_pidfd: Option<OwnedFd>,
+        runs: Arc<RunsDir>,
     ) -> Planner {
         Planner {
             features,
             host,
             backend,
             own_pidfd,
+            runs,
             next_run: AtomicU64::new(0),
             keep_prepared: AtomicBool::new(false),
             ready: Mutex::new(Vec::new()),
@@ -243,6 +248,7 @@ impl Planner {
             &key.sandbox,
             &self.features,
             self.host,
+            &self.runs,
             &run_name,
             key.tmp_size,
         )?;

@@ -12,9 +12,11 @@ use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::mounts::MountPlan;
 use crate::privileges::PrivilegePlan;
+use crate::runs_dir::RunsDir;
 use crate::{Error, Features, Privileges, RunAs, landlock, seccomp};
 
 /// Whether a missing kernel feature fails the run or lets it run with less.
@@ -103,6 +105,13 @@ pub struct Sandbox {
     /// directory, so the run sees none of its siblings (the other tools' caches). Without a
     /// mount namespace the siblings stay visible, and [`AppliedSandbox::relaxed`] says so.
     pub own_dir: Option<PathBuf>,
+    /// Paths the run must not see, whatever its filesystem restriction (`full` included):
+    /// in its mount namespace a hidden directory is an empty read-only `tmpfs` and a hidden
+    /// file an empty read-only file (see `masks.rs`). Symbolic links are followed; a path that
+    /// does not exist is skipped. The directory of every run's TMPDIR is hidden from every run
+    /// with a mount namespace, listed here or not. Without a mount namespace nothing is hidden,
+    /// and [`AppliedSandbox::relaxed`] says so.
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -119,6 +128,7 @@ impl Sandbox {
             privileges: Privileges::Keep,
             syscalls: Syscalls::Unfiltered,
             own_dir: None,
+            hidden: Vec::new(),
         }
     }
 }
@@ -170,6 +180,8 @@ pub struct AppliedSandbox {
     pub run_as: Option<RunAs>,
     /// True when the run's system calls went through the seccomp filter.
     pub syscall_filter: bool,
+    /// How many paths of [`Sandbox::hidden`] the run had hidden (those that existed).
+    pub hidden: usize,
     /// What an [`Enforcement::IfPossible`] request could not get, and why.
     pub relaxed: Vec<String>,
 }
@@ -211,10 +223,11 @@ impl SandboxPlan {
     }
 }
 
-/// A directory removed, with its contents, on drop.
+/// A directory removed, with its contents, on drop; it keeps the runs' directory it lies in.
 #[derive(Debug)]
 pub(crate) struct TempDir {
     path: PathBuf,
+    _runs: Arc<RunsDir>,
 }
 
 impl Drop for TempDir {
@@ -240,9 +253,11 @@ pub(crate) fn plan(
     sandbox: &Sandbox,
     features: &Features,
     host: Host,
+    runs: &Arc<RunsDir>,
     run_name: &str,
     tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
+    runs.check()?;
     let mut applied = AppliedSandbox {
         network_denied: false,
         filesystem: FilesystemAccess::Full,
@@ -252,6 +267,7 @@ pub(crate) fn plan(
         capabilities_dropped: false,
         run_as: None,
         syscall_filter: false,
+        hidden: 0,
         relaxed: Vec::new(),
     };
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
@@ -284,7 +300,7 @@ pub(crate) fn plan(
         landlock_ruleset,
         landlock_rights,
         temp_dir,
-    } = plan_filesystem(sandbox, features, run_name, &mut applied)?;
+    } = plan_filesystem(sandbox, features, runs, run_name, &mut applied)?;
     let mounts_available = features.private_mounts.available;
     if sandbox.own_dir.is_some() && !mounts_available {
         applied.relaxed.push(format!(
@@ -292,9 +308,16 @@ pub(crate) fn plan(
             features.private_mounts.detail
         ));
     }
+    if !sandbox.hidden.is_empty() && !mounts_available {
+        applied.relaxed.push(format!(
+            "read masks not applied: a mount namespace is unavailable ({})",
+            features.private_mounts.detail
+        ));
+    }
     let restricted = applied.filesystem != FilesystemAccess::Full;
     let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
-    let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
+    let hiding = !sandbox.hidden.is_empty();
+    let mounts = if (sandbox.private_mounts || restricted || hiding) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
         let (sealed, reopened) = match (applied.filesystem, writable_root) {
@@ -336,6 +359,7 @@ pub(crate) fn plan(
             landlock: landlock_ruleset
                 .as_ref()
                 .map(|ruleset: &OwnedFd| (ruleset.as_raw_fd(), landlock_rights)),
+            masks: Some(plan_masks(sandbox, runs, temp_dir.as_ref(), &mut applied)?),
         })
     } else {
         None
@@ -352,6 +376,24 @@ pub(crate) fn plan(
             .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
         applied,
     })
+}
+
+/// The masks of a run with a mount namespace; `applied` counts them and notes what was left out.
+fn plan_masks(
+    sandbox: &Sandbox,
+    runs: &RunsDir,
+    temp_dir: Option<&TempDir>,
+    applied: &mut AppliedSandbox,
+) -> Result<crate::masks::MaskPlan, Error> {
+    let (masks, notes) = crate::masks::plan(
+        &sandbox.hidden,
+        runs.path(),
+        temp_dir.map(|dir| dir.path.as_path()),
+        sandbox.own_dir.as_deref(),
+    )?;
+    applied.hidden = masks.hidden();
+    applied.relaxed.extend(notes);
+    Ok(masks)
 }
 
 /// The privileges a run drops and whether it gets the system-call filter,
@@ -413,6 +455,7 @@ struct FilesystemPlan<'sandbox> {
 fn plan_filesystem<'sandbox>(
     sandbox: &'sandbox Sandbox,
     features: &Features,
+    runs: &Arc<RunsDir>,
     run_name: &str,
     applied: &mut AppliedSandbox,
 ) -> Result<FilesystemPlan<'sandbox>, Error> {
@@ -460,7 +503,7 @@ fn plan_filesystem<'sandbox>(
                         applied,
                     )?;
                 }
-                let dir = create_temp_dir(run_name, applied.run_as)?;
+                let dir = create_temp_dir(runs, run_name, applied.run_as)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
                 writable.extend(writable_root);
                 writable.extend(sandbox.own_dir.as_deref());
@@ -559,7 +602,11 @@ fn create_own_dir(dir: &Path, owner: Option<RunAs>) -> Result<(), Error> {
 
 /// Creates the run's private temporary directory, owned by `owner` when the
 /// run switches identity (so that it can write there).
-fn create_temp_dir(run_name: &str, owner: Option<RunAs>) -> Result<TempDir, Error> {
+fn create_temp_dir(
+    runs: &Arc<RunsDir>,
+    run_name: &str,
+    owner: Option<RunAs>,
+) -> Result<TempDir, Error> {
     use std::os::unix::fs::DirBuilderExt;
     use std::sync::atomic::{AtomicU64, Ordering};
     // Unique in the process, not only in one executor: two executors of one process (a
@@ -567,7 +614,7 @@ fn create_temp_dir(run_name: &str, owner: Option<RunAs>) -> Result<TempDir, Erro
     // first one's directory out from under its Landlock rule.
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("toolsmith-run-{run_name}-{n}"));
+    let path = runs.path().join(format!("toolsmith-run-{run_name}-{n}"));
     let create = || std::fs::DirBuilder::new().mode(0o700).create(&path);
     // A directory of the same name is left over from a killed executor whose pid was reused.
     create()
@@ -581,7 +628,10 @@ fn create_temp_dir(run_name: &str, owner: Option<RunAs>) -> Result<TempDir, Erro
             call: "mkdir(private temporary directory)",
             source,
         })?;
-    let dir = TempDir { path };
+    let dir = TempDir {
+        path,
+        _runs: Arc::clone(runs),
+    };
     if let Some(owner) = owner {
         std::os::unix::fs::chown(&dir.path, Some(owner.uid()), Some(owner.gid())).map_err(
             |source| Error::Sys {

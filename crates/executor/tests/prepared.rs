@@ -9,7 +9,7 @@
 )]
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,7 @@ fn strict() -> Sandbox {
         privileges: Privileges::Drop(None),
         syscalls: Syscalls::Filtered(Enforcement::IfPossible),
         own_dir: None,
+        hidden: Vec::new(),
     }
 }
 
@@ -125,12 +126,28 @@ fn init_threads() -> usize {
         .count()
 }
 
+/// The runs' TMPDIRs of this process: in its runs' directories (`toolsmith-runs-<pid>-*`).
 fn own_temp_dirs() -> Vec<String> {
     let prefix = format!("toolsmith-run-{}-", std::process::id());
-    std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+    let bases = format!("toolsmith-runs-{}-", std::process::id());
+    let names = |dir: &Path| -> Vec<(PathBuf, String)> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| {
+                (
+                    entry.path(),
+                    entry.file_name().to_string_lossy().into_owned(),
+                )
+            })
+            .collect()
+    };
+    names(&std::env::temp_dir())
+        .into_iter()
+        .filter(|(_, name)| name.starts_with(&bases))
+        .flat_map(|(base, _)| names(&base))
+        .map(|(_, name)| name)
         .filter(|name| name.starts_with(&prefix))
         .collect()
 }

@@ -320,6 +320,7 @@ impl SandboxSettings {
             syscalls: self.syscalls.to_executor(),
             // The call's tool cache is set per call (`call/invoke.rs`, `prepare`).
             own_dir: None,
+            hidden: Vec::new(),
         }
     }
 }
@@ -347,6 +348,7 @@ pub(crate) fn probe_sandbox() -> Sandbox {
         syscalls: Syscalls::Filtered(Enforcement::IfPossible),
         // The probe's tool cache is set per probe (`discovery/probe.rs`, `Probe::record`).
         own_dir: None,
+        hidden: Vec::new(),
     }
 }
 

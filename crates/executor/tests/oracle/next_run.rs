@@ -252,13 +252,33 @@ impl Oracle {
         // A run's private TMPDIR goes when its init is reaped, just after the run returns; a
         // sandbox prepared for a next run has one too, until the executor is dropped.
         let own_runs = format!("toolsmith-run-{}-", std::process::id());
+        // The TMPDIRs live in the process's runs' directory (`toolsmith-runs-<pid>-*`), which
+        // goes with the last executor: a left one is a leak too.
+        let own_bases = format!("toolsmith-runs-{}-", std::process::id());
         let run_dirs = || -> Vec<String> {
-            fs::read_dir(std::env::temp_dir())
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.starts_with(&own_runs))
+            let names = |dir: &std::path::Path| -> Vec<(std::path::PathBuf, String)> {
+                fs::read_dir(dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|entry| {
+                        (
+                            entry.path(),
+                            entry.file_name().to_string_lossy().into_owned(),
+                        )
+                    })
+                    .collect()
+            };
+            let top = names(&std::env::temp_dir());
+            let inner = top
+                .iter()
+                .filter(|(_, name)| name.starts_with(&own_bases))
+                .flat_map(|(base, _)| names(base));
+            top.iter()
+                .cloned()
+                .chain(inner)
+                .map(|(_, name)| name)
+                .filter(|name| name.starts_with(&own_runs) || name.starts_with(&own_bases))
                 .collect()
         };
         let deadline = Instant::now() + Duration::from_secs(5);

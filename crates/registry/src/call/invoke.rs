@@ -657,6 +657,7 @@ mod tests {
                 capabilities_dropped: false,
                 run_as: None,
                 syscall_filter: false,
+                hidden: 0,
                 relaxed: Vec::new(),
             },
         }

@@ -1,0 +1,268 @@
+//! Read masks: the paths a run must not see ([`Sandbox::hidden`](crate::Sandbox::hidden)),
+//! and the runs' directory (`runs_dir.rs`), hidden in the run's mount namespace.
+//!
+//! The parent decides everything ([`plan`]); the child ([`set_up`]) only makes system calls,
+//! after the project and the protected paths are in place and before the run's own directory
+//! and its TMPDIR are mounted:
+//! 1. every existing ancestor of a hidden path (and of the runs' directory), `/` aside, is
+//!    bound onto itself, shallowest first: a mount point cannot be renamed or removed in the
+//!    namespace that holds it (`EBUSY`), so no run can move a hidden path out from under the
+//!    mask that the next run would place on its old name;
+//! 2. the runs' directory is covered by an empty `tmpfs`, in which the run's TMPDIR mount
+//!    point and one empty file are made, then made read-only: the run sees no other run's
+//!    TMPDIR, and nothing done on the host reaches its own;
+//! 3. each hidden directory is covered by an empty read-only `tmpfs` (with, when the run's own
+//!    directory lies inside, the directories that lead to it, so that its mount can be placed);
+//! 4. each hidden file has the empty file bound over it, read-only.
+//!
+//! A mask hides a path, not a file: a hard link to a hidden file made elsewhere beforehand,
+//! or a copy, stays readable (see docs/security.md, "Read masks").
+
+use std::ffi::{CStr, CString};
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+use crate::Error;
+use crate::mounts::{
+    self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
+};
+
+/// The name of the empty file made in the runs' directory's cover.
+const EMPTY_FILE: &str = ".hidden";
+
+/// What [`set_up`] does, prepared by the parent.
+#[derive(Debug)]
+pub(crate) struct MaskPlan {
+    /// Directories bound onto themselves (step 1), shallowest first.
+    pub(crate) pinned: Vec<CString>,
+    /// The runs' directory, covered by an empty `tmpfs` (step 2).
+    pub(crate) runs_dir: CString,
+    /// The run's TMPDIR, whose mount point is made in that `tmpfs`.
+    pub(crate) temp_dir: Option<CString>,
+    /// The empty file made there, bound over each hidden file.
+    pub(crate) empty_file: CString,
+    /// Hidden directories, each with the directories to make in its cover.
+    pub(crate) dirs: Vec<(CString, Vec<CString>)>,
+    /// Hidden files (and anything else that is not a directory).
+    pub(crate) files: Vec<CString>,
+}
+
+impl MaskPlan {
+    /// How many paths the run has hidden (directories and files).
+    pub(crate) fn hidden(&self) -> usize {
+        self.dirs.len() + self.files.len()
+    }
+}
+
+/// The masks of a run: `hidden` resolved (symbolic links followed; what does not exist, `/`,
+/// relative paths and the ancestors of the runs' directory left out and reported in the
+/// returned notes), a path inside another hidden directory dropped, the directories leading
+/// to `own_dir`'s parent kept in the cover of the hidden directory that holds it.
+pub(crate) fn plan(
+    hidden: &[PathBuf],
+    runs_dir: &Path,
+    temp_dir: Option<&Path>,
+    own_dir: Option<&Path>,
+) -> Result<(MaskPlan, Vec<String>), Error> {
+    let mut notes = Vec::new();
+    let mut resolved: Vec<(PathBuf, bool)> = Vec::new();
+    for path in hidden {
+        if !path.is_absolute() {
+            notes.push(format!(
+                "{} not hidden: not an absolute path",
+                path.display()
+            ));
+            continue;
+        }
+        let Ok(real) = std::fs::canonicalize(path) else {
+            continue;
+        };
+        if real == Path::new("/") || runs_dir.starts_with(&real) {
+            notes.push(format!(
+                "{} not hidden: it holds toolsmith's own run directories",
+                path.display()
+            ));
+            continue;
+        }
+        let Ok(metadata) = real.symlink_metadata() else {
+            continue;
+        };
+        resolved.push((real, metadata.is_dir()));
+    }
+    resolved.sort_by_key(|(path, _)| path.components().count());
+    let mut kept: Vec<(PathBuf, bool)> = Vec::new();
+    for (path, is_dir) in resolved {
+        let covered = kept
+            .iter()
+            .any(|(other, other_is_dir)| *other_is_dir && path.starts_with(other));
+        if !covered {
+            kept.push((path, is_dir));
+        }
+    }
+    let mut pinned: Vec<PathBuf> = Vec::new();
+    for path in kept
+        .iter()
+        .map(|(path, _)| path.as_path())
+        .chain([runs_dir])
+    {
+        for ancestor in path.ancestors().skip(1) {
+            if ancestor != Path::new("/") && !pinned.iter().any(|other| other == ancestor) {
+                pinned.push(ancestor.to_path_buf());
+            }
+        }
+    }
+    pinned.sort_by_key(|path| path.components().count());
+    let own_parent = own_dir.and_then(Path::parent);
+    let mut dirs = Vec::new();
+    let mut files = Vec::new();
+    for (path, is_dir) in &kept {
+        if *is_dir {
+            let mut chain: Vec<&Path> = match own_parent {
+                Some(parent) if parent.starts_with(path) => parent
+                    .ancestors()
+                    .take_while(|ancestor| ancestor != path)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            chain.reverse();
+            dirs.push((
+                c_path(path)?,
+                chain.into_iter().map(c_path).collect::<Result<_, _>>()?,
+            ));
+        } else {
+            files.push(c_path(path)?);
+        }
+    }
+    Ok((
+        MaskPlan {
+            pinned: pinned
+                .iter()
+                .map(|path| c_path(path))
+                .collect::<Result<_, _>>()?,
+            runs_dir: c_path(runs_dir)?,
+            temp_dir: temp_dir.map(c_path).transpose()?,
+            empty_file: c_path(&runs_dir.join(EMPTY_FILE))?,
+            dirs,
+            files,
+        },
+        notes,
+    ))
+}
+
+fn c_path(path: &Path) -> Result<CString, Error> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::NulByte {
+        value: path.to_string_lossy().into_owned(),
+    })
+}
+
+/// Steps 1 to 4 of the module's documentation, in the calling process, which is in a new
+/// mount namespace. Returns false with errno set on the first failure.
+///
+/// # Safety
+/// As [`mounts::set_up`]: async-signal-safe and allocation-free, in a new mount namespace.
+pub(crate) unsafe fn set_up(plan: &MaskPlan) -> bool {
+    // SAFETY: system calls on NUL-terminated strings prepared by the parent, in the child's
+    // own mount namespace.
+    unsafe {
+        for path in &plan.pinned {
+            if libc::mount(
+                path.as_ptr(),
+                path.as_ptr(),
+                ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                ptr::null(),
+            ) != 0
+                && mounts::errno() != libc::ENOENT
+            {
+                return false;
+            }
+        }
+        if !cover(&plan.runs_dir, c"size=16k,nr_inodes=8,mode=0711") {
+            return false;
+        }
+        if let Some(temp_dir) = &plan.temp_dir
+            && libc::mkdir(temp_dir.as_ptr(), 0o700) != 0
+        {
+            return false;
+        }
+        let empty = libc::open(
+            plan.empty_file.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+            0o444,
+        );
+        if empty < 0 {
+            return false;
+        }
+        libc::close(empty);
+        if !read_only(&plan.runs_dir) {
+            return false;
+        }
+        for (path, chain) in &plan.dirs {
+            if !cover(path, c"size=4k,nr_inodes=64,mode=0755") {
+                return false;
+            }
+            for dir in chain {
+                if libc::mkdir(dir.as_ptr(), 0o755) != 0 {
+                    return false;
+                }
+            }
+            if !read_only(path) {
+                return false;
+            }
+        }
+        for path in &plan.files {
+            if libc::mount(
+                plan.empty_file.as_ptr(),
+                path.as_ptr(),
+                ptr::null(),
+                libc::MS_BIND,
+                ptr::null(),
+            ) != 0
+            {
+                // Removed since the plan: nothing left to hide.
+                if mounts::errno() == libc::ENOENT {
+                    continue;
+                }
+                return false;
+            }
+            if !read_only(path) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Mounts an empty writable `tmpfs` with `options` on `path` (`nodev,nosuid,noexec`).
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn cover(path: &CStr, options: &CStr) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            path.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            options.as_ptr().cast(),
+        ) == 0
+    }
+}
+
+/// Makes the mount at `path` read-only, `nodev`, `nosuid` and `noexec`.
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn read_only(path: &CStr) -> bool {
+    // SAFETY: as set_up.
+    unsafe {
+        mounts::set_attributes(
+            libc::AT_FDCWD,
+            path,
+            0,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+        )
+    }
+}

@@ -1,0 +1,278 @@
+//! Read masks (`Sandbox::hidden`, `masks.rs`) and the runs' directory (`runs_dir.rs`), tried
+//! by programs that run as the test's uid (root on CI) and checked from outside: under every
+//! filesystem restriction, `full` included, a hidden path shows nothing and takes no write,
+//! and no run reaches another run's TMPDIR.
+//!
+//! A mechanism the kernel refuses is announced loudly and skipped;
+//! `TOOLSMITH_REQUIRE_BACKENDS=1` makes it a failure.
+
+#![expect(
+    clippy::print_stderr,
+    reason = "unavailable kernel features must be announced loudly"
+)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toolsmith_executor::{
+    BackendChoice, Command, Enforcement, Executor, ExecutorConfig, Filesystem, Limits, Outcome,
+    Sandbox,
+};
+
+fn executor() -> Executor {
+    Executor::new(ExecutorConfig {
+        backend: BackendChoice::Auto,
+        max_concurrent: None,
+    })
+    .unwrap()
+}
+
+/// True when the run can have a mount namespace and the test runs as root (the case the
+/// masks exist for: a root tool reads every file); otherwise says so loudly (or fails).
+fn usable(executor: &Executor, test: &str) -> bool {
+    let probe = &executor.features().private_mounts;
+    let required = std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_some();
+    if !probe.available {
+        assert!(!required, "a mount namespace is required: {}", probe.detail);
+        eprintln!(
+            "WARNING: a mount namespace UNAVAILABLE, {test} SKIPPED: {}",
+            probe.detail
+        );
+        return false;
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("WARNING: {test} needs root (a tool that reads every file); SKIPPED");
+        return false;
+    }
+    true
+}
+
+fn limits() -> Limits {
+    Limits {
+        timeout: Duration::from_secs(10),
+        grace: Duration::from_millis(200),
+        ..Limits::recommended()
+    }
+}
+
+fn command(script: &str, args: &[&OsStr], sandbox: Sandbox) -> Command {
+    let mut command = Command::new(Path::new("/bin/sh"), Path::new("/")).unwrap();
+    command
+        .arg(OsStr::new("-c"))
+        .arg(OsStr::new(script))
+        .arg(OsStr::new("sh"));
+    for arg in args {
+        command.arg(arg);
+    }
+    command.env(
+        OsStr::new("PATH"),
+        OsStr::new("/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"),
+    );
+    command.sandbox(sandbox);
+    command
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn sh(executor: &Executor, script: &str, args: &[&OsStr], sandbox: Sandbox) -> Outcome {
+    runtime()
+        .block_on(executor.run(&command(script, args, sandbox), &limits()))
+        .unwrap()
+}
+
+/// The profiles a mask must hold under: `full` with and without a mount namespace asked for
+/// (the masks ask for one themselves), `project` and `read-only`.
+fn profiles(project: &Path) -> Vec<(&'static str, Sandbox)> {
+    vec![
+        ("none", Sandbox::none()),
+        (
+            "full",
+            Sandbox {
+                private_pids: true,
+                private_mounts: true,
+                ..Sandbox::none()
+            },
+        ),
+        (
+            "project",
+            Sandbox {
+                filesystem: Filesystem::Project {
+                    root: project.to_path_buf(),
+                    enforcement: Enforcement::IfPossible,
+                },
+                private_pids: true,
+                private_mounts: true,
+                ..Sandbox::none()
+            },
+        ),
+        (
+            "read-only",
+            Sandbox {
+                filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
+                private_pids: true,
+                private_mounts: true,
+                ..Sandbox::none()
+            },
+        ),
+    ]
+}
+
+/// What a root tool tries against a fake home whose `.ssh` and `.netrc` are hidden: read,
+/// list, write, replace, hard-link, rename the home away (so that the next run's mask misses),
+/// reach the files through `/proc/self/root` and through a directory descriptor opened on the
+/// home, and find their content through `/proc/self/mountinfo`.
+const ATTACKS: &str = r#"
+home=$1
+cat "$home/.ssh/id_ed25519" 2>/dev/null
+ls -A "$home/.ssh" 2>/dev/null | sed 's/^/lists: /'
+cat "$home/.netrc" 2>/dev/null
+cat "/proc/self/root$home/.ssh/id_ed25519" 2>/dev/null
+(cd "$home" && exec 3<. && cat /proc/self/fd/3/.ssh/id_ed25519) 2>/dev/null
+echo planted > "$home/.ssh/planted" 2>/dev/null && echo "planted"
+echo rewritten > "$home/.netrc" 2>/dev/null && echo "rewrote .netrc"
+rm -rf "$home/.ssh" 2>/dev/null; rm -f "$home/.netrc" 2>/dev/null
+ln "$home/.netrc" "$home/netrc-link" 2>/dev/null && cat "$home/netrc-link"
+mv "$home" "$home-moved" 2>/dev/null && echo "moved the home"
+mv "$(dirname "$home")" "$(dirname "$home")-moved" 2>/dev/null && echo "moved the home's parent"
+grep -c SECRET /proc/self/mountinfo 2>/dev/null | grep -v '^0$'
+echo "visible: $(grep -c "$home" /proc/self/mountinfo)"
+true
+"#;
+
+#[test]
+fn hidden_paths_show_nothing_and_take_nothing_under_every_profile() {
+    let executor = executor();
+    if !usable(
+        &executor,
+        "hidden_paths_show_nothing_and_take_nothing_under_every_profile",
+    ) {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("homes").join("alice");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET key\n").unwrap();
+    std::fs::write(home.join(".netrc"), "SECRET netrc\n").unwrap();
+    let hidden: Vec<PathBuf> = [".ssh", ".netrc", ".aws"]
+        .iter()
+        .map(|name| home.join(name))
+        .collect();
+    for (name, base) in profiles(temp.path()) {
+        let outcome = sh(
+            &executor,
+            ATTACKS,
+            &[home.as_os_str()],
+            Sandbox {
+                hidden: hidden.clone(),
+                ..base.clone()
+            },
+        );
+        let stdout = outcome.stdout.text_lossy();
+        assert!(
+            outcome.sandbox.relaxed.is_empty(),
+            "{name}: {:?}",
+            outcome.sandbox.relaxed
+        );
+        assert_eq!(outcome.sandbox.hidden, 2, "{name}");
+        // The mount points may be seen, never what lies under them.
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{name}: {stdout}");
+        assert!(lines[0].starts_with("visible: "), "{name}: {stdout}");
+        assert_eq!(
+            std::fs::read_to_string(home.join(".ssh/id_ed25519")).unwrap(),
+            "SECRET key\n",
+            "{name}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(home.join(".netrc")).unwrap(),
+            "SECRET netrc\n",
+            "{name}"
+        );
+        assert!(!home.join(".ssh/planted").exists(), "{name}");
+        assert!(!home.join("netrc-link").exists(), "{name}");
+        assert!(home.exists(), "{name}: the home was moved");
+    }
+    // The same attacks without the masks: the test can fail.
+    let stdout = sh(
+        &executor,
+        ATTACKS,
+        &[home.as_os_str()],
+        profiles(temp.path())[1].1.clone(),
+    )
+    .stdout
+    .text_lossy();
+    assert!(stdout.contains("SECRET key"), "{stdout}");
+    assert!(stdout.contains("moved the home"), "{stdout}");
+}
+
+/// A run under `full` tries to reach a concurrent run's TMPDIR: list the runs' directory,
+/// remove the other's mount point and put its own in its place (issue 23, Why 3). The other
+/// run then checks that its TMPDIR is the one it had.
+#[test]
+fn no_run_reaches_another_runs_tmpdir() {
+    let executor = executor();
+    if !usable(&executor, "no_run_reaches_another_runs_tmpdir") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let signal = temp.path().join("victim-ready");
+    let done = temp.path().join("attacker-done");
+    let victim = r#"
+echo mine > "$TMPDIR/marker"
+echo "$TMPDIR" > "$1"
+while [ ! -e "$2" ]; do sleep 0.02; done
+cat "$TMPDIR/marker"
+ls -A "$TMPDIR"
+"#;
+    let attacker = r#"
+while [ ! -s "$1" ]; do sleep 0.02; done
+victim=$(cat "$1")
+base=$(dirname "$victim")
+ls -A "$base" 2>/dev/null | grep -v -x .hidden | sed 's/^/sees: /'
+cat "$victim/marker" 2>/dev/null && echo "read the victim's file"
+rm -rf "$victim" 2>/dev/null
+rmdir "$victim" 2>/dev/null && echo "removed the victim's mount point"
+mkdir -p "$victim" 2>/dev/null && echo theirs > "$victim/marker" 2>/dev/null && echo "planted"
+touch "$2"
+true
+"#;
+    let project = Sandbox {
+        filesystem: Filesystem::Project {
+            root: temp.path().to_path_buf(),
+            enforcement: Enforcement::IfPossible,
+        },
+        private_pids: true,
+        private_mounts: true,
+        ..Sandbox::none()
+    };
+    let full = Sandbox {
+        private_pids: true,
+        private_mounts: true,
+        ..Sandbox::none()
+    };
+    let args = [signal.as_os_str(), done.as_os_str()];
+    let victim = command(victim, &args, project);
+    let attacker = command(attacker, &args, full);
+    let limits = limits();
+    let (victim, attacker) = runtime().block_on(async {
+        tokio::join!(
+            executor.run(&victim, &limits),
+            executor.run(&attacker, &limits)
+        )
+    });
+    let (victim, attacker) = (victim.unwrap(), attacker.unwrap());
+    assert_eq!(
+        attacker.stdout.text_lossy(),
+        "",
+        "{:?}",
+        attacker.stderr.text_lossy()
+    );
+    assert_eq!(victim.stdout.text_lossy(), "mine\nmarker\n");
+}
