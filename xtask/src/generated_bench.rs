@@ -141,6 +141,7 @@ pub(crate) fn measure(
         protected: Vec::new(),
         project_gate: None,
         tool_caches: None,
+        read_masks: toolsmith_registry::ReadMasks::none(),
     };
     let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
     if let Some(problem) = catalog.problems().first() {

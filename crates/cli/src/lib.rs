@@ -429,6 +429,8 @@ impl Session {
             &lookup,
         );
         tracing::debug!(?global, "resolved settings");
+        global.check_read_reveal()?;
+        global.make_state_dirs();
         // Every variable that no tool receives and toolsmith does not read is
         // dropped (its heap copy zeroed), so that a tool that could read
         // toolsmith's memory would not find the operator's secrets in it.

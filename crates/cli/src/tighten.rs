@@ -130,6 +130,8 @@ pub(crate) fn tighten(
         filesystem: user.sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
         syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
         user: user.sandbox.user,
+        compat: user.sandbox.compat == Some(true),
+        read_reveal: user.sandbox.read_reveal.clone().unwrap_or_default(),
     };
     sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
 
@@ -161,6 +163,12 @@ pub(crate) fn tighten(
                 .unwrap_or(user_sandbox.filesystem),
             syscalls: user_tool.sandbox.syscalls.unwrap_or(user_sandbox.syscalls),
             user: user_sandbox.user,
+            compat: user_sandbox.compat,
+            read_reveal: user_tool
+                .sandbox
+                .read_reveal
+                .clone()
+                .unwrap_or_else(|| user_sandbox.read_reveal.clone()),
         };
         sandbox(&prefix, &mut tool.sandbox, &tool_sandbox, &mut found);
         let user_disabled = user_tool.disabled == Some(true)
@@ -418,6 +426,10 @@ struct UserSandbox {
     filesystem: FilesystemSetting,
     syscalls: SyscallsSetting,
     user: Option<RunAs>,
+    /// `[sandbox] profile = "compat"`: the credential masks are off.
+    compat: bool,
+    /// The paths the user reveals (as written).
+    read_reveal: Vec<String>,
 }
 
 /// Drops the sandbox settings of `project` that confine less than the user's.
@@ -471,6 +483,35 @@ fn sandbox(
             ),
         ));
         project.user = None;
+    }
+    masks(prefix, project, user, found);
+}
+
+/// Drops a project's `profile = "compat"` and each `read_reveal` path the user does not reveal:
+/// both show tools what the user's masks hide. `read_hide` only adds masks.
+fn masks(
+    prefix: &str,
+    project: &mut SandboxOptions,
+    user: &UserSandbox,
+    found: &mut Vec<Loosening>,
+) {
+    if project.compat == Some(true) && !user.compat {
+        found.push(loosening(
+            format!("{prefix}.profile"),
+            "\"compat\"".to_owned(),
+            "\"default\"".to_owned(),
+        ));
+        project.compat = None;
+    }
+    if let Some(reveal) = &project.read_reveal
+        && reveal.iter().any(|path| !user.read_reveal.contains(path))
+    {
+        found.push(loosening(
+            format!("{prefix}.read_reveal"),
+            format!("{reveal:?}"),
+            format!("{:?}", user.read_reveal),
+        ));
+        project.read_reveal = None;
     }
 }
 

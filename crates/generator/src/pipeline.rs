@@ -671,6 +671,7 @@ mod tests {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            read_masks: toolsmith_registry::ReadMasks::none(),
         };
         Staged {
             _temp: temp,

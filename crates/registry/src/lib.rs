@@ -45,6 +45,7 @@
 //!     protected: Vec::new(),
 //!     project_gate: None,
 //!     tool_caches: None,
+//!     read_masks: toolsmith_registry::ReadMasks::none(),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -63,6 +64,7 @@ mod envelope;
 mod error;
 mod formats;
 mod layer;
+mod masks;
 mod message;
 mod name;
 mod oob;
@@ -122,6 +124,9 @@ pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, Pa
 pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
 pub use crate::formats::package_runner::PackageRunner;
 pub use crate::layer::{Layer, Peer};
+pub use crate::masks::{
+    CREDENTIALS, ReadMasks, RevealDenied, credential_paths, homes, reveals_own_state,
+};
 pub use crate::message::{error_chain, format_duration};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
 pub use crate::oob::{

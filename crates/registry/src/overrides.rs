@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
+use crate::masks::{ReadMasks, RevealDenied};
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
 use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
@@ -66,6 +67,8 @@ pub struct RunConfig {
     /// see [`ToolCache`](crate::ToolCache)), writable to that tool's probes and calls alone;
     /// `None` gives tools no cache.
     pub tool_caches: Option<PathBuf>,
+    /// The read masks of every call and probe (see [`ReadMasks`]).
+    pub read_masks: ReadMasks,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -99,6 +102,10 @@ pub struct ToolOverride {
     pub filesystem: Option<FilesystemSetting>,
     /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
     pub syscalls: Option<SyscallsSetting>,
+    /// Paths hidden from this tool on top of [`RunConfig::read_masks`] (`read_hide`).
+    pub read_hide: Vec<PathBuf>,
+    /// Paths taken out of this tool's masks (`read_reveal`); never toolsmith's own state.
+    pub read_reveal: Vec<PathBuf>,
     /// What applies instead when the tool of this name is a generated one: only what the
     /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
     /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
@@ -133,6 +140,9 @@ pub struct CallConfig {
     /// The effective sandbox: the operator's grant for the tool, tightened
     /// by what the tool declares.
     pub sandbox: SandboxSettings,
+    /// The paths the call hides, or the `read_reveal` the tool declares beyond the
+    /// operator's grant (the call is then `POLICY_DENIED`).
+    pub hidden: Result<Vec<PathBuf>, RevealDenied>,
 }
 
 impl RunConfig {
@@ -180,12 +190,20 @@ impl RunConfig {
             ..self.sandbox
         };
         let sandbox = grant.tightened_by(tool.sandbox());
+        let hidden = self.read_masks.for_call(
+            tool.name().as_str(),
+            tool_override.map_or(&[], |tool_override| &tool_override.read_hide),
+            tool_override.map_or(&[], |tool_override| &tool_override.read_reveal),
+            &tool.sandbox().read_hide,
+            &tool.sandbox().read_reveal,
+        );
         let Some(tool_override) = tool_override else {
             return CallConfig {
                 limits,
                 timeout_source,
                 env: self.env.clone(),
                 sandbox,
+                hidden,
             };
         };
         let limits = Limits {
@@ -209,6 +227,7 @@ impl RunConfig {
                 .clone()
                 .unwrap_or_else(|| self.env.clone()),
             sandbox,
+            hidden,
         }
     }
 }
@@ -276,6 +295,7 @@ mod tests {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            read_masks: crate::masks::ReadMasks::none(),
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(

@@ -336,7 +336,7 @@ impl SandboxSettings {
 ///
 /// The one place the probes' sandbox is built: a new mechanism of the executor's [`Sandbox`]
 /// gets its strictest value here (a struct literal, so that the compiler asks for it).
-pub(crate) fn probe_sandbox() -> Sandbox {
+pub(crate) fn probe_sandbox(hidden: Vec<PathBuf>) -> Sandbox {
     Sandbox {
         network: Network::Deny(Enforcement::IfPossible),
         filesystem: Filesystem::ReadOnly(Enforcement::IfPossible),
@@ -348,7 +348,8 @@ pub(crate) fn probe_sandbox() -> Sandbox {
         syscalls: Syscalls::Filtered(Enforcement::IfPossible),
         // The probe's tool cache is set per probe (`discovery/probe.rs`, `Probe::record`).
         own_dir: None,
-        hidden: Vec::new(),
+        // The operator's read masks, with no tool's word (`ReadMasks::for_probes`).
+        hidden,
     }
 }
 
@@ -503,12 +504,17 @@ pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 /// What a tool declares about its own sandbox (`"sandbox": {"network":
 /// "deny", "filesystem": "read-only"}` in its description, schema or
 /// manifest frontmatter). It can only tighten the operator's grant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SandboxDeclaration {
     /// `allow` or `deny`, if declared.
     pub network: Option<NetworkSetting>,
     /// `full`, `project` or `read-only`, if declared.
     pub filesystem: Option<FilesystemSetting>,
+    /// Paths the tool asks to have hidden from it (`read_hide`, absolute or `~/...`).
+    pub read_hide: Vec<PathBuf>,
+    /// Paths the tool needs to read although they are masked by default (`read_reveal`):
+    /// the call is `POLICY_DENIED` unless the operator reveals them for it.
+    pub read_reveal: Vec<PathBuf>,
 }
 
 /// Why a tool's `sandbox` declaration was refused.
@@ -517,8 +523,10 @@ pub enum SandboxDeclarationError {
     /// `sandbox` is not an object.
     #[error("`sandbox` must be an object such as {{\"network\": \"deny\"}}")]
     NotAnObject,
-    /// A key other than `network` and `filesystem`.
-    #[error("`sandbox.{key}` is not a sandbox setting (expected network or filesystem)")]
+    /// A key other than `network`, `filesystem`, `read_hide` and `read_reveal`.
+    #[error(
+        "`sandbox.{key}` is not a sandbox setting (expected network, filesystem, read_hide or read_reveal)"
+    )]
     UnknownKey {
         /// The key.
         key: String,
@@ -581,6 +589,8 @@ impl SandboxDeclaration {
                         })?,
                     );
                 }
+                "read_hide" => declaration.read_hide = declared_paths("read_hide", value)?,
+                "read_reveal" => declaration.read_reveal = declared_paths("read_reveal", value)?,
                 _ => {
                     return Err(SandboxDeclarationError::UnknownKey { key: key.clone() });
                 }
@@ -591,8 +601,43 @@ impl SandboxDeclaration {
 
     /// True when the tool declares nothing.
     pub fn is_empty(&self) -> bool {
-        self.network.is_none() && self.filesystem.is_none()
+        self.network.is_none()
+            && self.filesystem.is_none()
+            && self.read_hide.is_empty()
+            && self.read_reveal.is_empty()
     }
+}
+
+/// A declared list of paths: each absolute, or `~/...` (toolsmith's `$HOME`).
+fn declared_paths(
+    key: &'static str,
+    value: &Value,
+) -> Result<Vec<PathBuf>, SandboxDeclarationError> {
+    let invalid = || SandboxDeclarationError::InvalidValue {
+        key,
+        expected: "a list of absolute or ~/ paths",
+        found: value.to_string(),
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Value::Array(items) = value else {
+        return Err(invalid());
+    };
+    items
+        .iter()
+        .map(|item| {
+            let text = item.as_str().ok_or_else(invalid)?;
+            let path = match (text.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                (Some(_), None) => return Err(invalid()),
+                (None, _) => PathBuf::from(text),
+            };
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(invalid())
+            }
+        })
+        .collect()
 }
 
 /// What isolation applied to a call, for the envelope's `metadata.sandbox`.
@@ -619,6 +664,9 @@ pub struct SandboxReport {
     /// The `uid:gid` the tool ran as, when `[sandbox] user` switched it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// How many paths were hidden from the tool (credentials, toolsmith's own state,
+    /// `read_hide`; see docs/security.md, "Read masks"): `read_reveal` is the grant.
+    pub hidden: usize,
     /// What a `-if-possible` setting could not enforce on this kernel, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_enforced: Vec<String>,
@@ -648,6 +696,7 @@ impl SandboxReport {
                 "unfiltered"
             },
             user: applied.run_as.map(|run_as| run_as.to_string()),
+            hidden: applied.hidden,
             not_enforced: applied.relaxed.clone(),
         }
     }

@@ -90,6 +90,7 @@ impl World {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            read_masks: toolsmith_registry::ReadMasks::none(),
         };
         World {
             tools,

@@ -85,6 +85,13 @@ async fn context(
             .flatten()
             .map(|file| global.cwd.join(file)),
     );
+    // And hidden from every tool (issue 23, Why 1: a tool read the token and took the server).
+    config.read_masks.own_state.extend(
+        [&args.token_file, &args.tls_cert, &args.tls_key]
+            .into_iter()
+            .flatten()
+            .map(|file| global.cwd.join(file)),
+    );
     let policy = global.policy(args.profile);
     let audit = global
         .audit_path

@@ -336,7 +336,26 @@ fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, Con
         )?,
         syscalls: field("sandbox.syscalls", &raw.syscalls, origin, parse_syscalls)?,
         user: field("sandbox.user", &raw.user, origin, parse_user)?,
+        compat: field(
+            "sandbox.profile",
+            &raw.profile,
+            origin,
+            parse_sandbox_profile,
+        )?,
+        read_hide: raw.read_hide.clone(),
+        read_reveal: raw.read_reveal.clone(),
     })
+}
+
+/// `[sandbox] profile`: `compat` or `default`; true for `compat`.
+fn parse_sandbox_profile(text: &str) -> Result<bool, ValueError> {
+    match text {
+        "compat" => Ok(true),
+        "default" => Ok(false),
+        _ => Err(ValueError::OneOf {
+            expected: "compat, default",
+        }),
+    }
 }
 
 /// The limits a section sets: `scalar` gives a key's scalar in it, `None` where the section
@@ -386,6 +405,9 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
             )?,
             syscalls: field(&key("syscalls"), &raw.syscalls, origin, parse_syscalls)?,
             user: None,
+            compat: None,
+            read_hide: raw.read_hide,
+            read_reveal: raw.read_reveal,
         },
         disabled: raw.disabled,
     })
@@ -507,13 +529,13 @@ mod tests {
         check(
             "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"project\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None }",
+                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None, compat: None, read_hide: None, read_reveal: None }",
             ),
         );
         check(
             "[tools.hello]\nnetwork = \"deny\"\nfilesystem = \"read-only-if-possible\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None }",
+                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None, compat: None, read_hide: None, read_reveal: None }",
             ),
         );
         check(

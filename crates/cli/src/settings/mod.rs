@@ -19,6 +19,7 @@
 mod combine;
 mod file;
 mod limits;
+mod masks;
 mod options;
 mod project;
 mod report;

@@ -93,15 +93,37 @@ pub(crate) struct SandboxOptions {
     pub(crate) syscalls: Option<SyscallsSetting>,
     /// `[sandbox] user`, resolved; never set by `[tools.NAME]`.
     pub(crate) user: Option<RunAs>,
+    /// `[sandbox] profile`: `Some(true)` for `"compat"`; never set by `[tools.NAME]`.
+    pub(crate) compat: Option<bool>,
+    /// `read_hide`, as written (`~` expanded at resolution). Layers merge their lists.
+    pub(crate) read_hide: Option<Vec<String>>,
+    /// `read_reveal`, as written (`~` expanded at resolution).
+    pub(crate) read_reveal: Option<Vec<String>>,
 }
 
 impl Combine for SandboxOptions {
     fn combine(self, lower: SandboxOptions) -> SandboxOptions {
+        // A higher layer adds masks, never drops a lower layer's.
+        let read_hide = match (self.read_hide, lower.read_hide) {
+            (Some(mut upper), Some(lower)) => {
+                upper.extend(
+                    lower
+                        .into_iter()
+                        .filter(|path| !upper.contains(path))
+                        .collect::<Vec<_>>(),
+                );
+                Some(upper)
+            }
+            (upper, lower) => upper.or(lower),
+        };
         SandboxOptions {
             network: self.network.combine(lower.network),
             filesystem: self.filesystem.combine(lower.filesystem),
             syscalls: self.syscalls.combine(lower.syscalls),
             user: self.user.combine(lower.user),
+            compat: self.compat.combine(lower.compat),
+            read_hide,
+            read_reveal: self.read_reveal.combine(lower.read_reveal),
         }
     }
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
-    FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, RunConfig,
-    SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride, layer_dirs,
+    FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, ReadMasks,
+    RunConfig, SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride,
+    layer_dirs,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -96,6 +97,14 @@ pub(crate) struct GlobalSettings {
     pub(crate) templates_dir: Option<PathBuf>,
     /// toolsmith's own directories, whether this command reads them or not (see [`own_state`]).
     pub(crate) own_state: Vec<PathBuf>,
+    /// `$HOME`, for `~` in `read_hide` and `read_reveal`.
+    pub(crate) home: Option<PathBuf>,
+    /// The user directory (`$TOOLSMITH_HOME`, else `~/.config/toolsmith`), if known.
+    pub(crate) user_dir: Option<PathBuf>,
+    /// The trust store's and the caches' directories, hidden whole from tools.
+    pub(crate) state_dirs: Vec<PathBuf>,
+    /// The read masks of every call and probe (`settings/masks.rs`).
+    pub(crate) read_masks: ReadMasks,
 }
 
 /// The config files of one command, lowest first, and the trust decision that chose them.
@@ -147,6 +156,11 @@ impl GlobalSettings {
         let file_layer = file_options.clone();
         let user_layer = user_options.clone();
         let combined = env.combine(file_options.combine(user_options));
+        let masks_options = (
+            combined.sandbox.compat == Some(true),
+            combined.sandbox.read_hide.clone().unwrap_or_default(),
+            combined.sandbox.read_reveal.clone().unwrap_or_default(),
+        );
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
         let (has_project, project_named_over_home) = (
@@ -190,8 +204,9 @@ impl GlobalSettings {
             .map(|dir| cwd.join(dir).join("templates"));
         let cache_disabled = args.no_cache || combined.discovery.cache == Some(false);
         let tool_caches = cache_dir(lookup, home.as_deref()).map(|dir| dir.join(TOOL_CACHES_DIR));
-        let cache_dir = cache_dir(lookup, home.as_deref()).filter(|_| !cache_disabled);
-        GlobalSettings {
+        let all_caches = cache_dir(lookup, home.as_deref());
+        let cache_dir = all_caches.clone().filter(|_| !cache_disabled);
+        let mut global = GlobalSettings {
             cwd: cwd.to_path_buf(),
             layers,
             user_config_file,
@@ -237,7 +252,22 @@ impl GlobalSettings {
             drafts_dir,
             templates_dir,
             own_state: own_state(lookup, home.as_deref(), cwd),
-        }
+            user_dir: non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+                .map(|dir| cwd.join(dir))
+                .or_else(|| {
+                    home.as_ref()
+                        .map(|home| home.join(".config").join("toolsmith"))
+                }),
+            state_dirs: crate::trust::state_dir(lookup)
+                .into_iter()
+                .chain(all_caches)
+                .collect(),
+            home,
+            read_masks: ReadMasks::none(),
+        };
+        let (compat, hide, reveal) = masks_options;
+        global.read_masks = global.resolve_read_masks(compat, &hide, &reveal);
+        global
     }
 
     /// The policy, with `--profile` (when given) above the other layers.
@@ -311,6 +341,7 @@ impl GlobalSettings {
             protected: self.protected_paths(),
             project_gate: crate::trust::project_gate(self),
             tool_caches: self.tool_caches.clone(),
+            read_masks: self.read_masks.clone(),
         }
     }
 
@@ -377,6 +408,16 @@ impl GlobalSettings {
             network: tool.sandbox.network,
             filesystem: tool.sandbox.filesystem,
             syscalls: tool.sandbox.syscalls,
+            read_hide: crate::settings::masks::expand(
+                tool.sandbox.read_hide.as_deref().unwrap_or_default(),
+                self.home.as_deref(),
+                &self.cwd,
+            ),
+            read_reveal: crate::settings::masks::expand(
+                tool.sandbox.read_reveal.as_deref().unwrap_or_default(),
+                self.home.as_deref(),
+                &self.cwd,
+            ),
             for_generated: None,
         }
     }

@@ -183,6 +183,15 @@ pub(super) struct RawSandbox {
     /// writable by it. Refused when toolsmith is not root. Default: root's
     /// uid, without any capability.
     pub(super) user: Option<Scalar>,
+    /// `"compat"` turns the credential read masks off (toolsmith's own state stays
+    /// hidden), for tools written to read the whole machine; `"default"` keeps them.
+    pub(super) profile: Option<Scalar>,
+    /// Paths hidden from every tool on top of the default masks (absolute or `~/...`):
+    /// a directory shows empty, a file empty, neither writable. Merged with the user's list.
+    pub(super) read_hide: Option<Vec<String>>,
+    /// Paths taken out of the default masks (absolute or `~/...`), e.g. `["~/.npmrc"]`;
+    /// toolsmith's own state cannot be revealed.
+    pub(super) read_reveal: Option<Vec<String>>,
 }
 
 /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
@@ -219,6 +228,10 @@ pub(super) struct RawTool {
     pub(super) filesystem: Option<Scalar>,
     /// The system-call filter of this tool, as `[sandbox] syscalls`.
     pub(super) syscalls: Option<Scalar>,
+    /// Paths hidden from this tool on top of `[sandbox] read_hide`.
+    pub(super) read_hide: Option<Vec<String>>,
+    /// Paths taken out of this tool's masks on top of `[sandbox] read_reveal`.
+    pub(super) read_reveal: Option<Vec<String>>,
     /// `true` denies the tool, like naming it in `[policy] disabled`.
     pub(super) disabled: Option<bool>,
 }

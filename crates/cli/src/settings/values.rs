@@ -30,6 +30,8 @@ pub(crate) enum ValueError {
         "setting the user tools run as needs toolsmith to run as root (it runs as uid {uid}); a non-root toolsmith's tools already run as its own uid, without capabilities"
     )]
     UserNeedsRoot { uid: u32 },
+    #[error("unknown sandbox profile (expected one of {expected})")]
+    OneOf { expected: &'static str },
 }
 
 pub(super) fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {

@@ -241,6 +241,16 @@ fn prepare(
         )));
     }
     let mut call = config.call_config(tool);
+    let hidden = match std::mem::replace(&mut call.hidden, Ok(Vec::new())) {
+        Ok(hidden) => hidden,
+        Err(denied) => {
+            return Ok(Err(Envelope::failure(
+                ErrorCode::PolicyDenied,
+                format!("Tool {} may not be called: {denied}.", tool.name()),
+                Metadata::not_started(),
+            )));
+        }
+    };
     // A variable of the operator's that looks like an argument must never pass for one, and
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
@@ -328,6 +338,7 @@ fn prepare(
         }
         sandbox.own_dir = Some(cache.dir().to_path_buf());
     }
+    sandbox.hidden = hidden;
     command.sandbox(sandbox);
     Ok(Ok(Prepared {
         command,

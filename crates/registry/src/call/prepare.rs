@@ -205,7 +205,7 @@ impl Preparation {
                 kodelet::description_command(&self.path, &config.cwd, &env).map_err(spawn_error)?
             }
         };
-        let mut sandbox = probe_sandbox();
+        let mut sandbox = probe_sandbox(config.read_masks.for_probes());
         sandbox.network = Network::Allow;
         sandbox.own_dir = Some(cache.dir().to_path_buf());
         command.sandbox(sandbox);

@@ -50,7 +50,7 @@ pub(crate) async fn probe_all(
         let limits = limits.clone();
         let cwd = config.cwd.clone();
         let env = config.env.clone();
-        let sandbox = probe_sandbox();
+        let sandbox = probe_sandbox(config.read_masks.for_probes());
         let caches = config.tool_caches.clone();
         let path = candidate.path.clone();
         let name = candidate.expected.clone();
@@ -439,6 +439,7 @@ pub(crate) async fn ask_configs(
         let path = candidates[index].path.clone();
         let name = candidates[index].expected.clone();
         let caches = config.tool_caches.clone();
+        let masks = config.read_masks.for_probes();
         tasks.spawn(async move {
             let _permit = permits.acquire_owned().await;
             let session = executor.session();
@@ -447,7 +448,7 @@ pub(crate) async fn ask_configs(
                 cwd: &cwd,
                 env: &env,
                 limits: &limits,
-                sandbox: &probe_sandbox(),
+                sandbox: &probe_sandbox(masks),
                 caches: caches.as_deref(),
             };
             (index, probe.config(&path, &name).await)
@@ -504,7 +505,7 @@ pub async fn resolve_config(
                 cwd: &config.cwd,
                 env: &config.env,
                 limits: &limits,
-                sandbox: &probe_sandbox(),
+                sandbox: &probe_sandbox(config.read_masks.for_probes()),
                 caches: config.tool_caches.as_deref(),
             };
             let answer = probe.config(tool.path(), tool.name()).await;
