@@ -126,10 +126,10 @@ fn init_threads() -> usize {
         .count()
 }
 
-/// The runs' TMPDIRs of this process: in its runs' directories (`toolsmith-runs-<pid>-*`).
+/// The runs' TMPDIRs of this process: in the runs' directory (`toolsmith-runs-<euid>`).
 fn own_temp_dirs() -> Vec<String> {
     let prefix = format!("toolsmith-run-{}-", std::process::id());
-    let bases = format!("toolsmith-runs-{}-", std::process::id());
+    let bases = "toolsmith-runs-";
     let names = |dir: &Path| -> Vec<(PathBuf, String)> {
         std::fs::read_dir(dir)
             .into_iter()
@@ -145,7 +145,7 @@ fn own_temp_dirs() -> Vec<String> {
     };
     names(&std::env::temp_dir())
         .into_iter()
-        .filter(|(_, name)| name.starts_with(&bases))
+        .filter(|(_, name)| name.starts_with(bases))
         .flat_map(|(base, _)| names(&base))
         .map(|(_, name)| name)
         .filter(|name| name.starts_with(&prefix))

@@ -252,9 +252,9 @@ impl Oracle {
         // A run's private TMPDIR goes when its init is reaped, just after the run returns; a
         // sandbox prepared for a next run has one too, until the executor is dropped.
         let own_runs = format!("toolsmith-run-{}-", std::process::id());
-        // The TMPDIRs live in the process's runs' directory (`toolsmith-runs-<pid>-*`), which
-        // goes with the last executor: a left one is a leak too.
-        let own_bases = format!("toolsmith-runs-{}-", std::process::id());
+        // The TMPDIRs live in the uid's runs' directory (`toolsmith-runs-<euid>`), shared with
+        // other test processes.
+        let own_bases = "toolsmith-runs-";
         let run_dirs = || -> Vec<String> {
             let names = |dir: &std::path::Path| -> Vec<(std::path::PathBuf, String)> {
                 fs::read_dir(dir)
@@ -272,13 +272,13 @@ impl Oracle {
             let top = names(&std::env::temp_dir());
             let inner = top
                 .iter()
-                .filter(|(_, name)| name.starts_with(&own_bases))
+                .filter(|(_, name)| name.starts_with(own_bases))
                 .flat_map(|(base, _)| names(base));
             top.iter()
                 .cloned()
                 .chain(inner)
                 .map(|(_, name)| name)
-                .filter(|name| name.starts_with(&own_runs) || name.starts_with(&own_bases))
+                .filter(|name| name.starts_with(&own_runs))
                 .collect()
         };
         let deadline = Instant::now() + Duration::from_secs(5);
