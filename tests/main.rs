@@ -25,6 +25,7 @@ mod prepare;
 mod probes;
 mod processes;
 mod project;
+mod read_masks;
 mod run;
 mod sandbox;
 mod scale;
