@@ -144,6 +144,11 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM, waits (a bound on liveness) until the server exits and its stderr is
     /// read to the end, and returns its exit status and everything it wrote on stderr.
     pub(crate) async fn terminate(&mut self) -> (std::process::ExitStatus, String) {
@@ -296,7 +301,7 @@ const MCP_HEADERS: [(&str, &str); 2] = [
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
 /// A fresh token from `toolsmith token new`.
-fn new_token(context: &TestContext) -> String {
+pub(crate) fn new_token(context: &TestContext) -> String {
     let output = context.command().args(["token", "new"]).output().unwrap();
     assert!(output.status.success(), "{output:?}");
     let token = String::from_utf8(output.stdout).unwrap();

@@ -208,6 +208,7 @@ fn probe_mounts() -> Probe {
     };
     let plan = MountPlan {
         proc: true,
+        host_proc: false,
         read_only: true,
         project: None,
         sealed: Vec::new(),

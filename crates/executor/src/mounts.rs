@@ -122,6 +122,12 @@ pub(crate) const HOSTNAME: &[u8] = b"toolsmith";
 pub(crate) struct MountPlan {
     /// Mount a fresh `/proc` (the run has its own PID namespace).
     pub(crate) proc: bool,
+    /// Without a PID namespace of its own, try a fresh `/proc` of the host's PID namespace
+    /// with `hidepid=4`, in which toolsmith's process and threads (not dumpable) do not show:
+    /// else a tool (uid 0) could read toolsmith's command line and raise its
+    /// `oom_score_adj` through `/proc/<pid>` or any `/proc/<tid>`. Best effort: a kernel that
+    /// refuses the mount leaves the host's `/proc`.
+    pub(crate) host_proc: bool,
     /// Make every mount read-only ("read-only" and "project").
     pub(crate) read_only: bool,
     /// The writable project directory ("project"), cloned before the
@@ -266,6 +272,9 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
         }
         if plan.proc && !crate::child::mount_proc() {
             return false;
+        }
+        if plan.host_proc {
+            crate::child::mount_proc();
         }
         for path in PROC_READ_ONLY {
             if !bind_read_only(path, MOUNT_ATTR_NOEXEC) {

@@ -328,6 +328,7 @@ pub(crate) fn plan(
         };
         Some(MountPlan {
             proc: private_pids,
+            host_proc: !private_pids,
             read_only: restricted,
             project: match (applied.filesystem, writable_root) {
                 (FilesystemAccess::Project, Some(root)) => Some(c_path(root)?),
