@@ -330,3 +330,66 @@ fn c04_a_full_call_cannot_touch_a_concurrent_calls_tmpdir() {
     assert!(!shown.contains("ESCAPED"), "{attacker:#}");
     assert_eq!(victim["result"], json!("mine\nmarker"), "{victim:#}");
 }
+
+/// `read_hide` and `read_reveal`: a tool that declares a reveal runs only once the operator
+/// grants it for that tool (else `POLICY_DENIED` naming the key), the grant reveals the path to
+/// that tool alone, `read_hide` hides more, and toolsmith's own state cannot be revealed.
+#[test]
+fn c05_read_reveal_is_the_operators_grant_and_read_hide_adds_masks() {
+    if !as_root("c05") {
+        return;
+    }
+    let context = TestContext::new();
+    let home = context.root.join("home");
+    fs::write(home.join(".npmrc"), "//registry/:_authToken=SECRET-npm\n").unwrap();
+    fs::create_dir_all(home.join("notes")).unwrap();
+    fs::write(home.join("notes/plan"), "SECRET-notes\n").unwrap();
+    let body = "cat \"$HOME/.npmrc\" \"$HOME/notes/plan\" 2>/dev/null; echo ran";
+    context.tool(
+        "publish",
+        &format!(
+            "#!/bin/sh\ncase \"$1\" in\n  description) echo '{{\"name\": \"publish\", \"description\": \"p\", \"input_schema\": {{\"type\": \"object\"}}, \"sandbox\": {{\"read_reveal\": [\"~/.npmrc\"]}}}}' ;;\n  run) {body} ;;\nesac\n"
+        ),
+    );
+    context.tool(
+        "other",
+        &crate::context::shell_tool("other", r#"{"type": "object"}"#, body),
+    );
+    let run = |tool: &str| -> (Value, Output) {
+        let output = context
+            .with_tools()
+            .args(["run", tool, "--json"])
+            .output()
+            .unwrap();
+        let envelope = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        (envelope, output)
+    };
+    let (denied, _) = run("publish");
+    assert_eq!(denied["error_code"], "POLICY_DENIED", "{denied:#}");
+    assert!(
+        denied["error"]
+            .as_str()
+            .unwrap()
+            .contains("`[tools.publish] read_reveal`"),
+        "{denied:#}"
+    );
+    context.user_config(
+        "[tools.publish]\nread_reveal = [\"~/.npmrc\"]\n\n[sandbox]\nread_hide = [\"~/notes\"]\n",
+    );
+    let (granted, _) = run("publish");
+    assert_eq!(
+        granted["result"],
+        json!("//registry/:_authToken=SECRET-npm\nran"),
+        "{granted:#}"
+    );
+    let (other, _) = run("other");
+    assert_eq!(other["result"], json!("ran"), "{other:#}");
+    context.user_config("[sandbox]\nread_reveal = [\"~/.local/state\"]\n");
+    let (_, refused) = run("other");
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("sandbox.read_reveal") && stderr.contains("toolsmith's own state"),
+        "{stderr}"
+    );
+}

@@ -384,6 +384,7 @@ fn doctor_with_a_problem_without_color() {
           seccomp                 ok  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
           secrets: private-proc (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
           probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
+          read masks: every home's credentials and toolsmith's own state hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, "Read masks")
           privileges: tools run as root (uid 0) with no capability and an empty bounding set; root-owned files stay writable to them: set [sandbox] user to run them as another uid
           toolsmith's memory: not dumpable (no tool can open /proc/<toolsmith>/mem); 0 variables no tool receives were dropped from its environment
 
@@ -466,6 +467,7 @@ fn doctor_with_color() {
           seccomp                 [ESC][32mok[ESC][0m  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
           secrets: [ESC][36mprivate-proc[ESC][0m (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
           probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
+          read masks: every home's credentials and toolsmith's own state hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, "Read masks")
           privileges: tools run as root (uid 0) with no capability and an empty bounding set; root-owned files stay writable to them: set [sandbox] user to run them as another uid
           toolsmith's memory: not dumpable (no tool can open /proc/<toolsmith>/mem); 0 variables no tool receives were dropped from its environment
 

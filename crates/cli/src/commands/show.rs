@@ -175,7 +175,15 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         "tests": tool.tests().iter().map(TestCase::to_json).collect::<Vec<_>>(),
         "policy": verdict,
         "limits": limits,
-        "sandbox": {
+        "sandbox": sandbox_json(tool, call),
+    })
+}
+
+/// The `sandbox` object of `show --json`: the effective grant, what the tool declares, and its
+/// read masks where the tool or the operator says something of its own (`doctor` lists the
+/// masks of every tool).
+fn sandbox_json(tool: &Tool, call: &CallConfig) -> serde_json::Value {
+    let mut sandbox = json!({
             "network": call.sandbox.network.as_str(),
             "filesystem": call.sandbox.filesystem.as_str(),
             "syscalls": call.sandbox.syscalls.as_str(),
@@ -184,8 +192,18 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
                 "network": tool.sandbox().network.map(|setting| setting.as_str()),
                 "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
             },
-        },
-    })
+    });
+    let declared = tool.sandbox();
+    if !declared.read_hide.is_empty() {
+        sandbox["declared"]["read_hide"] = json!(declared.read_hide);
+    }
+    if !declared.read_reveal.is_empty() {
+        sandbox["declared"]["read_reveal"] = json!(declared.read_reveal);
+    }
+    if let Err(denied) = &call.hidden {
+        sandbox["read_reveal_denied"] = json!(denied.to_string());
+    }
+    sandbox
 }
 
 fn timeout_source_json(source: TimeoutSource) -> serde_json::Value {
@@ -341,6 +359,10 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
         declared
             .filesystem
             .map(|setting| format!("filesystem {setting}")),
+        (!declared.read_hide.is_empty())
+            .then(|| format!("read_hide {}", paths(&declared.read_hide))),
+        (!declared.read_reveal.is_empty())
+            .then(|| format!("read_reveal {}", paths(&declared.read_reveal))),
     ]
     .into_iter()
     .flatten()
@@ -363,6 +385,12 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
                 .unwrap_or_default()
         )),
     ]);
+    if let Err(denied) = &call.hidden {
+        rows.push(vec![
+            label("read masks:"),
+            Cell::painted(format!("calls are POLICY_DENIED: {denied}"), Paint::Bad),
+        ]);
+    }
     let (applied, missing) = isolation(features, call);
     rows.push(vec![
         label("isolation:"),
@@ -380,6 +408,14 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
         },
     ]);
     rows
+}
+
+/// Paths as one comma-separated list.
+fn paths(list: &[std::path::PathBuf]) -> String {
+    list.iter()
+        .map(|path| path.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn write_indented(text: &mut String, value: &serde_json::Value) -> std::fmt::Result {

@@ -120,6 +120,17 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                     "protection": secrets.protection,
                     "detail": secrets.detail,
                 },
+                "read_masks": {
+                    "credentials": !global.read_masks.credentials.is_empty(),
+                    "hidden": global
+                        .read_masks
+                        .for_probes()
+                        .into_iter()
+                        .filter(|path| path.symlink_metadata().is_ok())
+                        .collect::<Vec<_>>(),
+                    "hide": global.read_masks.hide,
+                    "reveal": global.read_masks.reveal,
+                },
                 "syscalls": global.sandbox.syscalls.as_str(),
                 "user": global.sandbox.user.map(|user| user.to_string()),
                 "privileges": privileges,
@@ -199,6 +210,15 @@ fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
             String::new()
         } else {
             format!(" (not enforced: {})", probes.not_enforced.join("; "))
+        }
+    )?;
+    writeln!(
+        text,
+        "  read masks: {} hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, \"Read masks\")",
+        if global.read_masks.credentials.is_empty() {
+            "toolsmith's own state (profile compat: credentials readable)"
+        } else {
+            "every home's credentials and toolsmith's own state"
         }
     )?;
     writeln!(text, "  privileges: {privileges}")?;
