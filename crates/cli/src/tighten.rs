@@ -155,21 +155,7 @@ pub(crate) fn tighten(
         let mut tool_set = user_set.clone();
         tool_set.extend(user_tool.env.set.clone().unwrap_or_default());
         env(&prefix, &mut tool.env, &tool_allow, &tool_set, &mut found);
-        let tool_sandbox = UserSandbox {
-            network: user_tool.sandbox.network.unwrap_or(user_sandbox.network),
-            filesystem: user_tool
-                .sandbox
-                .filesystem
-                .unwrap_or(user_sandbox.filesystem),
-            syscalls: user_tool.sandbox.syscalls.unwrap_or(user_sandbox.syscalls),
-            user: user_sandbox.user,
-            compat: user_sandbox.compat,
-            read_reveal: user_tool
-                .sandbox
-                .read_reveal
-                .clone()
-                .unwrap_or_else(|| user_sandbox.read_reveal.clone()),
-        };
+        let tool_sandbox = user_sandbox.for_tool(&user_tool.sandbox);
         sandbox(&prefix, &mut tool.sandbox, &tool_sandbox, &mut found);
         let user_disabled = user_tool.disabled == Some(true)
             || user
@@ -430,6 +416,23 @@ struct UserSandbox {
     compat: bool,
     /// The paths the user reveals (as written).
     read_reveal: Vec<String>,
+}
+
+impl UserSandbox {
+    /// The user's sandbox for one tool: its `[tools.NAME]` section over this.
+    fn for_tool(&self, tool: &SandboxOptions) -> UserSandbox {
+        UserSandbox {
+            network: tool.network.unwrap_or(self.network),
+            filesystem: tool.filesystem.unwrap_or(self.filesystem),
+            syscalls: tool.syscalls.unwrap_or(self.syscalls),
+            user: self.user,
+            compat: self.compat,
+            read_reveal: tool
+                .read_reveal
+                .clone()
+                .unwrap_or_else(|| self.read_reveal.clone()),
+        }
+    }
 }
 
 /// Drops the sandbox settings of `project` that confine less than the user's.

@@ -23,8 +23,8 @@
 //!    read-only, and each of its entries bound writable again, so that no new
 //!    entry (the missing `.git`, `.toolsmith`) can be made there and nothing is
 //!    left on the host; then each existing protected path bound onto itself
-//!    read-only (`.git`, `.toolsmith`, tool layers, config);
-//! 4b. the read masks and the cover of the runs' directory (see `masks.rs`);
+//!    read-only (`.git`, `.toolsmith`, tool layers, config); then the read masks and the
+//!    cover of the runs' directory (see `masks.rs`);
 //! 5. the run's own directory (a tool's cache), cloned in step 2 and attached in an empty
 //!    `tmpfs` over its parent, made read-only after, so its siblings are out of sight;
 //!    then the private TMPDIR: a `tmpfs` (`nodev,nosuid`, mode 0700, size capped by

@@ -308,12 +308,7 @@ pub(crate) fn plan(
             features.private_mounts.detail
         ));
     }
-    if !sandbox.hidden.is_empty() && !mounts_available {
-        applied.relaxed.push(format!(
-            "read masks not applied: a mount namespace is unavailable ({})",
-            features.private_mounts.detail
-        ));
-    }
+    masks_unavailable(sandbox, features, &mut applied);
     let restricted = applied.filesystem != FilesystemAccess::Full;
     let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
     let hiding = !sandbox.hidden.is_empty();
@@ -336,15 +331,7 @@ pub(crate) fn plan(
             },
             sealed: c_paths(&sealed)?,
             reopened: c_paths(&reopened)?,
-            protected: match applied.filesystem {
-                FilesystemAccess::Project => sandbox
-                    .protected
-                    .iter()
-                    .filter(|path| path.symlink_metadata().is_ok())
-                    .map(|path| c_path(path))
-                    .collect::<Result<_, _>>()?,
-                _ => Vec::new(),
-            },
+            protected: protected_mounts(sandbox, applied.filesystem)?,
             temp_dir: match &temp_dir {
                 Some(dir) => Some((
                     c_path(&dir.path)?,
@@ -377,6 +364,29 @@ pub(crate) fn plan(
             .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
         applied,
     })
+}
+
+/// Notes, for a run that hides paths, that a mount namespace is unavailable: nothing is hidden.
+fn masks_unavailable(sandbox: &Sandbox, features: &Features, applied: &mut AppliedSandbox) {
+    if !sandbox.hidden.is_empty() && !features.private_mounts.available {
+        applied.relaxed.push(format!(
+            "read masks not applied: a mount namespace is unavailable ({})",
+            features.private_mounts.detail
+        ));
+    }
+}
+
+/// The protected paths bound read-only: under `project`, those that exist.
+fn protected_mounts(sandbox: &Sandbox, access: FilesystemAccess) -> Result<Vec<CString>, Error> {
+    match access {
+        FilesystemAccess::Project => sandbox
+            .protected
+            .iter()
+            .filter(|path| path.symlink_metadata().is_ok())
+            .map(|path| c_path(path))
+            .collect(),
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// The masks of a run with a mount namespace; `applied` counts them and notes what was left out.

@@ -14,6 +14,7 @@ use toolsmith_registry::{
     GENERATED_HISTORY_DIR, ReadMasks, credential_paths, homes, reveals_own_state,
 };
 
+use crate::settings::options::SandboxOptions;
 use crate::settings::resolve::GlobalSettings;
 
 /// `list` with `~/` expanded against `home` and relative paths made absolute against `cwd`.
@@ -29,15 +30,12 @@ pub(crate) fn expand(list: &[String], home: Option<&Path>, cwd: &Path) -> Vec<Pa
 
 impl GlobalSettings {
     /// The masks of every call and probe of this command (see the module's documentation).
-    pub(super) fn resolve_read_masks(
-        &self,
-        compat: bool,
-        hide: &[String],
-        reveal: &[String],
-    ) -> ReadMasks {
+    pub(super) fn resolve_read_masks(&self, sandbox: &SandboxOptions) -> ReadMasks {
         let home = self.home.as_deref();
+        let hide = sandbox.read_hide.as_deref().unwrap_or_default();
+        let reveal = sandbox.read_reveal.as_deref().unwrap_or_default();
         ReadMasks {
-            credentials: if compat {
+            credentials: if sandbox.compat == Some(true) {
                 Vec::new()
             } else {
                 credential_paths(&homes(&self.home.iter().cloned().collect::<Vec<_>>()))

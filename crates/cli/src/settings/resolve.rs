@@ -17,7 +17,7 @@ use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
 use crate::settings::file::ConfigFile;
 use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
-use crate::settings::options::{Options, PolicyOptions, ToolOptions};
+use crate::settings::options::{Options, PolicyOptions, SandboxOptions, ToolOptions};
 use crate::settings::project::{Project, ProjectSource};
 use crate::trust::TrustReport;
 use crate::units::Cap;
@@ -156,11 +156,7 @@ impl GlobalSettings {
         let file_layer = file_options.clone();
         let user_layer = user_options.clone();
         let combined = env.combine(file_options.combine(user_options));
-        let masks_options = (
-            combined.sandbox.compat == Some(true),
-            combined.sandbox.read_hide.clone().unwrap_or_default(),
-            combined.sandbox.read_reveal.clone().unwrap_or_default(),
-        );
+        let masks_options = combined.sandbox.clone();
         let home = non_empty_path(lookup, EnvVars::HOME);
         let explicit_dirs = !args.tools_dir.is_empty();
         let (has_project, project_named_over_home) = (
@@ -233,16 +229,7 @@ impl GlobalSettings {
             env_layer,
             file_layer,
             no_cache_flag: args.no_cache,
-            sandbox: SandboxSettings {
-                network: combined.sandbox.network.unwrap_or(NetworkSetting::Allow),
-                filesystem: combined
-                    .sandbox
-                    .filesystem
-                    .unwrap_or(FilesystemSetting::Full),
-                private_pids: true,
-                syscalls: combined.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
-                user: combined.sandbox.user,
-            },
+            sandbox: sandbox_settings(&combined.sandbox),
             project_dir: project,
             project_source,
             project_named_over_home,
@@ -252,12 +239,7 @@ impl GlobalSettings {
             drafts_dir,
             templates_dir,
             own_state: own_state(lookup, home.as_deref(), cwd),
-            user_dir: non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
-                .map(|dir| cwd.join(dir))
-                .or_else(|| {
-                    home.as_ref()
-                        .map(|home| home.join(".config").join("toolsmith"))
-                }),
+            user_dir: user_dir(lookup, home.as_deref(), cwd),
             state_dirs: crate::trust::state_dir(lookup)
                 .into_iter()
                 .chain(all_caches)
@@ -265,8 +247,7 @@ impl GlobalSettings {
             home,
             read_masks: ReadMasks::none(),
         };
-        let (compat, hide, reveal) = masks_options;
-        global.read_masks = global.resolve_read_masks(compat, &hide, &reveal);
+        global.read_masks = global.resolve_read_masks(&masks_options);
         global
     }
 
@@ -528,6 +509,28 @@ fn own_state(
         .chain(crate::trust::state_dir(lookup))
         .chain(cache_dir(lookup, home))
         .collect()
+}
+
+/// The operator's grant of `[sandbox]` (with the defaults where it is silent).
+fn sandbox_settings(sandbox: &SandboxOptions) -> SandboxSettings {
+    SandboxSettings {
+        network: sandbox.network.unwrap_or(NetworkSetting::Allow),
+        filesystem: sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
+        private_pids: true,
+        syscalls: sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
+        user: sandbox.user,
+    }
+}
+
+/// The user directory: `$TOOLSMITH_HOME`, else `~/.config/toolsmith`.
+fn user_dir(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+    cwd: &Path,
+) -> Option<PathBuf> {
+    non_empty_path(lookup, EnvVars::TOOLSMITH_HOME)
+        .map(|dir| cwd.join(dir))
+        .or_else(|| home.map(|home| home.join(".config").join("toolsmith")))
 }
 
 /// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.

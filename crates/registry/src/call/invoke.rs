@@ -1,6 +1,7 @@
 //! Invoking a tool: validating the arguments, running it through the executor and mapping the outcome to an envelope.
 
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -22,7 +23,7 @@ use crate::message::format_duration;
 use crate::message::{error_chain, first_line};
 use crate::name::ToolName;
 use crate::oob::{self, OutOfBand, PrepareError};
-use crate::overrides::RunConfig;
+use crate::overrides::{CallConfig, RunConfig};
 use crate::policy::Policy;
 use crate::tool::Tool;
 use crate::tool_cache::{Index, ToolCache};
@@ -241,15 +242,9 @@ fn prepare(
         )));
     }
     let mut call = config.call_config(tool);
-    let hidden = match std::mem::replace(&mut call.hidden, Ok(Vec::new())) {
+    let hidden = match read_masks(tool, &mut call) {
         Ok(hidden) => hidden,
-        Err(denied) => {
-            return Ok(Err(Envelope::failure(
-                ErrorCode::PolicyDenied,
-                format!("Tool {} may not be called: {denied}.", tool.name()),
-                Metadata::not_started(),
-            )));
-        }
+        Err(denied) => return Ok(Err(denied)),
     };
     // A variable of the operator's that looks like an argument must never pass for one, and
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
@@ -346,6 +341,18 @@ fn prepare(
         reading,
         out_of_band,
     }))
+}
+
+/// The paths a call hides, or `POLICY_DENIED` when the tool declares a `read_reveal` the
+/// operator did not grant.
+fn read_masks(tool: &Tool, call: &mut CallConfig) -> Result<Vec<PathBuf>, Envelope> {
+    std::mem::replace(&mut call.hidden, Ok(Vec::new())).map_err(|denied| {
+        Envelope::failure(
+            ErrorCode::PolicyDenied,
+            format!("Tool {} may not be called: {denied}.", tool.name()),
+            Metadata::not_started(),
+        )
+    })
 }
 
 /// Runs `command`, its progress lines sent to `progress`; the limits come back with the

@@ -120,17 +120,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                     "protection": secrets.protection,
                     "detail": secrets.detail,
                 },
-                "read_masks": {
-                    "credentials": !global.read_masks.credentials.is_empty(),
-                    "hidden": global
-                        .read_masks
-                        .for_probes()
-                        .into_iter()
-                        .filter(|path| path.symlink_metadata().is_ok())
-                        .collect::<Vec<_>>(),
-                    "hide": global.read_masks.hide,
-                    "reveal": global.read_masks.reveal,
-                },
+                "read_masks": read_masks_json(global),
                 "syscalls": global.sandbox.syscalls.as_str(),
                 "user": global.sandbox.user.map(|user| user.to_string()),
                 "privileges": privileges,
@@ -146,6 +136,21 @@ pub(super) fn report_text(report: &Report<'_>) -> Result<String, std::fmt::Error
     tools_text(report, &mut text)?;
     config_text(report, &mut text)?;
     Ok(text)
+}
+
+/// The read masks of every call (docs/security.md, "Read masks"): the paths hidden now.
+fn read_masks_json(global: &crate::GlobalSettings) -> serde_json::Value {
+    json!({
+        "credentials": !global.read_masks.credentials.is_empty(),
+        "hidden": global
+            .read_masks
+            .for_probes()
+            .into_iter()
+            .filter(|path| path.symlink_metadata().is_ok())
+            .collect::<Vec<_>>(),
+        "hide": global.read_masks.hide,
+        "reveal": global.read_masks.reveal,
+    })
 }
 
 /// The backend, the kernel's features, the sandbox and toolsmith's own protection.
