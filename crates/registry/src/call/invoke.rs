@@ -244,7 +244,7 @@ fn prepare(
     let mut call = config.call_config(tool);
     let hidden = match read_masks(tool, &mut call) {
         Ok(hidden) => hidden,
-        Err(denied) => return Ok(Err(denied)),
+        Err(denied) => return Ok(Err(*denied)),
     };
     // A variable of the operator's that looks like an argument must never pass for one, and
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
@@ -345,13 +345,13 @@ fn prepare(
 
 /// The paths a call hides, or `POLICY_DENIED` when the tool declares a `read_reveal` the
 /// operator did not grant.
-fn read_masks(tool: &Tool, call: &mut CallConfig) -> Result<Vec<PathBuf>, Envelope> {
+fn read_masks(tool: &Tool, call: &mut CallConfig) -> Result<Vec<PathBuf>, Box<Envelope>> {
     std::mem::replace(&mut call.hidden, Ok(Vec::new())).map_err(|denied| {
-        Envelope::failure(
+        Box::new(Envelope::failure(
             ErrorCode::PolicyDenied,
             format!("Tool {} may not be called: {denied}.", tool.name()),
             Metadata::not_started(),
-        )
+        ))
     })
 }
 
