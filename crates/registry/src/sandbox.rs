@@ -665,11 +665,17 @@ pub struct SandboxReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// How many paths were hidden from the tool (credentials, toolsmith's own state,
-    /// `read_hide`; see docs/security.md, "Read masks"): `read_reveal` is the grant.
+    /// `read_hide`; see docs/security.md, "Read masks"): `read_reveal` is the grant. Absent
+    /// when nothing was hidden.
+    #[serde(skip_serializing_if = "is_zero")]
     pub hidden: usize,
     /// What a `-if-possible` setting could not enforce on this kernel, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_enforced: Vec<String>,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl SandboxReport {
@@ -832,7 +838,7 @@ mod tests {
         );
         assert_eq!(
             refuse(json!({"net": "deny"})),
-            "`sandbox.net` is not a sandbox setting (expected network or filesystem)"
+            "`sandbox.net` is not a sandbox setting (expected network, filesystem, read_hide or read_reveal)"
         );
         assert_eq!(
             refuse(json!("deny")),

@@ -553,7 +553,7 @@ mod tests {
         check(
             "[sandbox]\nproxy = \"http://x\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`",
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`, `profile`, `read_hide`, `read_reveal`",
             ),
         );
     }
@@ -631,7 +631,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `read_hide`, `read_reveal`, `disabled`",
             ),
         );
     }
