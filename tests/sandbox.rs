@@ -702,7 +702,7 @@ fn toolsmith_is_not_dumpable_and_keeps_no_secret_it_does_not_pass_on() {
         &shell_tool(
             "peek",
             EMPTY_SCHEMA,
-            "head -c 1 /proc/$PPID/mem >/dev/null 2>&1 && echo mem-readable || echo mem-denied; stat -c %u /proc/$PPID/environ",
+            "head -c 1 /proc/$PPID/mem >/dev/null 2>&1 && echo mem-readable || echo mem-denied; stat -c %u /proc/$PPID/environ 2>/dev/null || echo hidden",
         ),
     );
     let envelope = run_json(
@@ -713,6 +713,12 @@ fn toolsmith_is_not_dumpable_and_keeps_no_secret_it_does_not_pass_on() {
             .args(["run", "peek"]),
     );
     // A non-dumpable process's /proc files belong to root, and its memory
-    // needs CAP_SYS_PTRACE, which no tool has.
-    assert_eq!(envelope["result"], "mem-denied\n0", "{envelope}");
+    // needs CAP_SYS_PTRACE, which no tool has. With a mount namespace the tool's
+    // `/proc` is a fresh one with `hidepid=4` (issue 23), where toolsmith does not show.
+    let expected = if envelope["metadata"]["sandbox"]["mount_namespace"] == true {
+        "mem-denied\nhidden"
+    } else {
+        "mem-denied\n0"
+    };
+    assert_eq!(envelope["result"], expected, "{envelope}");
 }

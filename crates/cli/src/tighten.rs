@@ -771,6 +771,19 @@ mod tests {
     }
 
     #[test]
+    fn a_project_cannot_reveal_nor_turn_the_credential_masks_off() {
+        check(
+            "[sandbox]\nread_reveal = [\"~/.npmrc\"]\n",
+            "[sandbox]\nprofile = \"compat\"\nread_reveal = [\"~/.npmrc\", \"~/.ssh\"]\nread_hide = [\"/srv\"]\n[tools.x]\nread_reveal = [\"~/.aws\"]\n",
+            &[
+                "sandbox.profile = \"compat\" would loosen the user's \"default\"; \"default\" applies",
+                "sandbox.read_reveal = [\"~/.npmrc\", \"~/.ssh\"] would loosen the user's [\"~/.npmrc\"]; [\"~/.npmrc\"] applies",
+                "tools.x.read_reveal = [\"~/.aws\"] would loosen the user's [\"~/.npmrc\"]; [\"~/.npmrc\"] applies",
+            ],
+        );
+    }
+
+    #[test]
     fn a_project_cannot_consent_to_replacing_a_hand_written_tool() {
         check(
             "[generator]\nmay_replace = [\"deploy\"]\n",

@@ -58,6 +58,11 @@ impl GlobalSettings {
             .map(|layer| layer.dir.as_path())
             .chain([self.generator_tools_dir.as_path()])
             .map(|dir| dir.join(GENERATED_HISTORY_DIR));
+        // Absolute, as the executor hides only absolute paths: a project named `.` is relative.
+        let absolute = |path: PathBuf| {
+            let joined = self.cwd.join(path);
+            std::path::absolute(&joined).unwrap_or(joined)
+        };
         self.state_dirs()
             .into_iter()
             .chain(user_config)
@@ -66,6 +71,7 @@ impl GlobalSettings {
             .chain([self.project_dir.join(".toolsmith").join("config.toml")])
             .chain(self.audit_path.clone())
             .chain(histories)
+            .map(absolute)
             .collect()
     }
 
