@@ -305,13 +305,20 @@ impl Probe<'_> {
             let record = self
                 .run_once(probe, command.clone(), None, &limits, name)
                 .await?;
-            let refused_write = matches!(
-                &record,
+            let refused_write = match &record {
                 ProbeRecord::Exited {
                     blocked: Some(ProbeBlocked::Write),
                     ..
-                }
-            );
+                } => true,
+                // The caches' directory is hidden from a probe without a cache of its own (a
+                // read mask, docs/security.md): a write into its cache then finds no
+                // directory rather than a read-only one, and the error names the cache.
+                ProbeRecord::Exited {
+                    first_stderr_line: Some(line),
+                    ..
+                } => line.contains(&*cache.dir().to_string_lossy()),
+                _ => false,
+            };
             if !refused_write {
                 return Ok(record);
             }
