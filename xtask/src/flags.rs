@@ -13,7 +13,8 @@ tasks:
                            server's fds, threads, memory and processes must not grow
   tidy                     check house-style rules over every file of the workspace
   codegen [--check]        write the generated files (docs/config.md, from the config
-                           file's schema); --check: fail if one is stale
+                           file's schema; docs/environment.md, from EnvVars and the
+                           executor's variables); --check: fail if one is stale
   bench [--quick] [--calls N] [--only discovery|filter]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;

@@ -1,7 +1,9 @@
 //! Every environment variable toolsmith reads, as documented constants on one type.
 
 /// The environment variables toolsmith reads. Each one is documented here and
-/// nowhere else; reference docs are generated from this list.
+/// nowhere else: `cargo xtask codegen` writes `docs/environment.md` from these doc
+/// comments (with the executor's own `*_VAR` constants), and its check fails when that
+/// file is stale.
 #[derive(Debug)]
 pub struct EnvVars;
 
