@@ -12,6 +12,7 @@ use anyhow::Context;
 
 use crate::CheckFailed;
 
+mod docs;
 mod size;
 
 /// One house-style rule.
@@ -39,6 +40,12 @@ enum Rule {
     /// A source file holds at most 800 lines of non-test code, a function at most 120 lines
     /// unless a `// long: <why>` comment says why (`size.rs`).
     Size,
+    /// `ARCHITECTURE.md` holds at most 25 000 bytes and `README.md` at most 12 000 (`docs.rs`).
+    DocSize,
+    /// Only the CLI's MCP files name the MCP SDK (`docs.rs`).
+    SdkBoundary,
+    /// A cited `research/NAME.md` is a file of `docs/research/` (`docs.rs`).
+    Citation,
 }
 
 impl Rule {
@@ -54,6 +61,9 @@ impl Rule {
             Rule::WorkspaceLints => "workspace-lints",
             Rule::TemplateReference => "template-reference",
             Rule::Size => "size",
+            Rule::DocSize => "doc-size",
+            Rule::SdkBoundary => "sdk-boundary",
+            Rule::Citation => "citation",
         }
     }
 }
@@ -131,6 +141,21 @@ fn check_workspace(root: &Path) -> anyhow::Result<Vec<Violation>> {
                 path: relative.clone(),
                 finding,
             });
+        }
+        for (line, name) in docs::research_citations(&text) {
+            if !root.join(docs::RESEARCH_DIR).join(&name).is_file() {
+                findings.push(Violation {
+                    path: relative.clone(),
+                    finding: Finding {
+                        line,
+                        rule: Rule::Citation,
+                        message: format!(
+                            "cites research/{name}, which is not in {}",
+                            docs::RESEARCH_DIR
+                        ),
+                    },
+                });
+            }
         }
     }
     for member in workspace_members(root)? {
@@ -347,6 +372,7 @@ fn check_file(path: &str, text: &str) -> Vec<Finding> {
     }
     if has_extension(path, &["rs", "md", "toml"]) {
         check_trailing_whitespace(text, &mut findings);
+        docs::check(path, text, &mut findings);
     }
     findings.sort_by_key(|finding| finding.line);
     findings
@@ -608,7 +634,7 @@ mod tests {
     }
 
     /// Runs the per-file rules on `text` as if it were the file at `path`.
-    fn check(path: &str, text: &str, expect: &[&str]) {
+    pub(super) fn check(path: &str, text: &str, expect: &[&str]) {
         assert_eq!(
             render(&check_file(path, text)),
             expect,

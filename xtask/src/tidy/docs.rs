@@ -1,0 +1,163 @@
+//! The rules that keep what the docs and the code map say true: the size of the two entry documents, research citations that resolve, and the one place that knows the MCP SDK.
+
+use crate::tidy::{Finding, Rule};
+
+/// The entry documents and the most bytes each may hold: a newcomer reads them whole, and
+/// the reference lives once in `docs/`.
+const DOC_BUDGETS: &[(&str, usize)] = &[("ARCHITECTURE.md", 25_000), ("README.md", 12_000)];
+
+/// The research notes cited by the code and docs as `research/NAME.md` live in this
+/// directory of the repository.
+pub(super) const RESEARCH_DIR: &str = "docs/research";
+
+/// Where the research notes lived before they were kept in the repository; a citation of it
+/// does not resolve for anyone with only the repository. (Spelt in two parts so that this file
+/// does not cite it.)
+const OUTSIDE_RESEARCH: &str = concat!("shared", "/research/");
+
+/// The files of the CLI that may name the MCP SDK (`rmcp`): the `mcp` module, the HTTP front
+/// that hosts its Streamable HTTP service (and reads its session header), and `export.rs`,
+/// whose `mcp_tool` builds the one MCP definition of a tool for `tools/list` and
+/// `export --format mcp`. Every other file of `crates/` goes through these.
+const SDK_FILES: &[&str] = &[
+    "crates/cli/src/mcp.rs",
+    "crates/cli/src/mcp/",
+    "crates/cli/src/http.rs",
+    "crates/cli/src/export.rs",
+];
+
+/// The per-file rules of this module for the file at `path` (relative to the workspace root).
+pub(super) fn check(path: &str, text: &str, findings: &mut Vec<Finding>) {
+    for (document, budget) in DOC_BUDGETS {
+        if path == *document && text.len() > *budget {
+            findings.push(Finding {
+                line: 1,
+                rule: Rule::DocSize,
+                message: format!(
+                    "{} bytes, more than {budget}: move the reference to docs/ and link it",
+                    text.len()
+                ),
+            });
+        }
+    }
+    if path.starts_with("crates/") && path.ends_with(".rs") && !is_sdk_file(path) {
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("rmcp::") || code.trim_start().starts_with("use rmcp") {
+                findings.push(Finding {
+                    line: index + 1,
+                    rule: Rule::SdkBoundary,
+                    message: format!(
+                        "the MCP SDK is named only in {}: go through them",
+                        SDK_FILES.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    for (index, line) in text.lines().enumerate() {
+        if line.contains(OUTSIDE_RESEARCH) {
+            findings.push(Finding {
+                line: index + 1,
+                rule: Rule::Citation,
+                message: format!(
+                    "a research note outside the repository: cite the copy in {RESEARCH_DIR}"
+                ),
+            });
+        }
+    }
+}
+
+fn is_sdk_file(path: &str) -> bool {
+    SDK_FILES.iter().any(|allowed| {
+        if allowed.ends_with('/') {
+            path.starts_with(allowed)
+        } else {
+            path == *allowed
+        }
+    })
+}
+
+/// Every `research/<name>.md` that `text` cites, with its 1-based line (a note's name is
+/// lowercase).
+pub(super) fn research_citations(text: &str) -> Vec<(usize, String)> {
+    let mut cited = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(start) = rest.find("research/") {
+            let after = &rest[start + "research/".len()..];
+            let name: String = after
+                .chars()
+                .take_while(|character| {
+                    character.is_ascii_alphanumeric() || matches!(character, '-' | '_' | '.')
+                })
+                .collect();
+            if let Some(stem) = name.strip_suffix(".md")
+                && stem.starts_with(|first: char| first.is_ascii_lowercase())
+            {
+                cited.push((index + 1, name.clone()));
+            }
+            rest = &after[name.len()..];
+        }
+    }
+    cited
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tidy::docs::{OUTSIDE_RESEARCH, research_citations};
+    use crate::tidy::tests::check;
+
+    #[test]
+    fn entry_documents_have_a_budget() {
+        check("ARCHITECTURE.md", &"a\n".repeat(12_500), &[]);
+        check("ARCHITECTURE.md", &"a\n".repeat(12_501), &["1: doc-size"]);
+        check("README.md", &"a\n".repeat(6_001), &["1: doc-size"]);
+        check("docs/README.md", &"a\n".repeat(20_000), &[]);
+    }
+
+    #[test]
+    fn only_the_mcp_files_name_the_sdk() {
+        check(
+            "crates/cli/src/run.rs",
+            "//! a\nuse rmcp::model::Tool;\nfn f() -> rmcp::model::Tool {}\n",
+            &["2: sdk-boundary", "3: sdk-boundary"],
+        );
+        check(
+            "crates/cli/src/run.rs",
+            "//! a\n// rmcp::model::Tool is mapped elsewhere.\n",
+            &[],
+        );
+        check(
+            "crates/cli/src/mcp/results.rs",
+            "//! a\nuse rmcp::model::Tool;\n",
+            &[],
+        );
+        check(
+            "crates/cli/src/export.rs",
+            "//! a\nuse rmcp::model::Tool;\n",
+            &[],
+        );
+        check(
+            "crates/registry/src/mcp.rs",
+            "//! a\nuse rmcp::model::Tool;\n",
+            &["2: sdk-boundary"],
+        );
+        check("tests/serve.rs", "//! a\nuse rmcp::ServiceExt;\n", &[]);
+    }
+
+    #[test]
+    fn research_is_cited_inside_the_repository() {
+        check(
+            "docs/executor.md",
+            &format!("see `{OUTSIDE_RESEARCH}isolation.md`\n"),
+            &["1: citation"],
+        );
+        assert_eq!(
+            research_citations(
+                "//! `research/isolation.md` §7 and research/mcp.md, research/ alone, research/NAME.md\n"
+            ),
+            [(1, "isolation.md".to_owned()), (1, "mcp.md".to_owned())]
+        );
+    }
+}
