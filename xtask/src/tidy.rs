@@ -46,6 +46,9 @@ enum Rule {
     SdkBoundary,
     /// A cited `research/NAME.md` is a file of `docs/research/` (`docs.rs`).
     Citation,
+    /// A relative Markdown link names a file and heading that exist, and the map of `docs/`
+    /// links every document of it (`docs.rs`).
+    Link,
 }
 
 impl Rule {
@@ -64,6 +67,7 @@ impl Rule {
             Rule::DocSize => "doc-size",
             Rule::SdkBoundary => "sdk-boundary",
             Rule::Citation => "citation",
+            Rule::Link => "link",
         }
     }
 }
@@ -142,6 +146,14 @@ fn check_workspace(root: &Path) -> anyhow::Result<Vec<Violation>> {
                 finding,
             });
         }
+        if has_extension(&relative, &["md"]) {
+            for finding in docs::check_links(root, &relative, &text) {
+                findings.push(Violation {
+                    path: relative.clone(),
+                    finding,
+                });
+            }
+        }
         for (line, name) in docs::research_citations(&text) {
             if !root.join(docs::RESEARCH_DIR).join(&name).is_file() {
                 findings.push(Violation {
@@ -157,6 +169,14 @@ fn check_workspace(root: &Path) -> anyhow::Result<Vec<Violation>> {
                 });
             }
         }
+    }
+    for finding in docs::check_docs_map(root)
+        .with_context(|| format!("could not read the map of docs/ in `{}`", root.display()))?
+    {
+        findings.push(Violation {
+            path: "docs/README.md".to_owned(),
+            finding,
+        });
     }
     for member in workspace_members(root)? {
         let manifest = root.join(&member).join("Cargo.toml");

@@ -1,6 +1,11 @@
 //! The rules that keep what the docs and the code map say true: the size of the two entry documents, research citations that resolve, and the one place that knows the MCP SDK.
 
+use std::path::Path;
+
 use crate::tidy::{Finding, Rule};
+
+/// The map of `docs/`, which links every document of it.
+const DOCS_MAP: &str = "docs/README.md";
 
 /// The entry documents and the most bytes each may hold: a newcomer reads them whole, and
 /// the reference lives once in `docs/`.
@@ -103,9 +108,143 @@ pub(super) fn research_citations(text: &str) -> Vec<(usize, String)> {
     cited
 }
 
+/// The relative links of the Markdown file at `path` (relative to `root`) whose file or
+/// heading does not exist: a section moved to another document breaks its links here first.
+pub(super) fn check_links(root: &Path, path: &str, text: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let dir = Path::new(path).parent().unwrap_or(Path::new(""));
+    let mut in_code_block = false;
+    for (index, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+            continue;
+        }
+        if in_code_block {
+            continue;
+        }
+        for target in link_targets(line) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = match target.split_once('#') {
+                Some((file, anchor)) => (file, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let resolved = if file.is_empty() {
+                root.join(path)
+            } else {
+                root.join(dir).join(file)
+            };
+            let message = if !resolved.exists() {
+                Some(format!("links to {target}, which does not exist"))
+            } else if let Some(anchor) = anchor
+                && resolved
+                    .extension()
+                    .is_some_and(|extension| extension == "md")
+            {
+                let target_text = std::fs::read_to_string(&resolved).unwrap_or_default();
+                (!heading_anchors(&target_text)
+                    .iter()
+                    .any(|known| known == anchor))
+                .then(|| format!("links to {target}, a heading that does not exist"))
+            } else {
+                None
+            };
+            if let Some(message) = message {
+                findings.push(Finding {
+                    line: index + 1,
+                    rule: Rule::Link,
+                    message,
+                });
+            }
+        }
+    }
+    findings
+}
+
+/// The targets of the inline links `[text](target)` of one line.
+fn link_targets(line: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find("](") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find(')') else {
+            break;
+        };
+        let target = &after[..end];
+        if !target.is_empty() && !target.contains(' ') {
+            targets.push(target.to_owned());
+        }
+        rest = &after[end..];
+    }
+    targets
+}
+
+/// GitHub's anchors of the headings of a Markdown text.
+fn heading_anchors(text: &str) -> Vec<String> {
+    let mut anchors = Vec::new();
+    let mut in_code_block = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+            continue;
+        }
+        if in_code_block || !line.starts_with('#') {
+            continue;
+        }
+        let title = line.trim_start_matches('#').trim();
+        anchors.push(
+            title
+                .chars()
+                .filter_map(|character| match character {
+                    ' ' => Some('-'),
+                    '-' | '_' => Some(character),
+                    _ if character.is_alphanumeric() => Some(character.to_ascii_lowercase()),
+                    _ => None,
+                })
+                .collect::<String>()
+                .to_lowercase(),
+        );
+    }
+    anchors
+}
+
+/// The documents of `docs/` (and `docs/research/`) that the map does not link.
+pub(super) fn check_docs_map(root: &Path) -> std::io::Result<Vec<Finding>> {
+    let map = std::fs::read_to_string(root.join(DOCS_MAP))?;
+    let linked: Vec<String> = map.lines().flat_map(link_targets).collect();
+    let mut findings = Vec::new();
+    for dir in ["docs", RESEARCH_DIR] {
+        let mut names: Vec<String> = std::fs::read_dir(root.join(dir))?
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".md") && name != "README.md")
+            .collect();
+        names.sort();
+        for name in names {
+            let relative = Path::new(dir)
+                .strip_prefix("docs")
+                .unwrap_or(Path::new(""))
+                .join(&name);
+            let relative = relative.to_string_lossy();
+            if !linked
+                .iter()
+                .any(|target| target.split('#').next() == Some(&*relative))
+            {
+                findings.push(Finding {
+                    line: 1,
+                    rule: Rule::Link,
+                    message: format!("the map of docs/ does not link {dir}/{name}"),
+                });
+            }
+        }
+    }
+    Ok(findings)
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::tidy::docs::{OUTSIDE_RESEARCH, research_citations};
+    use crate::tidy::docs::{OUTSIDE_RESEARCH, heading_anchors, link_targets, research_citations};
     use crate::tidy::tests::check;
 
     #[test]
@@ -158,6 +297,24 @@ mod tests {
                 "//! `research/isolation.md` §7 and research/mcp.md, research/ alone, research/NAME.md\n"
             ),
             [(1, "isolation.md".to_owned()), (1, "mcp.md".to_owned())]
+        );
+    }
+
+    #[test]
+    fn links_and_anchors() {
+        assert_eq!(
+            link_targets("see [a](b.md#c), [x](https://e.org) and `[n](m)` [t](with space)"),
+            ["b.md#c", "https://e.org", "m"]
+        );
+        assert_eq!(
+            heading_anchors(
+                "# Title\n## Tools with dependencies (`toolsmith prepare`) and tool caches\n```sh\n# comment\n```\n### `[tools.NAME]`\n"
+            ),
+            [
+                "title",
+                "tools-with-dependencies-toolsmith-prepare-and-tool-caches",
+                "toolsname"
+            ]
         );
     }
 }
