@@ -1,4 +1,4 @@
-//! The MCP server behind `toolsmith serve`: the only module that knows rmcp, mapping tools to MCP tools and envelopes to call results.
+//! The MCP server behind `toolsmith serve`: rmcp's home (with `mcp/`; only `http.rs` and `export.rs`'s `mcp_tool` name it besides, as tidy checks), mapping tools to MCP tools and envelopes to call results.
 //!
 //! - Both protocol eras are served, as rmcp does by default: the legacy `initialize` handshake
 //!   (2025-06-18, 2025-11-25) and the stateless 2026-07-28 revision (`server/discover`, `_meta`
