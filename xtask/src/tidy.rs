@@ -49,6 +49,9 @@ enum Rule {
     /// A relative Markdown link names a file and heading that exist, and the map of `docs/`
     /// links every document of it (`docs.rs`).
     Link,
+    /// The CLI and the executor read their environment only through documented constants,
+    /// which `docs/environment.md` is generated from (`docs.rs`).
+    UndocumentedVariable,
 }
 
 impl Rule {
@@ -68,6 +71,7 @@ impl Rule {
             Rule::SdkBoundary => "sdk-boundary",
             Rule::Citation => "citation",
             Rule::Link => "link",
+            Rule::UndocumentedVariable => "undocumented-variable",
         }
     }
 }

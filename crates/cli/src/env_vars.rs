@@ -78,4 +78,7 @@ impl EnvVars {
 
     /// When set, not empty and not `0`, `--color auto` colours even a pipe.
     pub const CLICOLOR_FORCE: &'static str = "CLICOLOR_FORCE";
+
+    /// The terminal's type: `dumb` makes `--color auto` colour nothing, even on a terminal.
+    pub const TERM: &'static str = "TERM";
 }

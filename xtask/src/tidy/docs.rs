@@ -31,8 +31,18 @@ const SDK_FILES: &[&str] = &[
     "crates/cli/src/export.rs",
 ];
 
+/// The sources whose environment reads must name a documented constant (`EnvVars`, the
+/// executor's `*_VAR`s), so that `docs/environment.md`, generated from those, lists them all.
+const ENVIRONMENT_READERS: &[&str] = &["crates/cli/src/", "crates/executor/src/"];
+
+/// The calls that read a variable of toolsmith's own environment by name.
+const ENVIRONMENT_READS: &[&str] = &["env::var(\"", "env::var_os(\"", "lookup(\""];
+
 /// The per-file rules of this module for the file at `path` (relative to the workspace root).
 pub(super) fn check(path: &str, text: &str, findings: &mut Vec<Finding>) {
+    if path.ends_with(".rs") && ENVIRONMENT_READERS.iter().any(|dir| path.starts_with(dir)) {
+        check_environment_reads(text, findings);
+    }
     for (document, budget) in DOC_BUDGETS {
         if path == *document && text.len() > *budget {
             findings.push(Finding {
@@ -68,6 +78,25 @@ pub(super) fn check(path: &str, text: &str, findings: &mut Vec<Finding>) {
                 message: format!(
                     "a research note outside the repository: cite the copy in {RESEARCH_DIR}"
                 ),
+            });
+        }
+    }
+}
+
+/// A variable read by a string literal is one `docs/environment.md` cannot list; test code
+/// (after `#[cfg(test)]`) and comments may.
+fn check_environment_reads(text: &str, findings: &mut Vec<Finding>) {
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            return;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        if ENVIRONMENT_READS.iter().any(|read| code.contains(read)) {
+            findings.push(Finding {
+                line: index + 1,
+                rule: Rule::UndocumentedVariable,
+                message: "a variable read by its literal name: declare it on `EnvVars` (or as an executor `*_VAR`) with a doc comment, then run `cargo xtask codegen`".to_owned(),
             });
         }
     }
@@ -315,6 +344,25 @@ mod tests {
                 "tools-with-dependencies-toolsmith-prepare-and-tool-caches",
                 "toolsname"
             ]
+        );
+    }
+
+    #[test]
+    fn variables_are_read_through_their_documented_constants() {
+        check(
+            "crates/cli/src/output.rs",
+            "//! a\nfn f() { lookup(\"TERM\"); std::env::var(\"HOME\"); lookup(EnvVars::TERM); }\n#[cfg(test)]\nmod tests { fn g() { lookup(\"TERM\"); } }\n",
+            &["2: undocumented-variable"],
+        );
+        check(
+            "crates/executor/src/features.rs",
+            "//! a\nfn f() { std::env::var_os(\"X\"); std::env::var(DISABLE_FEATURES_VAR); }\n",
+            &["2: undocumented-variable"],
+        );
+        check(
+            "crates/registry/src/call/prepare.rs",
+            "//! a\nfn f() { lookup(\"UV_INDEX_URL\"); }\n",
+            &[],
         );
     }
 }
