@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolsmith_executor::Limits;
@@ -19,6 +20,7 @@ use toolsmith_executor::Limits;
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
 use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
+use crate::secrets::{SecretName, Secrets};
 use crate::tool::Tool;
 
 /// How tool processes are run, for probes and calls alike.
@@ -66,6 +68,9 @@ pub struct RunConfig {
     /// see [`ToolCache`](crate::ToolCache)), writable to that tool's probes and calls alone;
     /// `None` gives tools no cache.
     pub tool_caches: Option<PathBuf>,
+    /// The secrets the operator defined (`[secrets.NAME]`); a call receives only those its
+    /// tool's override grants ([`ToolOverride::secrets`]), and nothing else ever does.
+    pub secrets: Arc<Secrets>,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -99,6 +104,10 @@ pub struct ToolOverride {
     pub filesystem: Option<FilesystemSetting>,
     /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
     pub syscalls: Option<SyscallsSetting>,
+    /// The secrets granted to this tool (`[tools.NAME] secrets`), each delivered to its calls
+    /// as an environment variable of its name. Never part of [`ToolOverride::for_generated`]:
+    /// a generated tool receives no secret by its name alone.
+    pub secrets: Vec<SecretName>,
     /// What applies instead when the tool of this name is a generated one: only what the
     /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
     /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
@@ -133,6 +142,8 @@ pub struct CallConfig {
     /// The effective sandbox: the operator's grant for the tool, tightened
     /// by what the tool declares.
     pub sandbox: SandboxSettings,
+    /// The secrets the operator granted to the tool (none for a generated tool).
+    pub secrets: Vec<SecretName>,
 }
 
 impl RunConfig {
@@ -143,12 +154,7 @@ impl RunConfig {
     /// they meant, and a tool an agent generated under that name is not it (issue 25, finding
     /// 5). It runs under the configuration of every tool.
     pub fn call_config(&self, tool: &Tool) -> CallConfig {
-        let tool_override = self.overrides.get(tool.name());
-        let tool_override = if tool.generated() {
-            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
-        } else {
-            tool_override
-        };
+        let tool_override = self.tool_override(tool);
         let mut limits = self.limits.clone();
         let timeout_source = match (
             tool_override.and_then(|tool_override| tool_override.timeout),
@@ -186,6 +192,7 @@ impl RunConfig {
                 timeout_source,
                 env: self.env.clone(),
                 sandbox,
+                secrets: Vec::new(),
             };
         };
         let limits = Limits {
@@ -209,7 +216,28 @@ impl RunConfig {
                 .clone()
                 .unwrap_or_else(|| self.env.clone()),
             sandbox,
+            secrets: tool_override.secrets.clone(),
         }
+    }
+}
+
+impl RunConfig {
+    /// The operator's override that applies to `tool`: its `[tools.NAME]`, or for a generated
+    /// tool only the call's own ([`ToolOverride::for_generated`]).
+    fn tool_override(&self, tool: &Tool) -> Option<&ToolOverride> {
+        let tool_override = self.overrides.get(tool.name());
+        if tool.generated() {
+            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
+        } else {
+            tool_override
+        }
+    }
+
+    /// The secrets the operator granted to `tool` (`[tools.NAME] secrets`); none for a
+    /// generated tool, whatever its name.
+    pub fn granted_secrets(&self, tool: &Tool) -> &[SecretName] {
+        self.tool_override(tool)
+            .map_or(&[], |tool_override| tool_override.secrets.as_slice())
     }
 }
 
@@ -276,6 +304,7 @@ mod tests {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(
