@@ -257,11 +257,16 @@ mod tests {
     use crate::overrides::{TimeoutSource, ToolOverride};
     use crate::sandbox::{SandboxDeclaration, SandboxSettings};
     use crate::schema::InputSchema;
+    use crate::secrets::SecretName;
     use crate::tool::Tool;
     use crate::tool::ToolParts;
 
     fn tool(requested: Option<u64>) -> Tool {
-        Tool::from_parts(ToolParts {
+        Tool::from_parts(parts(requested))
+    }
+
+    fn parts(requested: Option<u64>) -> ToolParts {
+        ToolParts {
             name: ToolName::new("demo").unwrap(),
             description: "d".to_owned(),
             input_schema: InputSchema::new(serde_json::json!({"type": "object"})).unwrap(),
@@ -276,7 +281,7 @@ mod tests {
             tests: Vec::new(),
             runner: Runner::Kodelet,
             env_arguments: false,
-        })
+        }
     }
 
     /// Checks the timeout and memory of a call with the configured timeout
@@ -311,6 +316,45 @@ mod tests {
             (call.limits.timeout, call.timeout_source, call.limits.memory),
             (Duration::from_secs(expect.0), expect.1, expect.2)
         );
+    }
+
+    /// Issue 23: `[tools.NAME] secrets` binds to the hand-written tool the operator meant; a
+    /// generated tool of that name (its ref in `.history.git` beside it) gets no secret, even
+    /// when the call's own flags apply to it.
+    #[test]
+    fn a_generated_tool_is_granted_no_secret_by_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = ToolName::new("demo").unwrap();
+        let grant = ToolOverride {
+            secrets: vec![SecretName::new("GITHUB_TOKEN").unwrap()],
+            for_generated: Some(Box::default()),
+            ..ToolOverride::default()
+        };
+        let config = RunConfig {
+            cwd: PathBuf::from("/"),
+            env: Vec::new(),
+            limits: Limits::recommended(),
+            max_timeout: Duration::from_secs(60),
+            overrides: BTreeMap::from([(name.clone(), grant)]),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: PathBuf::from("/"),
+            protected: Vec::new(),
+            project_gate: None,
+            tool_caches: None,
+            secrets: Default::default(),
+        };
+        let at = |path: PathBuf| Tool::from_parts(ToolParts { path, ..parts(None) });
+        let hand_written = at(dir.path().join("demo"));
+        assert_eq!(
+            config.granted_secrets(&hand_written),
+            [SecretName::new("GITHUB_TOKEN").unwrap()]
+        );
+        std::fs::create_dir_all(dir.path().join(".history.git/refs/tools")).unwrap();
+        std::fs::write(dir.path().join(".history.git/refs/tools/demo"), "0\n").unwrap();
+        let generated = at(dir.path().join("demo"));
+        assert!(generated.generated());
+        assert!(config.granted_secrets(&generated).is_empty());
+        assert!(config.call_config(&generated).secrets.is_empty());
     }
 
     #[test]
