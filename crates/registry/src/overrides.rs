@@ -343,7 +343,12 @@ mod tests {
             tool_caches: None,
             secrets: Default::default(),
         };
-        let at = |path: PathBuf| Tool::from_parts(ToolParts { path, ..parts(None) });
+        let at = |path: PathBuf| {
+            Tool::from_parts(ToolParts {
+                path,
+                ..parts(None)
+            })
+        };
         let hand_written = at(dir.path().join("demo"));
         assert_eq!(
             config.granted_secrets(&hand_written),

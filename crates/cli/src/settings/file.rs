@@ -37,6 +37,10 @@
 //! env = { allow = ["PATH"], set = { GREETING = "hi" } }
 //! network = "allow"
 //! disabled = false
+//! secrets = ["GITHUB_TOKEN"] # this tool's calls receive $GITHUB_TOKEN (user config only)
+//!
+//! [secrets.GITHUB_TOKEN]     # user config only; exactly one of env, file, command
+//! env = "GH_PAT"             # or file = "/run/secrets/gh", or command = ["gh", "auth", "token"]
 //!
 //! [audit]
 //! path = "audit.jsonl"       # relative to this file's directory; off when unset
@@ -122,7 +126,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator], [trust] and [secrets.NAME]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
@@ -574,7 +578,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`, `secrets`",
             ),
         );
     }
@@ -608,7 +612,7 @@ mod tests {
         check(
             "[sandbox]\nproxy = \"http://x\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`",
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`, `secrets`",
             ),
         );
     }
@@ -686,7 +690,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `disabled`, `secrets`",
             ),
         );
     }

@@ -98,7 +98,7 @@ pub(crate) struct GlobalSettings {
     pub(crate) templates_dir: Option<PathBuf>,
     /// toolsmith's own directories, whether this command reads them or not (see [`own_state`]).
     pub(crate) own_state: Vec<PathBuf>,
-    /// `[secrets.NAME]`, each `env` source read at start (see [`secret_sources`]); the
+    /// `[secrets.NAME]`, each `env` source read at start (see [`secrets_at_start`]); the
     /// environment their commands run with is set once the process environment is scrubbed
     /// ([`GlobalSettings::with_secret_command_env`]).
     pub(crate) secrets: Arc<Secrets>,
@@ -243,10 +243,7 @@ impl GlobalSettings {
             drafts_dir,
             templates_dir,
             own_state: own_state(lookup, home.as_deref(), cwd),
-            secrets: Arc::new(Secrets::new(
-                secret_sources(&combined.secrets, lookup),
-                Vec::new(),
-            )),
+            secrets: secrets_at_start(&combined.secrets, lookup),
         }
     }
 
@@ -504,12 +501,12 @@ fn secret_source(secrets: &Secrets, name: &str) -> bool {
 }
 
 /// The secrets `options` defines, each `env` source read now through `lookup` (before the
-/// process environment is scrubbed).
-fn secret_sources(
+/// process environment is scrubbed); their commands' environment is set after the scrub.
+fn secrets_at_start(
     options: &BTreeMap<SecretName, SecretOptions>,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> BTreeMap<SecretName, SecretSource> {
-    options
+) -> Arc<Secrets> {
+    let defined = options
         .iter()
         .map(|(name, option)| {
             let source = match option {
@@ -522,7 +519,8 @@ fn secret_sources(
             };
             (name.clone(), source)
         })
-        .collect()
+        .collect();
+    Arc::new(Secrets::new(defined, Vec::new()))
 }
 
 /// The layers without the project's when the project is not trusted, recording in `trust`

@@ -259,11 +259,7 @@ fn prepare(
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
     call.env.retain(|(name, _)| !oob::is_toolsmith_var(name));
-    // A variable named as a secret, or a secret's `env` source, never travels in the general
-    // environment (`[env] allow`, `set`): only the call granted the secret gets it, from its
-    // source, and a manifest's `${NAME}` expands from this same list.
-    call.env.retain(|(name, _)| !config.secrets.reserves(name));
-    call.env.extend(call_secrets.vars());
+    with_secrets(&mut call.env, config, call_secrets);
     // The call's own ids, set by toolsmith after its own variables are gone: a tool sees the
     // ids of its call and nothing of toolsmith's. A Kodelet tool also gets its host's name for
     // the session, replacing any the operator passed through.
@@ -354,6 +350,19 @@ fn prepare(
         reading,
         out_of_band,
     }))
+}
+
+/// Puts the call's secrets in `env`. A variable named as a secret, or a secret's `env`
+/// source, never travels in the general environment (`[env] allow`, `set`): only a call
+/// granted the secret gets it, from its source, and a manifest's `${NAME}` expands from this
+/// same list.
+fn with_secrets(
+    env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    config: &RunConfig,
+    call_secrets: &CallSecrets,
+) {
+    env.retain(|(name, _)| !config.secrets.reserves(name));
+    env.extend(call_secrets.vars());
 }
 
 /// Runs `command`, its progress lines sent to `progress`; the limits come back with the
