@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -27,26 +27,26 @@ fn secret_value() -> String {
     format!("ghp_TEST{tail}")
 }
 
-/// The SHA-256 of `text` in hex, by the system's `sha256sum`: a tool proves it received the
-/// value without printing it.
-fn sha256(text: &str) -> String {
-    let mut child = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    String::from_utf8(output.stdout).unwrap()[..64].to_owned()
+/// ROT13 of the letters and ROT5 of the digits of `text`, as `tr` computes it in the tool: a
+/// tool proves it received the value without printing it.
+fn rotated(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'a'..='z' => char::from(b'a' + (c as u8 - b'a' + 13) % 26),
+            'A'..='Z' => char::from(b'A' + (c as u8 - b'A' + 13) % 26),
+            '0'..='9' => char::from(b'0' + (c as u8 - b'0' + 5) % 10),
+            other => other,
+        })
+        .collect()
 }
 
-/// A tool that prints the digest of `$VAR` (or `unset`), then sleeps `sleep` seconds holding it.
+/// A tool that prints `$VAR` rotated (see [`rotated`]; or `unset`), then sleeps `sleep` seconds holding it.
 fn digest_tool(name: &str, variable: &str, sleep: u32) -> String {
     shell_tool(
         name,
         EMPTY_SCHEMA,
         &format!(
-            "if [ -n \"${{{variable}+x}}\" ]; then printf %s \"${variable}\" | sha256sum | cut -c1-64; else echo unset; fi; sleep {sleep}"
+            "if [ -n \"${{{variable}+x}}\" ]; then printf '%s\\n' \"${variable}\" | tr 'A-Za-z0-9' 'N-ZA-Mn-za-m5-90-4'; else echo unset; fi; sleep {sleep}"
         ),
     )
 }
@@ -146,7 +146,7 @@ fn a_secret_reaches_only_the_tool_it_is_granted_to() {
     let alpha_envelope = envelope(&alpha);
     assert_eq!(
         result_text(&alpha_envelope).trim(),
-        sha256(&value),
+        rotated(&value),
         "{alpha_envelope:#}"
     );
     assert_eq!(
