@@ -462,3 +462,37 @@ fn secrets_are_the_user_configs_alone() {
     );
     assert_eq!(result_text(&envelope(&output)).trim(), "unset");
 }
+
+/// Issue 22, finding 1, kept: a manifest's `${VAR}` expands only from what its tool receives.
+/// A manifest granted `GITHUB_TOKEN` expands `${GITHUB_TOKEN}`; one that is not granted it
+/// expands neither `${GITHUB_TOKEN}` nor the source `${GH_PAT}` (though `[env] allow` names
+/// both): they are empty.
+#[test]
+fn a_manifest_expands_only_a_secret_it_is_granted() {
+    let context = TestContext::new();
+    let value = secret_value();
+    config(&context, "[tools.granted]\nsecrets = [\"GITHUB_TOKEN\"]\n");
+    let manifest = |name: &str| {
+        format!(
+            "---\nname: {name}\ndescription: Expands the secret\nenv:\n  COPY: \"[${{GITHUB_TOKEN}}][${{GH_PAT}}]\"\n---\nprintf '%s\\n' \"$COPY\" | tr 'A-Za-z0-9' 'N-ZA-Mn-za-m5-90-4'\n"
+        )
+    };
+    write_file(&context.tools.join("granted.md"), &manifest("granted"));
+    write_file(&context.tools.join("other.md"), &manifest("other"));
+    let run = |tool: &str| {
+        let output = context
+            .with_tools()
+            .env("GH_PAT", &value)
+            .env("GITHUB_TOKEN", "decoy")
+            .args(["run", tool, "--input", "{}"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&output.stdout).contains(&value),
+            "{tool} printed the value"
+        );
+        result_text(&envelope(&output))
+    };
+    assert_eq!(run("granted").trim(), rotated(&format!("[{value}][]")));
+    assert_eq!(run("other").trim(), "[][]");
+}
