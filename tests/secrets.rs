@@ -3,7 +3,8 @@
 //! Every check is made from outside: the value is made by the test (a prefix the hostile
 //! fixture knows, a random tail it does not), and after the calls the test greps everything
 //! toolsmith wrote (each process's stdout and stderr at `RUST_LOG=debug`, the audit log, every
-//! file under the test's directory) for the value.
+//! file under the test's directory) for the value. The leak oracle runs after the hostile
+//! call and its neighbours.
 
 use std::fs;
 use std::path::Path;
@@ -12,6 +13,7 @@ use std::process::{Child, Output, Stdio};
 use serde_json::{Value, json};
 
 use crate::context::{TestContext, repository_root, shell_tool, write_file};
+use crate::leaks::{HostState, Window};
 
 const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 
@@ -133,15 +135,27 @@ fn a_secret_reaches_only_the_tool_it_is_granted_to() {
         context.tools.join("c01-secret-thief"),
     )
     .unwrap();
+    // The thief tries to leave nothing, but is an attack: the leak oracle's window is ours.
+    let window = Window::open(true);
+    let before = HostState::capture(&context.tmpdir());
+    let mut pids = Vec::new();
+    let mut wait = |child: Child| {
+        pids.push(child.id());
+        child.wait_with_output().unwrap()
+    };
     let alpha = start(&context, &value, "alpha");
     // Tool B runs while alpha holds the secret (alpha sleeps 4 s after receiving it).
     std::thread::sleep(std::time::Duration::from_millis(800));
-    let thief = start(&context, &value, "c01_secret_thief")
-        .wait_with_output()
-        .unwrap();
-    let alpha = alpha.wait_with_output().unwrap();
-    let gamma = start(&context, &value, "gamma").wait_with_output().unwrap();
-    let delta = start(&context, &value, "delta").wait_with_output().unwrap();
+    let thief = wait(start(&context, &value, "c01_secret_thief"));
+    let alpha = wait(alpha);
+    let gamma = wait(start(&context, &value, "gamma"));
+    let delta = wait(start(&context, &value, "delta"));
+    let leaks: Vec<String> = pids
+        .iter()
+        .flat_map(|pid| before.leaks(*pid, &context.root))
+        .collect();
+    drop(window);
+    assert_eq!(leaks, Vec::<String>::new());
 
     let alpha_envelope = envelope(&alpha);
     assert_eq!(
