@@ -28,6 +28,7 @@ mod project;
 mod run;
 mod sandbox;
 mod scale;
+mod secrets;
 mod serve;
 mod serve_http;
 mod serve_trust;

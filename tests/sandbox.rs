@@ -210,7 +210,7 @@ fn a_tools_declaration_tightens_the_grant_but_never_loosens_it() {
     assert_eq!(shown["sandbox"]["filesystem"], "full", "{shown}");
     assert_eq!(
         shown["sandbox"]["declared"],
-        json!({"network": "deny", "filesystem": null})
+        json!({"network": "deny", "filesystem": null, "secrets": []})
     );
 }
 

@@ -212,8 +212,10 @@ fn show_json_with_override_and_profile() {
         "user": null,
         "declared": {
           "network": null,
-          "filesystem": null
+          "filesystem": null,
+          "secrets": []
         },
+        "secrets": [],
         "isolation": "[ISOLATION]",
         "not_enforced": "[NOT_ENFORCED]"
       },

@@ -93,6 +93,7 @@ pub(crate) fn measure(
         // As the CLI does: every probe gets its tool's own cache (issue 26), so a probe
         // session's init serves the probes of one tool file.
         tool_caches: Some(cache_dir.join("tool-cache")),
+        secrets: Default::default(),
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

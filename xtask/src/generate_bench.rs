@@ -68,6 +68,7 @@ pub(crate) fn measure(
         protected: Vec::new(),
         project_gate: None,
         tool_caches: None,
+        secrets: Default::default(),
     };
     let input = json!({"text": "hello bench"});
     let request = json!({

@@ -141,6 +141,7 @@ pub(crate) fn measure(
         protected: Vec::new(),
         project_gate: None,
         tool_caches: None,
+        secrets: Default::default(),
     };
     let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
     if let Some(problem) = catalog.problems().first() {

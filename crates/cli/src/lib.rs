@@ -429,6 +429,7 @@ impl Session {
             &lookup,
         );
         tracing::debug!(?global, "resolved settings");
+        global.check_secrets()?;
         // Every variable that no tool receives and toolsmith does not read is
         // dropped (its heap copy zeroed), so that a tool that could read
         // toolsmith's memory would not find the operator's secrets in it.
@@ -441,6 +442,8 @@ impl Session {
         // progress bar exists yet, and the logger writes from the caller's thread.
         let dropped = unsafe { toolsmith_executor::scrub_environment(&|name| keep(name)) };
         tracing::debug!(?dropped, "dropped variables no tool receives");
+        let mut global = global;
+        global.with_secret_command_env(std::env::vars_os().collect());
         let _ignored = ENVIRON_DROPPED.set(dropped.len());
         Ok(Session { global, env_token })
     }

@@ -28,6 +28,9 @@
 //!   any path when the user has an audit log (it would move the user's log), else a path outside
 //!   the project.
 //!
+//! - `[secrets.NAME]` and `tools.NAME.secrets`: always, whatever `project_may_loosen` says
+//!   ([`without_secrets`]): secrets are defined and granted in the user config only.
+//!
 //! `discovery.peers` and `discovery.cache` only change which of the user's and the project's
 //! own directories are read, and how often: they are never loosening.
 
@@ -58,8 +61,44 @@ pub(crate) struct Loosening {
     pub(crate) applied: String,
 }
 
+impl Loosening {
+    /// Whether no user setting could allow it: a secret's definition or grant.
+    pub(crate) fn user_config_only(&self) -> bool {
+        self.key.starts_with("secrets.") || self.key.ends_with(".secrets")
+    }
+}
+
+/// The project's options without any `[secrets.NAME]` or `tools.NAME.secrets`, and what was
+/// removed: a project config never defines or grants a secret, even with `[trust]
+/// project_may_loosen = true` (a trusted clone must not hand the user's token to its own
+/// tool by naming it).
+pub(crate) fn without_secrets(project: &mut Options) -> Vec<Loosening> {
+    let mut found: Vec<Loosening> = std::mem::take(&mut project.secrets)
+        .into_keys()
+        .map(|name| Loosening {
+            key: format!("secrets.{name}"),
+            project: "a secret's definition".to_owned(),
+            applied: "no secret of the project's".to_owned(),
+        })
+        .collect();
+    for (name, tool) in &mut project.tools {
+        if let Some(granted) = tool.secrets.take() {
+            let names: Vec<String> = granted.iter().map(|name| format!("\"{name}\"")).collect();
+            found.push(Loosening {
+                key: format!("tools.{name}.secrets"),
+                project: format!("[{}]", names.join(", ")),
+                applied: "the user config's grant".to_owned(),
+            });
+        }
+    }
+    found
+}
+
 impl std::fmt::Display for Loosening {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.user_config_only() {
+            return write!(f, "{} is ignored; {} applies", self.key, self.applied);
+        }
         write!(
             f,
             "{} = {} would loosen the user's {}; {} applies",
@@ -77,7 +116,7 @@ pub(crate) fn tighten(
     cwd: &Path,
     home: Option<&Path>,
 ) -> (Options, Vec<Loosening>) {
-    let mut found = Vec::new();
+    let mut found = without_secrets(&mut project);
     let defaults = Limits::recommended();
     let user_limits = Baseline::of(&user.limits, &defaults);
     limits("limits", &mut project.limits, &user_limits, &mut found);

@@ -34,6 +34,7 @@
 //!     protected: Vec::new(),
 //!     project_gate: None,
 //!     tool_caches: None,
+//!     secrets: Default::default(),
 //! };
 //! let config = GeneratorConfig {
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),

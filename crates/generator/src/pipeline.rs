@@ -671,6 +671,7 @@ mod tests {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         };
         Staged {
             _temp: temp,

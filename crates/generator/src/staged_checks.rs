@@ -39,8 +39,10 @@ pub(crate) async fn check_staged(
     // A staged tool is a generated tool: it gets no `[tools.NAME]` grant, whatever its name
     // (the live registry does the same by its history ref, `Tool::generated`), so a request
     // named like a tool the operator granted a secret cannot read it in its test report.
+    // Nor any secret's definition: a staged tool's runs cannot read one by any name.
     let run_config = &RunConfig {
         overrides: Default::default(),
+        secrets: Default::default(),
         ..run_config.clone()
     };
     let discovery = discover_staged(executor, staging_dir, &request.name, run_config);
@@ -328,7 +330,7 @@ fn network_check(request: &Request, envelopes: &[Envelope]) -> CheckReport {
     };
     let applied: Vec<&str> = envelopes
         .iter()
-        .filter_map(|envelope| envelope.metadata.sandbox.as_ref())
+        .filter_map(|envelope| envelope.metadata.sandbox.as_ref()?.applied.as_ref())
         .map(|sandbox| sandbox.network)
         .collect();
     if applied.is_empty() {

@@ -57,6 +57,7 @@ impl World {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         };
         let config = GeneratorConfig {
             tools_dir: temp.path().join(".toolsmith/tools"),

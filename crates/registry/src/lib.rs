@@ -45,6 +45,7 @@
 //!     protected: Vec::new(),
 //!     project_gate: None,
 //!     tool_caches: None,
+//!     secrets: Default::default(),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -72,6 +73,7 @@ mod project_trust;
 mod regular_file;
 mod sandbox;
 mod schema;
+mod secrets;
 mod tool;
 mod tool_cache;
 
@@ -136,14 +138,18 @@ pub use crate::regular_file::{
     RegularFileError, open_append_regular, read_regular, read_start,
 };
 pub use crate::sandbox::{
-    FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
-    SandboxDeclarationError, SandboxReport, SandboxSettings, SyscallsSetting, UnknownSetting,
-    probe_sandbox_report, protected_paths,
+    AppliedReport, FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
+    SandboxDeclarationError, SandboxDenial, SandboxReport, SandboxSettings, SyscallsSetting,
+    UnknownSetting, probe_sandbox_report, protected_paths,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH, MAX_VIOLATIONS, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError,
     Violation,
+};
+pub use crate::secrets::{
+    COMMAND_TIMEOUT, MAX_SECRET_BYTES, SecretError, SecretName, SecretNameError, SecretSource,
+    SecretValue, Secrets, snapshot_value,
 };
 pub use crate::tool::{GENERATED_HISTORY_DIR, MAX_DESCRIPTION_BYTES, Tool, is_generated};
 pub use crate::tool_cache::{Index, TOOL_CACHE_VAR, TOOL_CACHES_DIR, ToolCache};

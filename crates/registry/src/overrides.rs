@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolsmith_executor::Limits;
@@ -19,6 +20,7 @@ use toolsmith_executor::Limits;
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
 use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
+use crate::secrets::{SecretName, Secrets};
 use crate::tool::Tool;
 
 /// How tool processes are run, for probes and calls alike.
@@ -66,6 +68,9 @@ pub struct RunConfig {
     /// see [`ToolCache`](crate::ToolCache)), writable to that tool's probes and calls alone;
     /// `None` gives tools no cache.
     pub tool_caches: Option<PathBuf>,
+    /// The secrets the operator defined (`[secrets.NAME]`); a call receives only those its
+    /// tool's override grants ([`ToolOverride::secrets`]), and nothing else ever does.
+    pub secrets: Arc<Secrets>,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -99,6 +104,10 @@ pub struct ToolOverride {
     pub filesystem: Option<FilesystemSetting>,
     /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
     pub syscalls: Option<SyscallsSetting>,
+    /// The secrets granted to this tool (`[tools.NAME] secrets`), each delivered to its calls
+    /// as an environment variable of its name. Never part of [`ToolOverride::for_generated`]:
+    /// a generated tool receives no secret by its name alone.
+    pub secrets: Vec<SecretName>,
     /// What applies instead when the tool of this name is a generated one: only what the
     /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
     /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
@@ -133,6 +142,8 @@ pub struct CallConfig {
     /// The effective sandbox: the operator's grant for the tool, tightened
     /// by what the tool declares.
     pub sandbox: SandboxSettings,
+    /// The secrets the operator granted to the tool (none for a generated tool).
+    pub secrets: Vec<SecretName>,
 }
 
 impl RunConfig {
@@ -143,12 +154,7 @@ impl RunConfig {
     /// they meant, and a tool an agent generated under that name is not it (issue 25, finding
     /// 5). It runs under the configuration of every tool.
     pub fn call_config(&self, tool: &Tool) -> CallConfig {
-        let tool_override = self.overrides.get(tool.name());
-        let tool_override = if tool.generated() {
-            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
-        } else {
-            tool_override
-        };
+        let tool_override = self.tool_override(tool);
         let mut limits = self.limits.clone();
         let timeout_source = match (
             tool_override.and_then(|tool_override| tool_override.timeout),
@@ -186,6 +192,7 @@ impl RunConfig {
                 timeout_source,
                 env: self.env.clone(),
                 sandbox,
+                secrets: Vec::new(),
             };
         };
         let limits = Limits {
@@ -209,7 +216,28 @@ impl RunConfig {
                 .clone()
                 .unwrap_or_else(|| self.env.clone()),
             sandbox,
+            secrets: tool_override.secrets.clone(),
         }
+    }
+}
+
+impl RunConfig {
+    /// The operator's override that applies to `tool`: its `[tools.NAME]`, or for a generated
+    /// tool only the call's own ([`ToolOverride::for_generated`]).
+    fn tool_override(&self, tool: &Tool) -> Option<&ToolOverride> {
+        let tool_override = self.overrides.get(tool.name());
+        if tool.generated() {
+            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
+        } else {
+            tool_override
+        }
+    }
+
+    /// The secrets the operator granted to `tool` (`[tools.NAME] secrets`); none for a
+    /// generated tool, whatever its name.
+    pub fn granted_secrets(&self, tool: &Tool) -> &[SecretName] {
+        self.tool_override(tool)
+            .map_or(&[], |tool_override| tool_override.secrets.as_slice())
     }
 }
 
@@ -229,11 +257,16 @@ mod tests {
     use crate::overrides::{TimeoutSource, ToolOverride};
     use crate::sandbox::{SandboxDeclaration, SandboxSettings};
     use crate::schema::InputSchema;
+    use crate::secrets::SecretName;
     use crate::tool::Tool;
     use crate::tool::ToolParts;
 
     fn tool(requested: Option<u64>) -> Tool {
-        Tool::from_parts(ToolParts {
+        Tool::from_parts(parts(requested))
+    }
+
+    fn parts(requested: Option<u64>) -> ToolParts {
+        ToolParts {
             name: ToolName::new("demo").unwrap(),
             description: "d".to_owned(),
             input_schema: InputSchema::new(serde_json::json!({"type": "object"})).unwrap(),
@@ -248,7 +281,7 @@ mod tests {
             tests: Vec::new(),
             runner: Runner::Kodelet,
             env_arguments: false,
-        })
+        }
     }
 
     /// Checks the timeout and memory of a call with the configured timeout
@@ -276,12 +309,57 @@ mod tests {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(
             (call.limits.timeout, call.timeout_source, call.limits.memory),
             (Duration::from_secs(expect.0), expect.1, expect.2)
         );
+    }
+
+    /// Issue 23: `[tools.NAME] secrets` binds to the hand-written tool the operator meant; a
+    /// generated tool of that name (its ref in `.history.git` beside it) gets no secret, even
+    /// when the call's own flags apply to it.
+    #[test]
+    fn a_generated_tool_is_granted_no_secret_by_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = ToolName::new("demo").unwrap();
+        let grant = ToolOverride {
+            secrets: vec![SecretName::new("GITHUB_TOKEN").unwrap()],
+            for_generated: Some(Box::default()),
+            ..ToolOverride::default()
+        };
+        let config = RunConfig {
+            cwd: PathBuf::from("/"),
+            env: Vec::new(),
+            limits: Limits::recommended(),
+            max_timeout: Duration::from_secs(60),
+            overrides: BTreeMap::from([(name.clone(), grant)]),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: PathBuf::from("/"),
+            protected: Vec::new(),
+            project_gate: None,
+            tool_caches: None,
+            secrets: Default::default(),
+        };
+        let at = |path: PathBuf| {
+            Tool::from_parts(ToolParts {
+                path,
+                ..parts(None)
+            })
+        };
+        let hand_written = at(dir.path().join("demo"));
+        assert_eq!(
+            config.granted_secrets(&hand_written),
+            [SecretName::new("GITHUB_TOKEN").unwrap()]
+        );
+        std::fs::create_dir_all(dir.path().join(".history.git/refs/tools")).unwrap();
+        std::fs::write(dir.path().join(".history.git/refs/tools/demo"), "0\n").unwrap();
+        let generated = at(dir.path().join("demo"));
+        assert!(generated.generated());
+        assert!(config.granted_secrets(&generated).is_empty());
+        assert!(config.call_config(&generated).secrets.is_empty());
     }
 
     #[test]

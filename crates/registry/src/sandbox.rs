@@ -18,6 +18,8 @@ use toolsmith_executor::{
     Syscalls,
 };
 
+use crate::secrets::SecretName;
+
 /// Network access of a call, as the operator writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NetworkSetting {
@@ -501,12 +503,16 @@ pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 /// What a tool declares about its own sandbox (`"sandbox": {"network":
 /// "deny", "filesystem": "read-only"}` in its description, schema or
 /// manifest frontmatter). It can only tighten the operator's grant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SandboxDeclaration {
     /// `allow` or `deny`, if declared.
     pub network: Option<NetworkSetting>,
     /// `full`, `project` or `read-only`, if declared.
     pub filesystem: Option<FilesystemSetting>,
+    /// The secrets the tool needs (`"secrets": ["GITHUB_TOKEN"]`): a need made visible, never
+    /// a grant. A call of a tool that declares a secret the operator did not grant it fails
+    /// with `POLICY_DENIED` naming the key to add.
+    pub secrets: Vec<SecretName>,
 }
 
 /// Why a tool's `sandbox` declaration was refused.
@@ -515,8 +521,8 @@ pub enum SandboxDeclarationError {
     /// `sandbox` is not an object.
     #[error("`sandbox` must be an object such as {{\"network\": \"deny\"}}")]
     NotAnObject,
-    /// A key other than `network` and `filesystem`.
-    #[error("`sandbox.{key}` is not a sandbox setting (expected network or filesystem)")]
+    /// A key other than `network`, `filesystem` and `secrets`.
+    #[error("`sandbox.{key}` is not a sandbox setting (expected network, filesystem or secrets)")]
     UnknownKey {
         /// The key.
         key: String,
@@ -579,6 +585,7 @@ impl SandboxDeclaration {
                         })?,
                     );
                 }
+                "secrets" => declaration.secrets = declared_secrets(value)?,
                 _ => {
                     return Err(SandboxDeclarationError::UnknownKey { key: key.clone() });
                 }
@@ -589,13 +596,75 @@ impl SandboxDeclaration {
 
     /// True when the tool declares nothing.
     pub fn is_empty(&self) -> bool {
-        self.network.is_none() && self.filesystem.is_none()
+        self.network.is_none() && self.filesystem.is_none() && self.secrets.is_empty()
     }
 }
 
-/// What isolation applied to a call, for the envelope's `metadata.sandbox`.
+/// The `secrets` of a declaration: a list of distinct secret names.
+fn declared_secrets(value: &Value) -> Result<Vec<SecretName>, SandboxDeclarationError> {
+    let invalid = || SandboxDeclarationError::InvalidValue {
+        key: "secrets",
+        expected: "a list of environment variable names such as [\"GITHUB_TOKEN\"]",
+        found: value.to_string(),
+    };
+    let Value::Array(items) = value else {
+        return Err(invalid());
+    };
+    let mut names: Vec<SecretName> = Vec::with_capacity(items.len());
+    for item in items {
+        let name = item
+            .as_str()
+            .and_then(|text| SecretName::new(text).ok())
+            .ok_or_else(invalid)?;
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// The envelope's `metadata.sandbox`: what isolation applied to a call (when it ran), the
+/// secrets it received (names), and what was refused to it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SandboxReport {
+    /// What applied, when the call ran; `None` when it was refused before it started.
+    #[serde(flatten)]
+    pub applied: Option<AppliedReport>,
+    /// The names of the secrets the call received, never their values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// What was refused to the call, each with the config key that would grant it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<SandboxDenial>,
+}
+
+/// One refusal in `metadata.sandbox.denied`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxDenial {
+    /// `network`, `read`, `write` or `secret`.
+    pub kind: &'static str,
+    /// What was refused: a destination, a path, a secret's name.
+    pub target: String,
+    /// Why, as a sentence fragment.
+    pub reason: String,
+    /// The config key, as a user can paste it, that would allow it.
+    pub grant: String,
+}
+
+impl SandboxReport {
+    /// The report of a call refused before it started, for `denied`.
+    pub fn refused(denied: Vec<SandboxDenial>) -> SandboxReport {
+        SandboxReport {
+            applied: None,
+            secrets: Vec::new(),
+            denied,
+        }
+    }
+}
+
+/// What isolation applied to a call that ran.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AppliedReport {
     /// `allow` or `deny`: what applied, not what was asked.
     pub network: &'static str,
     /// `full`, `project` or `read-only`: what applied.
@@ -626,6 +695,16 @@ impl SandboxReport {
     /// The report of what the executor applied.
     pub fn from_applied(applied: &AppliedSandbox) -> SandboxReport {
         SandboxReport {
+            applied: Some(AppliedReport::from_applied(applied)),
+            secrets: Vec::new(),
+            denied: Vec::new(),
+        }
+    }
+}
+
+impl AppliedReport {
+    fn from_applied(applied: &AppliedSandbox) -> AppliedReport {
+        AppliedReport {
             network: if applied.network_denied {
                 "deny"
             } else {
@@ -781,7 +860,7 @@ mod tests {
         );
         assert_eq!(
             refuse(json!({"net": "deny"})),
-            "`sandbox.net` is not a sandbox setting (expected network or filesystem)"
+            "`sandbox.net` is not a sandbox setting (expected network, filesystem or secrets)"
         );
         assert_eq!(
             refuse(json!("deny")),

@@ -75,6 +75,7 @@ impl World {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         };
         World {
             cache_dir: temp.path().join("cache"),

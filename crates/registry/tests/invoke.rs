@@ -47,6 +47,7 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         protected: Vec::new(),
         project_gate: None,
         tool_caches: None,
+        secrets: Default::default(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
@@ -160,6 +161,7 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         protected: Vec::new(),
         project_gate: None,
         tool_caches: None,
+        secrets: Default::default(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

@@ -90,6 +90,7 @@ impl World {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         };
         World {
             tools,

@@ -181,6 +181,7 @@ impl Harness {
             protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
+            secrets: Default::default(),
         }
     }
 

@@ -8,6 +8,7 @@
 mod interpreters;
 mod render;
 mod sandbox;
+mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -85,6 +86,9 @@ struct Report<'run> {
     support: [Support<'run>; 6],
     sandbox: Vec<Check>,
     secrets: Secrets,
+    /// `[secrets.NAME]`: each defined secret and who gets it, and the tools that declare a
+    /// secret they are not granted.
+    defined_secrets: Vec<Check>,
     probes: ProbeSandboxReport,
     privileges: String,
     memory: String,
@@ -145,6 +149,7 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         .map(|(_, value)| value.as_os_str());
     let interpreters = interpreter_checks(&catalog, tools_path);
     let trust = trust_checks(global);
+    let defined_secrets = secrets::secret_checks(global, executor, &catalog, &config).await;
     let settings = global.effective();
     let problem_count = kernel
         .iter()
@@ -153,6 +158,7 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         .chain(&problems)
         .chain(&interpreters)
         .chain(&trust)
+        .chain(&defined_secrets)
         .filter(|check| check.status == Status::Problem)
         .count();
     let cache_file = global.cache_dir.as_ref().map(|dir| dir.join(CACHE_FILE));
@@ -164,6 +170,7 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         support,
         sandbox,
         secrets,
+        defined_secrets,
         probes,
         privileges,
         memory,

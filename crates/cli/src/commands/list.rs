@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, Tool};
+use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, RunConfig, SecretName, Tool};
 
 use crate::args::ListArgs;
 use crate::commands::discover;
@@ -33,7 +33,7 @@ pub(crate) async fn list(
     bar.finish();
     let listing = Listing::new(&catalog, &policy);
     if args.json {
-        output::write_json(&listing.json(args.all))?;
+        output::write_json(&listing.json(args.all, &config))?;
         return Ok(ExitStatus::Success);
     }
     if catalog.tools().is_empty() {
@@ -111,9 +111,12 @@ impl<'a> Listing<'a> {
 
     /// The keys of the first `list --json` (`tools`, `problems`, `shadowed`)
     /// always; `denied` with `--all`.
-    fn json(&self, all: bool) -> serde_json::Value {
-        let tools: Vec<serde_json::Value> =
-            self.admitted.iter().map(|tool| tool_json(tool)).collect();
+    fn json(&self, all: bool, config: &RunConfig) -> serde_json::Value {
+        let tools: Vec<serde_json::Value> = self
+            .admitted
+            .iter()
+            .map(|tool| tool_json(tool, config))
+            .collect();
         let problems: Vec<serde_json::Value> = self
             .catalog
             .problems()
@@ -139,7 +142,7 @@ impl<'a> Listing<'a> {
                 .denied
                 .iter()
                 .map(|(tool, denial)| {
-                    let mut entry = tool_json(tool);
+                    let mut entry = tool_json(tool, config);
                     if let Some(object) = entry.as_object_mut() {
                         object.insert("reason".to_owned(), json!(denial.to_string()));
                         object.insert("reason_code".to_owned(), json!(denial.code()));
@@ -271,7 +274,7 @@ fn unprobed_json(denied: &DeniedTool) -> serde_json::Value {
     })
 }
 
-fn tool_json(tool: &Tool) -> serde_json::Value {
+fn tool_json(tool: &Tool, config: &RunConfig) -> serde_json::Value {
     let mut entry = json!({
         "name": tool.name().as_str(),
         "exposed_name": tool.name().exposed(),
@@ -285,6 +288,21 @@ fn tool_json(tool: &Tool) -> serde_json::Value {
     // Only tools that declare a result schema (ikigai's `returns`) carry it.
     if let (Some(output_schema), Some(object)) = (tool.output_schema(), entry.as_object_mut()) {
         object.insert("output_schema".to_owned(), output_schema.as_json().clone());
+    }
+    // Only tools granted or declaring a secret carry `secrets` (names, never values).
+    let granted = config.granted_secrets(tool);
+    let declared = &tool.sandbox().secrets;
+    if let (false, Some(object)) = (
+        granted.is_empty() && declared.is_empty(),
+        entry.as_object_mut(),
+    ) {
+        let names = |names: &[SecretName]| -> Vec<String> {
+            names.iter().map(|name| name.as_str().to_owned()).collect()
+        };
+        object.insert(
+            "secrets".to_owned(),
+            json!({"granted": names(granted), "declared": names(declared)}),
+        );
     }
     entry
 }

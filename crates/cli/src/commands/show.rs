@@ -7,7 +7,8 @@ use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::{Executor, Features};
 use toolsmith_registry::{
-    CallConfig, DeniedTool, Policy, TestCase, TimeoutSource, Tool, ToolName, format_duration,
+    CallConfig, DeniedTool, Policy, SecretName, TestCase, TimeoutSource, Tool, ToolName,
+    format_duration,
 };
 
 use crate::args::ShowArgs;
@@ -183,7 +184,9 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
             "declared": {
                 "network": tool.sandbox().network.map(|setting| setting.as_str()),
                 "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
+                "secrets": secret_names(&tool.sandbox().secrets),
             },
+            "secrets": secret_names(&call.secrets),
         },
     })
 }
@@ -272,6 +275,7 @@ fn tool_text(
         },
     ]);
     rows.extend(sandbox_rows(tool, call, features));
+    rows.extend(secrets_row(tool, call));
     text.push_str(&output::table("", &[], &rows));
     let timeout_source = match call.timeout_source {
         TimeoutSource::Override => "[tools] override or flag".to_owned(),
@@ -329,6 +333,55 @@ fn write_tests(text: &mut String, tests: &[TestCase]) -> std::fmt::Result {
         )?;
     }
     Ok(())
+}
+
+/// Secret names as JSON strings.
+fn secret_names(names: &[SecretName]) -> Vec<&str> {
+    names.iter().map(SecretName::as_str).collect()
+}
+
+/// The row of the secrets a call of `tool` receives and those it declares (names only), or
+/// none when it has neither.
+fn secrets_row(tool: &Tool, call: &CallConfig) -> Option<Vec<Cell>> {
+    let declared = &tool.sandbox().secrets;
+    if call.secrets.is_empty() && declared.is_empty() {
+        return None;
+    }
+    let granted = if call.secrets.is_empty() {
+        "none granted".to_owned()
+    } else {
+        format!("granted {}", secret_names(&call.secrets).join(", "))
+    };
+    let missing: Vec<&str> = declared
+        .iter()
+        .filter(|name| !call.secrets.contains(name))
+        .map(SecretName::as_str)
+        .collect();
+    let declared_text = if declared.is_empty() {
+        String::new()
+    } else {
+        format!(" (the tool declares {})", secret_names(declared).join(", "))
+    };
+    let text = format!("{granted}{declared_text}");
+    Some(vec![
+        Cell::painted("secrets:", Paint::Header),
+        if missing.is_empty() {
+            Cell::plain(text)
+        } else {
+            Cell::painted(
+                format!(
+                    "{text}; calls are refused until the user config has [tools.{}] secrets = [{}]",
+                    tool.name(),
+                    missing
+                        .iter()
+                        .map(|name| format!("\"{name}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Paint::Bad,
+            )
+        },
+    ])
 }
 
 /// The rows of the sandbox a call of `tool` gets, and of what this kernel enforces of it.

@@ -37,6 +37,10 @@
 //! env = { allow = ["PATH"], set = { GREETING = "hi" } }
 //! network = "allow"
 //! disabled = false
+//! secrets = ["GITHUB_TOKEN"] # this tool's calls receive $GITHUB_TOKEN (user config only)
+//!
+//! [secrets.GITHUB_TOKEN]     # user config only; exactly one of env, file, command
+//! env = "GH_PAT"             # or file = "/run/secrets/gh", or command = ["gh", "auth", "token"]
 //!
 //! [audit]
 //! path = "audit.jsonl"       # relative to this file's directory; off when unset
@@ -60,14 +64,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use toolsmith_registry::{Links, MAX_CONFIG_BYTES, ToolName, read_regular};
+use toolsmith_registry::{Links, MAX_CONFIG_BYTES, SecretName, ToolName, read_regular};
 
 use crate::settings::limits::{LIMIT_KEYS, LimitKey, LimitsOptions};
 use crate::settings::options::{
     ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
-    PolicyOptions, SandboxOptions, ToolOptions,
+    PolicyOptions, SandboxOptions, SecretOptions, ToolOptions,
 };
-use crate::settings::schema::{RawFile, RawPolicy, RawSandbox, RawTool, Scalar};
+use crate::settings::schema::{RawFile, RawPolicy, RawSandbox, RawSecret, RawTool, Scalar};
 use crate::settings::values::{
     ValueError, parse_backend, parse_filesystem, parse_max_concurrent, parse_network,
     parse_profile, parse_syscalls, parse_user,
@@ -97,6 +101,14 @@ pub(crate) enum ConfigError {
         location: String,
         message: String,
     },
+    /// `[sandbox] secrets`: a secret is granted to a tool, never to every tool.
+    #[error(
+        "{origin}: [sandbox] secrets is refused: a secret is granted to one tool (`[tools.NAME] secrets = [\"NAME\"]`), never to every tool"
+    )]
+    SandboxSecrets { origin: String },
+    /// A `[secrets.NAME]` that does not say where its value comes from, or says it twice.
+    #[error("{origin}: [secrets.{name}] must have exactly one of env, file and command")]
+    SecretSource { name: String, origin: String },
     /// A value has the wrong form.
     #[error("invalid value {value:?} for {key} in {origin}")]
     Value {
@@ -114,10 +126,13 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator], [trust] and [secrets.NAME]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
+            ConfigError::SandboxSecrets { .. } | ConfigError::SecretSource { .. } => Some(
+                "define a secret once, e.g. [secrets.GITHUB_TOKEN] env = \"GITHUB_TOKEN\", and grant it per tool with [tools.NAME] secrets = [\"GITHUB_TOKEN\"]".to_owned(),
+            ),
         }
     }
 }
@@ -235,7 +250,14 @@ fn parse_with_trust(
         set: raw.env.set.map(|set| set.into_iter().collect()),
     };
     let policy = policy_options(raw.policy, origin)?;
+    if raw.sandbox.secrets.is_some() {
+        return Err(ConfigError::SandboxSecrets {
+            origin: origin.to_owned(),
+        });
+    }
     let sandbox = sandbox_options(&raw.sandbox, origin)?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let secrets = secret_options(raw.secrets, &base, origin)?;
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
         let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
@@ -252,9 +274,8 @@ fn parse_with_trust(
         path.parent()
             .map_or_else(|| audit_path.clone(), |dir| dir.join(&audit_path))
     });
-    // Relative directories are taken from the config file's directory, so that a file
-    // means the same whatever directory toolsmith is started in.
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    // Relative directories are taken from the config file's directory (`base`), so that a
+    // file means the same whatever directory toolsmith is started in.
     let discovery = DiscoveryOptions {
         dirs: raw.discovery.dirs.map(|dirs| {
             dirs.into_iter()
@@ -300,9 +321,56 @@ fn parse_with_trust(
             audit,
             discovery,
             generator,
+            secrets,
         },
         trust,
     ))
+}
+
+/// The `[secrets.NAME]` sections: names are environment variable names, and each has
+/// exactly one source; a relative `file` is taken from `base`, the file's directory.
+fn secret_options(
+    raw: BTreeMap<String, RawSecret>,
+    base: &Path,
+    origin: &str,
+) -> Result<BTreeMap<SecretName, SecretOptions>, ConfigError> {
+    let mut secrets = BTreeMap::new();
+    for (name, raw_secret) in raw {
+        let secret_name = secret_name(&name, &format!("secrets.{name}"), origin)?;
+        let source = match (raw_secret.env, raw_secret.file, raw_secret.command) {
+            (Some(variable), None, None) => {
+                SecretName::new(&variable).map_err(|source| ConfigError::Value {
+                    value: variable.clone(),
+                    key: format!("secrets.{name}.env"),
+                    origin: origin.to_owned(),
+                    source: source.into(),
+                })?;
+                SecretOptions::Env(variable)
+            }
+            (None, Some(file), None) => SecretOptions::File(base.join(file)),
+            (None, None, Some(argv)) if argv.first().is_some_and(|program| !program.is_empty()) => {
+                SecretOptions::Command(argv)
+            }
+            _ => {
+                return Err(ConfigError::SecretSource {
+                    name,
+                    origin: origin.to_owned(),
+                });
+            }
+        };
+        secrets.insert(secret_name, source);
+    }
+    Ok(secrets)
+}
+
+/// A secret's name, naming `key` on error.
+fn secret_name(name: &str, key: &str, origin: &str) -> Result<SecretName, ConfigError> {
+    SecretName::new(name).map_err(|source| ConfigError::Value {
+        value: name.to_owned(),
+        key: key.to_owned(),
+        origin: origin.to_owned(),
+        source: source.into(),
+    })
 }
 
 /// The `[policy]` section.
@@ -388,6 +456,19 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
             user: None,
         },
         disabled: raw.disabled,
+        secrets: raw
+            .secrets
+            .map(|names| {
+                let mut granted: Vec<SecretName> = Vec::new();
+                for name in names {
+                    let secret = secret_name(&name, &key("secrets"), origin)?;
+                    if !granted.contains(&secret) {
+                        granted.push(secret);
+                    }
+                }
+                Ok(granted)
+            })
+            .transpose()?,
     })
 }
 
@@ -497,7 +578,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`, `secrets`",
             ),
         );
     }
@@ -531,7 +612,7 @@ mod tests {
         check(
             "[sandbox]\nproxy = \"http://x\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`",
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`, `secrets`",
             ),
         );
     }
@@ -609,7 +690,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `disabled`, `secrets`",
             ),
         );
     }

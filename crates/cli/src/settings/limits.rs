@@ -209,7 +209,14 @@ mod tests {
 
     #[test]
     fn the_table_has_every_limit_of_a_tool_section() {
-        let others = ["env", "network", "filesystem", "syscalls", "disabled"];
+        let others = [
+            "env",
+            "network",
+            "filesystem",
+            "syscalls",
+            "disabled",
+            "secrets",
+        ];
         let tool_limits: BTreeSet<String> = schema_keys("RawTool")
             .into_iter()
             .filter(|key| !others.contains(&key.as_str()))

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toolsmith_executor::{BackendChoice, RunAs};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
+use toolsmith_registry::{
+    FilesystemSetting, NetworkSetting, Profile, SecretName, SyscallsSetting, ToolName,
+};
 
 use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
@@ -132,6 +134,8 @@ pub(crate) struct ToolOptions {
     pub(crate) env: EnvOptions,
     pub(crate) sandbox: SandboxOptions,
     pub(crate) disabled: Option<bool>,
+    /// `[tools.NAME] secrets`: the secrets granted to the tool.
+    pub(crate) secrets: Option<Vec<SecretName>>,
 }
 
 impl Combine for ToolOptions {
@@ -141,8 +145,20 @@ impl Combine for ToolOptions {
             env: self.env.combine(lower.env),
             sandbox: self.sandbox.combine(lower.sandbox),
             disabled: self.disabled.combine(lower.disabled),
+            secrets: self.secrets.combine(lower.secrets),
         }
     }
+}
+
+/// Where a secret's value comes from, as a config file defines it (`[secrets.NAME]`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SecretOptions {
+    /// `env = "VAR"`.
+    Env(String),
+    /// `file = "PATH"`, absolute (a relative path is taken from the file's directory).
+    File(PathBuf),
+    /// `command = ["argv", ...]`, never empty.
+    Command(Vec<String>),
 }
 
 impl Combine for BTreeMap<ToolName, ToolOptions> {
@@ -174,6 +190,8 @@ pub(crate) struct Options {
     pub(crate) audit: Option<PathBuf>,
     pub(crate) discovery: DiscoveryOptions,
     pub(crate) generator: GeneratorOptions,
+    /// `[secrets.NAME]`: the secrets defined, by name.
+    pub(crate) secrets: BTreeMap<SecretName, SecretOptions>,
 }
 
 impl Combine for Options {
@@ -188,6 +206,11 @@ impl Combine for Options {
             audit: self.audit.combine(lower.audit),
             discovery: self.discovery.combine(lower.discovery),
             generator: self.generator.combine(lower.generator),
+            secrets: {
+                let mut secrets = lower.secrets;
+                secrets.extend(self.secrets);
+                secrets
+            },
         }
     }
 }
@@ -258,6 +281,7 @@ impl Options {
             audit: None,
             discovery: DiscoveryOptions::default(),
             generator: GeneratorOptions::default(),
+            secrets: BTreeMap::new(),
         })
     }
 }

@@ -283,6 +283,10 @@ fn tool_json(tool: &ToolOptions) -> serde_json::Value {
     if let Some(disabled) = tool.disabled {
         object.insert("disabled".to_owned(), json!(disabled));
     }
+    if let Some(secrets) = &tool.secrets {
+        let names: Vec<&str> = secrets.iter().map(|name| name.as_str()).collect();
+        object.insert("secrets".to_owned(), json!(names));
+    }
     serde_json::Value::Object(object)
 }
 

@@ -3,12 +3,14 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
     FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, RunConfig,
-    SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride, layer_dirs,
+    SandboxSettings, SecretName, SecretSource, Secrets, SyscallsSetting, TOOL_CACHES_DIR, ToolName,
+    ToolOverride, layer_dirs, snapshot_value,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -16,7 +18,7 @@ use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
 use crate::settings::file::ConfigFile;
 use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
-use crate::settings::options::{Options, PolicyOptions, ToolOptions};
+use crate::settings::options::{Options, PolicyOptions, SecretOptions, ToolOptions};
 use crate::settings::project::{Project, ProjectSource};
 use crate::trust::TrustReport;
 use crate::units::Cap;
@@ -96,6 +98,10 @@ pub(crate) struct GlobalSettings {
     pub(crate) templates_dir: Option<PathBuf>,
     /// toolsmith's own directories, whether this command reads them or not (see [`own_state`]).
     pub(crate) own_state: Vec<PathBuf>,
+    /// `[secrets.NAME]`, each `env` source read at start (see [`secrets_at_start`]); the
+    /// environment their commands run with is set once the process environment is scrubbed
+    /// ([`GlobalSettings::with_secret_command_env`]).
+    pub(crate) secrets: Arc<Secrets>,
 }
 
 /// The config files of one command, lowest first, and the trust decision that chose them.
@@ -237,6 +243,7 @@ impl GlobalSettings {
             drafts_dir,
             templates_dir,
             own_state: own_state(lookup, home.as_deref(), cwd),
+            secrets: secrets_at_start(&combined.secrets, lookup),
         }
     }
 
@@ -311,6 +318,7 @@ impl GlobalSettings {
             protected: self.protected_paths(),
             project_gate: crate::trust::project_gate(self),
             tool_caches: self.tool_caches.clone(),
+            secrets: Arc::clone(&self.secrets),
         }
     }
 
@@ -361,7 +369,7 @@ impl GlobalSettings {
                 set.retain(|(existing, _)| existing != &key);
                 set.push((key, value));
             }
-            toolsmith_executor::filtered_env(&allow, &set)
+            self.without_secrets(toolsmith_executor::filtered_env(&allow, &set))
         });
         ToolOverride {
             timeout: limits.timeout,
@@ -377,6 +385,7 @@ impl GlobalSettings {
             network: tool.sandbox.network,
             filesystem: tool.sandbox.filesystem,
             syscalls: tool.sandbox.syscalls,
+            secrets: tool.secrets.unwrap_or_default(),
             for_generated: None,
         }
     }
@@ -396,7 +405,11 @@ impl GlobalSettings {
     /// libraries read (its own `TOOLSMITH_*`, XDG and locale variables,
     /// `PATH`, `HOME`, `TMPDIR`, the terminal's, the dynamic loader's). The
     /// others, the operator's secrets among them, are dropped from memory.
+    ///
+    /// A secret's `env` source is never kept, whatever else says so: its value was read at
+    /// start, and no tool receives it but through the secret.
     pub(crate) fn kept_environment(&self) -> impl Fn(&str) -> bool + use<> {
+        let secrets = Arc::clone(&self.secrets);
         let mut names: std::collections::BTreeSet<String> = self
             .env_allow
             .iter()
@@ -433,14 +446,81 @@ impl GlobalSettings {
         );
         const PREFIXES: [&str; 4] = ["TOOLSMITH_", "XDG_", "LC_", "LD_"];
         move |name: &str| {
-            names.contains(name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+            !secret_source(&secrets, name)
+                && (names.contains(name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix)))
         }
     }
 
-    /// The exact environment of tool processes.
+    /// The exact environment of tool processes: never a variable named as a secret, nor a
+    /// secret's `env` source (see [`Secrets::reserves`]).
     pub(crate) fn tool_env(&self) -> Vec<(OsString, OsString)> {
-        toolsmith_executor::filtered_env(&self.env_allow, &self.env_set)
+        self.without_secrets(toolsmith_executor::filtered_env(
+            &self.env_allow,
+            &self.env_set,
+        ))
     }
+
+    fn without_secrets(&self, mut env: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+        env.retain(|(name, _)| !self.secrets.reserves(name));
+        env
+    }
+
+    /// Sets the environment the secrets' commands run with: toolsmith's own, read after the
+    /// scrub (so only what toolsmith keeps), without its `TOOLSMITH_*` variables.
+    pub(crate) fn with_secret_command_env(&mut self, env: Vec<(OsString, OsString)>) {
+        let env = env
+            .into_iter()
+            .filter(|(name, _)| {
+                !name.as_encoded_bytes().starts_with(b"TOOLSMITH_") && !self.secrets.reserves(name)
+            })
+            .collect();
+        self.secrets = Arc::new(Secrets::new(self.secrets.defined().clone(), env));
+    }
+
+    /// Every secret granted in `[tools.NAME] secrets` is defined by a `[secrets.NAME]`.
+    pub(crate) fn check_secrets(&self) -> anyhow::Result<()> {
+        for (tool, options) in &self.tools {
+            for name in options.secrets.iter().flatten() {
+                if !self.secrets.defined().contains_key(name) {
+                    anyhow::bail!(
+                        "[tools.{tool}] secrets names {name}, which no [secrets.{name}] defines (secrets are defined in the user config)"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is the `env` source of a secret.
+fn secret_source(secrets: &Secrets, name: &str) -> bool {
+    secrets
+        .defined()
+        .values()
+        .any(|source| matches!(source, SecretSource::Env { variable, .. } if variable == name))
+}
+
+/// The secrets `options` defines, each `env` source read now through `lookup` (before the
+/// process environment is scrubbed); their commands' environment is set after the scrub.
+fn secrets_at_start(
+    options: &BTreeMap<SecretName, SecretOptions>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Arc<Secrets> {
+    let defined = options
+        .iter()
+        .map(|(name, option)| {
+            let source = match option {
+                SecretOptions::Env(variable) => SecretSource::Env {
+                    variable: variable.clone(),
+                    value: lookup(variable).map(|value| snapshot_value(OsString::from(value))),
+                },
+                SecretOptions::File(path) => SecretSource::File(path.clone()),
+                SecretOptions::Command(argv) => SecretSource::Command(argv.clone()),
+            };
+            (name.clone(), source)
+        })
+        .collect();
+    Arc::new(Secrets::new(defined, Vec::new()))
 }
 
 /// The layers without the project's when the project is not trusted, recording in `trust`

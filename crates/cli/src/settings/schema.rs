@@ -103,6 +103,29 @@ pub(super) struct RawFile {
     pub(super) generator: RawGenerator,
     #[serde(default)]
     pub(super) trust: RawTrust,
+    #[serde(default)]
+    pub(super) secrets: BTreeMap<String, RawSecret>,
+}
+
+/// A secret, defined once by the operator (`[secrets.GITHUB_TOKEN]`) and delivered only to
+/// the tools granted it (`[tools.NAME] secrets = ["GITHUB_TOKEN"]`), as an environment
+/// variable of the section's name. Exactly one of `env`, `file` and `command`. Read only
+/// from the user config (or a file named with `--config`/`$TOOLSMITH_CONFIG`): a project
+/// config that defines or grants a secret is reported and ignored. See docs/security.md,
+/// "Secrets".
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSecret {
+    /// A variable of toolsmith's environment, read once at start; it is then removed from
+    /// the environment every other tool could receive through `[env] allow`.
+    pub(super) env: Option<String>,
+    /// A file read at each call (a regular file of at most 64 KiB, never through a
+    /// symbolic link); one trailing newline is trimmed. Relative to this file's directory.
+    pub(super) file: Option<PathBuf>,
+    /// A command run at each call, as the operator's own (unsandboxed, with toolsmith's
+    /// environment, a 10 s timeout), e.g. `["gh", "auth", "token"]`; its stdout, one trailing
+    /// newline trimmed, is the value. Nothing is cached.
+    pub(super) command: Option<Vec<String>>,
 }
 
 /// Which project directories toolsmith may read without `toolsmith trust`,
@@ -183,6 +206,9 @@ pub(super) struct RawSandbox {
     /// writable by it. Refused when toolsmith is not root. Default: root's
     /// uid, without any capability.
     pub(super) user: Option<Scalar>,
+    /// Refused: a secret is granted to a tool (`[tools.NAME] secrets`), never to every tool.
+    #[schemars(skip)]
+    pub(super) secrets: Option<Vec<String>>,
 }
 
 /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
@@ -221,6 +247,10 @@ pub(super) struct RawTool {
     pub(super) syscalls: Option<Scalar>,
     /// `true` denies the tool, like naming it in `[policy] disabled`.
     pub(super) disabled: Option<bool>,
+    /// The secrets this tool's calls receive, each defined by a `[secrets.NAME]`, e.g.
+    /// `["GITHUB_TOKEN"]`: each as an environment variable of its name. Only a hand-written
+    /// tool of this name receives them, never a generated one. Default: none.
+    pub(super) secrets: Option<Vec<String>>,
 }
 
 /// The audit log: one JSON line per call (time, tool, the SHA-256 of the

@@ -23,6 +23,8 @@ pub(crate) enum ValueError {
     #[error(transparent)]
     ToolName(#[from] toolsmith_registry::NameError),
     #[error(transparent)]
+    SecretName(#[from] toolsmith_registry::SecretNameError),
+    #[error(transparent)]
     Sandbox(Box<toolsmith_registry::UnknownSetting>),
     #[error(transparent)]
     User(Box<toolsmith_executor::Error>),

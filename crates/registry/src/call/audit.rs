@@ -2,6 +2,8 @@
 //!
 //! A line reads
 //! `{"time":"2025-01-02T03:04:05.678Z","tool":"hello","arguments_sha256":"…","outcome":"ok","duration_ms":41,"exit_code":0,"signal":null,"backend":"cgroup","call_id":"…"}`.
+//! A call that received secrets also has `"secrets":["GITHUB_TOKEN"]`: their names, never their
+//! values.
 //! `call_id` is the id the tool received as `TOOLSMITH_CALL_ID` (see [`CallIdentity`](crate::call::identity::CallIdentity)), so a
 //! tool's own log lines can be matched with the audit's.
 //! `outcome` is `ok`, the envelope's error code, or what ended a call that has no envelope
@@ -200,6 +202,7 @@ impl AuditedCall {
             backend: None,
             client: self.client,
             call_id: Some(self.call_id.to_string()),
+            secrets: Vec::new(),
         };
         log.append(&record)
     }
@@ -247,6 +250,9 @@ pub struct AuditRecord {
     pub client: Option<String>,
     /// The id the tool received as `TOOLSMITH_CALL_ID`; not written when `None`.
     pub call_id: Option<String>,
+    /// The names of the secrets the call received (`metadata.sandbox.secrets`), never their
+    /// values; not written when empty.
+    pub secrets: Vec<String>,
 }
 
 impl AuditRecord {
@@ -273,6 +279,12 @@ impl AuditRecord {
             backend: envelope.metadata.backend.clone(),
             client: None,
             call_id: None,
+            secrets: envelope
+                .metadata
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.secrets.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -293,6 +305,9 @@ impl AuditRecord {
         }
         if let (Some(call_id), Value::Object(fields)) = (&self.call_id, &mut line) {
             fields.insert("call_id".to_owned(), Value::from(call_id.as_str()));
+        }
+        if let (false, Value::Object(fields)) = (self.secrets.is_empty(), &mut line) {
+            fields.insert("secrets".to_owned(), Value::from(self.secrets.clone()));
         }
         line
     }

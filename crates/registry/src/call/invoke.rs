@@ -8,6 +8,7 @@ use toolsmith_executor::{Executor, LimitKind, Limits, Network, Outcome, ReportSi
 
 use crate::call::identity::CallIdentity;
 use crate::call::progress::PROGRESS_FD_VAR;
+use crate::call::secrets::{self, CallSecrets};
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::Catalog;
 use crate::discovery::discover::file_tool_name;
@@ -166,6 +167,14 @@ pub async fn invoke_with_progress(
     } else {
         tool
     };
+    // The secrets are read only now that nothing else refuses the call, and before anything
+    // runs: a declared secret that is not granted, or a source that cannot be read, fails the
+    // call with a sentence that names the secret, never its value.
+    let call_secrets = match secrets::for_call(executor, tool, config).await {
+        Ok(call_secrets) => call_secrets,
+        Err(refused) => return Ok(refused),
+    };
+    let secret_names = call_secrets.names();
     // Validating, rendering and writing the files of large values take time in proportion to
     // the arguments (up to MAX_ARGUMENTS_BYTES) and block on the disk: never on a runtime
     // worker, where they would stall every other call and `/healthz`.
@@ -174,7 +183,7 @@ pub async fn invoke_with_progress(
         let identity = identity.clone();
         let preparing = tokio::task::spawn_blocking(move || {
             let arguments = tool.input_schema().with_defaults(&arguments);
-            prepare(&tool, &arguments, &config, &identity)
+            prepare(&tool, &arguments, &config, &identity, &call_secrets)
         });
         match preparing.await {
             Ok(prepared) => prepared?,
@@ -195,7 +204,11 @@ pub async fn invoke_with_progress(
     let (result, limits) = run(executor, command, limits, progress).await;
     // The files of large values are removed only now that the tool has ended.
     drop(out_of_band);
-    outcome(tool, reading, result, &limits)
+    let mut envelope = outcome(tool, reading, result, &limits)?;
+    if let Some(sandbox) = &mut envelope.metadata.sandbox {
+        sandbox.secrets = secret_names;
+    }
+    Ok(envelope)
 }
 
 /// A call ready to run: its command and limits, how its outcome is read, and the arguments
@@ -226,6 +239,7 @@ fn prepare(
     arguments: &Value,
     config: &RunConfig,
     identity: &CallIdentity,
+    call_secrets: &CallSecrets,
 ) -> Result<Result<Prepared, Envelope>, Error> {
     let violations = tool.input_schema().violations(arguments);
     if !violations.is_empty() {
@@ -245,6 +259,7 @@ fn prepare(
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
     call.env.retain(|(name, _)| !oob::is_toolsmith_var(name));
+    with_secrets(&mut call.env, config, call_secrets);
     // The call's own ids, set by toolsmith after its own variables are gone: a tool sees the
     // ids of its call and nothing of toolsmith's. A Kodelet tool also gets its host's name for
     // the session, replacing any the operator passed through.
@@ -335,6 +350,19 @@ fn prepare(
         reading,
         out_of_band,
     }))
+}
+
+/// Puts the call's secrets in `env`. A variable named as a secret, or a secret's `env`
+/// source, never travels in the general environment (`[env] allow`, `set`): only a call
+/// granted the secret gets it, from its source, and a manifest's `${NAME}` expands from this
+/// same list.
+fn with_secrets(
+    env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    config: &RunConfig,
+    call_secrets: &CallSecrets,
+) {
+    env.retain(|(name, _)| !config.secrets.reserves(name));
+    env.extend(call_secrets.vars());
 }
 
 /// Runs `command`, its progress lines sent to `progress`; the limits come back with the

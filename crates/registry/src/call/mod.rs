@@ -14,3 +14,4 @@ pub(crate) mod identity;
 pub(crate) mod invoke;
 pub(crate) mod prepare;
 pub(crate) mod progress;
+pub(crate) mod secrets;

@@ -18,6 +18,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
         support,
         sandbox: _,
         secrets,
+        defined_secrets,
         probes,
         privileges,
         memory,
@@ -81,6 +82,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
             "directories": checks_json(directories),
             "problems": checks_json(problems),
             "interpreters": checks_json(interpreters),
+            "secrets": checks_json(defined_secrets),
             "config_file": global.config_file,
             "user_config_file": global.user_config_file,
             "trust": {
@@ -215,6 +217,7 @@ fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
         problems,
         interpreters,
         trust,
+        defined_secrets,
         ..
     } = report;
     let title = |text: &str| Paint::Header.paint(text);
@@ -254,6 +257,15 @@ fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     if !trust.is_empty() {
         writeln!(text, "{}", title("project trust:"))?;
         text.push_str(&checks_table(trust));
+        writeln!(text)?;
+    }
+    if !defined_secrets.is_empty() {
+        writeln!(
+            text,
+            "{}",
+            title("secrets (names and sources, never values):")
+        )?;
+        text.push_str(&checks_table(defined_secrets));
         writeln!(text)?;
     }
     Ok(())
