@@ -27,13 +27,29 @@ pub enum Enforcement {
 }
 
 /// Network access of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Network {
     /// The executor's own network.
     Allow,
     /// A network namespace of its own whose only interface, loopback, is
     /// down: no address is reachable, the host's loopback included.
     Deny(Enforcement),
+    /// A network namespace of its own whose only way out is a proxy the
+    /// executor runs for the run, which lets through exactly the granted
+    /// destinations (see `egress/`). Fails closed: without a network
+    /// namespace the run fails with [`Error::SandboxUnavailable`].
+    Proxy(crate::Egress),
+}
+
+impl Network {
+    /// The enforcement of the run's own network namespace, `None` for [`Network::Allow`].
+    pub fn namespace(&self) -> Option<Enforcement> {
+        match self {
+            Network::Allow => None,
+            Network::Deny(enforcement) => Some(*enforcement),
+            Network::Proxy(_) => Some(Enforcement::Required),
+        }
+    }
 }
 
 /// Where a run may write.
@@ -268,7 +284,7 @@ pub(crate) fn plan(
     };
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
     let mut clone_flags = 0;
-    if let Network::Deny(enforcement) = sandbox.network {
+    if let Some(enforcement) = sandbox.network.namespace() {
         if features.network_namespace.available {
             clone_flags |= libc::CLONE_NEWNET;
             applied.network_denied = true;

@@ -344,9 +344,12 @@ fn prepare(
         // tool's cache is the one directory it may write outside its grant, so the variables
         // that name it must name it.
         let cache = ToolCache::of_file(caches, tool.path());
-        let index = match sandbox.network {
+        let index = match &sandbox.network {
             Network::Allow => Index::Reachable,
-            Network::Deny(_) => Index::Offline,
+            // Through the proxy a package index is reachable only when every public
+            // destination is granted.
+            Network::Proxy(egress) if egress.any_public => Index::Reachable,
+            Network::Deny(_) | Network::Proxy(_) => Index::Offline,
         };
         for (variable, value) in cache.env(index) {
             command.env(&variable, &value);
@@ -684,6 +687,7 @@ mod tests {
                 syscall_filter: false,
                 relaxed: Vec::new(),
             },
+            egress: Vec::new(),
         }
     }
 
