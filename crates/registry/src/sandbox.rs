@@ -20,7 +20,7 @@ use toolsmith_executor::{
 
 pub(crate) use crate::access::{FilesystemSetting, NetworkSetting, UnknownSetting};
 use crate::access::{GrantSection, narrow_filesystem, narrow_network};
-use crate::grant::SandboxDenial;
+use crate::grant::{NetworkTarget, SandboxDenial};
 
 /// The system-call filter of a call, as the operator writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -241,8 +241,7 @@ impl SandboxSettings {
     /// runs with every capability dropped (as `user` when set).
     ///
     /// A destination list, and every public destination, are the egress proxy's
-    /// (`Network::Proxy`); until the executor has it they plan as no network at all (fail
-    /// closed).
+    /// (`Network::Proxy`): a namespace whose only way out is the proxy of the call.
     pub fn to_executor(&self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
@@ -258,9 +257,11 @@ impl SandboxSettings {
                 NetworkSetting::DenyIfPossible | NetworkSetting::Declared => {
                     Network::Deny(Enforcement::IfPossible)
                 }
-                NetworkSetting::Deny | NetworkSetting::Only(_) | NetworkSetting::AnyPublic => {
-                    Network::Deny(Enforcement::Required)
+                NetworkSetting::Deny => Network::Deny(Enforcement::Required),
+                NetworkSetting::Only(targets) => {
+                    Network::Proxy(NetworkTarget::egress(targets, false))
                 }
+                NetworkSetting::AnyPublic => Network::Proxy(NetworkTarget::egress(&[], true)),
             },
             filesystem: match &self.filesystem {
                 FilesystemSetting::Full => Filesystem::Full,
