@@ -126,6 +126,11 @@ impl Server {
         format!("{}://{}/mcp", self.scheme, self.authority)
     }
 
+    /// The loopback port the server listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.authority.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
     /// Polls `/readyz` until it says ready.
     async fn wait_ready(&self) {
         let deadline = Instant::now() + PATIENCE;
