@@ -180,6 +180,21 @@ async fn with_no_config_a_tool_cannot_reach_toolsmiths_http_port() {
     } else {
         assert_eq!(envelope["result"], "refused", "{envelope}");
     }
+    // Declaring the port does not open it: a literal address is the operator's to grant.
+    context.tool(
+        "dial_declared",
+        &shell_tool(
+            "dial_declared",
+            &format!(r#"{{"type": "object"}}, "sandbox": {{"network": ["127.0.0.1:{port}"]}}"#),
+            &format!("exec {} {port}", hostile("connect.sh").display()),
+        ),
+    );
+    let envelope = run_json(context.with_tools().args(["run", "dial_declared"]));
+    assert_eq!(envelope["error_code"], "POLICY_DENIED", "{envelope}");
+    assert_eq!(
+        envelope["metadata"]["sandbox"]["denied"][0]["grant"],
+        format!("[tools.dial_declared] network = [\"127.0.0.1:{port}\"]")
+    );
     // The operator's explicit `network = "any"` is the host's network: the port is there.
     let any = context.root.join("any.toml");
     fs::write(&any, "[sandbox]\nnetwork = \"any\"\n").unwrap();

@@ -41,7 +41,7 @@ fn examples_json() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         },
@@ -65,7 +65,7 @@ fn examples_json() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         },
@@ -96,7 +96,7 @@ fn examples_json() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         },
@@ -129,7 +129,7 @@ fn examples_json() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         },
@@ -162,7 +162,7 @@ fn examples_json() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           },
           "output_schema": {
@@ -263,7 +263,7 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         }
@@ -469,7 +469,7 @@ fn ikigai_tool_is_listed_with_a_json_schema() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           },
           "output_schema": {
@@ -582,7 +582,7 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         },
@@ -600,7 +600,7 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
           "sandbox": {
             "declared": {},
             "network": "deny-if-possible",
-            "filesystem": "project",
+            "filesystem": "project-if-possible",
             "denied": []
           }
         }

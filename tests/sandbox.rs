@@ -213,7 +213,10 @@ fn a_tools_declaration_tightens_the_grant_but_never_loosens_it() {
         .unwrap();
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["sandbox"]["network"], "none", "{shown}");
-    assert_eq!(shown["sandbox"]["filesystem"], "project", "{shown}");
+    assert_eq!(
+        shown["sandbox"]["filesystem"], "project-if-possible",
+        "{shown}"
+    );
     assert_eq!(
         shown["sandbox"]["declared"],
         json!({"network": "none", "filesystem": null})

@@ -16,7 +16,7 @@ fn show_text() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only false
     policy:        allowed
-    sandbox:       network deny-if-possible, filesystem project, syscalls filter
+    sandbox:       network deny-if-possible, filesystem project-if-possible, syscalls filter
     isolation:     [ISOLATION]
     limits:
       timeout         30s ([limits])
@@ -207,7 +207,7 @@ fn show_json_with_override_and_profile() {
       },
       "sandbox": {
         "network": "deny-if-possible",
-        "filesystem": "project",
+        "filesystem": "project-if-possible",
         "syscalls": "filter",
         "user": null,
         "declared": {

@@ -818,7 +818,7 @@ mod tests {
             &[
                 "sandbox.profile = \"compat\" would loosen the user's \"default\"; \"default\" applies",
                 "sandbox.network = [\"a.test\"] would loosen the user's \"declared\"; \"declared\" applies",
-                "sandbox.filesystem = [\"/nonexistent/project/out\",\"/home\"] would loosen the user's \"project\"; \"project\" applies",
+                "sandbox.filesystem = [\"/nonexistent/project/out\",\"/home\"] would loosen the user's \"project-if-possible\"; \"project-if-possible\" applies",
                 "generator.network = any would loosen the user's none; none applies",
             ],
         );

@@ -68,6 +68,12 @@ impl NetworkTarget {
         }
     }
 
+    /// True for a host name or wildcard, whose addresses the proxy checks (never a private
+    /// one unless the operator names it); false for a literal address, network or socket.
+    pub(crate) fn is_host_name(&self) -> bool {
+        matches!(self, NetworkTarget::Remote(Destination::Host { .. }))
+    }
+
     /// The egress grant of a list: its destinations and Unix sockets.
     pub(crate) fn egress(targets: &[NetworkTarget], any_public: bool) -> Egress {
         let mut egress = Egress {

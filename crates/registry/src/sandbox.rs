@@ -112,10 +112,12 @@ impl SandboxProfile {
         }
     }
 
-    /// Where a call may write when the operator writes nothing.
+    /// Where a call may write when the operator writes nothing: the project, and where the
+    /// kernel has no Landlock the call runs without it (and the envelope says so), as every
+    /// default falls back: a kernel without a mechanism must not stop every tool.
     pub fn filesystem(self) -> FilesystemSetting {
         match self {
-            SandboxProfile::Default => FilesystemSetting::Project,
+            SandboxProfile::Default => FilesystemSetting::ProjectIfPossible,
             SandboxProfile::Compat => FilesystemSetting::Full,
         }
     }
