@@ -406,6 +406,29 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn a_request_declares_its_sandbox_in_the_words_of_every_tool() {
+        let request = Request::from_json(&json!({
+            "name": "fetch_page", "description": "Fetches a page.",
+            "sandbox": {"network": ["a.test:80"], "filesystem": "read-only"},
+        }))
+        .unwrap();
+        assert_eq!(
+            request.sandbox(),
+            json!({"network": ["a.test:80"], "filesystem": "read-only"})
+        );
+        assert!(!request.wants_network());
+        let refused = Request::from_json(&json!({
+            "name": "fetch_page", "description": "Fetches a page.",
+            "sandbox": {"network": ["http://a.test"]},
+        }))
+        .unwrap_err();
+        assert_eq!(
+            error_chain(&refused),
+            "invalid sandbox declaration: `sandbox.network` must be one of \"none\", \"any\" (or \"deny\", \"allow\"), a list of destinations, not [\"http://a.test\"]"
+        );
+    }
+
     fn check(request: Value, expect: Result<Value, &str>) {
         match (Request::from_json(&request), expect) {
             (Ok(request), Ok(schema)) => assert_eq!(request.input_schema(), schema),
