@@ -11,6 +11,7 @@ mod doctor;
 mod export;
 mod faults;
 mod generate;
+mod grants;
 mod hostile;
 mod inputs;
 mod install;

@@ -31,6 +31,7 @@ mod cgroup;
 mod child;
 mod command;
 mod containment;
+mod egress;
 mod environ;
 mod error;
 mod features;
@@ -64,6 +65,10 @@ use nix::sys::resource::{Resource, getrlimit};
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{
     Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, ReportSink, filtered_env,
+};
+pub use crate::egress::{
+    DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
+    EgressVerdict, HostPattern,
 };
 pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
 pub use crate::error::{Error, Stage};

@@ -556,6 +556,7 @@ fn outcome(
         stdin_unread: streams.input.unread,
         backend: containment.backend(),
         sandbox: applied,
+        egress: Vec::new(),
     };
     executor.release(containment);
     Ok(outcome)

@@ -323,7 +323,7 @@ pub(crate) async fn check_in_sandbox(
 /// `network`: every run had the network the request asks for (`deny` unless
 /// `requires_network`); passes, saying so, when no run started.
 fn network_check(request: &Request, envelopes: &[Envelope]) -> CheckReport {
-    let wanted = if request.requires_network {
+    let wanted = if request.wants_network() {
         "allow"
     } else {
         "deny"
@@ -346,7 +346,7 @@ fn network_check(request: &Request, envelopes: &[Envelope]) -> CheckReport {
         CheckReport::failed(
             "network",
             format!(
-                "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}",
+                "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}; generated tools reach the network only where the operator grants it: [generator] network = \"any\" or a list of destinations",
                 request.requires_network
             ),
         )

@@ -274,7 +274,10 @@ fn unprobed_json(denied: &DeniedTool) -> serde_json::Value {
     })
 }
 
+/// A tool's entry; `sandbox` holds what it declares and what a call gets on each axis (the
+/// operator's grant narrowed by the declaration), and what would be refused.
 fn tool_json(tool: &Tool, config: &RunConfig) -> serde_json::Value {
+    let call = config.call_config(tool);
     let mut entry = json!({
         "name": tool.name().as_str(),
         "exposed_name": tool.name().exposed(),
@@ -284,6 +287,12 @@ fn tool_json(tool: &Tool, config: &RunConfig) -> serde_json::Value {
         "kind": tool.kind().as_str(),
         "layer": tool.layer().as_str(),
         "input_schema": tool.input_schema().as_json(),
+        "sandbox": {
+            "declared": tool.sandbox().to_json(),
+            "network": call.sandbox.network.to_json(),
+            "filesystem": call.sandbox.filesystem.to_json(),
+            "denied": call.denied,
+        },
     });
     // Only tools that declare a result schema (ikigai's `returns`) carry it.
     if let (Some(output_schema), Some(object)) = (tool.output_schema(), entry.as_object_mut()) {

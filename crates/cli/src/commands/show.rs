@@ -177,16 +177,17 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         "policy": verdict,
         "limits": limits,
         "sandbox": {
-            "network": call.sandbox.network.as_str(),
-            "filesystem": call.sandbox.filesystem.as_str(),
+            "network": call.sandbox.network.to_json(),
+            "filesystem": call.sandbox.filesystem.to_json(),
             "syscalls": call.sandbox.syscalls.as_str(),
             "user": call.sandbox.user.map(|user| user.to_string()),
             "declared": {
-                "network": tool.sandbox().network.map(|setting| setting.as_str()),
-                "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
+                "network": tool.sandbox().network.as_ref().map(|setting| setting.to_json()),
+                "filesystem": tool.sandbox().filesystem.as_ref().map(|setting| setting.to_json()),
                 "secrets": secret_names(&tool.sandbox().secrets),
             },
             "secrets": secret_names(&call.secrets),
+            "denied": call.denied,
         },
     })
 }
@@ -390,9 +391,13 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
     let mut rows = Vec::new();
     let declared = tool.sandbox();
     let declared = [
-        declared.network.map(|setting| format!("network {setting}")),
+        declared
+            .network
+            .as_ref()
+            .map(|setting| format!("network {setting}")),
         declared
             .filesystem
+            .as_ref()
             .map(|setting| format!("filesystem {setting}")),
     ]
     .into_iter()
@@ -416,6 +421,23 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
                 .unwrap_or_default()
         )),
     ]);
+    if !call.denied.is_empty() {
+        let lines: Vec<&str> = call
+            .denied
+            .iter()
+            .map(|denial| denial.grant.as_str())
+            .collect();
+        rows.push(vec![
+            label("refused:"),
+            Cell::painted(
+                format!(
+                    "a call is POLICY_DENIED: the tool declares what the operator does not grant; add {}",
+                    lines.join("; ")
+                ),
+                Paint::Bad,
+            ),
+        ]);
+    }
     let (applied, missing) = isolation(features, call);
     rows.push(vec![
         label("isolation:"),

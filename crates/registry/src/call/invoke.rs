@@ -231,6 +231,43 @@ enum Reading {
     },
 }
 
+/// The `INVALID_PARAMS` envelope of arguments that do not meet the tool's input schema.
+fn invalid_arguments(tool: &Tool, arguments: &Value) -> Option<Envelope> {
+    let violations = tool.input_schema().violations(arguments);
+    if violations.is_empty() {
+        return None;
+    }
+    let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    Some(Envelope::failure(
+        ErrorCode::InvalidParams,
+        format!(
+            "Invalid arguments for tool {}: {}.",
+            tool.name(),
+            details.join("; ")
+        ),
+        Metadata::not_started(),
+    ))
+}
+
+/// The `POLICY_DENIED` envelope of a call whose tool declares what the operator does not
+/// grant: the message names each line to add, and `metadata.sandbox.denied` lists them.
+fn refused_by_grant(tool: &Tool, denied: Vec<crate::grant::SandboxDenial>) -> Envelope {
+    let lines: Vec<&str> = denied.iter().map(|denial| denial.grant.as_str()).collect();
+    let targets: Vec<&str> = denied.iter().map(|denial| denial.target.as_str()).collect();
+    let mut metadata = Metadata::not_started();
+    metadata.sandbox = Some(crate::sandbox::SandboxReport::refused(denied.clone()));
+    Envelope::failure(
+        ErrorCode::PolicyDenied,
+        format!(
+            "Tool {} declares {} that the operator does not grant; to grant it, add to the config: {}.",
+            tool.name(),
+            targets.join(", "),
+            lines.join("; ")
+        ),
+        metadata,
+    )
+}
+
 /// Validates the arguments and builds the tool's command with its limits, environment,
 /// out-of-band arguments and sandbox. `Ok(Err(envelope))` when the call is refused before
 /// anything runs (invalid arguments, no shell for a manifest).
@@ -241,20 +278,16 @@ fn prepare(
     identity: &CallIdentity,
     call_secrets: &CallSecrets,
 ) -> Result<Result<Prepared, Envelope>, Error> {
-    let violations = tool.input_schema().violations(arguments);
-    if !violations.is_empty() {
-        let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Ok(Err(Envelope::failure(
-            ErrorCode::InvalidParams,
-            format!(
-                "Invalid arguments for tool {}: {}.",
-                tool.name(),
-                details.join("; ")
-            ),
-            Metadata::not_started(),
-        )));
+    if let Some(refusal) = invalid_arguments(tool, arguments) {
+        return Ok(Err(refusal));
     }
     let mut call = config.call_config(tool);
+    if !call.denied.is_empty() {
+        return Ok(Err(refused_by_grant(
+            tool,
+            std::mem::take(&mut call.denied),
+        )));
+    }
     // A variable of the operator's that looks like an argument must never pass for one, and
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
@@ -334,9 +367,12 @@ fn prepare(
         // tool's cache is the one directory it may write outside its grant, so the variables
         // that name it must name it.
         let cache = ToolCache::of_file(caches, tool.path());
-        let index = match sandbox.network {
+        let index = match &sandbox.network {
             Network::Allow => Index::Reachable,
-            Network::Deny(_) => Index::Offline,
+            // Through the proxy a package index is reachable only when every public
+            // destination is granted.
+            Network::Proxy(egress) if egress.any_public => Index::Reachable,
+            Network::Deny(_) | Network::Proxy(_) => Index::Offline,
         };
         for (variable, value) in cache.env(index) {
             command.env(&variable, &value);
@@ -687,6 +723,7 @@ mod tests {
                 syscall_filter: false,
                 relaxed: Vec::new(),
             },
+            egress: Vec::new(),
         }
     }
 

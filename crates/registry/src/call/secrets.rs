@@ -15,7 +15,8 @@ use toolsmith_executor::Executor;
 use crate::envelope::{Envelope, ErrorCode, Metadata};
 use crate::message::error_chain;
 use crate::overrides::RunConfig;
-use crate::sandbox::{SandboxDenial, SandboxReport};
+use crate::grant::{DenialKind, SandboxDenial};
+use crate::sandbox::SandboxReport;
 use crate::secrets::{SecretName, SecretValue};
 use crate::tool::Tool;
 
@@ -121,7 +122,7 @@ fn denial(tool: &Tool, name: &SecretName, config: &RunConfig) -> SandboxDenial {
         )
     };
     SandboxDenial {
-        kind: "secret",
+        kind: DenialKind::Secret,
         target: name.as_str().to_owned(),
         reason,
         grant,
