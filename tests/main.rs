@@ -25,6 +25,7 @@ mod prepare;
 mod probes;
 mod processes;
 mod project;
+mod register;
 mod run;
 mod sandbox;
 mod scale;

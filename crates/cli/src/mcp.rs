@@ -45,7 +45,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
-use toolsmith_generator::{GeneratorConfig, Status, request_schema};
+use toolsmith_generator::{GeneratorConfig, Report, Request, Status, request_schema};
 use toolsmith_registry::{
     AuditLog, Body, CallIdentity, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, Id,
     LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
@@ -443,15 +443,20 @@ impl Handler {
             )]));
         }
         let existing = shared.registry.snapshot();
-        let report = toolsmith_generator::generate(
-            &shared.executor,
-            request,
-            &existing,
-            Some(&shared.registry),
-            generator,
-            &shared.config,
-        )
-        .await;
+        let report = match Request::from_json(request) {
+            Ok(request) => {
+                toolsmith_generator::generate(
+                    &shared.executor,
+                    &request,
+                    &existing,
+                    Some(&shared.registry),
+                    generator,
+                    &shared.config,
+                )
+                .await
+            }
+            Err(error) => Ok(Report::invalid_request(request, &error)),
+        };
         let report = match report {
             Ok(report) => report,
             Err(error) => {

@@ -99,7 +99,7 @@ pub use crate::discovery::discover::{
 pub use crate::discovery::layers::{
     LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
 };
-pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
+pub use crate::discovery::live::{ChangeEvent, LiveRegistry, Registration, SETTLE};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
 pub use crate::discovery::validate::{
