@@ -151,3 +151,96 @@ async fn a_registration_over_a_hundred_tools_starts_one_probe() {
     );
     session.cancel().await.unwrap();
 }
+
+/// Runs the Python SDK's `custom_tool` script against `toolsmith serve` in the project,
+/// expecting `expect` (`refused` or `registered`); returns its stdout.
+fn python_custom_tool(python: &Path, context: &TestContext, expect: &str) -> String {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test runs the MCP Python SDK's client"
+    )]
+    let output = std::process::Command::new(python)
+        .arg(crate::context::repository_root().join("tests/acceptance/mcp_custom_tool.py"))
+        .arg(env!("CARGO_BIN_EXE_toolsmith-dup"))
+        .arg(&context.project)
+        .arg(expect)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", context.root.join("home"))
+        .env(
+            "TOOLSMITH_HOME",
+            context.root.join("home/.config/toolsmith"),
+        )
+        .env("TMPDIR", context.tmpdir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the Python SDK's client failed ({expect}):\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Issue 25, finding 1 and acceptance 1 (first point), with the official Python SDK:
+/// `custom_tool` in a project that is not trusted (a fresh clone) ends in a clear refusal with
+/// a `hint:`, the very refusal `toolsmith generate` gives in the same set-up, and nothing is
+/// written; once the project is trusted, both register a tool, and over MCP it is announced
+/// (`list_changed`), listed and callable in the same session.
+#[test]
+fn custom_tool_over_the_python_sdk_ends_like_generate_from_the_cli() {
+    let Some(python) = crate::serve_http::mcp_python() else {
+        return;
+    };
+    let context = TestContext::new();
+    let request = json!({
+        "name": "tell_cli", "description": "Tells.", "language": "bash",
+        "implementation": "echo told",
+        "tests": [{"input": {}, "expect": {"result": "told"}}],
+    });
+    crate::context::write_file(&context.root.join("request.json"), &request.to_string());
+    let generate = || {
+        context
+            .command()
+            .arg("generate")
+            .arg("--request")
+            .arg(context.root.join("request.json"))
+            .output()
+            .unwrap()
+    };
+
+    let cli = generate();
+    assert_eq!(cli.status.code(), Some(2));
+    let cli_stderr = String::from_utf8_lossy(&cli.stderr).into_owned();
+    let mcp = python_custom_tool(&python, &context, "refused");
+    let refusal: Vec<&str> = mcp
+        .lines()
+        .filter_map(|line| line.strip_prefix("refusal: "))
+        .collect();
+    // The same sentence and the same hint, word for word.
+    let reason = refusal
+        .iter()
+        .find(|line| line.contains("is not trusted"))
+        .unwrap_or_else(|| panic!("no reason in {refusal:?}"));
+    let hint = refusal
+        .iter()
+        .find(|line| line.starts_with("hint: "))
+        .unwrap();
+    assert!(cli_stderr.contains(reason), "{cli_stderr}\nvs {reason}");
+    assert!(cli_stderr.contains(hint), "{cli_stderr}\nvs {hint}");
+    assert!(!context.project.join(".toolsmith").exists());
+
+    assert!(context.command().arg("trust").status().unwrap().success());
+    let mcp = python_custom_tool(&python, &context, "registered");
+    assert!(mcp.contains("ok list_changed"), "{mcp}");
+    let cli = generate();
+    assert_eq!(
+        cli.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let tools = context.project.join(".toolsmith/tools");
+    assert!(tools.join("tell_answer").is_file() && tools.join("tell_cli").is_file());
+}
