@@ -20,6 +20,7 @@ mod load;
 mod manifest;
 mod mounts;
 mod peers;
+mod pinned;
 mod policy;
 mod prepare;
 mod probes;

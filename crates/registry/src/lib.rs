@@ -58,6 +58,7 @@
 #![warn(missing_docs)]
 
 mod call;
+mod definitions;
 mod discovery;
 mod envelope;
 mod error;
@@ -86,6 +87,7 @@ pub use crate::call::prepare::{
     PrepareStep, preparations,
 };
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+pub use crate::definitions::{DEFINITIONS_FILE, DefinitionChange, Definitions, definition_sha256};
 pub use crate::discovery::cache::{
     CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
 };
