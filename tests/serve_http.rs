@@ -809,7 +809,7 @@ const MCP_PYTHON_VERSION: &str = "2.3.0";
 /// The Python of the venv holding the MCP Python SDK: `$TOOLSMITH_MCP_PYTHON`, else the one
 /// `.ci/run` makes in the target directory; `None` (said loudly) when it is missing, which
 /// fails the test in CI.
-fn mcp_python() -> Option<std::path::PathBuf> {
+pub(crate) fn mcp_python() -> Option<std::path::PathBuf> {
     let python = std::env::var_os("TOOLSMITH_MCP_PYTHON")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| target_dir().join("mcp-python/bin/python"));

@@ -53,6 +53,8 @@ pub(crate) struct BenchSettings {
     only_discovery: bool,
     /// `--only filter`: measure and report the system-call filter section alone.
     only_filter: bool,
+    /// `--only generate`: measure and report the generator section alone.
+    only_generate: bool,
 }
 
 impl BenchSettings {
@@ -72,6 +74,7 @@ impl BenchSettings {
             generated_calls: if quick { 10 } else { 100 },
             only_discovery: false,
             only_filter: false,
+            only_generate: false,
         }
     }
 
@@ -87,6 +90,14 @@ impl BenchSettings {
     pub(crate) fn only_filter(self) -> BenchSettings {
         BenchSettings {
             only_filter: true,
+            ..self
+        }
+    }
+
+    /// The same settings, measuring the generator section alone (`--only generate`).
+    pub(crate) fn only_generate(self) -> BenchSettings {
+        BenchSettings {
+            only_generate: true,
             ..self
         }
     }
@@ -596,6 +607,15 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     }
     if settings.only_filter {
         return print_report(&crate::filter_bench::measure(settings)?.render());
+    }
+    if settings.only_generate {
+        let harness = Harness::new()?;
+        let generator = crate::generate_bench::measure(
+            &harness.multi_thread,
+            &harness.executor_handle(),
+            settings.discovery_repetitions,
+        )?;
+        return print_report(&generator.render());
     }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;

@@ -25,7 +25,9 @@ tasks:
                            --quick: a few calls and one discovery, for a smoke run;
                            --only discovery: the discovery section alone;
                            then request-to-registered of a generated bash tool
-                           against running its one test case alone;
+                           into a live registry of 0 and 100 tools, predicted
+                           answers and plain path, against its test case alone;
+                           --only generate: the generator section alone;
                            then the seccomp allow-list against the deny-list it
                            replaced (install, exec, openat loop);
                            --only filter: the filter section alone
@@ -110,6 +112,7 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut calls = None;
     let mut only_discovery = false;
     let mut only_filter = false;
+    let mut only_generate = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -131,24 +134,28 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
             ("--only", value) => match value.or_else(|| args.next()).as_deref() {
                 Some("discovery") => only_discovery = true,
                 Some("filter") => only_filter = true,
+                Some("generate") => only_generate = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the sections `discovery` and `filter`, not `{section}`"
+                        "`--only` knows the sections `discovery`, `filter` and `generate`, not `{section}`"
                     ));
                 }
                 None => {
-                    return Err("`--only` needs a section (`discovery` or `filter`)".to_owned());
+                    return Err(
+                        "`--only` needs a section (`discovery`, `filter` or `generate`)".to_owned(),
+                    );
                 }
             },
             _ => return Err(format!("unknown option `{arg}` for `bench`")),
         }
     }
     let settings = BenchSettings::resolve(quick, calls);
-    Ok(match (only_discovery, only_filter) {
-        (true, true) => return Err("`--only` takes one section".to_owned()),
-        (true, false) => settings.only_discovery(),
-        (false, true) => settings.only_filter(),
-        (false, false) => settings,
+    Ok(match (only_discovery, only_filter, only_generate) {
+        (true, false, false) => settings.only_discovery(),
+        (false, true, false) => settings.only_filter(),
+        (false, false, true) => settings.only_generate(),
+        (false, false, false) => settings,
+        _ => return Err("`--only` takes one section".to_owned()),
     })
 }
 
@@ -223,6 +230,12 @@ mod tests {
                 BenchSettings::resolve(true, None).only_filter(),
             )),
         );
+        check(
+            &["bench", "--quick", "--only", "generate"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_generate(),
+            )),
+        );
     }
 
     #[test]
@@ -254,11 +267,11 @@ mod tests {
         );
         check(
             &["bench", "--only"],
-            Err("`--only` needs a section (`discovery` or `filter`)"),
+            Err("`--only` needs a section (`discovery`, `filter` or `generate`)"),
         );
         check(
             &["bench", "--only", "mcp"],
-            Err("`--only` knows the sections `discovery` and `filter`, not `mcp`"),
+            Err("`--only` knows the sections `discovery`, `filter` and `generate`, not `mcp`"),
         );
         check(
             &["bench", "--slow"],

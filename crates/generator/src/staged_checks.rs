@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    DiscoveryCache, Envelope, ErrorCode, Policy, Problem, RunConfig, Tool, ToolName, discover,
-    invoke, load_answered, resolve_config, run_cases, run_tests,
+    DiscoveryCache, Envelope, ErrorCode, LayerDir, Policy, Problem, RunConfig, Tool, ToolName,
+    discover_layers, invoke, load_answered, resolve_config, run_cases, run_tests,
 };
 
 use crate::pipeline::CheckReport;
@@ -35,6 +35,7 @@ pub(crate) async fn check_staged(
     request: &Request,
     answers: Option<(String, String)>,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Vec<CheckReport>, Error> {
     // A staged tool is a generated tool: it gets no `[tools.NAME]` grant, whatever its name
     // (the live registry does the same by its history ref, `Tool::generated`), so a request
@@ -45,33 +46,36 @@ pub(crate) async fn check_staged(
         secrets: Default::default(),
         ..run_config.clone()
     };
-    let discovery = discover_staged(executor, staging_dir, &request.name, run_config);
     let answered = answers.and_then(|(description, config)| {
         load_answered(staged, description.as_bytes(), config.as_bytes())
             .ok()
             .flatten()
     });
     let Some(answered) = answered else {
-        let discovered = match discovery.await {
-            Ok(tool) => configured(executor, &tool, run_config).await,
-            Err(problem) => Err(problem),
-        };
+        let discovered =
+            match discover_staged(executor, staging_dir, &request.name, run_config, probes).await {
+                Ok(tool) => configured(executor, &tool, run_config, probes).await,
+                Err(problem) => Err(problem),
+            };
         return match discovered {
             Ok(tool) => with_registry(check_in_sandbox(executor, &tool, request, run_config).await),
             Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
         };
     };
-    let early = check_in_sandbox(executor, &answered, request, run_config);
-    tokio::pin!(discovery, early);
-    let (discovered, early) = tokio::select! {
-        discovered = &mut discovery => match discovered {
-            Ok(tool) => (tool, early.await),
-            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
-        },
-        early = &mut early => match discovery.await {
-            Ok(tool) => (tool, early),
-            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
-        },
+    let (discovered, early) = {
+        let discovery = discover_staged(executor, staging_dir, &request.name, run_config, probes);
+        let early = check_in_sandbox(executor, &answered, request, run_config);
+        tokio::pin!(discovery, early);
+        tokio::select! {
+            discovered = &mut discovery => match discovered {
+                Ok(tool) => (tool, early.await),
+                Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
+            },
+            early = &mut early => match discovery.await {
+                Ok(tool) => (tool, early),
+                Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
+            },
+        }
     };
     match described_difference(&discovered, &answered) {
         None => with_registry(early),
@@ -80,7 +84,7 @@ pub(crate) async fn check_staged(
                 field,
                 "discovery loaded another tool than the generator rendered; checking it instead"
             );
-            match configured(executor, &discovered, run_config).await {
+            match configured(executor, &discovered, run_config, probes).await {
                 Ok(tool) => {
                     with_registry(check_in_sandbox(executor, &tool, request, run_config).await)
                 }
@@ -102,9 +106,10 @@ pub(crate) async fn check_restored(
     staging_dir: &Path,
     name: &ToolName,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Vec<CheckReport>, Error> {
-    let discovered = match discover_staged(executor, staging_dir, name, run_config).await {
-        Ok(tool) => configured(executor, &tool, run_config).await,
+    let discovered = match discover_staged(executor, staging_dir, name, run_config, probes).await {
+        Ok(tool) => configured(executor, &tool, run_config, probes).await,
         Err(problem) => Err(problem),
     };
     let tool = match discovered {
@@ -141,14 +146,24 @@ fn with_registry(checks: Result<Vec<CheckReport>, Error>) -> Result<Vec<CheckRep
 }
 
 /// The tool `name` as discovery loads it from the staging directory; or why not, for the
-/// `registry` check.
+/// `registry` check. What the probe printed is recorded in `probes`, which the registration
+/// hands to the live registry with the file (one probe per registration, issue 25).
 pub(crate) async fn discover_staged(
     executor: &Arc<Executor>,
     staging_dir: &Path,
     name: &ToolName,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Tool, String> {
-    let catalog = discover(executor, &[staging_dir.to_path_buf()], run_config).await;
+    let catalog = discover_layers(
+        executor,
+        &LayerDir::explicit(&[staging_dir.to_path_buf()]),
+        probes,
+        run_config,
+        &Policy::allow_all(),
+        &|_| {},
+    )
+    .await;
     match (catalog.get(name), catalog.problems().first()) {
         (Some(tool), None) => Ok(tool.clone()),
         (_, Some(problem)) => Err(problem.message()),
@@ -158,14 +173,15 @@ pub(crate) async fn discover_staged(
     }
 }
 
-/// `tool` with its `config` asked, as at its first call; or why it cannot be called, for the
-/// `registry` check.
+/// `tool` with its `config` asked, as at its first call (the answer recorded in `probes`);
+/// or why it cannot be called, for the `registry` check.
 pub(crate) async fn configured(
     executor: &Arc<Executor>,
     tool: &Tool,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Tool, String> {
-    resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), run_config)
+    resolve_config(executor, tool, probes, run_config)
         .await
         .map_err(|error| {
             Problem {

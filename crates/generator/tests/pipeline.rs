@@ -11,8 +11,8 @@ use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
 use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke_named, run_tests,
-    validate_paths,
+    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke, invoke_named,
+    run_tests, validate_paths,
 };
 
 struct World {
@@ -84,6 +84,10 @@ impl World {
 
     async fn generate(&self, request: Value) -> Report {
         let existing = self.catalog().await;
+        let request = match Request::from_json(&request) {
+            Ok(request) => request,
+            Err(error) => return Report::invalid_request(&request, &error),
+        };
         generate(
             &self.executor,
             &request,
@@ -187,6 +191,24 @@ async fn each_language_registers_a_callable_tool() {
             ]
         );
 
+        // Issue 25: the report carries the registered tool, loaded from the installed file:
+        // it is called without a second discovery.
+        let registered = report
+            .tool
+            .clone()
+            .expect("a registered report has its tool");
+        assert_eq!(registered.path(), path);
+        let envelope = invoke(
+            &world.executor,
+            &registered,
+            &json!({"text": "one two three"}),
+            &world.run_config,
+            &Policy::allow_all(),
+        )
+        .await
+        .unwrap();
+        let envelope = serde_json::to_value(&envelope).unwrap();
+        assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
         let envelope = world
             .call("custom_tool_count_words", json!({"text": "one two three"}))
             .await;
@@ -203,6 +225,15 @@ async fn each_language_registers_a_callable_tool() {
 
         let catalog = world.catalog().await;
         let tool = catalog.get(&ToolName::new("count_words").unwrap()).unwrap();
+        // What discovery loads from the file is the tool the report returned.
+        assert_eq!(tool.description(), registered.description());
+        assert_eq!(
+            tool.input_schema().as_json(),
+            registered.input_schema().as_json()
+        );
+        assert_eq!(tool.sandbox(), registered.sandbox());
+        assert_eq!(tool.annotations(), registered.annotations());
+        assert_eq!(tool.path(), registered.path());
         let outcomes = run_tests(
             &world.executor,
             tool,
@@ -388,11 +419,12 @@ async fn a_cancelled_generation_leaves_nothing() {
     for after_ms in [1, 3, 5, 8, 12, 20, 40] {
         let world = World::new();
         let existing = world.catalog().await;
-        let request = json!({
+        let request = Request::from_json(&json!({
             "name": "wait_long", "description": "Waits.", "language": "bash",
             "implementation": "sleep 5\necho done",
             "tests": [{"input": {}, "expect": {"result": "done"}}],
-        });
+        }))
+        .unwrap();
         let cancelled = tokio::time::timeout(
             std::time::Duration::from_millis(after_ms),
             generate(

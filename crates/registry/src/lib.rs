@@ -60,6 +60,7 @@
 
 mod access;
 mod call;
+mod definitions;
 mod discovery;
 mod envelope;
 mod error;
@@ -91,6 +92,7 @@ pub use crate::call::prepare::{
     PrepareStep, preparations,
 };
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+pub use crate::definitions::{DEFINITIONS_FILE, DefinitionChange, Definitions, definition_sha256};
 pub use crate::discovery::cache::{
     CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
 };
@@ -104,7 +106,7 @@ pub use crate::discovery::discover::{
 pub use crate::discovery::layers::{
     LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
 };
-pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
+pub use crate::discovery::live::{ChangeEvent, LiveRegistry, Registration, SETTLE};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
 pub use crate::discovery::validate::{

@@ -149,7 +149,8 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
     let memory = memory_line();
     let mut directories = directory_checks(global, &catalog);
     directories.extend(history_checks(global));
-    let problems = problem_checks(&catalog);
+    let mut problems = problem_checks(&catalog);
+    problems.extend(definition_checks(global, &catalog));
     let tools_path = config
         .env
         .iter()
@@ -190,6 +191,33 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         problem_count,
         cache_file,
     }
+}
+
+/// Pinned definitions: each tool whose definition changed since it was last listed (this
+/// discovery included), with when and the old and new digests. Information, not a problem:
+/// the operator decides whether the change was expected.
+fn definition_checks(global: &GlobalSettings, catalog: &Catalog) -> Vec<Check> {
+    let audit = global
+        .audit_path
+        .as_deref()
+        .and_then(|path| toolsmith_registry::AuditLog::open(path).ok());
+    let mut definitions = discover::definitions(global);
+    discover::observe_definitions(&mut definitions, catalog, audit.as_ref());
+    definitions
+        .last_changes()
+        .map(|change| Check {
+            name: format!("definition of {}", change.name),
+            status: Status::Info,
+            detail: format!(
+                "changed since it was last listed (seen {}): sha256 {} -> {}",
+                change.seen, change.old_sha256, change.new_sha256
+            ),
+            fix: Some(format!(
+                "`toolsmith show {}` shows what agents see now; if the change was not expected, restore or remove the tool",
+                change.name
+            )),
+        })
+        .collect()
 }
 
 /// The history of generated tools: each tool's chain read and every object checked.

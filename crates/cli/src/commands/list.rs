@@ -7,7 +7,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, RunConfig, SecretName, Tool};
+use toolsmith_registry::{
+    AuditLog, Catalog, DefinitionChange, Denial, DeniedTool, Policy, RunConfig, SecretName, Tool,
+};
 
 use crate::args::ListArgs;
 use crate::commands::discover;
@@ -31,7 +33,13 @@ pub(crate) async fn list(
     })
     .await;
     bar.finish();
-    let listing = Listing::new(&catalog, &policy);
+    let audit = match global.audit_path.as_deref() {
+        Some(path) => Some(AuditLog::open(path)?),
+        None => None,
+    };
+    let changes =
+        discover::observe_definitions(&mut discover::definitions(global), &catalog, audit.as_ref());
+    let listing = Listing::new(&catalog, &policy, changes);
     if args.json {
         output::write_json(&listing.json(args.all, &config))?;
         return Ok(ExitStatus::Success);
@@ -90,10 +98,12 @@ struct Listing<'a> {
     catalog: &'a Catalog,
     admitted: Vec<&'a Tool>,
     denied: Vec<(&'a Tool, Denial)>,
+    /// The tools whose definition changed since the last listing (pinned definitions).
+    changes: Vec<DefinitionChange>,
 }
 
 impl<'a> Listing<'a> {
-    fn new(catalog: &'a Catalog, policy: &Policy) -> Listing<'a> {
+    fn new(catalog: &'a Catalog, policy: &Policy, changes: Vec<DefinitionChange>) -> Listing<'a> {
         let mut admitted = Vec::new();
         let mut denied = Vec::new();
         for tool in catalog.tools() {
@@ -106,7 +116,15 @@ impl<'a> Listing<'a> {
             catalog,
             admitted,
             denied,
+            changes,
         }
+    }
+
+    /// The change of `tool`'s definition since the last listing, if it changed.
+    fn change(&self, tool: &Tool) -> Option<&DefinitionChange> {
+        self.changes
+            .iter()
+            .find(|change| &change.name == tool.name())
     }
 
     /// The keys of the first `list --json` (`tools`, `problems`, `shadowed`)
@@ -115,7 +133,16 @@ impl<'a> Listing<'a> {
         let tools: Vec<serde_json::Value> = self
             .admitted
             .iter()
-            .map(|tool| tool_json(tool, config))
+            .map(|tool| {
+                let mut entry = tool_json(tool, config);
+                if let (Some(change), Some(object)) = (self.change(tool), entry.as_object_mut()) {
+                    object.insert(
+                        "definition_changed".to_owned(),
+                        json!({"old_sha256": change.old_sha256, "new_sha256": change.new_sha256}),
+                    );
+                }
+                entry
+            })
             .collect();
         let problems: Vec<serde_json::Value> = self
             .catalog
@@ -173,7 +200,15 @@ impl<'a> Listing<'a> {
                 (
                     tool.source(),
                     vec![
-                        Cell::painted(tool.name().to_string(), Paint::Name),
+                        Cell::painted(
+                            match self.change(tool) {
+                                // Pinned definitions: what the agent sees changed since the
+                                // last listing.
+                                Some(_) => format!("{} (changed)", tool.name()),
+                                None => tool.name().to_string(),
+                            },
+                            Paint::Name,
+                        ),
                         Cell::plain(tool.kind().to_string()),
                         Cell::plain(first_line(tool.description())),
                     ],

@@ -93,7 +93,20 @@ impl AuditLog {
 
     /// Appends `record` as one line, in one `write`.
     pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        let mut line = record.to_json().to_string().into_bytes();
+        self.append_json(&record.to_json())
+    }
+
+    /// Appends the line of a tool whose definition changed since it was last listed
+    /// (`"event": "definition_changed"`, with the old and new digests).
+    pub fn append_definition_change(
+        &self,
+        change: &crate::definitions::DefinitionChange,
+    ) -> Result<(), AuditError> {
+        self.append_json(&change.to_json())
+    }
+
+    fn append_json(&self, value: &Value) -> Result<(), AuditError> {
+        let mut line = value.to_string().into_bytes();
         line.push(b'\n');
         let written = (&self.file)
             .write(&line)
@@ -353,7 +366,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`.
-fn rfc3339_utc(time: SystemTime) -> String {
+pub(crate) fn rfc3339_utc(time: SystemTime) -> String {
     // Times before 1970 cannot come from the clock of a running call; they are shown as the epoch.
     let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let seconds = since_epoch.as_secs();
