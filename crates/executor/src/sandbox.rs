@@ -212,18 +212,25 @@ pub(crate) struct SandboxPlan {
     pub(crate) seccomp: Option<&'static [libc::sock_filter]>,
     /// What applies, for the outcome.
     pub(crate) applied: AppliedSandbox,
+    /// Under [`Network::Proxy`]: the grant and the channel that brings the
+    /// listener of the run's namespace to the executor's proxy.
+    pub(crate) egress: Option<crate::egress::EgressChannel>,
 }
 
 impl SandboxPlan {
     /// The environment the program gets on top of its command's.
     pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
-        match &self.temp_dir {
+        let mut env = match &self.temp_dir {
             Some(dir) => ["TMPDIR", "TMP", "TEMP"]
                 .into_iter()
                 .map(|name| (OsString::from(name), dir.path.clone().into_os_string()))
                 .collect(),
             None => Vec::new(),
+        };
+        if self.egress.is_some() {
+            env.extend(crate::egress::proxy_env());
         }
+        env
     }
 }
 
@@ -356,7 +363,16 @@ pub(crate) fn plan(
     } else {
         None
     };
+    let egress = match &sandbox.network {
+        Network::Proxy(egress) => Some(plan_egress(
+            egress,
+            seccomp_program.is_some(),
+            &mut applied,
+        )?),
+        _ => None,
+    };
     Ok(SandboxPlan {
+        egress,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -364,10 +380,41 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program
-            .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
+        seccomp: seccomp_program.map(|()| {
+            let sockets = if matches!(sandbox.network, Network::Proxy(_)) {
+                seccomp::Sockets::Proxied
+            } else {
+                applied.network_denied.into()
+            };
+            seccomp::program(sockets, applied.private_pids)
+        }),
         applied,
     })
+}
+
+/// The channel of a proxied run. The namespace itself is planned (or the
+/// run refused) with the other namespaces.
+fn plan_egress(
+    egress: &crate::Egress,
+    filtered: bool,
+    applied: &mut AppliedSandbox,
+) -> Result<crate::egress::EgressChannel, Error> {
+    if !egress.unix_sockets.is_empty() {
+        // Fail closed: nothing yet restricts which pathname sockets a run that
+        // may make Unix sockets reaches (docs/security.md).
+        return Err(Error::SandboxUnavailable {
+            requirement: "network = [\"unix:...\"]",
+            mechanism: "a Unix socket allow-list",
+            reason: "Unix socket grants are not enforced yet".to_owned(),
+        });
+    }
+    if !filtered {
+        applied.relaxed.push(
+            "Unix sockets not refused under the egress proxy: the system-call filter is off"
+                .to_owned(),
+        );
+    }
+    crate::egress::EgressChannel::new(egress.clone())
 }
 
 /// The privileges a run drops and whether it gets the system-call filter,
