@@ -363,14 +363,7 @@ pub(crate) fn plan(
     } else {
         None
     };
-    let egress = match &sandbox.network {
-        Network::Proxy(egress) => Some(plan_egress(
-            egress,
-            seccomp_program.is_some(),
-            &mut applied,
-        )?),
-        _ => None,
-    };
+    let egress = plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?;
     Ok(SandboxPlan {
         egress,
         clone_flags,
@@ -380,25 +373,31 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program.map(|()| {
-            let sockets = if matches!(sandbox.network, Network::Proxy(_)) {
-                seccomp::Sockets::Proxied
-            } else {
-                applied.network_denied.into()
-            };
-            seccomp::program(sockets, applied.private_pids)
-        }),
+        seccomp: seccomp_program
+            .map(|()| seccomp::program(sockets(&sandbox.network, &applied), applied.private_pids)),
         applied,
     })
+}
+
+/// Which sockets the filter lets a run make (`seccomp::Sockets`).
+fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
+    if matches!(network, Network::Proxy(_)) {
+        seccomp::Sockets::Proxied
+    } else {
+        applied.network_denied.into()
+    }
 }
 
 /// The channel of a proxied run. The namespace itself is planned (or the
 /// run refused) with the other namespaces.
 fn plan_egress(
-    egress: &crate::Egress,
+    network: &Network,
     filtered: bool,
     applied: &mut AppliedSandbox,
-) -> Result<crate::egress::EgressChannel, Error> {
+) -> Result<Option<crate::egress::EgressChannel>, Error> {
+    let Network::Proxy(egress) = network else {
+        return Ok(None);
+    };
     if !egress.unix_sockets.is_empty() {
         // Fail closed: nothing yet restricts which pathname sockets a run that
         // may make Unix sockets reaches (docs/security.md).
@@ -414,7 +413,7 @@ fn plan_egress(
                 .to_owned(),
         );
     }
-    crate::egress::EgressChannel::new(egress.clone())
+    crate::egress::EgressChannel::new(egress.clone()).map(Some)
 }
 
 /// The privileges a run drops and whether it gets the system-call filter,
