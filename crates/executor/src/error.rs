@@ -31,6 +31,21 @@ pub enum Error {
         /// The offending path.
         path: PathBuf,
     },
+    /// A writable path of `Filesystem::Paths` is relative or does not exist: Landlock and the
+    /// mount layout can only grant what exists.
+    #[error("writable path `{path}` is not an absolute path that exists", path = path.display())]
+    WritablePath {
+        /// The path as given.
+        path: std::path::PathBuf,
+    },
+    /// `Filesystem::Paths` lists more roots than a run may have.
+    #[error("{count} writable paths (at most {max})")]
+    TooManyWritablePaths {
+        /// How many were listed.
+        count: usize,
+        /// The most a run may have.
+        max: usize,
+    },
     /// A path or argument held a NUL byte, which no process can receive.
     #[error("`{value}` contains a NUL byte")]
     NulByte {

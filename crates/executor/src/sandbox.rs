@@ -66,6 +66,15 @@ pub enum Filesystem {
     },
     /// Only in the run's private temporary directory.
     ReadOnly(Enforcement),
+    /// Only below each of `roots` (absolute, existing at the start of the run) and in the
+    /// run's private temporary directory; the protected paths below them stay read-only as
+    /// under [`Filesystem::Project`].
+    Paths {
+        /// The directories (or files) the run may write.
+        roots: Vec<PathBuf>,
+        /// What to do when Landlock is unavailable.
+        enforcement: Enforcement,
+    },
 }
 
 /// Whether a run's system calls go through toolsmith's seccomp filter
@@ -148,6 +157,8 @@ pub enum FilesystemAccess {
     Project,
     /// Writes only in the private temporary directory.
     ReadOnly,
+    /// Writes only below the listed paths and the private temporary directory.
+    Paths,
 }
 
 impl FilesystemAccess {
@@ -157,6 +168,7 @@ impl FilesystemAccess {
             FilesystemAccess::Full => "full",
             FilesystemAccess::Project => "project",
             FilesystemAccess::ReadOnly => "read-only",
+            FilesystemAccess::Paths => "paths",
         }
     }
 }
@@ -303,7 +315,7 @@ pub(crate) fn plan(
         applied.private_ipc = true;
     }
     let FilesystemPlan {
-        writable_root,
+        writable_roots,
         landlock_ruleset,
         landlock_rights,
         temp_dir,
@@ -320,23 +332,27 @@ pub(crate) fn plan(
     let mounts = if (sandbox.private_mounts || restricted) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
-        let (sealed, reopened) = match (applied.filesystem, writable_root) {
-            (FilesystemAccess::Project, Some(root)) => {
-                crate::mounts::sealing(root, &sandbox.protected)
-            }
-            _ => (Vec::new(), Vec::new()),
+        let writable_roots = match applied.filesystem {
+            FilesystemAccess::Project | FilesystemAccess::Paths => writable_roots,
+            _ => Vec::new(),
         };
+        let (mut sealed, mut reopened) = (Vec::new(), Vec::new());
+        for root in &writable_roots {
+            let (root_sealed, root_reopened) = crate::mounts::sealing(root, &sandbox.protected);
+            sealed.extend(root_sealed);
+            reopened.extend(root_reopened);
+        }
         Some(MountPlan {
             proc: private_pids,
             read_only: restricted,
-            project: match (applied.filesystem, writable_root) {
-                (FilesystemAccess::Project, Some(root)) => Some(c_path(root)?),
-                _ => None,
-            },
+            writable: writable_roots
+                .iter()
+                .map(|root| c_path(root))
+                .collect::<Result<_, _>>()?,
             sealed: c_paths(&sealed)?,
             reopened: c_paths(&reopened)?,
             protected: match applied.filesystem {
-                FilesystemAccess::Project => sandbox
+                FilesystemAccess::Project | FilesystemAccess::Paths => sandbox
                     .protected
                     .iter()
                     .filter(|path| path.symlink_metadata().is_ok())
@@ -464,7 +480,7 @@ fn plan_privileges(
 /// The filesystem part of a plan: the directories Landlock leaves
 /// writable, its ruleset and the private TMPDIR; `applied` says what applies.
 struct FilesystemPlan<'sandbox> {
-    writable_root: Option<&'sandbox Path>,
+    writable_roots: Vec<&'sandbox Path>,
     landlock_ruleset: Option<OwnedFd>,
     landlock_rights: u64,
     temp_dir: Option<TempDir>,
@@ -478,17 +494,36 @@ fn plan_filesystem<'sandbox>(
     run_name: &str,
     applied: &mut AppliedSandbox,
 ) -> Result<FilesystemPlan<'sandbox>, Error> {
-    let (writable_root, enforcement, access) = match &sandbox.filesystem {
-        Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
+    let (writable_roots, enforcement, access) = match &sandbox.filesystem {
+        Filesystem::Full => (Vec::new(), Enforcement::IfPossible, FilesystemAccess::Full),
         Filesystem::Project { root, enforcement } => (
-            Some(root.as_path()),
+            vec![root.as_path()],
             *enforcement,
             FilesystemAccess::Project,
         ),
-        Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
+        Filesystem::ReadOnly(enforcement) => (Vec::new(), *enforcement, FilesystemAccess::ReadOnly),
+        Filesystem::Paths { roots, enforcement } => {
+            if roots.len() > crate::mounts::MAX_WRITABLE_ROOTS {
+                return Err(Error::TooManyWritablePaths {
+                    count: roots.len(),
+                    max: crate::mounts::MAX_WRITABLE_ROOTS,
+                });
+            }
+            for root in roots {
+                if !root.is_absolute() || root.symlink_metadata().is_err() {
+                    return Err(Error::WritablePath { path: root.clone() });
+                }
+            }
+            (
+                roots.iter().map(PathBuf::as_path).collect(),
+                *enforcement,
+                FilesystemAccess::Paths,
+            )
+        }
     };
     let requirement = match access {
         FilesystemAccess::Project => "filesystem = project",
+        FilesystemAccess::Paths => "filesystem = a list of paths",
         _ => "filesystem = read-only",
     };
     let mounts_available = features.private_mounts.available;
@@ -524,7 +559,7 @@ fn plan_filesystem<'sandbox>(
                 }
                 let dir = create_temp_dir(run_name, applied.run_as)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
-                writable.extend(writable_root);
+                writable.extend(writable_roots.iter().copied());
                 writable.extend(sandbox.own_dir.as_deref());
                 landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
                 landlock_rights = landlock::writable_rights(abi);
@@ -541,7 +576,7 @@ fn plan_filesystem<'sandbox>(
         }
     }
     Ok(FilesystemPlan {
-        writable_root,
+        writable_roots,
         landlock_ruleset,
         landlock_rights,
         temp_dir,
