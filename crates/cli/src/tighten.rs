@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunAs};
 use toolsmith_registry::{
-    FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName, format_duration,
+    FilesystemSetting, NetworkSetting, SandboxProfile, SyscallsSetting, ToolName, format_duration,
 };
 
 #[cfg(test)]
@@ -125,13 +125,53 @@ pub(crate) fn tighten(
     let user_set = user.env.set.clone().unwrap_or_default();
     env("env", &mut project.env, &user_allow, &user_set, &mut found);
 
+    let user_profile = user.sandbox.profile.unwrap_or(SandboxProfile::Default);
+    if project.sandbox.profile == Some(SandboxProfile::Compat)
+        && user_profile != SandboxProfile::Compat
+    {
+        found.push(loosening(
+            "sandbox.profile".to_owned(),
+            format!("{:?}", SandboxProfile::Compat.as_str()),
+            format!("{:?}", user_profile.as_str()),
+        ));
+        project.sandbox.profile = None;
+    }
     let user_sandbox = UserSandbox {
-        network: user.sandbox.network.unwrap_or(NetworkSetting::Allow),
-        filesystem: user.sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
+        network: user
+            .sandbox
+            .network
+            .clone()
+            .unwrap_or_else(|| user_profile.network()),
+        filesystem: user
+            .sandbox
+            .filesystem
+            .clone()
+            .unwrap_or_else(|| user_profile.filesystem()),
         syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
         user: user.sandbox.user,
     };
-    sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
+    sandbox(
+        "sandbox",
+        &mut project.sandbox,
+        &user_sandbox,
+        project_dir,
+        &mut found,
+    );
+    let user_generated = user
+        .generator
+        .network
+        .clone()
+        .unwrap_or_else(|| user_profile.generated_network());
+    if let Some(network) = &project.generator.network
+        && !network.within(&user_generated)
+    {
+        found.push(loosening(
+            "generator.network".to_owned(),
+            network.to_string(),
+            user_generated.to_string(),
+        ));
+        project.generator.network = None;
+    }
 
     policy(&mut project, user, &mut found);
     may_replace(&mut project, user, &mut found);
@@ -154,15 +194,26 @@ pub(crate) fn tighten(
         tool_set.extend(user_tool.env.set.clone().unwrap_or_default());
         env(&prefix, &mut tool.env, &tool_allow, &tool_set, &mut found);
         let tool_sandbox = UserSandbox {
-            network: user_tool.sandbox.network.unwrap_or(user_sandbox.network),
+            network: user_tool
+                .sandbox
+                .network
+                .clone()
+                .unwrap_or_else(|| user_sandbox.network.clone()),
             filesystem: user_tool
                 .sandbox
                 .filesystem
-                .unwrap_or(user_sandbox.filesystem),
+                .clone()
+                .unwrap_or_else(|| user_sandbox.filesystem.clone()),
             syscalls: user_tool.sandbox.syscalls.unwrap_or(user_sandbox.syscalls),
             user: user_sandbox.user,
         };
-        sandbox(&prefix, &mut tool.sandbox, &tool_sandbox, &mut found);
+        sandbox(
+            &prefix,
+            &mut tool.sandbox,
+            &tool_sandbox,
+            project_dir,
+            &mut found,
+        );
         let user_disabled = user_tool.disabled == Some(true)
             || user
                 .policy
@@ -421,29 +472,32 @@ struct UserSandbox {
 }
 
 /// Drops the sandbox settings of `project` that confine less than the user's.
+/// A list may be narrowed, never widened: every destination or path a project lists must lie
+/// within the user's.
 fn sandbox(
     prefix: &str,
     project: &mut SandboxOptions,
     user: &UserSandbox,
+    project_dir: &Path,
     found: &mut Vec<Loosening>,
 ) {
-    if let Some(network) = project.network
-        && network_rank(network) < network_rank(user.network)
+    if let Some(network) = &project.network
+        && !network.within(&user.network)
     {
         found.push(loosening(
             format!("{prefix}.network"),
-            format!("{:?}", network.as_str()),
-            format!("{:?}", user.network.as_str()),
+            quoted_setting(network.to_string()),
+            quoted_setting(user.network.to_string()),
         ));
         project.network = None;
     }
-    if let Some(filesystem) = project.filesystem
-        && filesystem_looser(filesystem, user.filesystem)
+    if let Some(filesystem) = &project.filesystem
+        && !filesystem.within(&user.filesystem, project_dir)
     {
         found.push(loosening(
             format!("{prefix}.filesystem"),
-            format!("{:?}", filesystem.as_str()),
-            format!("{:?}", user.filesystem.as_str()),
+            quoted_setting(filesystem.to_string()),
+            quoted_setting(user.filesystem.to_string()),
         ));
         project.filesystem = None;
     }
@@ -482,31 +536,13 @@ fn syscalls_rank(setting: SyscallsSetting) -> u8 {
     }
 }
 
-fn network_rank(setting: NetworkSetting) -> u8 {
-    match setting {
-        NetworkSetting::Allow => 0,
-        NetworkSetting::DenyIfPossible => 1,
-        NetworkSetting::Deny => 2,
+/// A level as the messages quote it (`"none"`); a list as TOML writes it.
+fn quoted_setting(text: String) -> String {
+    if text.starts_with('[') {
+        text
+    } else {
+        format!("{text:?}")
     }
-}
-
-/// How confined a filesystem profile is, and whether it fails closed without Landlock.
-fn filesystem_rank(setting: FilesystemSetting) -> (u8, bool) {
-    match setting {
-        FilesystemSetting::Full => (0, true),
-        FilesystemSetting::ProjectIfPossible => (1, false),
-        FilesystemSetting::Project => (1, true),
-        FilesystemSetting::ReadOnlyIfPossible => (2, false),
-        FilesystemSetting::ReadOnly => (2, true),
-    }
-}
-
-/// Whether `project` confines less than `user` on some kernel: a lower profile, or one that
-/// runs unconfined without Landlock where the user's fails closed.
-fn filesystem_looser(project: FilesystemSetting, user: FilesystemSetting) -> bool {
-    let (project_level, project_required) = filesystem_rank(project);
-    let (user_level, user_required) = filesystem_rank(user);
-    project_level < user_level || (user_level > 0 && user_required && !project_required)
 }
 
 /// Strongest first; `auto` picks the strongest the kernel allows.
@@ -720,7 +756,7 @@ mod tests {
             &[
                 "env.allow = \"SECRET_TOKEN\" would loosen the user's allow list [\"PATH\", \"HOME\", \"USER\", \"LANG\"]; allow list [\"PATH\", \"HOME\", \"USER\", \"LANG\"] applies",
                 "env.set.PATH = \"/evil\" would loosen the user's value passed through by the allow list; value passed through by the allow list applies",
-                "sandbox.network = \"allow\" would loosen the user's \"deny\"; \"deny\" applies",
+                "sandbox.network = \"any\" would loosen the user's \"none\"; \"none\" applies",
                 "sandbox.filesystem = \"read-only-if-possible\" would loosen the user's \"project\"; \"project\" applies",
             ],
         );
@@ -751,12 +787,38 @@ mod tests {
     }
 
     #[test]
+    fn a_project_may_narrow_a_list_not_widen_it() {
+        check(
+            "[sandbox]\nnetwork = [\"a.test\", \"b.test:443\"]\nfilesystem = [\"/nonexistent/project/out\", \"/srv/cache\"]\n",
+            "[sandbox]\nnetwork = [\"a.test:443\", \"b.test:443\"]\nfilesystem = [\"/srv/cache/x\"]\n[tools.hello]\nnetwork = [\"b.test:80\"]\nfilesystem = [\"/etc\"]\n",
+            &[
+                "tools.hello.network = [\"b.test:80\"] would loosen the user's [\"a.test\",\"b.test:443\"]; [\"a.test\",\"b.test:443\"] applies",
+                "tools.hello.filesystem = [\"/etc\"] would loosen the user's [\"/nonexistent/project/out\",\"/srv/cache\"]; [\"/nonexistent/project/out\",\"/srv/cache\"] applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn under_the_default_profile_a_project_adds_no_destination_or_path() {
+        check(
+            "",
+            "[sandbox]\nprofile = \"compat\"\nnetwork = [\"a.test\"]\nfilesystem = [\"/nonexistent/project/out\", \"/home\"]\n[generator]\nnetwork = \"any\"\n",
+            &[
+                "sandbox.profile = \"compat\" would loosen the user's \"default\"; \"default\" applies",
+                "sandbox.network = [\"a.test\"] would loosen the user's \"declared\"; \"declared\" applies",
+                "sandbox.filesystem = [\"/nonexistent/project/out\",\"/home\"] would loosen the user's \"project\"; \"project\" applies",
+                "generator.network = any would loosen the user's none; none applies",
+            ],
+        );
+    }
+
+    #[test]
     fn tool_sections_compare_with_the_users() {
         check(
             "[tools.hello]\nnetwork = \"deny\"\n[limits]\ncpu = \"10s\"\n",
             "[tools.hello]\nnetwork = \"deny-if-possible\"\ncpu = \"5s\"\n[tools.other]\ncpu = \"unlimited\"\n",
             &[
-                "tools.hello.network = \"deny-if-possible\" would loosen the user's \"deny\"; \"deny\" applies",
+                "tools.hello.network = \"deny-if-possible\" would loosen the user's \"none\"; \"none\" applies",
                 "tools.other.cpu = unlimited would loosen the user's 10s; 10s applies",
             ],
         );

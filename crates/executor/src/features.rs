@@ -209,7 +209,7 @@ fn probe_mounts() -> Probe {
     let plan = MountPlan {
         proc: true,
         read_only: true,
-        project: None,
+        writable: Vec::new(),
         sealed: Vec::new(),
         reopened: Vec::new(),
         protected: Vec::new(),

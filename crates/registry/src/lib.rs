@@ -57,11 +57,13 @@
 //! ```
 #![warn(missing_docs)]
 
+mod access;
 mod call;
 mod discovery;
 mod envelope;
 mod error;
 mod formats;
+mod grant;
 mod layer;
 mod message;
 mod name;
@@ -75,6 +77,7 @@ mod schema;
 mod tool;
 mod tool_cache;
 
+pub use crate::access::{FilesystemSetting, NetworkSetting, UnknownSetting};
 pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, AuditedCall, arguments_sha256};
 pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
 pub use crate::call::identity::{
@@ -121,6 +124,7 @@ pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT}
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
 pub use crate::formats::package_runner::PackageRunner;
+pub use crate::grant::{DenialKind, InvalidTarget, NetworkTarget, SandboxDenial};
 pub use crate::layer::{Layer, Peer};
 pub use crate::message::{error_chain, format_duration};
 pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
@@ -136,9 +140,8 @@ pub use crate::regular_file::{
     RegularFileError, open_append_regular, read_regular, read_start,
 };
 pub use crate::sandbox::{
-    FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
-    SandboxDeclarationError, SandboxReport, SandboxSettings, SyscallsSetting, UnknownSetting,
-    probe_sandbox_report, protected_paths,
+    ProbeSandboxReport, SandboxDeclaration, SandboxDeclarationError, SandboxProfile, SandboxReport,
+    SandboxSettings, SyscallsSetting, probe_sandbox_report, protected_paths,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,

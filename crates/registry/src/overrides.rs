@@ -16,9 +16,11 @@ use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
+use crate::access::{FilesystemSetting, NetworkSetting};
+use crate::grant::SandboxDenial;
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
-use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
+use crate::sandbox::{SandboxSettings, SyscallsSetting};
 use crate::tool::Tool;
 
 /// How tool processes are run, for probes and calls alike.
@@ -130,9 +132,12 @@ pub struct CallConfig {
     pub timeout_source: TimeoutSource,
     /// The exact environment of the call.
     pub env: Vec<(OsString, OsString)>,
-    /// The effective sandbox: the operator's grant for the tool, tightened
-    /// by what the tool declares.
+    /// The effective sandbox: the operator's grant for the tool, narrowed
+    /// by what the tool declares (the grant itself when `denied` is not empty).
     pub sandbox: SandboxSettings,
+    /// What the tool declares and the operator does not grant, each naming the line to add:
+    /// when not empty, the call is refused with `POLICY_DENIED` before it starts.
+    pub denied: Vec<SandboxDenial>,
 }
 
 impl RunConfig {
@@ -167,25 +172,42 @@ impl RunConfig {
             }
             (None, None) => TimeoutSource::Configured,
         };
+        // A generated tool's network is `[generator] network`: what it declares (its tests'
+        // destinations among them) is a declaration, never a grant.
+        let network = if tool.generated() {
+            &self.sandbox.generated_network
+        } else {
+            &self.sandbox.network
+        };
         let grant = SandboxSettings {
             network: tool_override
-                .and_then(|tool_override| tool_override.network)
-                .unwrap_or(self.sandbox.network),
+                .and_then(|tool_override| tool_override.network.clone())
+                .unwrap_or_else(|| network.clone()),
             filesystem: tool_override
-                .and_then(|tool_override| tool_override.filesystem)
-                .unwrap_or(self.sandbox.filesystem),
+                .and_then(|tool_override| tool_override.filesystem.clone())
+                .unwrap_or_else(|| self.sandbox.filesystem.clone()),
             syscalls: tool_override
                 .and_then(|tool_override| tool_override.syscalls)
                 .unwrap_or(self.sandbox.syscalls),
-            ..self.sandbox
+            ..self.sandbox.clone()
         };
-        let sandbox = grant.tightened_by(tool.sandbox());
+        let section = if tool.generated() {
+            "[generator]".to_owned()
+        } else {
+            format!("[tools.{}]", tool.name())
+        };
+        let (sandbox, denied) = match grant.narrowed_by(tool.sandbox(), &self.project_dir, &section)
+        {
+            Ok(sandbox) => (sandbox, Vec::new()),
+            Err(denied) => (grant, denied),
+        };
         let Some(tool_override) = tool_override else {
             return CallConfig {
                 limits,
                 timeout_source,
                 env: self.env.clone(),
                 sandbox,
+                denied,
             };
         };
         let limits = Limits {
@@ -209,6 +231,7 @@ impl RunConfig {
                 .clone()
                 .unwrap_or_else(|| self.env.clone()),
             sandbox,
+            denied,
         }
     }
 }

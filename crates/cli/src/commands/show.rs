@@ -176,14 +176,15 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
         "policy": verdict,
         "limits": limits,
         "sandbox": {
-            "network": call.sandbox.network.as_str(),
-            "filesystem": call.sandbox.filesystem.as_str(),
+            "network": call.sandbox.network.to_json(),
+            "filesystem": call.sandbox.filesystem.to_json(),
             "syscalls": call.sandbox.syscalls.as_str(),
             "user": call.sandbox.user.map(|user| user.to_string()),
             "declared": {
-                "network": tool.sandbox().network.map(|setting| setting.as_str()),
-                "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
+                "network": tool.sandbox().network.as_ref().map(|setting| setting.to_json()),
+                "filesystem": tool.sandbox().filesystem.as_ref().map(|setting| setting.to_json()),
             },
+            "denied": call.denied,
         },
     })
 }
@@ -337,9 +338,13 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
     let mut rows = Vec::new();
     let declared = tool.sandbox();
     let declared = [
-        declared.network.map(|setting| format!("network {setting}")),
+        declared
+            .network
+            .as_ref()
+            .map(|setting| format!("network {setting}")),
         declared
             .filesystem
+            .as_ref()
             .map(|setting| format!("filesystem {setting}")),
     ]
     .into_iter()

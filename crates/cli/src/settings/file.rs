@@ -67,10 +67,10 @@ use crate::settings::options::{
     ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
     PolicyOptions, SandboxOptions, ToolOptions,
 };
-use crate::settings::schema::{RawFile, RawPolicy, RawSandbox, RawTool, Scalar};
+use crate::settings::schema::{Grant, RawFile, RawPolicy, RawSandbox, RawTool, Scalar};
 use crate::settings::values::{
     ValueError, parse_backend, parse_filesystem, parse_max_concurrent, parse_network,
-    parse_profile, parse_syscalls, parse_user,
+    parse_profile, parse_sandbox_profile, parse_syscalls, parse_user,
 };
 
 /// The project configuration file, relative to the current directory.
@@ -273,6 +273,12 @@ fn parse_with_trust(
             dir,
         }),
         may_replace: tool_names("generator.may_replace", raw.generator.may_replace, origin)?,
+        network: grant_field(
+            "generator.network",
+            &raw.generator.network,
+            origin,
+            parse_network,
+        )?,
     };
     let trust = (raw.trust.paths.is_some() || raw.trust.project_may_loosen.is_some()).then(|| {
         RawTrustOptions {
@@ -326,9 +332,11 @@ fn policy_options(raw: RawPolicy, origin: &str) -> Result<PolicyOptions, ConfigE
 
 /// The `[sandbox]` section.
 fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, ConfigError> {
+    let profile = raw.profile.clone().map(Scalar);
     Ok(SandboxOptions {
-        network: field("sandbox.network", &raw.network, origin, parse_network)?,
-        filesystem: field(
+        profile: field("sandbox.profile", &profile, origin, parse_sandbox_profile)?,
+        network: grant_field("sandbox.network", &raw.network, origin, parse_network)?,
+        filesystem: grant_field(
             "sandbox.filesystem",
             &raw.filesystem,
             origin,
@@ -377,8 +385,9 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
             })
             .unwrap_or_default(),
         sandbox: SandboxOptions {
-            network: field(&key("network"), &raw.network, origin, parse_network)?,
-            filesystem: field(
+            profile: None,
+            network: grant_field(&key("network"), &raw.network, origin, parse_network)?,
+            filesystem: grant_field(
                 &key("filesystem"),
                 &raw.filesystem,
                 origin,
@@ -428,6 +437,29 @@ fn field<T>(
         .map(Some)
         .map_err(|source| ConfigError::Value {
             value: scalar.0.clone(),
+            key: key.to_owned(),
+            origin: origin.to_owned(),
+            source,
+        })
+}
+
+/// As [`field`], for a key whose value is a string or a list (`network`, `filesystem`).
+fn grant_field<T>(
+    key: &str,
+    grant: &Option<Grant>,
+    origin: &str,
+    parse: fn(&serde_json::Value) -> Result<T, ValueError>,
+) -> Result<Option<T>, ConfigError> {
+    let Some(grant) = grant else {
+        return Ok(None);
+    };
+    parse(&grant.0)
+        .map(Some)
+        .map_err(|source| ConfigError::Value {
+            value: match &grant.0 {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
             key: key.to_owned(),
             origin: origin.to_owned(),
             source,
@@ -507,31 +539,49 @@ mod tests {
         check(
             "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"project\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None }",
+                "sandbox: SandboxOptions { profile: None, network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None }",
             ),
         );
         check(
             "[tools.hello]\nnetwork = \"deny\"\nfilesystem = \"read-only-if-possible\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None }",
+                "sandbox: SandboxOptions { profile: None, network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None }",
             ),
         );
         check(
-            "[sandbox]\nnetwork = \"none\"\n",
+            "[sandbox]\nnetwork = \"off\"\n",
             Err(
-                "invalid value \"none\" for sandbox.network in x.toml: unknown network setting `none` (expected one of allow, deny, deny-if-possible)",
+                "invalid value \"off\" for sandbox.network in x.toml: unknown network setting `off` (expected one of none, any, deny-if-possible (or the aliases deny and allow), or a list of destinations)",
+            ),
+        );
+        check(
+            "[sandbox]\nprofile = \"compat\"\nnetwork = \"none\"\nfilesystem = [\"/srv/out\"]\n",
+            Ok(
+                "sandbox: SandboxOptions { profile: Some(Compat), network: Some(Deny), filesystem: Some(Paths([\"/srv/out\"])), syscalls: None, user: None }",
+            ),
+        );
+        check(
+            "[sandbox]\nfilesystem = [\"out\"]\n",
+            Err(
+                "invalid value \"[\\\"out\\\"]\" for sandbox.filesystem in x.toml: unknown filesystem setting `out` (expected one of full, project, read-only, project-if-possible, read-only-if-possible, or a list of absolute writable paths): a writable path is absolute, without `.` or `..`",
+            ),
+        );
+        check(
+            "[sandbox]\nnetwork = [\"http://a.test\"]\n",
+            Err(
+                "invalid value \"[\\\"http://a.test\\\"]\" for sandbox.network in x.toml: unknown network setting `http://a.test` (expected one of none, any, deny-if-possible (or the aliases deny and allow), or a list of destinations): `http://a.test` is not a destination (expected a host such as \"api.github.com\" or \"api.github.com:443\", a wildcard \"*.example.com\", an address \"127.0.0.1:8080\" or \"[::1]:8080\", a network \"10.0.0.0/8\", or \"unix:/absolute/path\")",
             ),
         );
         check(
             "[tools.hello]\nfilesystem = \"ro\"\n",
             Err(
-                "invalid value \"ro\" for tools.hello.filesystem in x.toml: unknown filesystem setting `ro` (expected one of full, project, read-only, project-if-possible, read-only-if-possible)",
+                "invalid value \"ro\" for tools.hello.filesystem in x.toml: unknown filesystem setting `ro` (expected one of full, project, read-only, project-if-possible, read-only-if-possible, or a list of absolute writable paths)",
             ),
         );
         check(
             "[sandbox]\nproxy = \"http://x\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`",
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `profile`, `network`, `filesystem`, `syscalls`, `user`",
             ),
         );
     }

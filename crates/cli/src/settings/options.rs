@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toolsmith_executor::{BackendChoice, RunAs};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
+use toolsmith_registry::{
+    FilesystemSetting, NetworkSetting, Profile, SandboxProfile, SyscallsSetting, ToolName,
+};
 
 use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
@@ -88,6 +90,8 @@ impl Combine for DiscoveryOptions {
 /// The sandbox of tools, as one layer sets it (`[sandbox]`, or the same keys in `[tools.NAME]`).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct SandboxOptions {
+    /// `[sandbox] profile`; never set by `[tools.NAME]`.
+    pub(crate) profile: Option<SandboxProfile>,
     pub(crate) network: Option<NetworkSetting>,
     pub(crate) filesystem: Option<FilesystemSetting>,
     pub(crate) syscalls: Option<SyscallsSetting>,
@@ -98,6 +102,7 @@ pub(crate) struct SandboxOptions {
 impl Combine for SandboxOptions {
     fn combine(self, lower: SandboxOptions) -> SandboxOptions {
         SandboxOptions {
+            profile: self.profile.combine(lower.profile),
             network: self.network.combine(lower.network),
             filesystem: self.filesystem.combine(lower.filesystem),
             syscalls: self.syscalls.combine(lower.syscalls),
@@ -113,6 +118,8 @@ pub(crate) struct GeneratorOptions {
     pub(crate) tools_dir: Option<ConfigDir>,
     /// `[generator] may_replace`: hand-written tools a request may replace.
     pub(crate) may_replace: Option<Vec<ToolName>>,
+    /// `[generator] network`: the network of generated tools.
+    pub(crate) network: Option<NetworkSetting>,
 }
 
 impl Combine for GeneratorOptions {
@@ -120,6 +127,7 @@ impl Combine for GeneratorOptions {
         GeneratorOptions {
             tools_dir: self.tools_dir.combine(lower.tools_dir),
             may_replace: self.may_replace.combine(lower.may_replace),
+            network: self.network.combine(lower.network),
         }
     }
 }

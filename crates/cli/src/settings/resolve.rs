@@ -8,7 +8,8 @@ use std::time::Duration;
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
     FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, RunConfig,
-    SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride, layer_dirs,
+    SandboxProfile, SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride,
+    layer_dirs,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -16,7 +17,7 @@ use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
 use crate::settings::file::ConfigFile;
 use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
-use crate::settings::options::{Options, PolicyOptions, ToolOptions};
+use crate::settings::options::{Options, PolicyOptions, SandboxOptions, ToolOptions};
 use crate::settings::project::{Project, ProjectSource};
 use crate::trust::TrustReport;
 use crate::units::Cap;
@@ -218,16 +219,7 @@ impl GlobalSettings {
             env_layer,
             file_layer,
             no_cache_flag: args.no_cache,
-            sandbox: SandboxSettings {
-                network: combined.sandbox.network.unwrap_or(NetworkSetting::Allow),
-                filesystem: combined
-                    .sandbox
-                    .filesystem
-                    .unwrap_or(FilesystemSetting::Full),
-                private_pids: true,
-                syscalls: combined.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
-                user: combined.sandbox.user,
-            },
+            sandbox: sandbox_settings(&combined.sandbox, combined.generator.network.clone()),
             project_dir: project,
             project_source,
             project_named_over_home,
@@ -296,7 +288,7 @@ impl GlobalSettings {
         {
             tool_override.for_generated = Some(Box::new(flags));
         }
-        let mut sandbox = self.sandbox;
+        let mut sandbox = self.sandbox.clone();
         if !self.has_project {
             sandbox.filesystem = without_project(sandbox.filesystem);
         }
@@ -495,6 +487,27 @@ fn no_project_left_out(mut layers: Vec<LayerDir>, has_project: bool) -> Vec<Laye
         layers.retain(|layer_dir| !layer_dir.layer.in_project());
     }
     layers
+}
+
+/// The operator's grant: what `[sandbox]` and `[generator] network` write, above the
+/// defaults of `[sandbox] profile`.
+fn sandbox_settings(
+    options: &SandboxOptions,
+    generated_network: Option<NetworkSetting>,
+) -> SandboxSettings {
+    let profile = options.profile.unwrap_or(SandboxProfile::Default);
+    SandboxSettings {
+        profile,
+        network: options.network.clone().unwrap_or_else(|| profile.network()),
+        generated_network: generated_network.unwrap_or_else(|| profile.generated_network()),
+        filesystem: options
+            .filesystem
+            .clone()
+            .unwrap_or_else(|| profile.filesystem()),
+        private_pids: true,
+        syscalls: options.syscalls.unwrap_or(SyscallsSetting::Filter),
+        user: options.user,
+    }
 }
 
 /// `setting` where there is no project: `project` becomes `read-only`.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, RunAs};
 use toolsmith_registry::{
-    FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, format_duration,
+    FilesystemSetting, NetworkSetting, Profile, SandboxProfile, SyscallsSetting, format_duration,
 };
 
 use crate::units::{self, Cap, UnitError, format_size};
@@ -32,12 +32,15 @@ pub(crate) enum ValueError {
     UserNeedsRoot { uid: u32 },
 }
 
-pub(super) fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
-    text.parse()
-        .map_err(|error| ValueError::Sandbox(Box::new(error)))
+pub(super) fn parse_network(value: &serde_json::Value) -> Result<NetworkSetting, ValueError> {
+    NetworkSetting::from_json(value).map_err(|error| ValueError::Sandbox(Box::new(error)))
 }
 
-pub(super) fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
+pub(super) fn parse_filesystem(value: &serde_json::Value) -> Result<FilesystemSetting, ValueError> {
+    FilesystemSetting::from_json(value).map_err(|error| ValueError::Sandbox(Box::new(error)))
+}
+
+pub(super) fn parse_sandbox_profile(text: &str) -> Result<SandboxProfile, ValueError> {
     text.parse()
         .map_err(|error| ValueError::Sandbox(Box::new(error)))
 }

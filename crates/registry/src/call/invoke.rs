@@ -218,6 +218,25 @@ enum Reading {
     },
 }
 
+/// The `POLICY_DENIED` envelope of a call whose tool declares what the operator does not
+/// grant: the message names each line to add, and `metadata.sandbox.denied` lists them.
+fn refused_by_grant(tool: &Tool, denied: Vec<crate::SandboxDenial>) -> Envelope {
+    let lines: Vec<&str> = denied.iter().map(|denial| denial.grant.as_str()).collect();
+    let targets: Vec<&str> = denied.iter().map(|denial| denial.target.as_str()).collect();
+    let mut metadata = Metadata::not_started();
+    metadata.sandbox = Some(crate::SandboxReport::refused(denied.clone()));
+    Envelope::failure(
+        ErrorCode::PolicyDenied,
+        format!(
+            "Tool {} declares {} that the operator does not grant; to grant it, add to the config: {}.",
+            tool.name(),
+            targets.join(", "),
+            lines.join("; ")
+        ),
+        metadata,
+    )
+}
+
 /// Validates the arguments and builds the tool's command with its limits, environment,
 /// out-of-band arguments and sandbox. `Ok(Err(envelope))` when the call is refused before
 /// anything runs (invalid arguments, no shell for a manifest).
@@ -241,6 +260,12 @@ fn prepare(
         )));
     }
     let mut call = config.call_config(tool);
+    if !call.denied.is_empty() {
+        return Ok(Err(refused_by_grant(
+            tool,
+            std::mem::take(&mut call.denied),
+        )));
+    }
     // A variable of the operator's that looks like an argument must never pass for one, and
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
@@ -319,9 +344,12 @@ fn prepare(
         // tool's cache is the one directory it may write outside its grant, so the variables
         // that name it must name it.
         let cache = ToolCache::of_file(caches, tool.path());
-        let index = match sandbox.network {
+        let index = match &sandbox.network {
             Network::Allow => Index::Reachable,
-            Network::Deny(_) => Index::Offline,
+            // Through the proxy a package index is reachable only when every public
+            // destination is granted.
+            Network::Proxy(egress) if egress.any_public => Index::Reachable,
+            Network::Deny(_) | Network::Proxy(_) => Index::Offline,
         };
         for (variable, value) in cache.env(index) {
             command.env(&variable, &value);
@@ -659,6 +687,7 @@ mod tests {
                 syscall_filter: false,
                 relaxed: Vec::new(),
             },
+            egress: Vec::new(),
         }
     }
 

@@ -195,7 +195,7 @@ fn load_manifest(contents: &[u8], candidate: &Candidate) -> Result<ToolParts, Pr
         },
         requested_timeout: Some(manifest.timeout),
         config_pending: false,
-        sandbox: manifest.sandbox,
+        sandbox: manifest.sandbox.clone(),
         path: candidate.path.clone(),
         source: candidate.source.clone(),
         layer: candidate.layer,

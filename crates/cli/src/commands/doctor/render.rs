@@ -98,8 +98,10 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                 "file": cache_file,
             },
             "sandbox": {
-                "network": global.sandbox.network.as_str(),
-                "filesystem": global.sandbox.filesystem.as_str(),
+                "profile": global.sandbox.profile.as_str(),
+                "network": global.sandbox.network.to_json(),
+                "generated_network": global.sandbox.generated_network.to_json(),
+                "filesystem": global.sandbox.filesystem.to_json(),
                 "project_dir": global.project_dir,
                 "project_source": global.project_source.as_str(),
                 "support": support.iter().map(|support| json!({
@@ -167,10 +169,12 @@ fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     writeln!(text)?;
     writeln!(
         text,
-        "{} network = {}, filesystem = {} (project: {}, {})",
+        "{} profile = {}, network = {}, filesystem = {}, generated tools' network = {} (project: {}, {})",
         title("sandbox:"),
+        global.sandbox.profile,
         global.sandbox.network,
         global.sandbox.filesystem,
+        global.sandbox.generated_network,
         global.project_dir.display(),
         global.project_source.describe()
     )?;
