@@ -79,6 +79,11 @@ impl EnvVars {
     /// When set, not empty and not `0`, `--color auto` colours even a pipe.
     pub const CLICOLOR_FORCE: &'static str = "CLICOLOR_FORCE";
 
+    /// A hosts-format file (`ADDRESS NAME...` lines) from which the egress proxy of every
+    /// call with a destination list resolves names, in place of the system resolver; read
+    /// at each lookup. For tests and air-gapped hosts.
+    pub const TOOLSMITH_EGRESS_HOSTS: &'static str = "TOOLSMITH_EGRESS_HOSTS";
+
     /// The terminal's type: `dumb` makes `--color auto` colour nothing, even on a terminal.
     pub const TERM: &'static str = "TERM";
 }

@@ -201,6 +201,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Test(args) => reading_tools(&cli, async |global, executor| {
             commands::test::test(args, global, executor).await
         }),
+        Commands::Learn(args) => reading_tools(&cli, async |global, executor| {
+            commands::learn::learn(args, global, executor).await
+        }),
         Commands::Prepare(args) => reading_tools(&cli, async |global, executor| {
             commands::prepare::prepare(args, global, executor).await
         }),
@@ -293,7 +296,12 @@ fn on_runtime(
             backend: global.backend,
             max_concurrent,
         })
-        .context("cannot set up the executor")?,
+        .context("cannot set up the executor")?
+        .with_egress_hosts(
+            std::env::var_os(EnvVars::TOOLSMITH_EGRESS_HOSTS)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from),
+        ),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 use toolsmith_executor::{
-    AppliedSandbox, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
+    AppliedSandbox, Egress, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
     Syscalls,
 };
 
@@ -241,8 +241,7 @@ impl SandboxSettings {
     /// runs with every capability dropped (as `user` when set).
     ///
     /// A destination list, and every public destination, are the egress proxy's
-    /// (`Network::Proxy`); until the executor has it they plan as no network at all (fail
-    /// closed).
+    /// (`Network::Proxy`).
     pub fn to_executor(&self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
@@ -258,8 +257,17 @@ impl SandboxSettings {
                 NetworkSetting::DenyIfPossible | NetworkSetting::Declared => {
                     Network::Deny(Enforcement::IfPossible)
                 }
-                NetworkSetting::Deny | NetworkSetting::Only(_) | NetworkSetting::AnyPublic => {
-                    Network::Deny(Enforcement::Required)
+                NetworkSetting::Deny => Network::Deny(Enforcement::Required),
+                NetworkSetting::AnyPublic => Network::Proxy(Egress {
+                    any_public: true,
+                    ..Egress::default()
+                }),
+                // An entry the executor cannot read (none: both parse the forms)
+                // leaves the call without network rather than with more of it.
+                NetworkSetting::Only(targets) => {
+                    let entries: Vec<String> = targets.iter().map(ToString::to_string).collect();
+                    Egress::from_entries(entries.iter().map(String::as_str))
+                        .map_or(Network::Deny(Enforcement::Required), Network::Proxy)
                 }
             },
             filesystem: match &self.filesystem {

@@ -164,6 +164,15 @@ impl Tool {
         &self.sandbox
     }
 
+    /// This tool declaring `sandbox` in place of what its file declares: the declarations
+    /// [`learn`](crate::learn) tries. The operator's grant still bounds every call.
+    pub fn with_sandbox(&self, sandbox: SandboxDeclaration) -> Tool {
+        Tool {
+            sandbox,
+            ..self.clone()
+        }
+    }
+
     /// The absolute path of the tool's file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -12,5 +12,6 @@ pub(crate) mod audit;
 pub(crate) mod declared_tests;
 pub(crate) mod identity;
 pub(crate) mod invoke;
+pub(crate) mod learn;
 pub(crate) mod prepare;
 pub(crate) mod progress;
