@@ -15,6 +15,7 @@ mod hostile;
 mod inputs;
 mod install;
 mod leaks;
+mod learn;
 mod list;
 mod load;
 mod manifest;

@@ -13,7 +13,7 @@ use crate::history;
 use crate::lock;
 use crate::recovery;
 use crate::render::{self, RenderedTool};
-use crate::staged_checks::check_staged;
+use crate::staged_checks::{carry_learned, check_staged};
 use crate::staging::{
     Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
     write_unsynced,
@@ -251,11 +251,27 @@ pub async fn generate(
         Some(task) => Some(joined(task, &scratch).await),
         None => None,
     };
-    checks.extend(staged_checks?);
+    let sandboxed = staged_checks?;
+    checks.extend(sandboxed.checks);
     if checks.iter().any(|check| !check.ok) {
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
     synced?;
+    // The registered file carries the declaration its tests passed under.
+    let (rendered, check) = carry_learned(
+        executor,
+        &tera,
+        &request,
+        &implementation,
+        sandboxed.learned,
+        (&staging.dir, &staged),
+        run_config,
+    )
+    .await?;
+    checks.push(check);
+    if checks.iter().any(|check| !check.ok) {
+        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+    }
     let staged = Staged {
         staging,
         file: staged,

@@ -5,7 +5,8 @@ use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 use toolsmith_registry::{
-    InputSchema, NameError, TestCase, TestsError, ToolName, error_chain, parse_tests,
+    InputSchema, NameError, SandboxDeclaration, TestCase, TestsError, ToolName, error_chain,
+    parse_tests,
 };
 
 /// The published JSON Schema of a request, as text (`toolsmith generate --print-schema`).
@@ -125,6 +126,10 @@ pub struct Request {
     pub tests: Vec<TestCase>,
     /// Replace an existing tool of the same name.
     pub replace: bool,
+    /// The declaration learned from the tests (see [`toolsmith_registry::learn_cases`]),
+    /// which the registered file carries in place of the one `requires_network` and
+    /// `requires_filesystem` suggest; `None` until the staged tool's tests were learned from.
+    pub learned: Option<SandboxDeclaration>,
 }
 
 /// Why a request was refused before anything was rendered.
@@ -248,6 +253,7 @@ impl Request {
             output_schema: object.get("output_schema").cloned(),
             tests,
             replace: flag("replace"),
+            learned: None,
         };
         InputSchema::new(request.input_schema()).map_err(|source| {
             RequestError::ParameterSchema {
@@ -300,9 +306,13 @@ impl Request {
         text
     }
 
-    /// The sandbox the tool declares: network denied unless it needs it, the filesystem
-    /// read-only unless it writes files (then the project).
+    /// The sandbox the tool declares: the learned declaration once there is one; before,
+    /// network denied unless it needs it, the filesystem read-only unless it writes files
+    /// (then the project).
     pub fn sandbox(&self) -> Value {
+        if let Some(learned) = &self.learned {
+            return learned.to_json();
+        }
         serde_json::json!({
             "network": if self.requires_network { "allow" } else { "deny" },
             "filesystem": if self.requires_filesystem { "project" } else { "read-only" },
