@@ -190,11 +190,14 @@ fn a_generated_tool_carries_its_learned_destinations_as_a_declaration_not_a_gran
             std::fs::read_to_string(context.root.join("home/.config/toolsmith/config.toml"))
                 .unwrap();
         let with_grant = |grant: &str| context.user_config(&format!("{trust}{grant}"));
-        let toolsmith = |args: &[&str]| {
-            let mut command = context.with_tools();
+        // The fixture tools' directory for the hand-written tool; the layers (the project's
+        // `.toolsmith/tools` among them) for the generated one.
+        let toolsmith_in = |mut command: Command, args: &[&str]| {
             command.env("TOOLSMITH_EGRESS_HOSTS", &hosts).args(args);
             command.output().unwrap()
         };
+        let by_hand = |args: &[&str]| toolsmith_in(context.with_tools(), args);
+        let toolsmith = |args: &[&str]| toolsmith_in(context.command(), args);
 
         // A hand-written tool: `toolsmith learn` records a.test:80 and a TMPDIR-only writer.
         std::fs::write(
@@ -202,7 +205,7 @@ fn a_generated_tool_carries_its_learned_destinations_as_a_declaration_not_a_gran
             "---\nname: fetch_by_hand\ndescription: Fetches a page.\nparameters:\n  url:\n    type: string\n    required: true\ntests:\n- name: fetches a\n  input: {url: \"http://a.test/\"}\n  expect: {result: \"hello from a\"}\n---\nURL={{ url }}; ".to_owned() + FETCH + "\n",
         )
         .unwrap();
-        let output = toolsmith(&["learn", "fetch_by_hand", "--json"]);
+        let output = by_hand(&["learn", "fetch_by_hand", "--json"]);
         assert!(output.status.success(), "{output:?}");
         let learned: Value = serde_json::from_slice(&output.stdout).unwrap();
         let expected = json!({"sandbox": {"network": ["a.test:80"], "filesystem": "read-only"}});

@@ -484,7 +484,7 @@ async fn generated_tools_get_no_network_unless_they_require_it() {
         .iter()
         .find(|check| check.name == "network")
         .unwrap();
-    assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+    assert_eq!(network.detail.as_deref(), Some("network none"));
     // The same tool expecting a connection is rejected: the test case explains why.
     let world = World::new();
     let report = world.generate(reach_port(port, false, "connected")).await;
