@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    DiscoveryCache, Envelope, ErrorCode, Learning, NetworkSetting, Policy, Problem, RunConfig,
-    SandboxDeclaration, Tool, ToolName, discover, invoke, learn_cases, load_answered,
+    CaseOutcome, DiscoveryCache, Envelope, ErrorCode, Learning, NetworkSetting, Policy, Problem,
+    RunConfig, SandboxDeclaration, Tool, ToolName, discover, invoke, learn_cases, load_answered,
     resolve_config, run_tests,
 };
 
@@ -320,49 +320,8 @@ pub(crate) async fn check_in_sandbox(
 
     // The declaration is learned from the tests, within the grant of generated tools, and
     // the tests' checks are their runs under it: the registered file carries it.
-    let (outcomes, learned) = match learn_cases(
-        executor,
-        &generated,
-        &request.tests,
-        run_config,
-        &policy,
-    )
-    .await?
-    {
-        Learning::Learned {
-            declaration,
-            outcomes,
-        } => {
-            checks.push(CheckReport::passed(
-                "learned",
-                Some(format!(
-                    "every test passes under the declaration {}",
-                    declaration.to_json()
-                )),
-            ));
-            (outcomes, Some(declaration))
-        }
-        Learning::FailedRecording { outcomes } => {
-            checks.push(CheckReport::failed(
-                    "learned",
-                    "a test fails even in the recording sandbox (the grant of generated tools: `[generator] network` and the filesystem grant), so there is no declaration to learn".to_owned(),
-                ));
-            (outcomes, None)
-        }
-        Learning::FailedNarrowed {
-            declaration,
-            outcomes,
-        } => {
-            checks.push(CheckReport::failed(
-                    "learned",
-                    format!(
-                        "the tests pass while recording but not under the widest declaration the record allows, {}",
-                        declaration.to_json()
-                    ),
-                ));
-            (outcomes, None)
-        }
-    };
+    let learning = learn_cases(executor, &generated, &request.tests, run_config, &policy).await?;
+    let (outcomes, learned) = learned_check(learning, &mut checks);
     let tool = &match &learned {
         Some(declaration) => generated.with_sandbox(declaration.clone()),
         None => generated,
@@ -445,6 +404,49 @@ pub(crate) async fn check_in_sandbox(
 
     checks.push(network_check(request, learned.as_ref(), &envelopes));
     Ok(Sandboxed { checks, learned })
+}
+
+/// `learned`: passes with the declaration every test passed under, or fails saying why
+/// there is none; returns the runs to judge (under that declaration when there is one).
+fn learned_check(
+    learning: Learning,
+    checks: &mut Vec<CheckReport>,
+) -> (Vec<CaseOutcome>, Option<SandboxDeclaration>) {
+    match learning {
+        Learning::Learned {
+            declaration,
+            outcomes,
+        } => {
+            checks.push(CheckReport::passed(
+                "learned",
+                Some(format!(
+                    "every test passes under the declaration {}",
+                    declaration.to_json()
+                )),
+            ));
+            (outcomes, Some(declaration))
+        }
+        Learning::FailedRecording { outcomes } => {
+            checks.push(CheckReport::failed(
+                    "learned",
+                    "a test fails even in the recording sandbox (the grant of generated tools: `[generator] network` and the filesystem grant), so there is no declaration to learn".to_owned(),
+                ));
+            (outcomes, None)
+        }
+        Learning::FailedNarrowed {
+            declaration,
+            outcomes,
+        } => {
+            checks.push(CheckReport::failed(
+                    "learned",
+                    format!(
+                        "the tests pass while recording but not under the widest declaration the record allows, {}",
+                        declaration.to_json()
+                    ),
+                ));
+            (outcomes, None)
+        }
+    }
 }
 
 /// `network`: no run had the host's network, and a request that says it needs no network

@@ -220,11 +220,11 @@ enum Reading {
 
 /// The `POLICY_DENIED` envelope of a call whose tool declares what the operator does not
 /// grant: the message names each line to add, and `metadata.sandbox.denied` lists them.
-fn refused_by_grant(tool: &Tool, denied: Vec<crate::SandboxDenial>) -> Envelope {
+fn refused_by_grant(tool: &Tool, denied: Vec<crate::grant::SandboxDenial>) -> Envelope {
     let lines: Vec<&str> = denied.iter().map(|denial| denial.grant.as_str()).collect();
     let targets: Vec<&str> = denied.iter().map(|denial| denial.target.as_str()).collect();
     let mut metadata = Metadata::not_started();
-    metadata.sandbox = Some(crate::SandboxReport::refused(denied.clone()));
+    metadata.sandbox = Some(crate::sandbox::SandboxReport::refused(denied.clone()));
     Envelope::failure(
         ErrorCode::PolicyDenied,
         format!(
