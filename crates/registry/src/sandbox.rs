@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 use toolsmith_executor::{
-    AppliedSandbox, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
+    AppliedSandbox, Egress, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
     Syscalls,
 };
 
@@ -241,8 +241,7 @@ impl SandboxSettings {
     /// runs with every capability dropped (as `user` when set).
     ///
     /// A destination list, and every public destination, are the egress proxy's
-    /// (`Network::Proxy`); until the executor has it they plan as no network at all (fail
-    /// closed).
+    /// (`Network::Proxy`).
     pub fn to_executor(&self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
@@ -258,9 +257,12 @@ impl SandboxSettings {
                 NetworkSetting::DenyIfPossible | NetworkSetting::Declared => {
                     Network::Deny(Enforcement::IfPossible)
                 }
-                NetworkSetting::Deny | NetworkSetting::Only(_) | NetworkSetting::AnyPublic => {
-                    Network::Deny(Enforcement::Required)
-                }
+                NetworkSetting::Deny => Network::Deny(Enforcement::Required),
+                NetworkSetting::Only(targets) => proxied(targets),
+                NetworkSetting::AnyPublic => Network::Proxy(Egress {
+                    any_public: true,
+                    ..Egress::default()
+                }),
             },
             filesystem: match &self.filesystem {
                 FilesystemSetting::Full => Filesystem::Full,
@@ -600,6 +602,9 @@ pub struct SandboxReport {
     /// What the sandbox refused, each with the line that would grant it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<SandboxDenial>,
+    /// Every connection the tool asked toolsmith's egress proxy for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<crate::call::egress::EgressRecord>,
 }
 
 impl SandboxReport {
@@ -628,6 +633,7 @@ impl SandboxReport {
             user: applied.run_as.map(|run_as| run_as.to_string()),
             not_enforced: applied.relaxed.clone(),
             denied: Vec::new(),
+            egress: Vec::new(),
         }
     }
 
@@ -645,6 +651,20 @@ impl SandboxReport {
             user: None,
             not_enforced: Vec::new(),
             denied,
+            egress: Vec::new(),
+        }
+    }
+}
+
+/// The proxy's grant for a destination list. An entry the executor's parser does not
+/// read the same way makes the call's network none at all (fail closed).
+fn proxied(targets: &[crate::grant::NetworkTarget]) -> Network {
+    let entries: Vec<String> = targets.iter().map(ToString::to_string).collect();
+    match Egress::from_entries(entries.iter().map(String::as_str)) {
+        Ok(egress) => Network::Proxy(egress),
+        Err(error) => {
+            tracing::warn!(%error, "a network destination the egress proxy cannot read: no network");
+            Network::Deny(Enforcement::Required)
         }
     }
 }

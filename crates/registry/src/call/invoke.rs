@@ -529,7 +529,10 @@ fn without_newline(text: &str) -> &str {
 
 /// Maps a finished run to its envelope.
 fn envelope_from_outcome(name: &ToolName, outcome: &Outcome, limits: &Limits) -> Envelope {
-    let metadata = Metadata::from_outcome(outcome);
+    let mut metadata = Metadata::from_outcome(outcome);
+    if let Some(sandbox) = metadata.sandbox.as_mut() {
+        crate::call::egress::report(sandbox, name.as_str(), &outcome.egress);
+    }
     let stdout = parse_stdout(&outcome.stdout.bytes);
     // A failed call still returns what the tool printed before, so an agent
     // sees how far it got (a timeout, a limit or a signal cut it short).
