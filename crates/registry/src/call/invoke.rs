@@ -220,11 +220,11 @@ enum Reading {
 
 /// The `POLICY_DENIED` envelope of a call whose tool declares what the operator does not
 /// grant: the message names each line to add, and `metadata.sandbox.denied` lists them.
-fn refused_by_grant(tool: &Tool, denied: Vec<crate::SandboxDenial>) -> Envelope {
+fn refused_by_grant(tool: &Tool, denied: Vec<crate::grant::SandboxDenial>) -> Envelope {
     let lines: Vec<&str> = denied.iter().map(|denial| denial.grant.as_str()).collect();
     let targets: Vec<&str> = denied.iter().map(|denial| denial.target.as_str()).collect();
     let mut metadata = Metadata::not_started();
-    metadata.sandbox = Some(crate::SandboxReport::refused(denied.clone()));
+    metadata.sandbox = Some(crate::sandbox::SandboxReport::refused(denied.clone()));
     Envelope::failure(
         ErrorCode::PolicyDenied,
         format!(
@@ -235,6 +235,16 @@ fn refused_by_grant(tool: &Tool, denied: Vec<crate::SandboxDenial>) -> Envelope 
         ),
         metadata,
     )
+}
+
+/// Whether a package index is reachable under `network`: through the proxy only when every
+/// public destination is granted.
+fn package_index(network: &Network) -> Index {
+    match network {
+        Network::Allow => Index::Reachable,
+        Network::Proxy(egress) if egress.any_public => Index::Reachable,
+        Network::Deny(_) | Network::Proxy(_) => Index::Offline,
+    }
 }
 
 /// Validates the arguments and builds the tool's command with its limits, environment,
@@ -344,14 +354,7 @@ fn prepare(
         // tool's cache is the one directory it may write outside its grant, so the variables
         // that name it must name it.
         let cache = ToolCache::of_file(caches, tool.path());
-        let index = match &sandbox.network {
-            Network::Allow => Index::Reachable,
-            // Through the proxy a package index is reachable only when every public
-            // destination is granted.
-            Network::Proxy(egress) if egress.any_public => Index::Reachable,
-            Network::Deny(_) | Network::Proxy(_) => Index::Offline,
-        };
-        for (variable, value) in cache.env(index) {
+        for (variable, value) in cache.env(package_index(&sandbox.network)) {
             command.env(&variable, &value);
         }
         sandbox.own_dir = Some(cache.dir().to_path_buf());
