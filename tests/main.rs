@@ -8,6 +8,7 @@ mod config;
 mod deploy;
 mod docs;
 mod doctor;
+mod egress;
 mod export;
 mod faults;
 mod generate;

@@ -53,6 +53,8 @@ pub(crate) struct BenchSettings {
     only_discovery: bool,
     /// `--only filter`: measure and report the system-call filter section alone.
     only_filter: bool,
+    /// `--only egress`: measure and report the egress proxy section alone.
+    only_egress: bool,
 }
 
 impl BenchSettings {
@@ -72,7 +74,21 @@ impl BenchSettings {
             generated_calls: if quick { 10 } else { 100 },
             only_discovery: false,
             only_filter: false,
+            only_egress: false,
         }
+    }
+
+    /// The same settings, measuring the egress proxy section alone (`--only egress`).
+    pub(crate) fn only_egress(self) -> BenchSettings {
+        BenchSettings {
+            only_egress: true,
+            ..self
+        }
+    }
+
+    /// Transfers of each variant in the egress section.
+    fn egress_transfers(&self) -> usize {
+        self.generated_calls.min(50)
     }
 
     /// The same settings, measuring the discovery section alone (`--only discovery`).
@@ -597,6 +613,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if settings.only_filter {
         return print_report(&crate::filter_bench::measure(settings)?.render());
     }
+    if settings.only_egress {
+        return print_report(&crate::egress_bench::measure(settings.egress_transfers())?.render());
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -627,6 +646,7 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         settings.generated_calls,
     )?;
     let filter = crate::filter_bench::measure(settings)?;
+    let egress = crate::egress_bench::measure(settings.egress_transfers())?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -647,6 +667,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&generated.render());
     report.push('\n');
     report.push_str(&filter.render());
+    report.push('\n');
+    report.push_str(&egress.render());
     print_report(&report)
 }
 

@@ -15,7 +15,7 @@ tasks:
   codegen [--check]        write the generated files (docs/config.md, from the config
                            file's schema; docs/environment.md, from EnvVars and the
                            executor's variables); --check: fail if one is stale
-  bench [--quick] [--calls N] [--only discovery|filter]
+  bench [--quick] [--calls N] [--only discovery|filter|egress]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
@@ -28,7 +28,8 @@ tasks:
                            against running its one test case alone;
                            then the seccomp allow-list against the deny-list it
                            replaced (install, exec, openat loop);
-                           --only filter: the filter section alone
+                           --only filter: the filter section alone;
+                           --only egress: the egress proxy section alone
   man [--out DIR]          build toolsmith (dev profile) and write its man pages
                            (toolsmith.1 and one per subcommand) into DIR
                            (default: <target dir>/man)
@@ -110,6 +111,7 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut calls = None;
     let mut only_discovery = false;
     let mut only_filter = false;
+    let mut only_egress = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -131,24 +133,28 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
             ("--only", value) => match value.or_else(|| args.next()).as_deref() {
                 Some("discovery") => only_discovery = true,
                 Some("filter") => only_filter = true,
+                Some("egress") => only_egress = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the sections `discovery` and `filter`, not `{section}`"
+                        "`--only` knows the sections `discovery`, `filter` and `egress`, not `{section}`"
                     ));
                 }
                 None => {
-                    return Err("`--only` needs a section (`discovery` or `filter`)".to_owned());
+                    return Err(
+                        "`--only` needs a section (`discovery`, `filter` or `egress`)".to_owned(),
+                    );
                 }
             },
             _ => return Err(format!("unknown option `{arg}` for `bench`")),
         }
     }
     let settings = BenchSettings::resolve(quick, calls);
-    Ok(match (only_discovery, only_filter) {
-        (true, true) => return Err("`--only` takes one section".to_owned()),
-        (true, false) => settings.only_discovery(),
-        (false, true) => settings.only_filter(),
-        (false, false) => settings,
+    Ok(match (only_discovery, only_filter, only_egress) {
+        (true, false, false) => settings.only_discovery(),
+        (false, true, false) => settings.only_filter(),
+        (false, false, true) => settings.only_egress(),
+        (false, false, false) => settings,
+        _ => return Err("`--only` takes one section".to_owned()),
     })
 }
 

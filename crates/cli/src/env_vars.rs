@@ -34,6 +34,11 @@ impl EnvVars {
     /// (the default) or `json`, one JSON object per line.
     pub const TOOLSMITH_LOG_FORMAT: &'static str = "TOOLSMITH_LOG_FORMAT";
 
+    /// A hosts-format file (`address name...` per line) from which toolsmith's egress proxy
+    /// resolves the names tools ask for, instead of the system resolver; read at each lookup.
+    /// For tests and air-gapped hosts.
+    pub const TOOLSMITH_EGRESS_HOSTS: &'static str = "TOOLSMITH_EGRESS_HOSTS";
+
     /// The containment backend: `auto`, `cgroup`, `pidns`, `subreaper` or
     /// `pgroup`. Overrides `[executor] backend`.
     pub const TOOLSMITH_BACKEND: &'static str = "TOOLSMITH_BACKEND";
@@ -78,11 +83,6 @@ impl EnvVars {
 
     /// When set, not empty and not `0`, `--color auto` colours even a pipe.
     pub const CLICOLOR_FORCE: &'static str = "CLICOLOR_FORCE";
-
-    /// A hosts-format file (`ADDRESS NAME...` lines) from which the egress proxy of every
-    /// call with a destination list resolves names, in place of the system resolver; read
-    /// at each lookup. For tests and air-gapped hosts.
-    pub const TOOLSMITH_EGRESS_HOSTS: &'static str = "TOOLSMITH_EGRESS_HOSTS";
 
     /// The terminal's type: `dumb` makes `--color auto` colour nothing, even on a terminal.
     pub const TERM: &'static str = "TERM";

@@ -64,6 +64,10 @@ static NOT_DUMPABLE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLo
 /// settings were resolved (see `toolsmith_executor::scrub_environment`).
 static ENVIRON_DROPPED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
+/// `TOOLSMITH_EGRESS_HOSTS`, read before the environment is scrubbed: the hosts file the
+/// egress proxy resolves names from instead of the system resolver.
+static EGRESS_HOSTS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
 /// The clap definition of the command line, for generated artefacts (man
 /// pages, completions) that must match the binary exactly.
 pub fn command() -> clap::Command {
@@ -297,11 +301,7 @@ fn on_runtime(
             max_concurrent,
         })
         .context("cannot set up the executor")?
-        .with_egress_hosts(
-            std::env::var_os(EnvVars::TOOLSMITH_EGRESS_HOSTS)
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from),
-        ),
+        .with_egress_hosts(EGRESS_HOSTS.get().cloned().flatten()),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -444,6 +444,7 @@ impl Session {
         let env_token = matches!(cli.command, Commands::Serve(_))
             .then(|| lookup(EnvVars::TOOLSMITH_TOKEN))
             .flatten();
+        let _ignored = EGRESS_HOSTS.set(lookup(EnvVars::TOOLSMITH_EGRESS_HOSTS).map(PathBuf::from));
         let keep = global.kept_environment();
         // SAFETY: the process still has one thread: no executor, runtime or
         // progress bar exists yet, and the logger writes from the caller's thread.

@@ -278,17 +278,7 @@ pub(crate) fn plan(
     run_name: &str,
     tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
-    let mut applied = AppliedSandbox {
-        network_denied: false,
-        filesystem: FilesystemAccess::Full,
-        private_pids: false,
-        private_mounts: false,
-        private_ipc: false,
-        capabilities_dropped: false,
-        run_as: None,
-        syscall_filter: false,
-        relaxed: Vec::new(),
-    };
+    let mut applied = nothing_applied();
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
     let mut clone_flags = 0;
     if let Some(enforcement) = sandbox.network.namespace() {
@@ -379,9 +369,8 @@ pub(crate) fn plan(
     } else {
         None
     };
-    let egress = plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?;
     Ok(SandboxPlan {
-        egress,
+        egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -393,6 +382,21 @@ pub(crate) fn plan(
             .map(|()| seccomp::program(sockets(&sandbox.network, &applied), applied.private_pids)),
         applied,
     })
+}
+
+/// What applies before planning: nothing.
+fn nothing_applied() -> AppliedSandbox {
+    AppliedSandbox {
+        network_denied: false,
+        filesystem: FilesystemAccess::Full,
+        private_pids: false,
+        private_mounts: false,
+        private_ipc: false,
+        capabilities_dropped: false,
+        run_as: None,
+        syscall_filter: false,
+        relaxed: Vec::new(),
+    }
 }
 
 /// Which sockets the filter lets a run make (`seccomp::Sockets`).

@@ -258,17 +258,11 @@ impl SandboxSettings {
                     Network::Deny(Enforcement::IfPossible)
                 }
                 NetworkSetting::Deny => Network::Deny(Enforcement::Required),
+                NetworkSetting::Only(targets) => proxied(targets),
                 NetworkSetting::AnyPublic => Network::Proxy(Egress {
                     any_public: true,
                     ..Egress::default()
                 }),
-                // An entry the executor cannot read (none: both parse the forms)
-                // leaves the call without network rather than with more of it.
-                NetworkSetting::Only(targets) => {
-                    let entries: Vec<String> = targets.iter().map(ToString::to_string).collect();
-                    Egress::from_entries(entries.iter().map(String::as_str))
-                        .map_or(Network::Deny(Enforcement::Required), Network::Proxy)
-                }
             },
             filesystem: match &self.filesystem {
                 FilesystemSetting::Full => Filesystem::Full,
@@ -608,6 +602,9 @@ pub struct SandboxReport {
     /// What the sandbox refused, each with the line that would grant it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<SandboxDenial>,
+    /// Every connection the tool asked toolsmith's egress proxy for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<crate::call::egress::EgressRecord>,
 }
 
 impl SandboxReport {
@@ -636,6 +633,7 @@ impl SandboxReport {
             user: applied.run_as.map(|run_as| run_as.to_string()),
             not_enforced: applied.relaxed.clone(),
             denied: Vec::new(),
+            egress: Vec::new(),
         }
     }
 
@@ -653,6 +651,20 @@ impl SandboxReport {
             user: None,
             not_enforced: Vec::new(),
             denied,
+            egress: Vec::new(),
+        }
+    }
+}
+
+/// The proxy's grant for a destination list. An entry the executor's parser does not
+/// read the same way makes the call's network none at all (fail closed).
+fn proxied(targets: &[crate::grant::NetworkTarget]) -> Network {
+    let entries: Vec<String> = targets.iter().map(ToString::to_string).collect();
+    match Egress::from_entries(entries.iter().map(String::as_str)) {
+        Ok(egress) => Network::Proxy(egress),
+        Err(error) => {
+            tracing::warn!(%error, "a network destination the egress proxy cannot read: no network");
+            Network::Deny(Enforcement::Required)
         }
     }
 }

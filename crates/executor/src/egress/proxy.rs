@@ -102,9 +102,9 @@ impl Proxy {
     }
 
     /// Stops accepting, cuts every open connection and returns the events.
-    pub(crate) async fn finish(self) -> Vec<EgressEvent> {
+    pub(crate) async fn finish(mut self) -> Vec<EgressEvent> {
         self.task.abort();
-        let _cancelled = self.task.await;
+        let _cancelled = (&mut self.task).await;
         let records = self
             .records
             .lock()
@@ -122,6 +122,14 @@ impl Proxy {
                 event
             })
             .collect()
+    }
+}
+
+/// A run that ends early (an error, a cancelled call) drops its proxy: the accept loop and
+/// every connection end with it, never outliving the run.
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

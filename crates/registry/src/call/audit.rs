@@ -200,6 +200,7 @@ impl AuditedCall {
             backend: None,
             client: self.client,
             call_id: Some(self.call_id.to_string()),
+            egress: Vec::new(),
         };
         log.append(&record)
     }
@@ -247,6 +248,9 @@ pub struct AuditRecord {
     pub client: Option<String>,
     /// The id the tool received as `TOOLSMITH_CALL_ID`; not written when `None`.
     pub call_id: Option<String>,
+    /// Every connection the tool asked toolsmith's egress proxy for (destination, resolved
+    /// address, bytes, verdict); not written when empty.
+    pub egress: Vec<crate::call::egress::EgressRecord>,
 }
 
 impl AuditRecord {
@@ -273,6 +277,12 @@ impl AuditRecord {
             backend: envelope.metadata.backend.clone(),
             client: None,
             call_id: None,
+            egress: envelope
+                .metadata
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.egress.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -293,6 +303,9 @@ impl AuditRecord {
         }
         if let (Some(call_id), Value::Object(fields)) = (&self.call_id, &mut line) {
             fields.insert("call_id".to_owned(), Value::from(call_id.as_str()));
+        }
+        if let (false, Value::Object(fields)) = (self.egress.is_empty(), &mut line) {
+            fields.insert("egress".to_owned(), json!(self.egress));
         }
         line
     }

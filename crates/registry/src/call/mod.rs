@@ -10,6 +10,7 @@
 
 pub(crate) mod audit;
 pub(crate) mod declared_tests;
+pub(crate) mod egress;
 pub(crate) mod identity;
 pub(crate) mod invoke;
 pub(crate) mod learn;
