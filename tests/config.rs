@@ -56,8 +56,10 @@ fn show_settings_defaults() {
         "profile": null
       },
       "sandbox": {
-        "network": "allow",
-        "filesystem": "full",
+        "profile": "default",
+        "network": "declared",
+        "generated_network": "none",
+        "filesystem": "project-if-possible",
         "syscalls": "filter",
         "user": null,
         "project_dir": "[TEMP]/project",
@@ -130,8 +132,10 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "profile": null
       },
       "sandbox": {
-        "network": "allow",
-        "filesystem": "full",
+        "profile": "default",
+        "network": "declared",
+        "generated_network": "none",
+        "filesystem": "project-if-possible",
         "syscalls": "filter",
         "user": null,
         "project_dir": "[TEMP]/project",

@@ -12,6 +12,7 @@ mod egress;
 mod export;
 mod faults;
 mod generate;
+mod grants;
 mod hostile;
 mod inputs;
 mod install;

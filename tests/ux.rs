@@ -225,7 +225,7 @@ fn show_without_color() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only true
     policy:        allowed
-    sandbox:       network allow, filesystem full, syscalls filter
+    sandbox:       network deny-if-possible, filesystem project-if-possible, syscalls filter
     isolation:     [ISOLATION]
     limits:
       timeout         10s (requested 10s by the tool, ceiling 5m)
@@ -278,7 +278,7 @@ fn show_with_color() {
     [ESC][1msource:[ESC][0m        [EXAMPLES]
     [ESC][1mannotations:[ESC][0m   approval never, read_only true
     [ESC][1mpolicy:[ESC][0m        [ESC][32mallowed[ESC][0m
-    [ESC][1msandbox:[ESC][0m       network allow, filesystem full, syscalls filter
+    [ESC][1msandbox:[ESC][0m       network deny-if-possible, filesystem project-if-possible, syscalls filter
     [ESC][1misolation:[ESC][0m     [ISOLATION]
     [ESC][1mlimits:[ESC][0m
       timeout         10s (requested 10s by the tool, ceiling 5m)
@@ -377,7 +377,7 @@ fn doctor_with_a_problem_without_color() {
 
         [KERNEL SECTION]
 
-        sandbox: network = allow, filesystem = full (project: [TEMP]/project, the current directory)
+        sandbox: profile = default, network = declared, filesystem = project-if-possible, generated tools' network = none (project: [TEMP]/project, the current directory)
           network namespace       ok  network = deny: new network namespaces (as root)
           landlock                ok  filesystem = project | read-only: Landlock ABI 7
           private /proc           ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
@@ -424,8 +424,10 @@ fn doctor_with_a_problem_without_color() {
           policy.disabled          none                           default
           policy.allowed           none                           default
           policy.profile           none                           default
-          sandbox.network          allow                          default
-          sandbox.filesystem       full                           default
+          sandbox.profile          default                        default
+          generator.network        none                           default
+          sandbox.network          declared                       default
+          sandbox.filesystem       project-if-possible            default
           sandbox.syscalls         filter                         default
           sandbox.user             none                           default
           audit.path               none                           default
@@ -459,7 +461,7 @@ fn doctor_with_color() {
 
         [KERNEL SECTION]
 
-        [ESC][1msandbox:[ESC][0m network = allow, filesystem = full (project: [TEMP]/project, the current directory)
+        [ESC][1msandbox:[ESC][0m profile = default, network = declared, filesystem = project-if-possible, generated tools' network = none (project: [TEMP]/project, the current directory)
           network namespace       [ESC][32mok[ESC][0m  network = deny: new network namespaces (as root)
           landlock                [ESC][32mok[ESC][0m  filesystem = project | read-only: Landlock ABI 7
           private /proc           [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
@@ -501,8 +503,10 @@ fn doctor_with_color() {
           policy.disabled          none                           [ESC][2mdefault[ESC][0m
           policy.allowed           none                           [ESC][2mdefault[ESC][0m
           policy.profile           none                           [ESC][2mdefault[ESC][0m
-          sandbox.network          allow                          [ESC][2mdefault[ESC][0m
-          sandbox.filesystem       full                           [ESC][2mdefault[ESC][0m
+          sandbox.profile          default                        [ESC][2mdefault[ESC][0m
+          generator.network        none                           [ESC][2mdefault[ESC][0m
+          sandbox.network          declared                       [ESC][2mdefault[ESC][0m
+          sandbox.filesystem       project-if-possible            [ESC][2mdefault[ESC][0m
           sandbox.syscalls         filter                         [ESC][2mdefault[ESC][0m
           sandbox.user             none                           [ESC][2mdefault[ESC][0m
           audit.path               none                           [ESC][2mdefault[ESC][0m

@@ -125,53 +125,7 @@ pub(crate) fn tighten(
     let user_set = user.env.set.clone().unwrap_or_default();
     env("env", &mut project.env, &user_allow, &user_set, &mut found);
 
-    let user_profile = user.sandbox.profile.unwrap_or(SandboxProfile::Default);
-    if project.sandbox.profile == Some(SandboxProfile::Compat)
-        && user_profile != SandboxProfile::Compat
-    {
-        found.push(loosening(
-            "sandbox.profile".to_owned(),
-            format!("{:?}", SandboxProfile::Compat.as_str()),
-            format!("{:?}", user_profile.as_str()),
-        ));
-        project.sandbox.profile = None;
-    }
-    let user_sandbox = UserSandbox {
-        network: user
-            .sandbox
-            .network
-            .clone()
-            .unwrap_or_else(|| user_profile.network()),
-        filesystem: user
-            .sandbox
-            .filesystem
-            .clone()
-            .unwrap_or_else(|| user_profile.filesystem()),
-        syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
-        user: user.sandbox.user,
-    };
-    sandbox(
-        "sandbox",
-        &mut project.sandbox,
-        &user_sandbox,
-        project_dir,
-        &mut found,
-    );
-    let user_generated = user
-        .generator
-        .network
-        .clone()
-        .unwrap_or_else(|| user_profile.generated_network());
-    if let Some(network) = &project.generator.network
-        && !network.within(&user_generated)
-    {
-        found.push(loosening(
-            "generator.network".to_owned(),
-            network.to_string(),
-            user_generated.to_string(),
-        ));
-        project.generator.network = None;
-    }
+    let user_sandbox = sandbox_and_generator(&mut project, user, project_dir, &mut found);
 
     policy(&mut project, user, &mut found);
     may_replace(&mut project, user, &mut found);
@@ -461,6 +415,64 @@ fn env(
         }
         project.set = Some(kept);
     }
+}
+
+/// Drops `[sandbox] profile = "compat"`, the `[sandbox]` settings and `[generator] network` of
+/// `project` that grant more than the user's; returns the user's effective sandbox.
+fn sandbox_and_generator(
+    project: &mut Options,
+    user: &Options,
+    project_dir: &Path,
+    found: &mut Vec<Loosening>,
+) -> UserSandbox {
+    let user_profile = user.sandbox.profile.unwrap_or(SandboxProfile::Default);
+    if project.sandbox.profile == Some(SandboxProfile::Compat)
+        && user_profile != SandboxProfile::Compat
+    {
+        found.push(loosening(
+            "sandbox.profile".to_owned(),
+            format!("{:?}", SandboxProfile::Compat.as_str()),
+            format!("{:?}", user_profile.as_str()),
+        ));
+        project.sandbox.profile = None;
+    }
+    let user_sandbox = UserSandbox {
+        network: user
+            .sandbox
+            .network
+            .clone()
+            .unwrap_or_else(|| user_profile.network()),
+        filesystem: user
+            .sandbox
+            .filesystem
+            .clone()
+            .unwrap_or_else(|| user_profile.filesystem()),
+        syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
+        user: user.sandbox.user,
+    };
+    sandbox(
+        "sandbox",
+        &mut project.sandbox,
+        &user_sandbox,
+        project_dir,
+        found,
+    );
+    let user_generated = user
+        .generator
+        .network
+        .clone()
+        .unwrap_or_else(|| user_profile.generated_network());
+    if let Some(network) = &project.generator.network
+        && !network.within(&user_generated)
+    {
+        found.push(loosening(
+            "generator.network".to_owned(),
+            network.to_string(),
+            user_generated.to_string(),
+        ));
+        project.generator.network = None;
+    }
+    user_sandbox
 }
 
 /// The user's effective sandbox for one scope.
@@ -806,7 +818,7 @@ mod tests {
             &[
                 "sandbox.profile = \"compat\" would loosen the user's \"default\"; \"default\" applies",
                 "sandbox.network = [\"a.test\"] would loosen the user's \"declared\"; \"declared\" applies",
-                "sandbox.filesystem = [\"/nonexistent/project/out\",\"/home\"] would loosen the user's \"project\"; \"project\" applies",
+                "sandbox.filesystem = [\"/nonexistent/project/out\",\"/home\"] would loosen the user's \"project-if-possible\"; \"project-if-possible\" applies",
                 "generator.network = any would loosen the user's none; none applies",
             ],
         );

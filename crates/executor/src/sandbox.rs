@@ -326,12 +326,7 @@ pub(crate) fn plan(
             FilesystemAccess::Project | FilesystemAccess::Paths => writable_roots,
             _ => Vec::new(),
         };
-        let (mut sealed, mut reopened) = (Vec::new(), Vec::new());
-        for root in &writable_roots {
-            let (root_sealed, root_reopened) = crate::mounts::sealing(root, &sandbox.protected);
-            sealed.extend(root_sealed);
-            reopened.extend(root_reopened);
-        }
+        let (sealed, reopened) = sealing_below(&writable_roots, &sandbox.protected);
         Some(MountPlan {
             proc: private_pids,
             read_only: restricted,
@@ -585,6 +580,18 @@ fn plan_filesystem<'sandbox>(
         landlock_rights,
         temp_dir,
     })
+}
+
+/// The sealed directories and their reopened entries below each writable root (see
+/// `mounts::sealing`).
+fn sealing_below(roots: &[&Path], protected: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut sealed, mut reopened) = (Vec::new(), Vec::new());
+    for root in roots {
+        let (root_sealed, root_reopened) = crate::mounts::sealing(root, protected);
+        sealed.extend(root_sealed);
+        reopened.extend(root_reopened);
+    }
+    (sealed, reopened)
 }
 
 fn c_paths(paths: &[std::path::PathBuf]) -> Result<Vec<CString>, Error> {

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 use toolsmith_registry::{
-    InputSchema, NameError, SandboxDeclaration, TestCase, TestsError, ToolName, error_chain,
-    parse_tests,
+    InputSchema, NameError, NetworkSetting, SandboxDeclaration, SandboxDeclarationError, TestCase,
+    TestsError, ToolName, error_chain, parse_tests,
 };
 
 /// The published JSON Schema of a request, as text (`toolsmith generate --print-schema`).
@@ -112,6 +112,9 @@ pub struct Request {
     pub requires_filesystem: bool,
     /// It needs the network.
     pub requires_network: bool,
+    /// Its own `sandbox` declaration, when the request gives one (checked with
+    /// [`SandboxDeclaration::from_json`]); it replaces what the two flags above declare.
+    pub declared_sandbox: Option<SandboxDeclaration>,
     /// It runs other programs.
     pub requires_subprocess: bool,
     /// The timeout of one call, 1..=300 seconds.
@@ -169,6 +172,13 @@ pub enum RequestError {
     ParameterSchema {
         /// Why.
         message: String,
+    },
+    /// The `sandbox` declaration was refused.
+    #[error("invalid sandbox declaration")]
+    Sandbox {
+        /// Why.
+        #[source]
+        source: SandboxDeclarationError,
     },
     /// The `tests` were refused.
     #[error("invalid tests")]
@@ -243,6 +253,11 @@ impl Request {
             category: text("category").unwrap_or_else(|| "utility".to_owned()),
             requires_filesystem: flag("requires_filesystem"),
             requires_network: flag("requires_network"),
+            declared_sandbox: object
+                .get("sandbox")
+                .map(SandboxDeclaration::from_json)
+                .transpose()
+                .map_err(|source| RequestError::Sandbox { source })?,
             requires_subprocess: flag("requires_subprocess"),
             timeout_seconds: object
                 .get("timeout_seconds")
@@ -313,10 +328,22 @@ impl Request {
         if let Some(learned) = &self.learned {
             return learned.to_json();
         }
+        if let Some(declared) = &self.declared_sandbox {
+            return declared.to_json();
+        }
         serde_json::json!({
             "network": if self.requires_network { "allow" } else { "deny" },
             "filesystem": if self.requires_filesystem { "project" } else { "read-only" },
         })
+    }
+
+    /// True when the tool asks for the whole network (`requires_network`, or a declared
+    /// `"any"`); a destination list runs in a namespace whose only way out is the proxy.
+    pub fn wants_network(&self) -> bool {
+        match &self.declared_sandbox {
+            Some(declared) => matches!(declared.network, Some(NetworkSetting::Allow)),
+            None => self.requires_network,
+        }
     }
 }
 

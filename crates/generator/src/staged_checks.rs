@@ -7,9 +7,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    CaseOutcome, DiscoveryCache, Envelope, ErrorCode, Learning, NetworkSetting, Policy, Problem,
-    RunConfig, SandboxDeclaration, Tool, ToolName, discover, invoke, learn_cases, load_answered,
-    resolve_config, run_tests,
+    CaseOutcome, DiscoveryCache, Envelope, ErrorCode, Learning, NetworkSetting, NetworkTarget,
+    Policy, Problem, RunConfig, SandboxDeclaration, Tool, ToolName, discover, invoke, learn_cases,
+    load_answered, resolve_config, run_tests,
 };
 
 use crate::pipeline::CheckReport;
@@ -449,8 +449,9 @@ fn learned_check(
     }
 }
 
-/// `network`: no run had the host's network, and a request that says it needs no network
-/// (`requires_network: false`) learned no destination; passes, saying what was learned.
+/// `network`: no run had the host's network, and the tests reached no destination beyond
+/// what the request allows itself (its declared `network`; else `requires_network`); passes,
+/// saying what was learned.
 fn network_check(
     request: &Request,
     learned: Option<&SandboxDeclaration>,
@@ -461,20 +462,43 @@ fn network_check(
         .filter_map(|envelope| envelope.metadata.sandbox.as_ref())
         .any(|sandbox| sandbox.network == "allow");
     let network = learned.and_then(|declaration| declaration.network.as_ref());
-    let destinations = match network {
-        Some(NetworkSetting::Only(targets)) => targets.len(),
-        _ => 0,
+    let reached: &[NetworkTarget] = match network {
+        Some(NetworkSetting::Only(targets)) => targets,
+        _ => &[],
     };
+    let declared = request
+        .declared_sandbox
+        .as_ref()
+        .and_then(|declaration| declaration.network.as_ref());
+    let beyond: Vec<String> = reached
+        .iter()
+        .filter(|target| match declared {
+            Some(NetworkSetting::Only(allowed)) => {
+                !allowed.iter().any(|entry| entry.covers(target))
+            }
+            Some(NetworkSetting::Allow | NetworkSetting::AnyPublic | NetworkSetting::Declared) => {
+                false
+            }
+            Some(NetworkSetting::Deny | NetworkSetting::DenyIfPossible) => true,
+            None => !request.requires_network,
+        })
+        .map(ToString::to_string)
+        .collect();
     let shown = network.map_or_else(|| "nothing learned".to_owned(), ToString::to_string);
     if host_network {
         CheckReport::failed(
             "network",
             "a run had the host's network; a generated tool's runs go through the egress proxy or have none".to_owned(),
         )
-    } else if destinations > 0 && !request.requires_network {
+    } else if !beyond.is_empty() {
         CheckReport::failed(
             "network",
-            format!("the request says requires_network: false, its tests reached {shown}"),
+            format!(
+                "the tests reached {} beyond what the request declares (requires_network: {}, sandbox.network: {})",
+                beyond.join(", "),
+                request.requires_network,
+                declared.map_or_else(|| "not declared".to_owned(), ToString::to_string)
+            ),
         )
     } else {
         CheckReport::passed("network", Some(format!("network {shown}")))

@@ -318,7 +318,27 @@ pub(crate) fn narrow_network(
         },
         (N::Declared, N::Allow | N::AnyPublic | N::Declared) => N::AnyPublic,
         (operator, N::Allow | N::AnyPublic | N::Declared) => operator.clone(),
-        (N::Allow | N::Declared, N::Only(needs)) => N::Only(needs.clone()),
+        (N::Declared, N::Only(needs)) => {
+            // A declaration is not the operator's word: a literal address or network, which
+            // the proxy would let through even when private (loopback, the metadata
+            // endpoint), and a Unix socket, need the operator's grant.
+            let denied: Vec<SandboxDenial> = needs
+                .iter()
+                .filter(|need| !need.is_host_name())
+                .map(|need| {
+                    network_denial(
+                        need,
+                        section,
+                        "an address, network or socket is reachable only when the operator names it",
+                    )
+                })
+                .collect();
+            if !denied.is_empty() {
+                return Err(denied);
+            }
+            N::Only(needs.clone())
+        }
+        (N::Allow, N::Only(needs)) => N::Only(needs.clone()),
         (N::AnyPublic, N::Only(needs)) => N::Only(needs.clone()),
         (N::Only(granted), N::Only(needs)) => {
             let denied: Vec<SandboxDenial> = needs
@@ -454,6 +474,24 @@ mod tests {
         );
         check_network(list.clone(), Some(json!("deny")), json!("none"));
         check_network(N::Deny, Some(json!("allow")), json!("none"));
+    }
+
+    #[test]
+    fn by_default_a_tool_declares_host_names_only() {
+        check_network(
+            NetworkSetting::Declared,
+            Some(json!([
+                "a.test",
+                "127.0.0.1:8080",
+                "169.254.169.254",
+                "unix:/run/docker.sock"
+            ])),
+            json!([
+                "[tools.fetch] network = [\"127.0.0.1:8080\"]",
+                "[tools.fetch] network = [\"169.254.169.254\"]",
+                "[tools.fetch] network = [\"unix:/run/docker.sock\"]"
+            ]),
+        );
     }
 
     #[test]

@@ -10,30 +10,16 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 
+use toolsmith_executor::{DEFAULT_PORTS, Destination, Egress, HostPattern};
+
 /// One entry of a `network` list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NetworkTarget {
-    /// A host name, wildcard, address or network, with an optional port.
-    Remote(Remote),
+    /// A host name, wildcard, address or network, with an optional port (`None`: the
+    /// executor's [`DEFAULT_PORTS`], 80 and 443).
+    Remote(Destination),
     /// A Unix socket path (`"unix:/run/postgresql/.s.PGSQL.5432"`).
     Unix(PathBuf),
-}
-
-/// A remote destination: what it names and on which port (`None`: every port).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Remote {
-    host: RemoteHost,
-    port: Option<u16>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum RemoteHost {
-    /// A host name, lowercase.
-    Name(String),
-    /// `*.suffix`: every name below `suffix` (not `suffix` itself).
-    Wildcard(String),
-    /// An address (full prefix) or a network.
-    Net(IpAddr, u8),
 }
 
 /// Why a `network` list entry was refused.
@@ -47,7 +33,8 @@ pub struct InvalidTarget {
 }
 
 impl NetworkTarget {
-    /// Parses one list entry.
+    /// Parses one list entry: the executor's [`Destination`] forms, or `unix:` and an absolute
+    /// path.
     pub fn parse(text: &str) -> Result<NetworkTarget, InvalidTarget> {
         let invalid = || InvalidTarget {
             entry: text.to_owned(),
@@ -60,35 +47,96 @@ impl NetworkTarget {
                 Err(invalid())
             };
         }
-        parse_remote(text)
+        text.parse::<Destination>()
             .map(NetworkTarget::Remote)
-            .ok_or_else(invalid)
+            .map_err(|_| invalid())
     }
 
-    /// True when `self`, a permission, includes all of `need`.
+    /// True when `self`, a permission, includes all of `need`: every port and every host or
+    /// address `need` names.
     pub fn covers(&self, need: &NetworkTarget) -> bool {
         match (self, need) {
             (NetworkTarget::Unix(granted), NetworkTarget::Unix(needed)) => granted == needed,
             (NetworkTarget::Remote(granted), NetworkTarget::Remote(needed)) => {
-                let port = granted.port.is_none() || granted.port == needed.port;
-                port && host_covers(&granted.host, &needed.host)
+                let granted_ports = ports(granted);
+                ports(needed)
+                    .iter()
+                    .all(|port| granted_ports.contains(port))
+                    && host_covers(granted, needed)
             }
             _ => false,
         }
     }
+
+    /// True for a host name or wildcard, whose addresses the proxy checks (never a private
+    /// one unless the operator names it); false for a literal address, network or socket.
+    pub(crate) fn is_host_name(&self) -> bool {
+        matches!(self, NetworkTarget::Remote(Destination::Host { .. }))
+    }
+
+    /// The egress grant of a list: its destinations and Unix sockets.
+    pub(crate) fn egress(targets: &[NetworkTarget], any_public: bool) -> Egress {
+        let mut egress = Egress {
+            any_public,
+            ..Egress::default()
+        };
+        for target in targets {
+            match target {
+                NetworkTarget::Remote(destination) => {
+                    egress.destinations.push(destination.clone());
+                }
+                NetworkTarget::Unix(path) => egress.unix_sockets.push(path.clone()),
+            }
+        }
+        egress
+    }
 }
 
-fn host_covers(granted: &RemoteHost, needed: &RemoteHost) -> bool {
+fn ports(destination: &Destination) -> Vec<u16> {
+    let port = match destination {
+        Destination::Host { port, .. }
+        | Destination::Address { port, .. }
+        | Destination::Network { port, .. } => *port,
+    };
+    port.map_or_else(|| DEFAULT_PORTS.to_vec(), |port| vec![port])
+}
+
+/// The network an address or network destination names, `None` for a host name.
+fn network_of(destination: &Destination) -> Option<(IpAddr, u8)> {
+    match destination {
+        Destination::Host { .. } => None,
+        Destination::Address { address, .. } => {
+            Some((*address, if address.is_ipv4() { 32 } else { 128 }))
+        }
+        Destination::Network {
+            address, prefix, ..
+        } => Some((*address, *prefix)),
+    }
+}
+
+fn host_covers(granted: &Destination, needed: &Destination) -> bool {
     match (granted, needed) {
-        (RemoteHost::Name(granted), RemoteHost::Name(needed)) => granted == needed,
-        (RemoteHost::Wildcard(suffix), RemoteHost::Name(name) | RemoteHost::Wildcard(name)) => {
-            name == suffix && matches!(needed, RemoteHost::Wildcard(_))
-                || name.ends_with(&format!(".{suffix}"))
-        }
-        (RemoteHost::Net(network, prefix), RemoteHost::Net(address, length)) => {
-            length >= prefix && masked(*address, *prefix) == masked(*network, *prefix)
-        }
-        _ => false,
+        (
+            Destination::Host {
+                pattern: granted, ..
+            },
+            Destination::Host {
+                pattern: needed, ..
+            },
+        ) => match (granted, needed) {
+            (HostPattern::Exact(granted), HostPattern::Exact(needed)) => granted == needed,
+            (HostPattern::Subdomains(_), HostPattern::Exact(name)) => granted.matches(name),
+            (HostPattern::Subdomains(suffix), HostPattern::Subdomains(other)) => {
+                suffix == other || granted.matches(other)
+            }
+            (HostPattern::Exact(_), HostPattern::Subdomains(_)) => false,
+        },
+        _ => match (network_of(granted), network_of(needed)) {
+            (Some((network, prefix)), Some((address, length))) => {
+                length >= prefix && masked(address, prefix) == masked(network, prefix)
+            }
+            _ => false,
+        },
     }
 }
 
@@ -107,92 +155,11 @@ fn masked(address: IpAddr, prefix: u8) -> (bool, u128) {
     (v6, bits & mask)
 }
 
-fn parse_remote(text: &str) -> Option<Remote> {
-    if let Some((network, prefix)) = text.split_once('/') {
-        let address: IpAddr = network.parse().ok()?;
-        let prefix: u8 = prefix.parse().ok()?;
-        let width = if address.is_ipv4() { 32 } else { 128 };
-        return (prefix <= width).then_some(Remote {
-            host: RemoteHost::Net(address, prefix),
-            port: None,
-        });
-    }
-    if let Some(rest) = text.strip_prefix('[') {
-        let (address, after) = rest.split_once(']')?;
-        let address: std::net::Ipv6Addr = address.parse().ok()?;
-        let port = match after {
-            "" => None,
-            _ => Some(parse_port(after.strip_prefix(':')?)?),
-        };
-        return Some(Remote {
-            host: RemoteHost::Net(IpAddr::V6(address), 128),
-            port,
-        });
-    }
-    if let Ok(IpAddr::V6(address)) = text.parse::<IpAddr>() {
-        return Some(Remote {
-            host: RemoteHost::Net(IpAddr::V6(address), 128),
-            port: None,
-        });
-    }
-    let (host, port) = match text.split_once(':') {
-        Some((host, port)) => (host, Some(parse_port(port)?)),
-        None => (text, None),
-    };
-    let host = if let Ok(address) = host.parse::<IpAddr>() {
-        RemoteHost::Net(address, 32)
-    } else if let Some(suffix) = host.strip_prefix("*.") {
-        RemoteHost::Wildcard(host_name(suffix)?)
-    } else {
-        RemoteHost::Name(host_name(host)?)
-    };
-    Some(Remote { host, port })
-}
-
-fn parse_port(text: &str) -> Option<u16> {
-    text.parse().ok().filter(|port| *port != 0)
-}
-
-/// `text` lowercased when it is a DNS name: labels of letters, digits, `-` and `_`.
-fn host_name(text: &str) -> Option<String> {
-    let valid = !text.is_empty()
-        && text.len() <= 253
-        && text.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && label
-                    .bytes()
-                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
-        });
-    valid.then(|| text.to_ascii_lowercase())
-}
-
 impl fmt::Display for NetworkTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NetworkTarget::Unix(path) => write!(f, "unix:{}", path.display()),
-            NetworkTarget::Remote(remote) => remote.fmt(f),
-        }
-    }
-}
-
-impl fmt::Display for Remote {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.host, self.port) {
-            (RemoteHost::Name(name), None) => f.write_str(name),
-            (RemoteHost::Name(name), Some(port)) => write!(f, "{name}:{port}"),
-            (RemoteHost::Wildcard(suffix), None) => write!(f, "*.{suffix}"),
-            (RemoteHost::Wildcard(suffix), Some(port)) => write!(f, "*.{suffix}:{port}"),
-            (RemoteHost::Net(IpAddr::V4(address), 32), None) => write!(f, "{address}"),
-            (RemoteHost::Net(IpAddr::V4(address), 32), Some(port)) => {
-                write!(f, "{address}:{port}")
-            }
-            (RemoteHost::Net(IpAddr::V6(address), 128), None) => write!(f, "{address}"),
-            (RemoteHost::Net(IpAddr::V6(address), 128), Some(port)) => {
-                write!(f, "[{address}]:{port}")
-            }
-            (RemoteHost::Net(address, prefix), _) => write!(f, "{address}/{prefix}"),
+            NetworkTarget::Remote(destination) => destination.fmt(f),
         }
     }
 }
@@ -334,6 +301,8 @@ mod tests {
     #[test]
     fn a_permission_covers_what_it_names_and_nothing_more() {
         assert!(covers("a.test", "a.test:443"));
+        assert!(covers("a.test", "a.test"));
+        assert!(!covers("a.test", "a.test:8080"));
         assert!(covers("a.test:443", "a.test:443"));
         assert!(!covers("a.test:443", "a.test:80"));
         assert!(!covers("a.test:443", "a.test"));

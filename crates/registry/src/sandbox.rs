@@ -14,13 +14,13 @@ use std::str::FromStr;
 
 use serde_json::Value;
 use toolsmith_executor::{
-    AppliedSandbox, Egress, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
+    AppliedSandbox, Enforcement, Features, Filesystem, Network, Privileges, RunAs, Sandbox,
     Syscalls,
 };
 
 pub(crate) use crate::access::{FilesystemSetting, NetworkSetting, UnknownSetting};
 use crate::access::{GrantSection, narrow_filesystem, narrow_network};
-use crate::grant::SandboxDenial;
+use crate::grant::{NetworkTarget, SandboxDenial};
 
 /// The system-call filter of a call, as the operator writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,10 +112,12 @@ impl SandboxProfile {
         }
     }
 
-    /// Where a call may write when the operator writes nothing.
+    /// Where a call may write when the operator writes nothing: the project, and where the
+    /// kernel has no Landlock the call runs without it (and the envelope says so), as every
+    /// default falls back: a kernel without a mechanism must not stop every tool.
     pub fn filesystem(self) -> FilesystemSetting {
         match self {
-            SandboxProfile::Default => FilesystemSetting::Project,
+            SandboxProfile::Default => FilesystemSetting::ProjectIfPossible,
             SandboxProfile::Compat => FilesystemSetting::Full,
         }
     }
@@ -241,7 +243,7 @@ impl SandboxSettings {
     /// runs with every capability dropped (as `user` when set).
     ///
     /// A destination list, and every public destination, are the egress proxy's
-    /// (`Network::Proxy`).
+    /// (`Network::Proxy`): a namespace whose only way out is the proxy of the call.
     pub fn to_executor(&self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
@@ -258,11 +260,10 @@ impl SandboxSettings {
                     Network::Deny(Enforcement::IfPossible)
                 }
                 NetworkSetting::Deny => Network::Deny(Enforcement::Required),
-                NetworkSetting::Only(targets) => proxied(targets),
-                NetworkSetting::AnyPublic => Network::Proxy(Egress {
-                    any_public: true,
-                    ..Egress::default()
-                }),
+                NetworkSetting::Only(targets) => {
+                    Network::Proxy(NetworkTarget::egress(targets, false))
+                }
+                NetworkSetting::AnyPublic => Network::Proxy(NetworkTarget::egress(&[], true)),
             },
             filesystem: match &self.filesystem {
                 FilesystemSetting::Full => Filesystem::Full,
@@ -652,19 +653,6 @@ impl SandboxReport {
             not_enforced: Vec::new(),
             denied,
             egress: Vec::new(),
-        }
-    }
-}
-
-/// The proxy's grant for a destination list. An entry the executor's parser does not
-/// read the same way makes the call's network none at all (fail closed).
-fn proxied(targets: &[crate::grant::NetworkTarget]) -> Network {
-    let entries: Vec<String> = targets.iter().map(ToString::to_string).collect();
-    match Egress::from_entries(entries.iter().map(String::as_str)) {
-        Ok(egress) => Network::Proxy(egress),
-        Err(error) => {
-            tracing::warn!(%error, "a network destination the egress proxy cannot read: no network");
-            Network::Deny(Enforcement::Required)
         }
     }
 }

@@ -130,7 +130,15 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
     bar.finish();
     let kernel = kernel_checks(executor);
     let support = sandbox_support(executor.features());
-    let sandbox = sandbox_checks(&support);
+    let mut sandbox = sandbox_checks(&support);
+    if global.sandbox.profile == toolsmith_registry::SandboxProfile::Compat {
+        sandbox.push(Check {
+            name: "profile".to_owned(),
+            status: Status::Warn,
+            detail: "[sandbox] profile = \"compat\": every tool gets the user's filesystem and the host's network, as before least privilege became the default".to_owned(),
+            fix: Some("grant what each tool needs ([tools.NAME] network = [...], filesystem = [...]; docs/operators.md, \"Granting\") and remove profile = \"compat\"".to_owned()),
+        });
+    }
     let secrets = secrets_protection(executor.features());
     let probes = toolsmith_registry::probe_sandbox_report(executor.features());
     let privileges = privileges_line(global);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, Tool};
+use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, RunConfig, Tool};
 
 use crate::args::ListArgs;
 use crate::commands::discover;
@@ -33,7 +33,7 @@ pub(crate) async fn list(
     bar.finish();
     let listing = Listing::new(&catalog, &policy);
     if args.json {
-        output::write_json(&listing.json(args.all))?;
+        output::write_json(&listing.json(args.all, &config))?;
         return Ok(ExitStatus::Success);
     }
     if catalog.tools().is_empty() {
@@ -111,9 +111,12 @@ impl<'a> Listing<'a> {
 
     /// The keys of the first `list --json` (`tools`, `problems`, `shadowed`)
     /// always; `denied` with `--all`.
-    fn json(&self, all: bool) -> serde_json::Value {
-        let tools: Vec<serde_json::Value> =
-            self.admitted.iter().map(|tool| tool_json(tool)).collect();
+    fn json(&self, all: bool, config: &RunConfig) -> serde_json::Value {
+        let tools: Vec<serde_json::Value> = self
+            .admitted
+            .iter()
+            .map(|tool| tool_json(tool, config))
+            .collect();
         let problems: Vec<serde_json::Value> = self
             .catalog
             .problems()
@@ -139,7 +142,7 @@ impl<'a> Listing<'a> {
                 .denied
                 .iter()
                 .map(|(tool, denial)| {
-                    let mut entry = tool_json(tool);
+                    let mut entry = tool_json(tool, config);
                     if let Some(object) = entry.as_object_mut() {
                         object.insert("reason".to_owned(), json!(denial.to_string()));
                         object.insert("reason_code".to_owned(), json!(denial.code()));
@@ -271,7 +274,10 @@ fn unprobed_json(denied: &DeniedTool) -> serde_json::Value {
     })
 }
 
-fn tool_json(tool: &Tool) -> serde_json::Value {
+/// A tool's entry; `sandbox` holds what it declares and what a call gets on each axis (the
+/// operator's grant narrowed by the declaration), and what would be refused.
+fn tool_json(tool: &Tool, config: &RunConfig) -> serde_json::Value {
+    let call = config.call_config(tool);
     let mut entry = json!({
         "name": tool.name().as_str(),
         "exposed_name": tool.name().exposed(),
@@ -281,6 +287,12 @@ fn tool_json(tool: &Tool) -> serde_json::Value {
         "kind": tool.kind().as_str(),
         "layer": tool.layer().as_str(),
         "input_schema": tool.input_schema().as_json(),
+        "sandbox": {
+            "declared": tool.sandbox().to_json(),
+            "network": call.sandbox.network.to_json(),
+            "filesystem": call.sandbox.filesystem.to_json(),
+            "denied": call.denied,
+        },
     });
     // Only tools that declare a result schema (ikigai's `returns`) carry it.
     if let (Some(output_schema), Some(object)) = (tool.output_schema(), entry.as_object_mut()) {

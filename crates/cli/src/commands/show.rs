@@ -368,6 +368,23 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
                 .unwrap_or_default()
         )),
     ]);
+    if !call.denied.is_empty() {
+        let lines: Vec<&str> = call
+            .denied
+            .iter()
+            .map(|denial| denial.grant.as_str())
+            .collect();
+        rows.push(vec![
+            label("refused:"),
+            Cell::painted(
+                format!(
+                    "a call is POLICY_DENIED: the tool declares what the operator does not grant; add {}",
+                    lines.join("; ")
+                ),
+                Paint::Bad,
+            ),
+        ]);
+    }
     let (applied, missing) = isolation(features, call);
     rows.push(vec![
         label("isolation:"),

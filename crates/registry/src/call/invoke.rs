@@ -218,6 +218,24 @@ enum Reading {
     },
 }
 
+/// The `INVALID_PARAMS` envelope of arguments that do not meet the tool's input schema.
+fn invalid_arguments(tool: &Tool, arguments: &Value) -> Option<Envelope> {
+    let violations = tool.input_schema().violations(arguments);
+    if violations.is_empty() {
+        return None;
+    }
+    let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    Some(Envelope::failure(
+        ErrorCode::InvalidParams,
+        format!(
+            "Invalid arguments for tool {}: {}.",
+            tool.name(),
+            details.join("; ")
+        ),
+        Metadata::not_started(),
+    ))
+}
+
 /// The `POLICY_DENIED` envelope of a call whose tool declares what the operator does not
 /// grant: the message names each line to add, and `metadata.sandbox.denied` lists them.
 fn refused_by_grant(tool: &Tool, denied: Vec<crate::grant::SandboxDenial>) -> Envelope {
@@ -256,18 +274,8 @@ fn prepare(
     config: &RunConfig,
     identity: &CallIdentity,
 ) -> Result<Result<Prepared, Envelope>, Error> {
-    let violations = tool.input_schema().violations(arguments);
-    if !violations.is_empty() {
-        let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Ok(Err(Envelope::failure(
-            ErrorCode::InvalidParams,
-            format!(
-                "Invalid arguments for tool {}: {}.",
-                tool.name(),
-                details.join("; ")
-            ),
-            Metadata::not_started(),
-        )));
+    if let Some(refusal) = invalid_arguments(tool, arguments) {
+        return Ok(Err(refusal));
     }
     let mut call = config.call_config(tool);
     if !call.denied.is_empty() {
