@@ -27,6 +27,7 @@ fn help_without_color() {
       generate     Generate a tool from a custom_tool request: render it, test it in the sandbox, and register it only when every check passes
       new          Write a working skeleton of a new tool, for a human to complete
       test         Run the test cases tools declare (`tests`), one line per case
+      learn        Learn the narrowest sandbox declaration under which a tool's tests pass
       prepare      Fetch the dependencies of uv and npx tools into their caches, once
       history      List the recorded versions of a generated tool
       rollback     Restore a recorded version of a generated tool, as a new version
@@ -155,6 +156,7 @@ fn every_subcommand_help_has_examples() {
         "completions",
         "trust",
         "untrust",
+        "learn",
     ] {
         let output = context
             .command()

@@ -55,6 +55,8 @@ pub(crate) struct BenchSettings {
     only_filter: bool,
     /// `--only generate`: measure and report the generator section alone.
     only_generate: bool,
+    /// `--only egress`: measure and report the egress proxy section alone.
+    only_egress: bool,
 }
 
 impl BenchSettings {
@@ -75,7 +77,21 @@ impl BenchSettings {
             only_discovery: false,
             only_filter: false,
             only_generate: false,
+            only_egress: false,
         }
+    }
+
+    /// The same settings, measuring the egress proxy section alone (`--only egress`).
+    pub(crate) fn only_egress(self) -> BenchSettings {
+        BenchSettings {
+            only_egress: true,
+            ..self
+        }
+    }
+
+    /// Transfers of each variant in the egress section.
+    fn egress_transfers(&self) -> usize {
+        self.generated_calls.min(50)
     }
 
     /// The same settings, measuring the discovery section alone (`--only discovery`).
@@ -617,6 +633,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         )?;
         return print_report(&generator.render());
     }
+    if settings.only_egress {
+        return print_report(&crate::egress_bench::measure(settings.egress_transfers())?.render());
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -647,6 +666,7 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         settings.generated_calls,
     )?;
     let filter = crate::filter_bench::measure(settings)?;
+    let egress = crate::egress_bench::measure(settings.egress_transfers())?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -667,6 +687,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&generated.render());
     report.push('\n');
     report.push_str(&filter.render());
+    report.push('\n');
+    report.push_str(&egress.render());
     print_report(&report)
 }
 

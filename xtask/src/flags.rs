@@ -15,7 +15,7 @@ tasks:
   codegen [--check]        write the generated files (docs/config.md, from the config
                            file's schema; docs/environment.md, from EnvVars and the
                            executor's variables); --check: fail if one is stale
-  bench [--quick] [--calls N] [--only discovery|filter]
+  bench [--quick] [--calls N] [--only discovery|filter|egress]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
@@ -30,7 +30,8 @@ tasks:
                            --only generate: the generator section alone;
                            then the seccomp allow-list against the deny-list it
                            replaced (install, exec, openat loop);
-                           --only filter: the filter section alone
+                           --only filter: the filter section alone;
+                           --only egress: the egress proxy section alone
   man [--out DIR]          build toolsmith (dev profile) and write its man pages
                            (toolsmith.1 and one per subcommand) into DIR
                            (default: <target dir>/man)
@@ -113,6 +114,7 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut only_discovery = false;
     let mut only_filter = false;
     let mut only_generate = false;
+    let mut only_egress = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -135,14 +137,16 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
                 Some("discovery") => only_discovery = true,
                 Some("filter") => only_filter = true,
                 Some("generate") => only_generate = true,
+                Some("egress") => only_egress = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the sections `discovery`, `filter` and `generate`, not `{section}`"
+                        "`--only` knows the sections `discovery`, `filter`, `generate` and `egress`, not `{section}`"
                     ));
                 }
                 None => {
                     return Err(
-                        "`--only` needs a section (`discovery`, `filter` or `generate`)".to_owned(),
+                        "`--only` needs a section (`discovery`, `filter`, `generate` or `egress`)"
+                            .to_owned(),
                     );
                 }
             },
@@ -150,13 +154,16 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
         }
     }
     let settings = BenchSettings::resolve(quick, calls);
-    Ok(match (only_discovery, only_filter, only_generate) {
-        (true, false, false) => settings.only_discovery(),
-        (false, true, false) => settings.only_filter(),
-        (false, false, true) => settings.only_generate(),
-        (false, false, false) => settings,
-        _ => return Err("`--only` takes one section".to_owned()),
-    })
+    Ok(
+        match (only_discovery, only_filter, only_generate, only_egress) {
+            (true, false, false, false) => settings.only_discovery(),
+            (false, true, false, false) => settings.only_filter(),
+            (false, false, true, false) => settings.only_generate(),
+            (false, false, false, true) => settings.only_egress(),
+            (false, false, false, false) => settings,
+            _ => return Err("`--only` takes one section".to_owned()),
+        },
+    )
 }
 
 #[cfg(test)]

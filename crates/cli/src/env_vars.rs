@@ -34,6 +34,11 @@ impl EnvVars {
     /// (the default) or `json`, one JSON object per line.
     pub const TOOLSMITH_LOG_FORMAT: &'static str = "TOOLSMITH_LOG_FORMAT";
 
+    /// A hosts-format file (`address name...` per line) from which toolsmith's egress proxy
+    /// resolves the names tools ask for, instead of the system resolver; read at each lookup.
+    /// For tests and air-gapped hosts.
+    pub const TOOLSMITH_EGRESS_HOSTS: &'static str = "TOOLSMITH_EGRESS_HOSTS";
+
     /// The containment backend: `auto`, `cgroup`, `pidns`, `subreaper` or
     /// `pgroup`. Overrides `[executor] backend`.
     pub const TOOLSMITH_BACKEND: &'static str = "TOOLSMITH_BACKEND";

@@ -418,6 +418,11 @@ impl Handler {
             outcome,
             audited.elapsed().as_secs_f64(),
         );
+        if let Some(sandbox) = &envelope.metadata.sandbox {
+            self.shared
+                .metrics
+                .egress(sandbox.egress.iter().map(|record| record.verdict.as_str()));
+        }
         tracing::info!(
             tool = %tool.name(),
             outcome,

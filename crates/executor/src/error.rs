@@ -168,11 +168,14 @@ pub enum Stage {
     Capabilities,
     /// Installing the system-call filter.
     Seccomp,
+    /// Bringing loopback up and listening on the egress proxy's port in the
+    /// run's network namespace, and handing the socket to the executor.
+    EgressListener,
 }
 
 impl Stage {
     /// Every stage, in the order of their codes (from 1).
-    const ALL: [Stage; 23] = [
+    const ALL: [Stage; 24] = [
         Stage::IdMaps,
         Stage::Cgroup,
         Stage::Setsid,
@@ -196,6 +199,7 @@ impl Stage {
         Stage::Identity,
         Stage::Capabilities,
         Stage::Seccomp,
+        Stage::EgressListener,
     ];
 
     /// The step's name, as errors display it.
@@ -226,6 +230,7 @@ impl Stage {
             Stage::Identity => "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
             Stage::Capabilities => "dropping capabilities (capset)",
             Stage::Seccomp => "installing the seccomp filter",
+            Stage::EgressListener => "listening on the egress proxy's port in the run's network",
         }
     }
 

@@ -68,7 +68,7 @@ pub use crate::command::{
 };
 pub use crate::egress::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
-    EgressVerdict, HostPattern,
+    EgressVerdict, HostPattern, PROXY_PORT,
 };
 pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
 pub use crate::error::{Error, Stage};
@@ -110,6 +110,8 @@ pub struct Executor {
     planner: Arc<Planner>,
     /// The executor's own hard rlimits, which bound a run's.
     hard_limits: HardLimits,
+    /// How the egress proxies of proxied runs resolve names.
+    resolver: crate::egress::Resolver,
 }
 
 impl Executor {
@@ -169,7 +171,17 @@ impl Executor {
                 .map(|permits| tokio::sync::Semaphore::new(permits.max(1))),
             planner: Arc::new(Planner::new(features, host, backend, own_pidfd)),
             hard_limits,
+            resolver: crate::egress::Resolver::default(),
         })
+    }
+
+    /// Has the egress proxies of [`Network::Proxy`] runs resolve names from
+    /// this hosts-format file (read at each lookup) instead of the system
+    /// resolver: `TOOLSMITH_EGRESS_HOSTS`, for tests and air-gapped hosts.
+    #[must_use]
+    pub fn with_egress_hosts(mut self, hosts: Option<std::path::PathBuf>) -> Executor {
+        self.resolver = crate::egress::Resolver { hosts };
+        self
     }
 
     /// The containment backend in use.

@@ -224,18 +224,25 @@ pub(crate) struct SandboxPlan {
     pub(crate) seccomp: Option<&'static [libc::sock_filter]>,
     /// What applies, for the outcome.
     pub(crate) applied: AppliedSandbox,
+    /// Under [`Network::Proxy`]: the grant and the channel that brings the
+    /// listener of the run's namespace to the executor's proxy.
+    pub(crate) egress: Option<crate::egress::EgressChannel>,
 }
 
 impl SandboxPlan {
     /// The environment the program gets on top of its command's.
     pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
-        match &self.temp_dir {
+        let mut env = match &self.temp_dir {
             Some(dir) => ["TMPDIR", "TMP", "TEMP"]
                 .into_iter()
                 .map(|name| (OsString::from(name), dir.path.clone().into_os_string()))
                 .collect(),
             None => Vec::new(),
+        };
+        if self.egress.is_some() {
+            env.extend(crate::egress::proxy_env());
         }
+        env
     }
 }
 
@@ -271,17 +278,7 @@ pub(crate) fn plan(
     run_name: &str,
     tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
-    let mut applied = AppliedSandbox {
-        network_denied: false,
-        filesystem: FilesystemAccess::Full,
-        private_pids: false,
-        private_mounts: false,
-        private_ipc: false,
-        capabilities_dropped: false,
-        run_as: None,
-        syscall_filter: false,
-        relaxed: Vec::new(),
-    };
+    let mut applied = nothing_applied();
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
     let mut clone_flags = 0;
     if let Some(enforcement) = sandbox.network.namespace() {
@@ -368,6 +365,7 @@ pub(crate) fn plan(
         None
     };
     Ok(SandboxPlan {
+        egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -376,9 +374,61 @@ pub(crate) fn plan(
         temp_dir,
         privileges,
         seccomp: seccomp_program
-            .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
+            .map(|()| seccomp::program(sockets(&sandbox.network, &applied), applied.private_pids)),
         applied,
     })
+}
+
+/// What applies before planning: nothing.
+fn nothing_applied() -> AppliedSandbox {
+    AppliedSandbox {
+        network_denied: false,
+        filesystem: FilesystemAccess::Full,
+        private_pids: false,
+        private_mounts: false,
+        private_ipc: false,
+        capabilities_dropped: false,
+        run_as: None,
+        syscall_filter: false,
+        relaxed: Vec::new(),
+    }
+}
+
+/// Which sockets the filter lets a run make (`seccomp::Sockets`).
+fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
+    if matches!(network, Network::Proxy(_)) {
+        seccomp::Sockets::Proxied
+    } else {
+        applied.network_denied.into()
+    }
+}
+
+/// The channel of a proxied run. The namespace itself is planned (or the
+/// run refused) with the other namespaces.
+fn plan_egress(
+    network: &Network,
+    filtered: bool,
+    applied: &mut AppliedSandbox,
+) -> Result<Option<crate::egress::EgressChannel>, Error> {
+    let Network::Proxy(egress) = network else {
+        return Ok(None);
+    };
+    if !egress.unix_sockets.is_empty() {
+        // Fail closed: nothing yet restricts which pathname sockets a run that
+        // may make Unix sockets reaches (docs/security.md).
+        return Err(Error::SandboxUnavailable {
+            requirement: "network = [\"unix:...\"]",
+            mechanism: "a Unix socket allow-list",
+            reason: "Unix socket grants are not enforced yet".to_owned(),
+        });
+    }
+    if !filtered {
+        applied.relaxed.push(
+            "Unix sockets not refused under the egress proxy: the system-call filter is off"
+                .to_owned(),
+        );
+    }
+    crate::egress::EgressChannel::new(egress.clone()).map(Some)
 }
 
 /// The privileges a run drops and whether it gets the system-call filter,

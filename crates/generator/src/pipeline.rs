@@ -16,7 +16,7 @@ use crate::history;
 use crate::lock;
 use crate::recovery;
 use crate::render::{self, RenderedTool};
-use crate::staged_checks::check_staged;
+use crate::staged_checks::{carry_learned, check_staged};
 use crate::staging::{
     Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
     write_unsynced,
@@ -279,11 +279,28 @@ pub async fn generate(
         Some(task) => Some(joined(task, &scratch).await),
         None => None,
     };
-    checks.extend(staged_checks?);
+    let sandboxed = staged_checks?;
+    checks.extend(sandboxed.checks);
     if checks.iter().any(|check| !check.ok) {
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
     synced?;
+    // The registered file carries the declaration its tests passed under.
+    let (rendered, check) = carry_learned(
+        executor,
+        &tera,
+        &request,
+        &implementation,
+        sandboxed.learned,
+        (&staging.dir, &staged),
+        run_config,
+        &mut probes,
+    )
+    .await?;
+    checks.push(check);
+    if checks.iter().any(|check| !check.ok) {
+        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+    }
     let staged = Staged {
         staging,
         file: staged,
@@ -838,8 +855,8 @@ mod tests {
     }
 
     /// When discovery loads another tool than the answers describe, the checks are those of
-    /// discovery's tool: here the answers claim the network, the file declares none, and the
-    /// `network` check reports the runs of the file's own sandbox.
+    /// discovery's tool: here the answers claim the network, the file declares none; either
+    /// way the runs are under the declaration learned from the tests, which reached nothing.
     #[tokio::test]
     async fn checks_are_discoverys_when_the_answers_differ() {
         let staged = stage(json!({
@@ -860,11 +877,12 @@ mod tests {
             &mut DiscoveryCache::in_memory(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .checks;
         let failing: Vec<&CheckReport> = checks.iter().filter(|check| !check.ok).collect();
         assert!(failing.is_empty(), "{failing:?}");
         let network = checks.iter().find(|check| check.name == "network").unwrap();
-        assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+        assert_eq!(network.detail.as_deref(), Some("network none"));
         assert_eq!(checks[0].name, "registry");
     }
 }

@@ -129,6 +129,10 @@ pub struct Request {
     pub tests: Vec<TestCase>,
     /// Replace an existing tool of the same name.
     pub replace: bool,
+    /// The declaration learned from the tests (see [`toolsmith_registry::learn_cases`]),
+    /// which the registered file carries in place of the one `requires_network` and
+    /// `requires_filesystem` suggest; `None` until the staged tool's tests were learned from.
+    pub learned: Option<SandboxDeclaration>,
 }
 
 /// Why a request was refused before anything was rendered.
@@ -264,6 +268,7 @@ impl Request {
             output_schema: object.get("output_schema").cloned(),
             tests,
             replace: flag("replace"),
+            learned: None,
         };
         InputSchema::new(request.input_schema()).map_err(|source| {
             RequestError::ParameterSchema {
@@ -316,9 +321,13 @@ impl Request {
         text
     }
 
-    /// The sandbox the tool declares: network denied unless it needs it, the filesystem
-    /// read-only unless it writes files (then the project).
+    /// The sandbox the tool declares: the learned declaration once there is one; before,
+    /// network denied unless it needs it, the filesystem read-only unless it writes files
+    /// (then the project).
     pub fn sandbox(&self) -> Value {
+        if let Some(learned) = &self.learned {
+            return learned.to_json();
+        }
         if let Some(declared) = &self.declared_sandbox {
             return declared.to_json();
         }

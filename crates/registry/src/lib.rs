@@ -87,6 +87,7 @@ pub use crate::call::identity::{
     CALL_ID_VAR, CallIdentity, Id, KODELET_CONVERSATION_VAR, SESSION_ID_VAR,
 };
 pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress, unavailable};
+pub use crate::call::learn::{Learning, learn, learn_cases};
 pub use crate::call::prepare::{
     DEFAULT_NPM_REGISTRY, DEFAULT_PYTHON_INDEX, PREPARE_TIMEOUT, Preparation, PrepareError,
     PrepareStep, preparations,

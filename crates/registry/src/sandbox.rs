@@ -620,6 +620,9 @@ pub struct SandboxReport {
     /// What was refused to the call, each with the config key that would grant it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<SandboxDenial>,
+    /// Every connection the tool asked toolsmith's egress proxy for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<crate::call::egress::EgressRecord>,
 }
 
 impl SandboxReport {
@@ -629,6 +632,7 @@ impl SandboxReport {
             applied: None,
             secrets: Vec::new(),
             denied,
+            egress: Vec::new(),
         }
     }
 }
@@ -669,6 +673,7 @@ impl SandboxReport {
             applied: Some(AppliedReport::from_applied(applied)),
             secrets: Vec::new(),
             denied: Vec::new(),
+            egress: Vec::new(),
         }
     }
 }

@@ -216,6 +216,7 @@ impl AuditedCall {
             client: self.client,
             call_id: Some(self.call_id.to_string()),
             secrets: Vec::new(),
+            egress: Vec::new(),
         };
         log.append(&record)
     }
@@ -266,6 +267,9 @@ pub struct AuditRecord {
     /// The names of the secrets the call received (`metadata.sandbox.secrets`), never their
     /// values; not written when empty.
     pub secrets: Vec<String>,
+    /// Every connection the tool asked toolsmith's egress proxy for (destination, resolved
+    /// address, bytes, verdict); not written when empty.
+    pub egress: Vec<crate::call::egress::EgressRecord>,
 }
 
 impl AuditRecord {
@@ -298,6 +302,12 @@ impl AuditRecord {
                 .as_ref()
                 .map(|sandbox| sandbox.secrets.clone())
                 .unwrap_or_default(),
+            egress: envelope
+                .metadata
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.egress.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -321,6 +331,9 @@ impl AuditRecord {
         }
         if let (false, Value::Object(fields)) = (self.secrets.is_empty(), &mut line) {
             fields.insert("secrets".to_owned(), Value::from(self.secrets.clone()));
+        }
+        if let (false, Value::Object(fields)) = (self.egress.is_empty(), &mut line) {
+            fields.insert("egress".to_owned(), json!(self.egress));
         }
         line
     }

@@ -268,6 +268,16 @@ fn refused_by_grant(tool: &Tool, denied: Vec<crate::grant::SandboxDenial>) -> En
     )
 }
 
+/// Whether a package index is reachable under `network`: through the proxy only when every
+/// public destination is granted.
+fn package_index(network: &Network) -> Index {
+    match network {
+        Network::Allow => Index::Reachable,
+        Network::Proxy(egress) if egress.any_public => Index::Reachable,
+        Network::Deny(_) | Network::Proxy(_) => Index::Offline,
+    }
+}
+
 /// Validates the arguments and builds the tool's command with its limits, environment,
 /// out-of-band arguments and sandbox. `Ok(Err(envelope))` when the call is refused before
 /// anything runs (invalid arguments, no shell for a manifest).
@@ -367,14 +377,7 @@ fn prepare(
         // tool's cache is the one directory it may write outside its grant, so the variables
         // that name it must name it.
         let cache = ToolCache::of_file(caches, tool.path());
-        let index = match &sandbox.network {
-            Network::Allow => Index::Reachable,
-            // Through the proxy a package index is reachable only when every public
-            // destination is granted.
-            Network::Proxy(egress) if egress.any_public => Index::Reachable,
-            Network::Deny(_) | Network::Proxy(_) => Index::Offline,
-        };
-        for (variable, value) in cache.env(index) {
+        for (variable, value) in cache.env(package_index(&sandbox.network)) {
             command.env(&variable, &value);
         }
         sandbox.own_dir = Some(cache.dir().to_path_buf());
@@ -565,7 +568,10 @@ fn without_newline(text: &str) -> &str {
 
 /// Maps a finished run to its envelope.
 fn envelope_from_outcome(name: &ToolName, outcome: &Outcome, limits: &Limits) -> Envelope {
-    let metadata = Metadata::from_outcome(outcome);
+    let mut metadata = Metadata::from_outcome(outcome);
+    if let Some(sandbox) = metadata.sandbox.as_mut() {
+        crate::call::egress::report(sandbox, name.as_str(), &outcome.egress);
+    }
     let stdout = parse_stdout(&outcome.stdout.bytes);
     // A failed call still returns what the tool printed before, so an agent
     // sees how far it got (a timeout, a limit or a signal cut it short).

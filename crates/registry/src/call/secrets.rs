@@ -13,9 +13,9 @@ use std::sync::Arc;
 use toolsmith_executor::Executor;
 
 use crate::envelope::{Envelope, ErrorCode, Metadata};
+use crate::grant::{DenialKind, SandboxDenial};
 use crate::message::error_chain;
 use crate::overrides::RunConfig;
-use crate::grant::{DenialKind, SandboxDenial};
 use crate::sandbox::SandboxReport;
 use crate::secrets::{SecretName, SecretValue};
 use crate::tool::Tool;
