@@ -56,8 +56,10 @@ fn show_settings_defaults() {
         "profile": null
       },
       "sandbox": {
-        "network": "allow",
-        "filesystem": "full",
+        "profile": "default",
+        "network": "declared",
+        "generated_network": "none",
+        "filesystem": "project-if-possible",
         "syscalls": "filter",
         "user": null,
         "project_dir": "[TEMP]/project",
@@ -130,8 +132,10 @@ fn show_settings_precedence_flags_over_env_over_file() {
         "profile": null
       },
       "sandbox": {
-        "network": "allow",
-        "filesystem": "full",
+        "profile": "default",
+        "network": "declared",
+        "generated_network": "none",
+        "filesystem": "project-if-possible",
         "syscalls": "filter",
         "user": null,
         "project_dir": "[TEMP]/project",
@@ -233,7 +237,7 @@ fn unknown_key_is_an_error() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 3: unknown field `wall_clock`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`, `tmp_size`
-    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator], [trust] and [secrets.NAME]; see the key list in the message
     ");
 }
 

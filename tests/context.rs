@@ -112,6 +112,15 @@ impl TestContext {
         command
     }
 
+    /// A directory below the project where tools may leave markers under the default profile
+    /// (which lets a tool write only below the project; the project's root itself is sealed
+    /// while its `.git` is missing, so markers go in a directory of their own).
+    pub(crate) fn outbox(&self) -> PathBuf {
+        let outbox = self.project.join("outbox");
+        fs::create_dir_all(&outbox).unwrap();
+        outbox
+    }
+
     /// Writes an executable fixture tool into the fixture tools directory.
     pub(crate) fn tool(&self, name: &str, script: &str) -> PathBuf {
         write_executable(&self.tools.join(name), script)

@@ -1,4 +1,4 @@
-//! The docs test: every command shown in `docs/*.md` and `README.md` is run, so the docs cannot rot.
+//! The docs test: every command shown in `docs/*.md`, `README.md` and `ARCHITECTURE.md` is run, so the docs cannot rot.
 //!
 //! The convention (also written at the top of `docs/README.md`):
 //!
@@ -334,6 +334,7 @@ fn docs_show_files_as_they_are() {
         .filter(|path| path.extension().is_some_and(|extension| extension == "md"))
         .collect();
     files.push(root.join("README.md"));
+    files.push(root.join("ARCHITECTURE.md"));
     let mut stale = Vec::new();
     let mut checked = 0;
     for file in &files {
@@ -383,6 +384,21 @@ fn readme_commands_run() {
         git_status(&root),
         status_before,
         "following the README changed the checkout"
+    );
+}
+
+/// The code map is run like the README, from the checkout: any command it shows must work
+/// (today it names things rather than showing commands, and a ```bash block would fail here).
+#[test]
+fn architecture_commands_run() {
+    let root = repository_root();
+    let world = World::new();
+    let failures = run_file(&root.join("ARCHITECTURE.md"), &world, &root, &[]);
+    assert!(
+        failures.is_empty(),
+        "{} command(s) of ARCHITECTURE.md failed:\n\n{}",
+        failures.len(),
+        failures.join("\n")
     );
 }
 

@@ -112,7 +112,7 @@ async fn serve(context: &TestContext, wrapper: &[&str]) -> (Session, mpsc::Unbou
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_directory_removed_while_a_call_runs() {
     let context = TestContext::new();
-    let started = context.root.join("started");
+    let started = context.outbox().join("started");
     context.tool("slow", &versioned_tool("slow", 1, "1", &started));
     context.tool(
         "fast",
@@ -167,7 +167,7 @@ async fn tools_directory_made_unreadable_while_a_call_runs() {
         return;
     };
     let context = TestContext::new();
-    let started = context.root.join("started");
+    let started = context.outbox().join("started");
     context.tool("slow", &versioned_tool("slow", 1, "1", &started));
     context.tool(
         "fast",
@@ -211,7 +211,7 @@ async fn tools_directory_made_unreadable_while_a_call_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_replaced_while_it_runs() {
     let context = TestContext::new();
-    let started = context.root.join("started");
+    let started = context.outbox().join("started");
     let tool = context.tool("slow", &versioned_tool("slow", 1, "1", &started));
     let (session, _changes) = serve(&context, &[]).await;
 

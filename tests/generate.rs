@@ -47,7 +47,7 @@ fn generate_context() -> TestContext {
 fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
     let context = generate_context();
     write_request(&context, &bash_request("forty-two", false));
-    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
+    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @r#"
     exit_code: 0
     ----- stdout -----
     registered tell_answer version 1 at [TEMP]/project/.toolsmith/tools/tell_answer
@@ -56,13 +56,15 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
       ok   render
       ok   registry
       ok   schema
+      ok   learned (every test passes under the declaration {"network":"none","filesystem":"read-only"})
       ok   test: answers
       ok   missing_required (a call without `question` is INVALID_PARAMS)
       ok   no_leftovers
-      ok   network (network deny in every run)
+      ok   network (network none)
+      ok   declaration (the file declares {"network":"none","filesystem":"read-only"})
     history commit [COMMIT]
     ----- stderr -----
-    ");
+    "#);
     cli_snapshot!(context, context.command().args(["run", "tell_answer", "--input", r#"{"question": "why"}"#]), @r#"
     exit_code: 0
     ----- stdout -----
@@ -87,7 +89,7 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
     "#);
 
     write_request(&context, &bash_request("forty-three", true));
-    cli_snapshot!(context, context.command().args(["generate", "--request", "-"]).stdin(std::fs::File::open(context.project.join("request.json")).unwrap()), @"
+    cli_snapshot!(context, context.command().args(["generate", "--request", "-"]).stdin(std::fs::File::open(context.project.join("request.json")).unwrap()), @r#"
     exit_code: 0
     ----- stdout -----
     registered tell_answer version 2 at [TEMP]/project/.toolsmith/tools/tell_answer
@@ -96,13 +98,15 @@ fn generate_registers_a_callable_tool_and_history_and_rollback_follow() {
       ok   render
       ok   registry
       ok   schema
+      ok   learned (every test passes under the declaration {"network":"none","filesystem":"read-only"})
       ok   test: answers
       ok   missing_required (a call without `question` is INVALID_PARAMS)
       ok   no_leftovers
-      ok   network (network deny in every run)
+      ok   network (network none)
+      ok   declaration (the file declares {"network":"none","filesystem":"read-only"})
     history commit [COMMIT]
     ----- stderr -----
-    ");
+    "#);
     cli_snapshot!(context, context.command().args(["history", "tell_answer"]), @"
     exit_code: 0
     ----- stdout -----
@@ -197,6 +201,11 @@ fn a_rejected_request_reports_the_failing_check_and_exits_1() {
           "ok": true
         },
         {
+          "name": "learned",
+          "ok": false,
+          "detail": "a test fails even in the recording sandbox (the grant of generated tools: `[generator] network` and the filesystem grant), so there is no declaration to learn"
+        },
+        {
           "name": "test: answers",
           "ok": false,
           "detail": "expected a result containing \"forty-two\", got TOOL_CRASHED (Tool tell_answer exited with status 4: oops.); stderr: oops"
@@ -213,7 +222,7 @@ fn a_rejected_request_reports_the_failing_check_and_exits_1() {
         {
           "name": "network",
           "ok": true,
-          "detail": "network deny in every run"
+          "detail": "network nothing learned"
         }
       ]
     }
@@ -254,7 +263,7 @@ fn a_request_without_tests_or_required_parameters_registers() {
             "implementation": "printf hello",
         }),
     );
-    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @"
+    cli_snapshot!(context, context.command().args(["generate", "--request", "request.json"]), @r#"
     exit_code: 0
     ----- stdout -----
     registered say_hello version 1 at [TEMP]/project/.toolsmith/tools/say_hello
@@ -263,11 +272,13 @@ fn a_request_without_tests_or_required_parameters_registers() {
       ok   render
       ok   registry
       ok   schema
+      ok   learned (every test passes under the declaration {"network":"none","filesystem":"read-only"})
       ok   no_leftovers
-      ok   network (network deny in every run)
+      ok   network (network none)
+      ok   declaration (the file declares {"network":"none","filesystem":"read-only"})
     history commit [COMMIT]
     ----- stderr -----
-    ");
+    "#);
     cli_snapshot!(context, context.command().args(["run", "say_hello"]), @r#"
     exit_code: 0
     ----- stdout -----

@@ -113,6 +113,21 @@ impl Scenario {
         }
     }
 
+    /// As [`Scenario::new`], for a scenario that writes its scratch directory: the config
+    /// grants the tool that directory (`[tools.NAME] filesystem = [...]`), which the default
+    /// profile would not (it writes only below the project).
+    fn writing_scratch(file: &str, limits: &str) -> Scenario {
+        let scenario = Scenario::new(file, limits);
+        let mut config = fs::read_to_string(&scenario.config).unwrap();
+        config.push_str(&format!(
+            "[tools.{}]\nfilesystem = [\"{}\"]\n",
+            scenario.tool,
+            scenario.scratch.display()
+        ));
+        fs::write(&scenario.config, config).unwrap();
+        scenario
+    }
+
     /// `toolsmith --config .. --tools-dir .. run TOOL --input {}` with `extra` flags.
     fn run_args(&self, extra: &[&str]) -> Vec<String> {
         let mut args = vec![
@@ -831,7 +846,7 @@ fn s20_s21_closed_or_absent_stdin() {
 
 #[test]
 fn s22_file_size_limit() {
-    let scenario = Scenario::new(
+    let scenario = Scenario::writing_scratch(
         "s22-file-size",
         "timeout = \"10s\"\nmax_file_size = \"1MiB\"",
     );

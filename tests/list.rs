@@ -37,6 +37,12 @@ fn examples_json() {
             "required": [
               "should_fail"
             ]
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         },
         {
@@ -55,6 +61,12 @@ fn examples_json() {
                 "description": "Repository path (default: the current directory)"
               }
             }
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         },
         {
@@ -80,6 +92,12 @@ fn examples_json() {
             "required": [
               "name"
             ]
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         },
         {
@@ -107,6 +125,12 @@ fn examples_json() {
             "required": [
               "path"
             ]
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         },
         {
@@ -134,6 +158,12 @@ fn examples_json() {
             "required": [
               "text"
             ]
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           },
           "output_schema": {
             "type": "object",
@@ -229,6 +259,12 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
           "layer": "explicit",
           "input_schema": {
             "type": "object"
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         }
       ],
@@ -430,6 +466,12 @@ fn ikigai_tool_is_listed_with_a_json_schema() {
               "query"
             ]
           },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
+          },
           "output_schema": {
             "type": "object",
             "properties": {
@@ -536,6 +578,12 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
           "layer": "explicit",
           "input_schema": {
             "type": "object"
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         },
         {
@@ -548,6 +596,12 @@ fn bad_schemas_are_problems_and_good_tools_still_list() {
           "layer": "explicit",
           "input_schema": {
             "type": "object"
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         }
       ],

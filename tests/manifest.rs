@@ -73,6 +73,12 @@ fn k8s_pods_is_listed_with_its_schema() {
             "required": [
               "namespace"
             ]
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         }
       ],
@@ -205,6 +211,12 @@ fn frontmatter_errors_are_problems_and_good_tools_still_load() {
                 "default": "world"
               }
             }
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         }
       ],

@@ -7,7 +7,7 @@ const EMPTY_SCHEMA: &str = r#"{"type": "object"}"#;
 /// A tool that leaves a marker file behind when it runs, so a test can prove
 /// that a denied call started no process.
 fn marker_tool(context: &TestContext, name: &str) -> std::path::PathBuf {
-    let marker = context.root.join(format!("{name}.ran"));
+    let marker = context.outbox().join(format!("{name}.ran"));
     context.tool(
         name,
         &shell_tool(
@@ -255,6 +255,12 @@ fn disabled_and_not_allowed_tools_are_denied_and_listed_only_with_all() {
           "layer": "explicit",
           "input_schema": {
             "type": "object"
+          },
+          "sandbox": {
+            "declared": {},
+            "network": "deny-if-possible",
+            "filesystem": "project-if-possible",
+            "denied": []
           }
         }
       ],

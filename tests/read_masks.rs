@@ -285,6 +285,9 @@ fn c04_a_full_call_cannot_touch_a_concurrent_calls_tmpdir() {
         return;
     }
     let context = TestContext::new();
+    // The attacker runs under `full` (the default profile gives it `project`, and a private
+    // TMPDIR of its own in the runs' directory).
+    context.user_config("[tools.attacker]\nfilesystem = \"full\"\n");
     let runs = context.tmpdir().join("toolsmith-runs-0");
     let ready = context.root.join("victim-ready");
     context.tool(

@@ -152,6 +152,12 @@ fn network_deny_from_config_refuses_the_hosts_loopback() {
     let port = listener.local_addr().unwrap().port();
     connect_tool(&context, "dial", "", port);
 
+    // With no config at all a tool that declares nothing has no network (issue 23).
+    let default = run_json(context.with_tools().args(["run", "dial"]));
+    assert_eq!(default["result"], "refused", "{default}");
+    assert_eq!(default["metadata"]["sandbox"]["network"], "deny");
+
+    context.project_file(".toolsmith/config.toml", "[sandbox]\nnetwork = \"any\"\n");
     let allowed = run_json(context.with_tools().args(["run", "dial"]));
     assert_eq!(allowed["result"], "connected", "{allowed}");
     assert_eq!(allowed["metadata"]["sandbox"]["network"], "allow");
@@ -206,18 +212,24 @@ fn a_tools_declaration_tightens_the_grant_but_never_loosens_it() {
         .output()
         .unwrap();
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
-    assert_eq!(shown["sandbox"]["network"], "deny", "{shown}");
-    assert_eq!(shown["sandbox"]["filesystem"], "full", "{shown}");
+    assert_eq!(shown["sandbox"]["network"], "none", "{shown}");
+    assert_eq!(
+        shown["sandbox"]["filesystem"], "project-if-possible",
+        "{shown}"
+    );
     assert_eq!(
         shown["sandbox"]["declared"],
-        json!({"network": "deny", "filesystem": null})
+        json!({"network": "none", "filesystem": null, "secrets": []})
     );
 }
 
 #[test]
 fn a_refused_mechanism_is_policy_denied_and_runs_nothing() {
     let context = TestContext::new();
-    let marker = context.root.join("ran");
+    // Below the project, the one place the default profile lets a tool write (its root is
+    // sealed while `.git` is missing, so in a directory of its own).
+    fs::create_dir_all(context.project.join("out")).unwrap();
+    let marker = context.project.join("out/ran");
     context.tool(
         "writer",
         &shell_tool(
@@ -535,6 +547,9 @@ fn a_root_toolsmiths_tools_have_no_capability_and_their_system_calls_are_filtere
         &context,
         "keyctl add_key unshare-user unshare-mount mount ptrace bpf umount-proc mknod chattr",
     );
+    // What refuses `mknod` here must be the missing capability, not the default profile's
+    // Landlock rule (which refuses it first, EACCES).
+    context.user_config("[sandbox]\nfilesystem = \"full\"\n");
     let envelope = run_json(context.with_tools().args(["run", "undo"]));
     assert_eq!(envelope["tool_success"], true, "{envelope}");
     let printed = envelope["result"].as_str().unwrap();
@@ -587,7 +602,10 @@ fn a_root_toolsmiths_tools_have_no_capability_and_their_system_calls_are_filtere
 #[test]
 fn a_required_filter_the_kernel_refuses_is_policy_denied_and_if_possible_runs_without() {
     let context = TestContext::new();
-    let marker = context.root.join("ran");
+    // Below the project, the one place the default profile lets a tool write (its root is
+    // sealed while `.git` is missing, so in a directory of its own).
+    fs::create_dir_all(context.project.join("out")).unwrap();
+    let marker = context.project.join("out/ran");
     context.tool(
         "writer",
         &shell_tool(

@@ -464,7 +464,7 @@ pub(crate) fn slow_tool(context: &TestContext) {
             &format!(
                 "sleep 60 & echo \"{}\" > {}; wait",
                 pids_line("$$ $!"),
-                context.root.join("pids").display()
+                context.outbox().join("pids").display()
             ),
         ),
     );
@@ -473,7 +473,7 @@ pub(crate) fn slow_tool(context: &TestContext) {
 /// The host pids the [`slow_tool`] wrote once it runs, all alive; the file is removed, so the
 /// next call writes it afresh.
 pub(crate) async fn slow_tool_pids(context: &TestContext) -> Vec<String> {
-    let file = context.root.join("pids");
+    let file = context.outbox().join("pids");
     let written = wait_for_file(&file).await;
     let pids = host_pids(&written);
     assert_eq!(pids.len(), 2, "{written:?}");
@@ -758,7 +758,7 @@ fn raw_json_lines_legacy() {
 #[test]
 fn raw_cancelled_call_gets_no_response() {
     let context = TestContext::new();
-    let pids = context.root.join("pids");
+    let pids = context.outbox().join("pids");
     context.tool(
         "slow",
         &shell_tool(
@@ -829,7 +829,7 @@ pub(crate) fn counter_tool() -> String {
     shell_tool(
         "counter",
         r#"{"type": "object"}"#,
-        r#"echo "$(readlink /proc/self/ns/pid) $$" > counter.pid; for i in 1 2 3; do if [ -n "$TOOLSMITH_PROGRESS_FD" ]; then printf '{"progress": %s, "total": 3, "message": "step %s"}\n' $i $i >&"$TOOLSMITH_PROGRESS_FD"; fi; sleep 0.3; done; echo done"#,
+        r#"echo "$(readlink /proc/self/ns/pid) $$" > outbox/counter.pid; for i in 1 2 3; do if [ -n "$TOOLSMITH_PROGRESS_FD" ]; then printf '{"progress": %s, "total": 3, "message": "step %s"}\n' $i $i >&"$TOOLSMITH_PROGRESS_FD"; fi; sleep 0.3; done; echo done"#,
     )
 }
 
@@ -852,6 +852,7 @@ fn until_response(session: &mut RawSession, id: u64) -> (Value, Vec<Value>) {
 fn progress_is_forwarded_and_a_cancelled_long_call_leaves_no_process() {
     let context = TestContext::new();
     context.tool("counter", &counter_tool());
+    context.outbox();
     let mut session = RawSession::start(&context);
     session.exchange(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
     session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -874,7 +875,7 @@ fn progress_is_forwarded_and_a_cancelled_long_call_leaves_no_process() {
     assert_eq!(progress[0]["message"], "step 1");
 
     // The same long tool, cancelled once it has reported its first step.
-    let pid_file = context.project.join("counter.pid");
+    let pid_file = context.outbox().join("counter.pid");
     let _ = std::fs::remove_file(&pid_file);
     session.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "custom_tool_counter", "arguments": {}, "_meta": {"progressToken": "cancel-me"}}}));
     loop {

@@ -126,6 +126,11 @@ impl Server {
         format!("{}://{}/mcp", self.scheme, self.authority)
     }
 
+    /// The loopback port the server listens on.
+    pub(crate) fn port(&self) -> u16 {
+        self.authority.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
     /// Polls `/readyz` until it says ready.
     async fn wait_ready(&self) {
         let deadline = Instant::now() + PATIENCE;
@@ -392,6 +397,7 @@ async fn progress_is_forwarded(session: &Session, events: &mut Events) {
 /// The counter (it reports progress) and the slow tool (it runs until cancelled).
 fn long_tools(context: &TestContext) {
     context.tool("counter", &counter_tool());
+    context.outbox();
     slow_tool(context);
 }
 
@@ -808,7 +814,7 @@ const MCP_PYTHON_VERSION: &str = "2.3.0";
 /// The Python of the venv holding the MCP Python SDK: `$TOOLSMITH_MCP_PYTHON`, else the one
 /// `.ci/run` makes in the target directory; `None` (said loudly) when it is missing, which
 /// fails the test in CI.
-fn mcp_python() -> Option<std::path::PathBuf> {
+pub(crate) fn mcp_python() -> Option<std::path::PathBuf> {
     let python = std::env::var_os("TOOLSMITH_MCP_PYTHON")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| target_dir().join("mcp-python/bin/python"));
@@ -998,9 +1004,9 @@ const STUCK_CALLS: usize = 4;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_sigterm_lets_running_calls_finish_then_kills_the_rest() {
     let context = TestContext::new();
-    let started = context.root.join("started");
-    let released = context.root.join("released");
-    let stuck_pids = context.root.join("stuck.pids");
+    let started = context.outbox().join("started");
+    let released = context.outbox().join("released");
+    let stuck_pids = context.outbox().join("stuck.pids");
     // A brief call runs until the test releases it, right after the signal: all ten calls
     // are running when the server gets it, whatever the machine's speed.
     context.tool(
@@ -1211,7 +1217,7 @@ async fn http_metrics_count_the_calls_made() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_a_client_over_its_concurrency_limit_is_told_and_loses_no_call() {
     let context = TestContext::new();
-    let started = context.root.join("nap.started");
+    let started = context.outbox().join("nap.started");
     context.tool(
         "nap",
         &shell_tool(
@@ -1425,7 +1431,7 @@ async fn http_load_eight_clients_a_thousand_calls_64_in_flight() {
 async fn http_a_client_over_its_rate_is_told_when_to_retry_and_loses_no_call() {
     const CALLS: u64 = 10;
     let context = TestContext::new();
-    let ran = context.root.join("ran");
+    let ran = context.outbox().join("ran");
     context.tool(
         "tally",
         &shell_tool(
@@ -1729,7 +1735,7 @@ const SHUTDOWN_CALLS: usize = 24;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_sigterm_answers_every_call_that_completed_ten_rounds() {
     let context = TestContext::new();
-    let started = context.root.join("started");
+    let started = context.outbox().join("started");
     context.tool(
         "second",
         &shell_tool(

@@ -16,7 +16,7 @@ fn show_text() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only false
     policy:        allowed
-    sandbox:       network allow, filesystem full, syscalls filter
+    sandbox:       network deny-if-possible, filesystem project-if-possible, syscalls filter
     isolation:     [ISOLATION]
     limits:
       timeout         30s ([limits])
@@ -206,14 +206,17 @@ fn show_json_with_override_and_profile() {
         }
       },
       "sandbox": {
-        "network": "allow",
-        "filesystem": "full",
+        "network": "deny-if-possible",
+        "filesystem": "project-if-possible",
         "syscalls": "filter",
         "user": null,
         "declared": {
           "network": null,
-          "filesystem": null
+          "filesystem": null,
+          "secrets": []
         },
+        "secrets": [],
+        "denied": [],
         "isolation": "[ISOLATION]",
         "not_enforced": "[NOT_ENFORCED]"
       },

@@ -221,7 +221,7 @@ fn a_trusted_project_config_cannot_loosen_the_users_sandbox() {
     assert_eq!(envelope["result"], "ran cloned: token=", "{envelope}");
     let stderr_text = stderr(&output);
     for expected in [
-        "warning: ./.toolsmith/config.toml: sandbox.network = \"allow\" would loosen the user's \"deny-if-possible\"; \"deny-if-possible\" applies",
+        "warning: ./.toolsmith/config.toml: sandbox.network = \"any\" would loosen the user's \"deny-if-possible\"; \"deny-if-possible\" applies",
         "warning: ./.toolsmith/config.toml: env.allow = \"SECRET_TOKEN\" would loosen the user's allow list [\"PATH\"]",
         "warning: ./.toolsmith/config.toml: limits.memory = unlimited would loosen the user's 256MiB; 256MiB applies",
     ] {
@@ -283,7 +283,7 @@ fn a_project_config_cannot_trust_itself() {
         .args(["--show-settings", "list"])
         .output()
         .unwrap();
-    assert_eq!(stdout_json(&settings)["sandbox"]["network"], "deny");
+    assert_eq!(stdout_json(&settings)["sandbox"]["network"], "none");
     let output = context.command().arg("list").output().unwrap();
     assert!(
         stderr(&output).contains("a project config cannot set [trust]"),

@@ -27,6 +27,7 @@ fn help_without_color() {
       generate     Generate a tool from a custom_tool request: render it, test it in the sandbox, and register it only when every check passes
       new          Write a working skeleton of a new tool, for a human to complete
       test         Run the test cases tools declare (`tests`), one line per case
+      learn        Learn the narrowest sandbox declaration under which a tool's tests pass
       prepare      Fetch the dependencies of uv and npx tools into their caches, once
       history      List the recorded versions of a generated tool
       rollback     Restore a recorded version of a generated tool, as a new version
@@ -155,6 +156,7 @@ fn every_subcommand_help_has_examples() {
         "completions",
         "trust",
         "untrust",
+        "learn",
     ] {
         let output = context
             .command()
@@ -223,7 +225,7 @@ fn show_without_color() {
     source:        [EXAMPLES]
     annotations:   approval never, read_only true
     policy:        allowed
-    sandbox:       network allow, filesystem full, syscalls filter
+    sandbox:       network deny-if-possible, filesystem project-if-possible, syscalls filter
     isolation:     [ISOLATION]
     limits:
       timeout         10s (requested 10s by the tool, ceiling 5m)
@@ -276,7 +278,7 @@ fn show_with_color() {
     [ESC][1msource:[ESC][0m        [EXAMPLES]
     [ESC][1mannotations:[ESC][0m   approval never, read_only true
     [ESC][1mpolicy:[ESC][0m        [ESC][32mallowed[ESC][0m
-    [ESC][1msandbox:[ESC][0m       network allow, filesystem full, syscalls filter
+    [ESC][1msandbox:[ESC][0m       network deny-if-possible, filesystem project-if-possible, syscalls filter
     [ESC][1misolation:[ESC][0m     [ISOLATION]
     [ESC][1mlimits:[ESC][0m
       timeout         10s (requested 10s by the tool, ceiling 5m)
@@ -375,7 +377,7 @@ fn doctor_with_a_problem_without_color() {
 
         [KERNEL SECTION]
 
-        sandbox: network = allow, filesystem = full (project: [TEMP]/project, the current directory)
+        sandbox: profile = default, network = declared, filesystem = project-if-possible, generated tools' network = none (project: [TEMP]/project, the current directory)
           network namespace       ok  network = deny: new network namespaces (as root)
           landlock                ok  filesystem = project | read-only: Landlock ABI 7
           private /proc           ok  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
@@ -423,8 +425,10 @@ fn doctor_with_a_problem_without_color() {
           policy.disabled          none                           default
           policy.allowed           none                           default
           policy.profile           none                           default
-          sandbox.network          allow                          default
-          sandbox.filesystem       full                           default
+          sandbox.profile          default                        default
+          generator.network        none                           default
+          sandbox.network          declared                       default
+          sandbox.filesystem       project-if-possible            default
           sandbox.syscalls         filter                         default
           sandbox.user             none                           default
           audit.path               none                           default
@@ -458,7 +462,7 @@ fn doctor_with_color() {
 
         [KERNEL SECTION]
 
-        [ESC][1msandbox:[ESC][0m network = allow, filesystem = full (project: [TEMP]/project, the current directory)
+        [ESC][1msandbox:[ESC][0m profile = default, network = declared, filesystem = project-if-possible, generated tools' network = none (project: [TEMP]/project, the current directory)
           network namespace       [ESC][32mok[ESC][0m  network = deny: new network namespaces (as root)
           landlock                [ESC][32mok[ESC][0m  filesystem = project | read-only: Landlock ABI 7
           private /proc           [ESC][32mok[ESC][0m  tools see no other process, toolsmith's environment included: new PID and mount namespaces with a fresh /proc (as root)
@@ -501,8 +505,10 @@ fn doctor_with_color() {
           policy.disabled          none                           [ESC][2mdefault[ESC][0m
           policy.allowed           none                           [ESC][2mdefault[ESC][0m
           policy.profile           none                           [ESC][2mdefault[ESC][0m
-          sandbox.network          allow                          [ESC][2mdefault[ESC][0m
-          sandbox.filesystem       full                           [ESC][2mdefault[ESC][0m
+          sandbox.profile          default                        [ESC][2mdefault[ESC][0m
+          generator.network        none                           [ESC][2mdefault[ESC][0m
+          sandbox.network          declared                       [ESC][2mdefault[ESC][0m
+          sandbox.filesystem       project-if-possible            [ESC][2mdefault[ESC][0m
           sandbox.syscalls         filter                         [ESC][2mdefault[ESC][0m
           sandbox.user             none                           [ESC][2mdefault[ESC][0m
           audit.path               none                           [ESC][2mdefault[ESC][0m
@@ -579,7 +585,7 @@ fn errors_without_color() {
     ----- stdout -----
     ----- stderr -----
     error: invalid config file ./.toolsmith/config.toml at line 2: unknown field `timeuot`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `max_timeout`, `tmp_size`
-    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message
+    hint: the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator], [trust] and [secrets.NAME]; see the key list in the message
     ");
     cli_snapshot!(context, context.command().args(["--color", "never", "run", "hello", "--timeout", "soon"]), @"
     exit_code: 2

@@ -115,7 +115,8 @@ fn sleeping(name: &str, seconds: u64) -> Value {
 }
 
 /// Acceptance (issue 24, point 9): two clients (one server, two sessions) generating different
-/// names at once each get their answer within their own test case's time plus a second: the
+/// names at once each get their answer within their own test case's time (twice: recorded, then
+/// under the learned declaration) plus a second: the
 /// registrations wait for each other only for the brief commit under the lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_generating_different_names_wait_only_for_their_own_tests() {
@@ -148,9 +149,11 @@ async fn two_clients_generating_different_names_wait_only_for_their_own_tests() 
         let result = result.unwrap();
         assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
         assert_eq!(result.structured_content.unwrap()["status"], "registered");
+        // A generation runs its test twice: once recording, once under the learned
+        // declaration (issue 23); waiting for the other's would take twice that again.
         assert!(
-            took <= Duration::from_secs(TEST_SECONDS + 1),
-            "{name}: answered after {took:?}, more than its test's {TEST_SECONDS} s + 1 s\n{}",
+            took <= Duration::from_secs(2 * TEST_SECONDS + 1),
+            "{name}: answered after {took:?}, more than its test's two runs of {TEST_SECONDS} s + 1 s\n{}",
             server.log()
         );
         figures.push(format!("{name} {took:?}"));

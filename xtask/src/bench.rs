@@ -53,6 +53,10 @@ pub(crate) struct BenchSettings {
     only_discovery: bool,
     /// `--only filter`: measure and report the system-call filter section alone.
     only_filter: bool,
+    /// `--only generate`: measure and report the generator section alone.
+    only_generate: bool,
+    /// `--only egress`: measure and report the egress proxy section alone.
+    only_egress: bool,
 }
 
 impl BenchSettings {
@@ -72,7 +76,22 @@ impl BenchSettings {
             generated_calls: if quick { 10 } else { 100 },
             only_discovery: false,
             only_filter: false,
+            only_generate: false,
+            only_egress: false,
         }
+    }
+
+    /// The same settings, measuring the egress proxy section alone (`--only egress`).
+    pub(crate) fn only_egress(self) -> BenchSettings {
+        BenchSettings {
+            only_egress: true,
+            ..self
+        }
+    }
+
+    /// Transfers of each variant in the egress section.
+    fn egress_transfers(&self) -> usize {
+        self.generated_calls.min(50)
     }
 
     /// The same settings, measuring the discovery section alone (`--only discovery`).
@@ -87,6 +106,14 @@ impl BenchSettings {
     pub(crate) fn only_filter(self) -> BenchSettings {
         BenchSettings {
             only_filter: true,
+            ..self
+        }
+    }
+
+    /// The same settings, measuring the generator section alone (`--only generate`).
+    pub(crate) fn only_generate(self) -> BenchSettings {
+        BenchSettings {
+            only_generate: true,
             ..self
         }
     }
@@ -597,6 +624,18 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if settings.only_filter {
         return print_report(&crate::filter_bench::measure(settings)?.render());
     }
+    if settings.only_generate {
+        let harness = Harness::new()?;
+        let generator = crate::generate_bench::measure(
+            &harness.multi_thread,
+            &harness.executor_handle(),
+            settings.discovery_repetitions,
+        )?;
+        return print_report(&generator.render());
+    }
+    if settings.only_egress {
+        return print_report(&crate::egress_bench::measure(settings.egress_transfers())?.render());
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -627,6 +666,7 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
         settings.generated_calls,
     )?;
     let filter = crate::filter_bench::measure(settings)?;
+    let egress = crate::egress_bench::measure(settings.egress_transfers())?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -647,6 +687,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&generated.render());
     report.push('\n');
     report.push_str(&filter.render());
+    report.push('\n');
+    report.push_str(&egress.render());
     print_report(&report)
 }
 

@@ -1,10 +1,15 @@
 //! `cargo xtask codegen [--check]`: the generated files of the workspace, written from their sources, or checked to be fresh.
 //!
-//! Today that is `docs/config.md`, the reference of the config file, rendered from the JSON
-//! Schema that `toolsmith_cli::config_schema()` derives from the structs the file is parsed
-//! into (schemars), so the reference cannot drift from the parser: a section is a property
-//! of the root whose schema is a documented struct (or a map of one, for `[tools.NAME]`),
-//! and its keys are that struct's properties, each with its doc comment.
+//! - `docs/config.md`, the reference of the config file, rendered from the JSON Schema that
+//!   `toolsmith_cli::config_schema()` derives from the structs the file is parsed into
+//!   (schemars), so the reference cannot drift from the parser: a section is a property of the
+//!   root whose schema is a documented struct (or a map of one, for `[tools.NAME]`), and its
+//!   keys are that struct's properties, each with its doc comment.
+//! - `docs/environment.md`, every environment variable toolsmith reads, rendered from the doc
+//!   comments of the CLI's `EnvVars` and the executor's `*_VAR` constants (`environment.rs`).
+//!
+//! `cargo xtask ci` runs the check mode, and so does the test `generated_files_are_fresh`, so
+//! `cargo test` alone fails on a stale file.
 
 use std::path::Path;
 
@@ -12,6 +17,9 @@ use anyhow::Context;
 use serde_json::Value;
 
 use crate::CheckFailed;
+use crate::codegen::environment::ENVIRONMENT_REFERENCE;
+
+mod environment;
 
 /// The config reference, relative to the workspace root.
 const CONFIG_REFERENCE: &str = "docs/config.md";
@@ -21,26 +29,41 @@ const REFRESH: &str = "cargo xtask codegen";
 
 /// Writes every generated file, or with `check` fails naming each stale one.
 pub(crate) fn run(root: &Path, check: bool) -> anyhow::Result<()> {
-    let generated = render_config_reference(&toolsmith_cli::config_schema())
+    let config = render_config_reference(&toolsmith_cli::config_schema())
         .map_err(|message| anyhow::anyhow!("cannot render {CONFIG_REFERENCE}: {message}"))?;
-    let path = root.join(CONFIG_REFERENCE);
-    let current = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => {
-            return Err(error).with_context(|| format!("cannot read {}", path.display()));
+    let environment = environment::render_from_sources(root)
+        .with_context(|| format!("cannot render {ENVIRONMENT_REFERENCE}"))?;
+    let mut stale = Vec::new();
+    for (relative, generated) in [
+        (CONFIG_REFERENCE, config),
+        (ENVIRONMENT_REFERENCE, environment),
+    ] {
+        let path = root.join(relative);
+        let current = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot read {}", path.display()));
+            }
+        };
+        if current == generated {
+            continue;
         }
-    };
-    if current == generated {
+        if check {
+            stale.push(relative);
+            continue;
+        }
+        std::fs::write(&path, generated)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if stale.is_empty() {
         return Ok(());
     }
-    if check {
-        return Err(CheckFailed(format!(
-            "{CONFIG_REFERENCE} is stale: run `{REFRESH}` to refresh it"
-        ))
-        .into());
-    }
-    std::fs::write(&path, generated).with_context(|| format!("cannot write {}", path.display()))
+    Err(CheckFailed(format!(
+        "{} stale: run `{REFRESH}` to refresh",
+        stale.join(", ")
+    ))
+    .into())
 }
 
 /// The Markdown reference of the config file, from its JSON Schema.
@@ -197,10 +220,11 @@ mod tests {
         );
     }
 
-    /// The reference in the tree is what the config structs say (`cargo xtask codegen
-    /// --check` says the same in CI; this keeps `cargo test` alone enough).
+    /// The references in the tree are what the config structs and the variables' declarations
+    /// say (`cargo xtask codegen --check` says the same in CI; this keeps `cargo test` alone
+    /// enough).
     #[test]
-    fn config_reference_is_fresh() {
+    fn generated_files_are_fresh() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         crate::codegen::run(&root, true).unwrap();
     }

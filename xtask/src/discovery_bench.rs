@@ -94,6 +94,7 @@ pub(crate) fn measure(
         // session's init serves the probes of one tool file.
         tool_caches: Some(cache_dir.join("tool-cache")),
         read_masks: toolsmith_registry::ReadMasks::none(),
+        secrets: Default::default(),
     };
     eprintln!("bench: discovery of {N_TOOLS} tools, {repetitions} repetitions");
 

@@ -13,8 +13,9 @@ tasks:
                            server's fds, threads, memory and processes must not grow
   tidy                     check house-style rules over every file of the workspace
   codegen [--check]        write the generated files (docs/config.md, from the config
-                           file's schema); --check: fail if one is stale
-  bench [--quick] [--calls N] [--only discovery|filter]
+                           file's schema; docs/environment.md, from EnvVars and the
+                           executor's variables); --check: fail if one is stale
+  bench [--quick] [--calls N] [--only discovery|filter|egress]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
@@ -24,10 +25,13 @@ tasks:
                            --quick: a few calls and one discovery, for a smoke run;
                            --only discovery: the discovery section alone;
                            then request-to-registered of a generated bash tool
-                           against running its one test case alone;
+                           into a live registry of 0 and 100 tools, predicted
+                           answers and plain path, against its test case alone;
+                           --only generate: the generator section alone;
                            then the seccomp allow-list against the deny-list it
                            replaced (install, exec, openat loop);
-                           --only filter: the filter section alone
+                           --only filter: the filter section alone;
+                           --only egress: the egress proxy section alone
   man [--out DIR]          build toolsmith (dev profile) and write its man pages
                            (toolsmith.1 and one per subcommand) into DIR
                            (default: <target dir>/man)
@@ -109,6 +113,8 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut calls = None;
     let mut only_discovery = false;
     let mut only_filter = false;
+    let mut only_generate = false;
+    let mut only_egress = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -130,25 +136,34 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
             ("--only", value) => match value.or_else(|| args.next()).as_deref() {
                 Some("discovery") => only_discovery = true,
                 Some("filter") => only_filter = true,
+                Some("generate") => only_generate = true,
+                Some("egress") => only_egress = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the sections `discovery` and `filter`, not `{section}`"
+                        "`--only` knows the sections `discovery`, `filter`, `generate` and `egress`, not `{section}`"
                     ));
                 }
                 None => {
-                    return Err("`--only` needs a section (`discovery` or `filter`)".to_owned());
+                    return Err(
+                        "`--only` needs a section (`discovery`, `filter`, `generate` or `egress`)"
+                            .to_owned(),
+                    );
                 }
             },
             _ => return Err(format!("unknown option `{arg}` for `bench`")),
         }
     }
     let settings = BenchSettings::resolve(quick, calls);
-    Ok(match (only_discovery, only_filter) {
-        (true, true) => return Err("`--only` takes one section".to_owned()),
-        (true, false) => settings.only_discovery(),
-        (false, true) => settings.only_filter(),
-        (false, false) => settings,
-    })
+    Ok(
+        match (only_discovery, only_filter, only_generate, only_egress) {
+            (true, false, false, false) => settings.only_discovery(),
+            (false, true, false, false) => settings.only_filter(),
+            (false, false, true, false) => settings.only_generate(),
+            (false, false, false, true) => settings.only_egress(),
+            (false, false, false, false) => settings,
+            _ => return Err("`--only` takes one section".to_owned()),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -222,6 +237,12 @@ mod tests {
                 BenchSettings::resolve(true, None).only_filter(),
             )),
         );
+        check(
+            &["bench", "--quick", "--only", "generate"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_generate(),
+            )),
+        );
     }
 
     #[test]
@@ -253,11 +274,11 @@ mod tests {
         );
         check(
             &["bench", "--only"],
-            Err("`--only` needs a section (`discovery` or `filter`)"),
+            Err("`--only` needs a section (`discovery`, `filter` or `generate`)"),
         );
         check(
             &["bench", "--only", "mcp"],
-            Err("`--only` knows the sections `discovery` and `filter`, not `mcp`"),
+            Err("`--only` knows the sections `discovery`, `filter` and `generate`, not `mcp`"),
         );
         check(
             &["bench", "--slow"],

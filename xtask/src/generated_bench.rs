@@ -142,6 +142,7 @@ pub(crate) fn measure(
         project_gate: None,
         tool_caches: None,
         read_masks: toolsmith_registry::ReadMasks::none(),
+        secrets: Default::default(),
     };
     let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
     if let Some(problem) = catalog.problems().first() {

@@ -15,6 +15,7 @@ mod cargo;
 mod ci;
 mod codegen;
 mod discovery_bench;
+mod egress_bench;
 mod filter_bench;
 mod flags;
 mod generate_bench;

@@ -12,6 +12,7 @@ use anyhow::Context;
 
 use crate::CheckFailed;
 
+mod docs;
 mod size;
 
 /// One house-style rule.
@@ -39,6 +40,18 @@ enum Rule {
     /// A source file holds at most 800 lines of non-test code, a function at most 120 lines
     /// unless a `// long: <why>` comment says why (`size.rs`).
     Size,
+    /// `ARCHITECTURE.md` holds at most 25 000 bytes and `README.md` at most 12 000 (`docs.rs`).
+    DocSize,
+    /// Only the CLI's MCP files name the MCP SDK (`docs.rs`).
+    SdkBoundary,
+    /// A cited `research/NAME.md` is a file of `docs/research/` (`docs.rs`).
+    Citation,
+    /// A relative Markdown link names a file and heading that exist, and the map of `docs/`
+    /// links every document of it (`docs.rs`).
+    Link,
+    /// The CLI and the executor read their environment only through documented constants,
+    /// which `docs/environment.md` is generated from (`docs.rs`).
+    UndocumentedVariable,
 }
 
 impl Rule {
@@ -54,6 +67,11 @@ impl Rule {
             Rule::WorkspaceLints => "workspace-lints",
             Rule::TemplateReference => "template-reference",
             Rule::Size => "size",
+            Rule::DocSize => "doc-size",
+            Rule::SdkBoundary => "sdk-boundary",
+            Rule::Citation => "citation",
+            Rule::Link => "link",
+            Rule::UndocumentedVariable => "undocumented-variable",
         }
     }
 }
@@ -132,6 +150,37 @@ fn check_workspace(root: &Path) -> anyhow::Result<Vec<Violation>> {
                 finding,
             });
         }
+        if has_extension(&relative, &["md"]) {
+            for finding in docs::check_links(root, &relative, &text) {
+                findings.push(Violation {
+                    path: relative.clone(),
+                    finding,
+                });
+            }
+        }
+        for (line, name) in docs::research_citations(&text) {
+            if !root.join(docs::RESEARCH_DIR).join(&name).is_file() {
+                findings.push(Violation {
+                    path: relative.clone(),
+                    finding: Finding {
+                        line,
+                        rule: Rule::Citation,
+                        message: format!(
+                            "cites research/{name}, which is not in {}",
+                            docs::RESEARCH_DIR
+                        ),
+                    },
+                });
+            }
+        }
+    }
+    for finding in docs::check_docs_map(root)
+        .with_context(|| format!("could not read the map of docs/ in `{}`", root.display()))?
+    {
+        findings.push(Violation {
+            path: "docs/README.md".to_owned(),
+            finding,
+        });
     }
     for member in workspace_members(root)? {
         let manifest = root.join(&member).join("Cargo.toml");
@@ -347,6 +396,7 @@ fn check_file(path: &str, text: &str) -> Vec<Finding> {
     }
     if has_extension(path, &["rs", "md", "toml"]) {
         check_trailing_whitespace(text, &mut findings);
+        docs::check(path, text, &mut findings);
     }
     findings.sort_by_key(|finding| finding.line);
     findings
@@ -608,7 +658,7 @@ mod tests {
     }
 
     /// Runs the per-file rules on `text` as if it were the file at `path`.
-    fn check(path: &str, text: &str, expect: &[&str]) {
+    pub(super) fn check(path: &str, text: &str, expect: &[&str]) {
         assert_eq!(
             render(&check_file(path, text)),
             expect,

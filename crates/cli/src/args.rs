@@ -114,6 +114,13 @@ pub(crate) enum Commands {
     /// Run the test cases tools declare (`tests`), one line per case.
     #[command(after_help = EXAMPLES_TEST)]
     Test(TestArgs),
+    /// Learn the narrowest sandbox declaration under which a tool's tests pass.
+    ///
+    /// Runs the declared tests in a recording sandbox (the operator's grant, public
+    /// destinations through the egress proxy, which records them), then again under the
+    /// narrowest declaration the record allows, and prints it.
+    #[command(after_help = EXAMPLES_LEARN)]
+    Learn(LearnArgs),
     /// Fetch the dependencies of uv and npx tools into their caches, once.
     ///
     /// A tool started by a package runner (`uv run --script`, `npx`) is prepared with the
@@ -174,6 +181,14 @@ const EXAMPLES_NEW: &str = "\
 Examples:
   toolsmith new fetch_title --lang python --description 'Fetch a page title' --param url:string:required:'The page URL'
   toolsmith new count_lines --lang bash --param path:string:required --dir ./tools";
+
+const EXAMPLES_LEARN: &str = "\
+Examples:
+  toolsmith learn fetch_page                        the declaration, one line per axis
+  toolsmith learn fetch_page --json                 {\"sandbox\": {...}} to paste into the tool
+
+Exit status: 0 when a declaration was learned, 1 when a test fails even while recording
+(or under every declaration tried), 2 for bad usage.";
 
 const EXAMPLES_TEST: &str = "\
 Examples:
@@ -339,6 +354,16 @@ pub(crate) struct TestArgs {
     pub(crate) name: Option<String>,
 
     /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LearnArgs {
+    /// The tool whose declared tests to learn from.
+    pub(crate) name: String,
+
+    /// Print `{"sandbox": {...}}`, ready to paste into the tool's declaration.
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -1,7 +1,9 @@
 //! Every environment variable toolsmith reads, as documented constants on one type.
 
 /// The environment variables toolsmith reads. Each one is documented here and
-/// nowhere else; reference docs are generated from this list.
+/// nowhere else: `cargo xtask codegen` writes `docs/environment.md` from these doc
+/// comments (with the executor's own `*_VAR` constants), and its check fails when that
+/// file is stale.
 #[derive(Debug)]
 pub struct EnvVars;
 
@@ -31,6 +33,11 @@ impl EnvVars {
     /// How logs are written on stderr, like `--log-format` (which wins): `text`
     /// (the default) or `json`, one JSON object per line.
     pub const TOOLSMITH_LOG_FORMAT: &'static str = "TOOLSMITH_LOG_FORMAT";
+
+    /// A hosts-format file (`address name...` per line) from which toolsmith's egress proxy
+    /// resolves the names tools ask for, instead of the system resolver; read at each lookup.
+    /// For tests and air-gapped hosts.
+    pub const TOOLSMITH_EGRESS_HOSTS: &'static str = "TOOLSMITH_EGRESS_HOSTS";
 
     /// The containment backend: `auto`, `cgroup`, `pidns`, `subreaper` or
     /// `pgroup`. Overrides `[executor] backend`.
@@ -76,4 +83,7 @@ impl EnvVars {
 
     /// When set, not empty and not `0`, `--color auto` colours even a pipe.
     pub const CLICOLOR_FORCE: &'static str = "CLICOLOR_FORCE";
+
+    /// The terminal's type: `dumb` makes `--color auto` colour nothing, even on a terminal.
+    pub const TERM: &'static str = "TERM";
 }

@@ -64,6 +64,10 @@ static NOT_DUMPABLE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLo
 /// settings were resolved (see `toolsmith_executor::scrub_environment`).
 static ENVIRON_DROPPED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
+/// `TOOLSMITH_EGRESS_HOSTS`, read before the environment is scrubbed: the hosts file the
+/// egress proxy resolves names from instead of the system resolver.
+static EGRESS_HOSTS: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
 /// The clap definition of the command line, for generated artefacts (man
 /// pages, completions) that must match the binary exactly.
 pub fn command() -> clap::Command {
@@ -201,6 +205,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Commands::Test(args) => reading_tools(&cli, async |global, executor| {
             commands::test::test(args, global, executor).await
         }),
+        Commands::Learn(args) => reading_tools(&cli, async |global, executor| {
+            commands::learn::learn(args, global, executor).await
+        }),
         Commands::Prepare(args) => reading_tools(&cli, async |global, executor| {
             commands::prepare::prepare(args, global, executor).await
         }),
@@ -293,7 +300,8 @@ fn on_runtime(
             backend: global.backend,
             max_concurrent,
         })
-        .context("cannot set up the executor")?,
+        .context("cannot set up the executor")?
+        .with_egress_hosts(EGRESS_HOSTS.get().cloned().flatten()),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -431,6 +439,7 @@ impl Session {
         tracing::debug!(?global, "resolved settings");
         global.check_read_reveal()?;
         global.make_state_dirs();
+        global.check_secrets()?;
         // Every variable that no tool receives and toolsmith does not read is
         // dropped (its heap copy zeroed), so that a tool that could read
         // toolsmith's memory would not find the operator's secrets in it.
@@ -438,11 +447,14 @@ impl Session {
         let env_token = matches!(cli.command, Commands::Serve(_))
             .then(|| lookup(EnvVars::TOOLSMITH_TOKEN))
             .flatten();
+        let _ignored = EGRESS_HOSTS.set(lookup(EnvVars::TOOLSMITH_EGRESS_HOSTS).map(PathBuf::from));
         let keep = global.kept_environment();
         // SAFETY: the process still has one thread: no executor, runtime or
         // progress bar exists yet, and the logger writes from the caller's thread.
         let dropped = unsafe { toolsmith_executor::scrub_environment(&|name| keep(name)) };
         tracing::debug!(?dropped, "dropped variables no tool receives");
+        let mut global = global;
+        global.with_secret_command_env(std::env::vars_os().collect());
         let _ignored = ENVIRON_DROPPED.set(dropped.len());
         Ok(Session { global, env_token })
     }

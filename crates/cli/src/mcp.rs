@@ -1,4 +1,4 @@
-//! The MCP server behind `toolsmith serve`: the only module that knows rmcp, mapping tools to MCP tools and envelopes to call results.
+//! The MCP server behind `toolsmith serve`: rmcp's home (with `mcp/`; only `http.rs` and `export.rs`'s `mcp_tool` name it besides, as tidy checks), mapping tools to MCP tools and envelopes to call results.
 //!
 //! - Both protocol eras are served, as rmcp does by default: the legacy `initialize` handshake
 //!   (2025-06-18, 2025-11-25) and the stateless 2026-07-28 revision (`server/discover`, `_meta`
@@ -45,7 +45,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use toolsmith_executor::Executor;
-use toolsmith_generator::{GeneratorConfig, Status, request_schema};
+use toolsmith_generator::{GeneratorConfig, Report, Request, Status, request_schema};
 use toolsmith_registry::{
     AuditLog, Body, CallIdentity, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, Id,
     LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
@@ -76,6 +76,8 @@ pub(crate) struct ServeContext {
     pub(crate) policy: Policy,
     pub(crate) prefix: String,
     pub(crate) audit: Option<AuditLog>,
+    /// The tool definitions last listed, to report a change at the next `tools/list`.
+    pub(crate) definitions: std::sync::Mutex<toolsmith_registry::Definitions>,
     /// Where `custom_tool` writes; `None` when it is not offered.
     pub(crate) generator: Option<GeneratorConfig>,
     /// Why `custom_tool` refuses every request, as `generate` does (the project is not
@@ -416,6 +418,11 @@ impl Handler {
             outcome,
             audited.elapsed().as_secs_f64(),
         );
+        if let Some(sandbox) = &envelope.metadata.sandbox {
+            self.shared
+                .metrics
+                .egress(sandbox.egress.iter().map(|record| record.verdict.as_str()));
+        }
         tracing::info!(
             tool = %tool.name(),
             outcome,
@@ -443,15 +450,20 @@ impl Handler {
             )]));
         }
         let existing = shared.registry.snapshot();
-        let report = toolsmith_generator::generate(
-            &shared.executor,
-            request,
-            &existing,
-            Some(&shared.registry),
-            generator,
-            &shared.config,
-        )
-        .await;
+        let report = match Request::from_json(request) {
+            Ok(request) => {
+                toolsmith_generator::generate(
+                    &shared.executor,
+                    &request,
+                    &existing,
+                    Some(&shared.registry),
+                    generator,
+                    &shared.config,
+                )
+                .await
+            }
+            Err(error) => Ok(Report::invalid_request(request, &error)),
+        };
         let report = match report {
             Ok(report) => report,
             Err(error) => {
@@ -543,6 +555,15 @@ impl ServerHandler for Handler {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let catalog = self.shared.registry.snapshot();
+        crate::commands::discover::observe_definitions(
+            &mut self
+                .shared
+                .definitions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            &catalog,
+            self.shared.audit.as_ref(),
+        );
         let listed = self.listed(&catalog);
         let names: Vec<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
         let cursor = request.and_then(|request| request.cursor);

@@ -31,6 +31,11 @@ struct ReasonLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabel {
+    verdict: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BackendLabel {
     backend: String,
 }
@@ -46,6 +51,7 @@ pub(crate) struct Metrics {
     sandbox_refusals: Family<ToolLabel, Counter>,
     discovery_seconds: Gauge<f64, AtomicU64>,
     backend: Family<BackendLabel, Gauge>,
+    egress: Family<VerdictLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -96,7 +102,14 @@ impl Default for Metrics {
             "The containment backend in use (1 for the one in use)",
             backend.clone(),
         );
+        let egress = Family::<VerdictLabel, Counter>::default();
+        registry.register(
+            "egress_connections",
+            "Connections tools asked toolsmith's egress proxy for, by verdict (allowed, denied, failed)",
+            egress.clone(),
+        );
         Metrics {
+            egress,
             registry,
             calls,
             latency,
@@ -133,6 +146,17 @@ impl Metrics {
             self.sandbox_refusals
                 .get_or_create(&ToolLabel {
                     tool: tool.to_owned(),
+                })
+                .inc();
+        }
+    }
+
+    /// A call's connections through the egress proxy, one verdict each.
+    pub(crate) fn egress<'a>(&self, verdicts: impl IntoIterator<Item = &'a str>) {
+        for verdict in verdicts {
+            self.egress
+                .get_or_create(&VerdictLabel {
+                    verdict: verdict.to_owned(),
                 })
                 .inc();
         }
@@ -187,6 +211,7 @@ mod tests {
         metrics.call_ended("hello", "ok", 0.01);
         metrics.call_ended("hello", "ok", 0.02);
         metrics.call_ended("wipe", "POLICY_DENIED", 0.0);
+        metrics.egress(["allowed", "denied", "denied"]);
         metrics.call_refused("rate");
         let text = metrics.encode();
         assert!(text.contains("toolsmith_calls_in_flight 0"), "{text}");
@@ -196,6 +221,11 @@ mod tests {
         );
         assert!(
             text.contains(r#"toolsmith_sandbox_refusals_total{tool="wipe"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"toolsmith_egress_connections_total{verdict="denied"} 2"#)
+                && text.contains(r#"toolsmith_egress_connections_total{verdict="allowed"} 1"#),
             "{text}"
         );
         assert!(

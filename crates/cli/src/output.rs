@@ -66,7 +66,7 @@ pub(crate) fn wants_color(
             {
                 return true;
             }
-            terminal && lookup("TERM").as_deref() != Some("dumb")
+            terminal && lookup(EnvVars::TERM).as_deref() != Some("dumb")
         }
     }
 }

@@ -28,6 +28,9 @@
 //!   any path when the user has an audit log (it would move the user's log), else a path outside
 //!   the project.
 //!
+//! - `[secrets.NAME]` and `tools.NAME.secrets`: always, whatever `project_may_loosen` says
+//!   ([`without_secrets`]): secrets are defined and granted in the user config only.
+//!
 //! `discovery.peers` and `discovery.cache` only change which of the user's and the project's
 //! own directories are read, and how often: they are never loosening.
 
@@ -37,7 +40,7 @@ use std::time::Duration;
 
 use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunAs};
 use toolsmith_registry::{
-    FilesystemSetting, NetworkSetting, SyscallsSetting, ToolName, format_duration,
+    FilesystemSetting, NetworkSetting, SandboxProfile, SyscallsSetting, ToolName, format_duration,
 };
 
 #[cfg(test)]
@@ -58,8 +61,44 @@ pub(crate) struct Loosening {
     pub(crate) applied: String,
 }
 
+impl Loosening {
+    /// Whether no user setting could allow it: a secret's definition or grant.
+    pub(crate) fn user_config_only(&self) -> bool {
+        self.key.starts_with("secrets.") || self.key.ends_with(".secrets")
+    }
+}
+
+/// The project's options without any `[secrets.NAME]` or `tools.NAME.secrets`, and what was
+/// removed: a project config never defines or grants a secret, even with `[trust]
+/// project_may_loosen = true` (a trusted clone must not hand the user's token to its own
+/// tool by naming it).
+pub(crate) fn without_secrets(project: &mut Options) -> Vec<Loosening> {
+    let mut found: Vec<Loosening> = std::mem::take(&mut project.secrets)
+        .into_keys()
+        .map(|name| Loosening {
+            key: format!("secrets.{name}"),
+            project: "a secret's definition".to_owned(),
+            applied: "no secret of the project's".to_owned(),
+        })
+        .collect();
+    for (name, tool) in &mut project.tools {
+        if let Some(granted) = tool.secrets.take() {
+            let names: Vec<String> = granted.iter().map(|name| format!("\"{name}\"")).collect();
+            found.push(Loosening {
+                key: format!("tools.{name}.secrets"),
+                project: format!("[{}]", names.join(", ")),
+                applied: "the user config's grant".to_owned(),
+            });
+        }
+    }
+    found
+}
+
 impl std::fmt::Display for Loosening {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.user_config_only() {
+            return write!(f, "{} is ignored; {} applies", self.key, self.applied);
+        }
         write!(
             f,
             "{} = {} would loosen the user's {}; {} applies",
@@ -77,7 +116,7 @@ pub(crate) fn tighten(
     cwd: &Path,
     home: Option<&Path>,
 ) -> (Options, Vec<Loosening>) {
-    let mut found = Vec::new();
+    let mut found = without_secrets(&mut project);
     let defaults = Limits::recommended();
     let user_limits = Baseline::of(&user.limits, &defaults);
     limits("limits", &mut project.limits, &user_limits, &mut found);
@@ -125,15 +164,7 @@ pub(crate) fn tighten(
     let user_set = user.env.set.clone().unwrap_or_default();
     env("env", &mut project.env, &user_allow, &user_set, &mut found);
 
-    let user_sandbox = UserSandbox {
-        network: user.sandbox.network.unwrap_or(NetworkSetting::Allow),
-        filesystem: user.sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
-        syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
-        user: user.sandbox.user,
-        compat: user.sandbox.compat == Some(true),
-        read_reveal: user.sandbox.read_reveal.clone().unwrap_or_default(),
-    };
-    sandbox("sandbox", &mut project.sandbox, &user_sandbox, &mut found);
+    let user_sandbox = sandbox_and_generator(&mut project, user, project_dir, &mut found);
 
     policy(&mut project, user, &mut found);
     may_replace(&mut project, user, &mut found);
@@ -156,7 +187,13 @@ pub(crate) fn tighten(
         tool_set.extend(user_tool.env.set.clone().unwrap_or_default());
         env(&prefix, &mut tool.env, &tool_allow, &tool_set, &mut found);
         let tool_sandbox = user_sandbox.for_tool(&user_tool.sandbox);
-        sandbox(&prefix, &mut tool.sandbox, &tool_sandbox, &mut found);
+        sandbox(
+            &prefix,
+            &mut tool.sandbox,
+            &tool_sandbox,
+            project_dir,
+            &mut found,
+        );
         let user_disabled = user_tool.disabled == Some(true)
             || user
                 .policy
@@ -406,14 +443,71 @@ fn env(
     }
 }
 
+/// Drops `[sandbox] profile = "compat"`, the `[sandbox]` settings and `[generator] network` of
+/// `project` that grant more than the user's; returns the user's effective sandbox.
+fn sandbox_and_generator(
+    project: &mut Options,
+    user: &Options,
+    project_dir: &Path,
+    found: &mut Vec<Loosening>,
+) -> UserSandbox {
+    let user_profile = user.sandbox.profile.unwrap_or(SandboxProfile::Default);
+    if project.sandbox.profile == Some(SandboxProfile::Compat)
+        && user_profile != SandboxProfile::Compat
+    {
+        found.push(loosening(
+            "sandbox.profile".to_owned(),
+            format!("{:?}", SandboxProfile::Compat.as_str()),
+            format!("{:?}", user_profile.as_str()),
+        ));
+        project.sandbox.profile = None;
+    }
+    let user_sandbox = UserSandbox {
+        network: user
+            .sandbox
+            .network
+            .clone()
+            .unwrap_or_else(|| user_profile.network()),
+        filesystem: user
+            .sandbox
+            .filesystem
+            .clone()
+            .unwrap_or_else(|| user_profile.filesystem()),
+        syscalls: user.sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
+        user: user.sandbox.user,
+        read_reveal: user.sandbox.read_reveal.clone().unwrap_or_default(),
+    };
+    sandbox(
+        "sandbox",
+        &mut project.sandbox,
+        &user_sandbox,
+        project_dir,
+        found,
+    );
+    let user_generated = user
+        .generator
+        .network
+        .clone()
+        .unwrap_or_else(|| user_profile.generated_network());
+    if let Some(network) = &project.generator.network
+        && !network.within(&user_generated)
+    {
+        found.push(loosening(
+            "generator.network".to_owned(),
+            network.to_string(),
+            user_generated.to_string(),
+        ));
+        project.generator.network = None;
+    }
+    user_sandbox
+}
+
 /// The user's effective sandbox for one scope.
 struct UserSandbox {
     network: NetworkSetting,
     filesystem: FilesystemSetting,
     syscalls: SyscallsSetting,
     user: Option<RunAs>,
-    /// `[sandbox] profile = "compat"`: the credential masks are off.
-    compat: bool,
     /// The paths the user reveals (as written).
     read_reveal: Vec<String>,
 }
@@ -422,11 +516,13 @@ impl UserSandbox {
     /// The user's sandbox for one tool: its `[tools.NAME]` section over this.
     fn for_tool(&self, tool: &SandboxOptions) -> UserSandbox {
         UserSandbox {
-            network: tool.network.unwrap_or(self.network),
-            filesystem: tool.filesystem.unwrap_or(self.filesystem),
+            network: tool.network.clone().unwrap_or_else(|| self.network.clone()),
+            filesystem: tool
+                .filesystem
+                .clone()
+                .unwrap_or_else(|| self.filesystem.clone()),
             syscalls: tool.syscalls.unwrap_or(self.syscalls),
             user: self.user,
-            compat: self.compat,
             read_reveal: tool
                 .read_reveal
                 .clone()
@@ -436,29 +532,32 @@ impl UserSandbox {
 }
 
 /// Drops the sandbox settings of `project` that confine less than the user's.
+/// A list may be narrowed, never widened: every destination or path a project lists must lie
+/// within the user's.
 fn sandbox(
     prefix: &str,
     project: &mut SandboxOptions,
     user: &UserSandbox,
+    project_dir: &Path,
     found: &mut Vec<Loosening>,
 ) {
-    if let Some(network) = project.network
-        && network_rank(network) < network_rank(user.network)
+    if let Some(network) = &project.network
+        && !network.within(&user.network)
     {
         found.push(loosening(
             format!("{prefix}.network"),
-            format!("{:?}", network.as_str()),
-            format!("{:?}", user.network.as_str()),
+            quoted_setting(network.to_string()),
+            quoted_setting(user.network.to_string()),
         ));
         project.network = None;
     }
-    if let Some(filesystem) = project.filesystem
-        && filesystem_looser(filesystem, user.filesystem)
+    if let Some(filesystem) = &project.filesystem
+        && !filesystem.within(&user.filesystem, project_dir)
     {
         found.push(loosening(
             format!("{prefix}.filesystem"),
-            format!("{:?}", filesystem.as_str()),
-            format!("{:?}", user.filesystem.as_str()),
+            quoted_setting(filesystem.to_string()),
+            quoted_setting(user.filesystem.to_string()),
         ));
         project.filesystem = None;
     }
@@ -490,22 +589,15 @@ fn sandbox(
     masks(prefix, project, user, found);
 }
 
-/// Drops a project's `profile = "compat"` and each `read_reveal` path the user does not reveal:
-/// both show tools what the user's masks hide. `read_hide` only adds masks.
+/// Drops each `read_reveal` path of a project the user does not reveal: it shows tools what
+/// the user's masks hide (a project's `profile = "compat"` is dropped with the grants, in
+/// `sandbox_and_generator`). `read_hide` only adds masks.
 fn masks(
     prefix: &str,
     project: &mut SandboxOptions,
     user: &UserSandbox,
     found: &mut Vec<Loosening>,
 ) {
-    if project.compat == Some(true) && !user.compat {
-        found.push(loosening(
-            format!("{prefix}.profile"),
-            "\"compat\"".to_owned(),
-            "\"default\"".to_owned(),
-        ));
-        project.compat = None;
-    }
     if let Some(reveal) = &project.read_reveal
         && reveal.iter().any(|path| !user.read_reveal.contains(path))
     {
@@ -526,31 +618,13 @@ fn syscalls_rank(setting: SyscallsSetting) -> u8 {
     }
 }
 
-fn network_rank(setting: NetworkSetting) -> u8 {
-    match setting {
-        NetworkSetting::Allow => 0,
-        NetworkSetting::DenyIfPossible => 1,
-        NetworkSetting::Deny => 2,
+/// A level as the messages quote it (`"none"`); a list as TOML writes it.
+fn quoted_setting(text: String) -> String {
+    if text.starts_with('[') {
+        text
+    } else {
+        format!("{text:?}")
     }
-}
-
-/// How confined a filesystem profile is, and whether it fails closed without Landlock.
-fn filesystem_rank(setting: FilesystemSetting) -> (u8, bool) {
-    match setting {
-        FilesystemSetting::Full => (0, true),
-        FilesystemSetting::ProjectIfPossible => (1, false),
-        FilesystemSetting::Project => (1, true),
-        FilesystemSetting::ReadOnlyIfPossible => (2, false),
-        FilesystemSetting::ReadOnly => (2, true),
-    }
-}
-
-/// Whether `project` confines less than `user` on some kernel: a lower profile, or one that
-/// runs unconfined without Landlock where the user's fails closed.
-fn filesystem_looser(project: FilesystemSetting, user: FilesystemSetting) -> bool {
-    let (project_level, project_required) = filesystem_rank(project);
-    let (user_level, user_required) = filesystem_rank(user);
-    project_level < user_level || (user_level > 0 && user_required && !project_required)
 }
 
 /// Strongest first; `auto` picks the strongest the kernel allows.
@@ -764,7 +838,7 @@ mod tests {
             &[
                 "env.allow = \"SECRET_TOKEN\" would loosen the user's allow list [\"PATH\", \"HOME\", \"USER\", \"LANG\"]; allow list [\"PATH\", \"HOME\", \"USER\", \"LANG\"] applies",
                 "env.set.PATH = \"/evil\" would loosen the user's value passed through by the allow list; value passed through by the allow list applies",
-                "sandbox.network = \"allow\" would loosen the user's \"deny\"; \"deny\" applies",
+                "sandbox.network = \"any\" would loosen the user's \"none\"; \"none\" applies",
                 "sandbox.filesystem = \"read-only-if-possible\" would loosen the user's \"project\"; \"project\" applies",
             ],
         );
@@ -808,12 +882,38 @@ mod tests {
     }
 
     #[test]
+    fn a_project_may_narrow_a_list_not_widen_it() {
+        check(
+            "[sandbox]\nnetwork = [\"a.test\", \"b.test:443\"]\nfilesystem = [\"/nonexistent/project/out\", \"/srv/cache\"]\n",
+            "[sandbox]\nnetwork = [\"a.test:443\", \"b.test:443\"]\nfilesystem = [\"/srv/cache/x\"]\n[tools.hello]\nnetwork = [\"b.test:80\"]\nfilesystem = [\"/etc\"]\n",
+            &[
+                "tools.hello.network = [\"b.test:80\"] would loosen the user's [\"a.test\",\"b.test:443\"]; [\"a.test\",\"b.test:443\"] applies",
+                "tools.hello.filesystem = [\"/etc\"] would loosen the user's [\"/nonexistent/project/out\",\"/srv/cache\"]; [\"/nonexistent/project/out\",\"/srv/cache\"] applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn under_the_default_profile_a_project_adds_no_destination_or_path() {
+        check(
+            "",
+            "[sandbox]\nprofile = \"compat\"\nnetwork = [\"a.test\"]\nfilesystem = [\"/nonexistent/project/out\", \"/home\"]\n[generator]\nnetwork = \"any\"\n",
+            &[
+                "sandbox.profile = \"compat\" would loosen the user's \"default\"; \"default\" applies",
+                "sandbox.network = [\"a.test\"] would loosen the user's \"declared\"; \"declared\" applies",
+                "sandbox.filesystem = [\"/nonexistent/project/out\",\"/home\"] would loosen the user's \"project-if-possible\"; \"project-if-possible\" applies",
+                "generator.network = any would loosen the user's none; none applies",
+            ],
+        );
+    }
+
+    #[test]
     fn tool_sections_compare_with_the_users() {
         check(
             "[tools.hello]\nnetwork = \"deny\"\n[limits]\ncpu = \"10s\"\n",
             "[tools.hello]\nnetwork = \"deny-if-possible\"\ncpu = \"5s\"\n[tools.other]\ncpu = \"unlimited\"\n",
             &[
-                "tools.hello.network = \"deny-if-possible\" would loosen the user's \"deny\"; \"deny\" applies",
+                "tools.hello.network = \"deny-if-possible\" would loosen the user's \"none\"; \"none\" applies",
                 "tools.other.cpu = unlimited would loosen the user's 10s; 10s applies",
             ],
         );

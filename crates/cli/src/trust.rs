@@ -418,10 +418,17 @@ impl TrustReport {
         }
         if let Some(config) = &self.project_config {
             for loosening in &self.loosenings {
-                lines.push(format!(
-                    "warning: {}: {loosening} (the user config's `[trust] project_may_loosen = true` would allow it)",
-                    config.display()
-                ));
+                lines.push(if loosening.user_config_only() {
+                    format!(
+                        "warning: {}: {loosening} (only the user config defines and grants secrets)",
+                        config.display()
+                    )
+                } else {
+                    format!(
+                        "warning: {}: {loosening} (the user config's `[trust] project_may_loosen = true` would allow it)",
+                        config.display()
+                    )
+                });
             }
             if self.ignored_trust_section {
                 lines.push(format!(
@@ -544,7 +551,9 @@ pub(crate) fn project_config(
     }
     let mut file = crate::settings::load_bytes(&shown, &bytes)?;
     report.ignored_trust_section = file.trust.take().is_some();
-    if !options.project_may_loosen {
+    if options.project_may_loosen {
+        report.loosenings = crate::tighten::without_secrets(&mut file.options);
+    } else {
         let (tightened, loosenings) = tighten(file.options, user, &project_canonical, cwd, home);
         file.options = tightened;
         report.loosenings = loosenings;

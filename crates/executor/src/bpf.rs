@@ -106,7 +106,10 @@ pub(crate) const LEAF_SIZE: usize = 8;
 /// Installing also translates and compiles every instruction, so the leaves
 /// keep the program small: consecutive numbers share a comparison, and the
 /// rules of a leaf share its returns.
-pub(crate) fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
+pub(crate) fn build(
+    network_denied: impl Into<crate::seccomp::Sockets>,
+    private_pids: bool,
+) -> Vec<libc::sock_filter> {
     let mut program = header();
     program.extend(search(&table(network_denied, private_pids)));
     program
@@ -117,7 +120,10 @@ pub(crate) fn build(network_denied: bool, private_pids: bool) -> Vec<libc::sock_
 /// (`named_rules`), whose leaves allow every other number, the unnamed and
 /// those above `LAST_CLASSIFIED` included. No run gets it: `cargo xtask
 /// bench` compares its cost with the allow-list's.
-pub(crate) fn build_deny_list(network_denied: bool, private_pids: bool) -> Vec<libc::sock_filter> {
+pub(crate) fn build_deny_list(
+    network_denied: impl Into<crate::seccomp::Sockets>,
+    private_pids: bool,
+) -> Vec<libc::sock_filter> {
     let mut program = header();
     program.extend(search(&spans(&named_rules(network_denied, private_pids))));
     program
@@ -126,7 +132,10 @@ pub(crate) fn build_deny_list(network_denied: bool, private_pids: bool) -> Vec<l
 /// The spans the search runs over: those of `rules`, which classify every
 /// number up to `LAST_CLASSIFIED`, and one more refusing every number above
 /// with `ENOSYS` (on x86_64 the header has refused the x32 numbers already).
-pub(crate) fn table(network_denied: bool, private_pids: bool) -> Vec<Span> {
+pub(crate) fn table(
+    network_denied: impl Into<crate::seccomp::Sockets>,
+    private_pids: bool,
+) -> Vec<Span> {
     let mut table = spans(&rules(network_denied, private_pids));
     let first = LAST_CLASSIFIED + 1;
     let last = if cfg!(target_arch = "x86_64") {

@@ -97,6 +97,14 @@ pub(crate) extern "C" fn child_main(argument: *mut c_void) -> c_int {
         if setup.hostname && !crate::mounts::set_hostname() {
             return fail(context, Stage::Hostname);
         }
+        // In the run's own network namespace, before any program exists: the
+        // proxy's listener, handed to the executor (`egress/listen.rs`).
+        if setup
+            .egress_channel
+            .is_some_and(|channel| !crate::egress::listen_and_send(channel))
+        {
+            return fail(context, Stage::EgressListener);
+        }
         if !setup.with_init {
             return tool_main(argument);
         }

@@ -31,6 +31,21 @@ pub enum Error {
         /// The offending path.
         path: PathBuf,
     },
+    /// A writable path of `Filesystem::Paths` is relative or does not exist: Landlock and the
+    /// mount layout can only grant what exists.
+    #[error("writable path `{path}` is not an absolute path that exists", path = path.display())]
+    WritablePath {
+        /// The path as given.
+        path: std::path::PathBuf,
+    },
+    /// `Filesystem::Paths` lists more roots than a run may have.
+    #[error("{count} writable paths (at most {max})")]
+    TooManyWritablePaths {
+        /// How many were listed.
+        count: usize,
+        /// The most a run may have.
+        max: usize,
+    },
     /// A path or argument held a NUL byte, which no process can receive.
     #[error("`{value}` contains a NUL byte")]
     NulByte {
@@ -160,11 +175,14 @@ pub enum Stage {
     Capabilities,
     /// Installing the system-call filter.
     Seccomp,
+    /// Bringing loopback up and listening on the egress proxy's port in the
+    /// run's network namespace, and handing the socket to the executor.
+    EgressListener,
 }
 
 impl Stage {
     /// Every stage, in the order of their codes (from 1).
-    const ALL: [Stage; 23] = [
+    const ALL: [Stage; 24] = [
         Stage::IdMaps,
         Stage::Cgroup,
         Stage::Setsid,
@@ -188,6 +206,7 @@ impl Stage {
         Stage::Identity,
         Stage::Capabilities,
         Stage::Seccomp,
+        Stage::EgressListener,
     ];
 
     /// The step's name, as errors display it.
@@ -218,6 +237,7 @@ impl Stage {
             Stage::Identity => "switching to the [sandbox] user (setgroups, setresgid, setresuid)",
             Stage::Capabilities => "dropping capabilities (capset)",
             Stage::Seccomp => "installing the seccomp filter",
+            Stage::EgressListener => "listening on the egress proxy's port in the run's network",
         }
     }
 

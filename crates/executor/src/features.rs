@@ -210,7 +210,7 @@ fn probe_mounts() -> Probe {
         proc: true,
         host_proc: false,
         read_only: true,
-        project: None,
+        writable: Vec::new(),
         sealed: Vec::new(),
         reopened: Vec::new(),
         protected: Vec::new(),

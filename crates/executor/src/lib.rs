@@ -31,6 +31,7 @@ mod cgroup;
 mod child;
 mod command;
 mod containment;
+mod egress;
 mod environ;
 mod error;
 mod features;
@@ -66,6 +67,10 @@ use nix::sys::resource::{Resource, getrlimit};
 pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{
     Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, ReportSink, filtered_env,
+};
+pub use crate::egress::{
+    DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
+    EgressVerdict, HostPattern, PROXY_PORT,
 };
 pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environment};
 pub use crate::error::{Error, Stage};
@@ -107,6 +112,8 @@ pub struct Executor {
     planner: Arc<Planner>,
     /// The executor's own hard rlimits, which bound a run's.
     hard_limits: HardLimits,
+    /// How the egress proxies of proxied runs resolve names.
+    resolver: crate::egress::Resolver,
 }
 
 impl Executor {
@@ -172,7 +179,17 @@ impl Executor {
                 runs_dir::RunsDir::acquire()?,
             )),
             hard_limits,
+            resolver: crate::egress::Resolver::default(),
         })
+    }
+
+    /// Has the egress proxies of [`Network::Proxy`] runs resolve names from
+    /// this hosts-format file (read at each lookup) instead of the system
+    /// resolver: `TOOLSMITH_EGRESS_HOSTS`, for tests and air-gapped hosts.
+    #[must_use]
+    pub fn with_egress_hosts(mut self, hosts: Option<std::path::PathBuf>) -> Executor {
+        self.resolver = crate::egress::Resolver { hosts };
+        self
     }
 
     /// The containment backend in use.

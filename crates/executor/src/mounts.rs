@@ -114,6 +114,10 @@ const MASKED: [&CStr; 13] = [
     c"/sys/devices/virtual/powercap",
 ];
 
+/// The most writable roots a run may have (`Filesystem::Paths`), so that the child keeps
+/// their clones in a fixed array.
+pub(crate) const MAX_WRITABLE_ROOTS: usize = 32;
+
 /// The hostname of every run with a UTS namespace.
 pub(crate) const HOSTNAME: &[u8] = b"toolsmith";
 
@@ -130,9 +134,9 @@ pub(crate) struct MountPlan {
     pub(crate) host_proc: bool,
     /// Make every mount read-only ("read-only" and "project").
     pub(crate) read_only: bool,
-    /// The writable project directory ("project"), cloned before the
-    /// read-only step and attached again after it.
-    pub(crate) project: Option<CString>,
+    /// The writable roots (the project directory under "project", each listed path under a
+    /// list), cloned before the read-only step and attached again after it.
+    pub(crate) writable: Vec<CString>,
     /// Directories inside the project bound read-only, before `reopened`: each is the
     /// nearest existing directory of a protected path that does not exist.
     pub(crate) sealed: Vec<CString>,
@@ -207,13 +211,17 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
                 return false;
             }
         }
-        let project = match &plan.project {
-            Some(path) => match clone_writable(path) {
+        // At most a few roots: a fixed array keeps the child allocation-free.
+        let mut writable = [(-1 as c_int, ptr::null::<libc::c_char>()); MAX_WRITABLE_ROOTS];
+        if plan.writable.len() > MAX_WRITABLE_ROOTS {
+            return false;
+        }
+        for (slot, path) in writable.iter_mut().zip(&plan.writable) {
+            match clone_writable(path) {
                 tree if tree < 0 => return false,
-                tree => Some((tree, path)),
-            },
-            None => None,
-        };
+                tree => *slot = (tree, path.as_ptr()),
+            }
+        }
         let own_dir = match &plan.own_dir {
             Some((path, parent)) => match clone_writable(path) {
                 tree if tree < 0 => return false,
@@ -228,9 +236,9 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
         if !set_attributes(libc::AT_FDCWD, c"/", AT_RECURSIVE, everywhere) {
             return false;
         }
-        if let Some((tree, path)) = project {
-            let attached = attach(tree, path);
-            libc::close(tree);
+        for (tree, path) in writable.iter().take(plan.writable.len()) {
+            let attached = attach(*tree, CStr::from_ptr(*path));
+            libc::close(*tree);
             if !attached {
                 return false;
             }

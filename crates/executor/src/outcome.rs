@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{AppliedSandbox, Backend, LimitKind};
+use crate::{AppliedSandbox, Backend, EgressEvent, LimitKind};
 
 /// How the program's main process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,9 @@ pub struct Outcome {
     pub backend: Backend,
     /// The isolation that applied.
     pub sandbox: AppliedSandbox,
+    /// Every connection the run asked its egress proxy for, in the order
+    /// they were asked (empty unless the network was [`crate::Network::Proxy`]).
+    pub egress: Vec<EgressEvent>,
 }
 
 impl Outcome {

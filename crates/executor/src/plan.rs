@@ -89,6 +89,9 @@ pub(crate) struct InitPlan {
     /// its securebits while it is prepared, when its programs drop their
     /// privileges: they inherit both, and their own drop only checks them.
     pub(crate) bounding: Option<u32>,
+    /// The child end of the run's egress channel: the namespace's first
+    /// process listens on the proxy's port and sends the socket on it.
+    pub(crate) egress_channel: Option<RawFd>,
 }
 
 // SAFETY: the seccomp program is static; the plan is never mutated after construction.

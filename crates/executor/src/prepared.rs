@@ -280,6 +280,10 @@ impl Planner {
             bounding: sandbox
                 .privileges
                 .map(|privileges| privileges.last_capability),
+            egress_channel: sandbox
+                .egress
+                .as_ref()
+                .map(crate::egress::EgressChannel::child_fd),
         })
     }
 

@@ -104,6 +104,16 @@ pub(crate) async fn run(
         (run_id, &key, &sandbox, start_from),
         &mut guard,
     )?;
+    // The proxy serves from the program's start; a run whose listener did not
+    // come ends here (the guard kills it): no proxy, no way out.
+    let proxy = match &sandbox.egress {
+        Some(channel) => Some(crate::egress::Proxy::start(
+            channel.listener()?,
+            channel.egress.clone(),
+            executor.resolver.clone(),
+        )?),
+        None => None,
+    };
     let Some(leader) = guard.leader.as_ref() else {
         return Err(lost("the run lost its leader"));
     };
@@ -143,7 +153,13 @@ pub(crate) async fn run(
     .await?;
     drain(&mut streams).await;
     let wall_time = started.elapsed();
-    outcome(executor, limits, supervised, streams, settled, wall_time)
+    let egress = match proxy {
+        Some(proxy) => proxy.finish().await,
+        None => Vec::new(),
+    };
+    let mut outcome = outcome(executor, limits, supervised, streams, settled, wall_time)?;
+    outcome.egress = egress;
+    Ok(outcome)
 }
 
 /// What the event loop reads, writes and watches while the program runs.
@@ -556,6 +572,7 @@ fn outcome(
         stdin_unread: streams.input.unread,
         backend: containment.backend(),
         sandbox: applied,
+        egress: Vec::new(),
     };
     executor.release(containment);
     Ok(outcome)

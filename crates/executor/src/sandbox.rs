@@ -29,13 +29,29 @@ pub enum Enforcement {
 }
 
 /// Network access of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Network {
     /// The executor's own network.
     Allow,
     /// A network namespace of its own whose only interface, loopback, is
     /// down: no address is reachable, the host's loopback included.
     Deny(Enforcement),
+    /// A network namespace of its own whose only way out is a proxy the
+    /// executor runs for the run, which lets through exactly the granted
+    /// destinations (see `egress/`). Fails closed: without a network
+    /// namespace the run fails with [`Error::SandboxUnavailable`].
+    Proxy(crate::Egress),
+}
+
+impl Network {
+    /// The enforcement of the run's own network namespace, `None` for [`Network::Allow`].
+    pub fn namespace(&self) -> Option<Enforcement> {
+        match self {
+            Network::Allow => None,
+            Network::Deny(enforcement) => Some(*enforcement),
+            Network::Proxy(_) => Some(Enforcement::Required),
+        }
+    }
 }
 
 /// Where a run may write.
@@ -52,6 +68,15 @@ pub enum Filesystem {
     },
     /// Only in the run's private temporary directory.
     ReadOnly(Enforcement),
+    /// Only below each of `roots` (absolute, existing at the start of the run) and in the
+    /// run's private temporary directory; the protected paths below them stay read-only as
+    /// under [`Filesystem::Project`].
+    Paths {
+        /// The directories (or files) the run may write.
+        roots: Vec<PathBuf>,
+        /// What to do when Landlock is unavailable.
+        enforcement: Enforcement,
+    },
 }
 
 /// Whether a run's system calls go through toolsmith's seccomp filter
@@ -142,6 +167,8 @@ pub enum FilesystemAccess {
     Project,
     /// Writes only in the private temporary directory.
     ReadOnly,
+    /// Writes only below the listed paths and the private temporary directory.
+    Paths,
 }
 
 impl FilesystemAccess {
@@ -151,6 +178,7 @@ impl FilesystemAccess {
             FilesystemAccess::Full => "full",
             FilesystemAccess::Project => "project",
             FilesystemAccess::ReadOnly => "read-only",
+            FilesystemAccess::Paths => "paths",
         }
     }
 }
@@ -208,18 +236,25 @@ pub(crate) struct SandboxPlan {
     pub(crate) seccomp: Option<&'static [libc::sock_filter]>,
     /// What applies, for the outcome.
     pub(crate) applied: AppliedSandbox,
+    /// Under [`Network::Proxy`]: the grant and the channel that brings the
+    /// listener of the run's namespace to the executor's proxy.
+    pub(crate) egress: Option<crate::egress::EgressChannel>,
 }
 
 impl SandboxPlan {
     /// The environment the program gets on top of its command's.
     pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
-        match &self.temp_dir {
+        let mut env = match &self.temp_dir {
             Some(dir) => ["TMPDIR", "TMP", "TEMP"]
                 .into_iter()
                 .map(|name| (OsString::from(name), dir.path.clone().into_os_string()))
                 .collect(),
             None => Vec::new(),
+        };
+        if self.egress.is_some() {
+            env.extend(crate::egress::proxy_env());
         }
+        env
     }
 }
 
@@ -258,21 +293,10 @@ pub(crate) fn plan(
     tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
     runs.check()?;
-    let mut applied = AppliedSandbox {
-        network_denied: false,
-        filesystem: FilesystemAccess::Full,
-        private_pids: false,
-        private_mounts: false,
-        private_ipc: false,
-        capabilities_dropped: false,
-        run_as: None,
-        syscall_filter: false,
-        hidden: 0,
-        relaxed: Vec::new(),
-    };
+    let mut applied = nothing_applied();
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
     let mut clone_flags = 0;
-    if let Network::Deny(enforcement) = sandbox.network {
+    if let Some(enforcement) = sandbox.network.namespace() {
         if features.network_namespace.available {
             clone_flags |= libc::CLONE_NEWNET;
             applied.network_denied = true;
@@ -296,7 +320,7 @@ pub(crate) fn plan(
         applied.private_ipc = true;
     }
     let FilesystemPlan {
-        writable_root,
+        writable_roots,
         landlock_ruleset,
         landlock_rights,
         temp_dir,
@@ -315,20 +339,19 @@ pub(crate) fn plan(
     let mounts = if (sandbox.private_mounts || restricted || hiding) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
-        let (sealed, reopened) = match (applied.filesystem, writable_root) {
-            (FilesystemAccess::Project, Some(root)) => {
-                crate::mounts::sealing(root, &sandbox.protected)
-            }
-            _ => (Vec::new(), Vec::new()),
+        let writable_roots = match applied.filesystem {
+            FilesystemAccess::Project | FilesystemAccess::Paths => writable_roots,
+            _ => Vec::new(),
         };
+        let (sealed, reopened) = sealing_below(&writable_roots, &sandbox.protected);
         Some(MountPlan {
             proc: private_pids,
             host_proc: !private_pids,
             read_only: restricted,
-            project: match (applied.filesystem, writable_root) {
-                (FilesystemAccess::Project, Some(root)) => Some(c_path(root)?),
-                _ => None,
-            },
+            writable: writable_roots
+                .iter()
+                .map(|root| c_path(root))
+                .collect::<Result<_, _>>()?,
             sealed: c_paths(&sealed)?,
             reopened: c_paths(&reopened)?,
             protected: protected_mounts(sandbox, applied.filesystem)?,
@@ -353,6 +376,7 @@ pub(crate) fn plan(
         None
     };
     Ok(SandboxPlan {
+        egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -361,7 +385,7 @@ pub(crate) fn plan(
         temp_dir,
         privileges,
         seccomp: seccomp_program
-            .map(|()| seccomp::program(applied.network_denied, applied.private_pids)),
+            .map(|()| seccomp::program(sockets(&sandbox.network, &applied), applied.private_pids)),
         applied,
     })
 }
@@ -376,10 +400,10 @@ fn masks_unavailable(sandbox: &Sandbox, features: &Features, applied: &mut Appli
     }
 }
 
-/// The protected paths bound read-only: under `project`, those that exist.
+/// The protected paths bound read-only: under `project` or `paths`, those that exist.
 fn protected_mounts(sandbox: &Sandbox, access: FilesystemAccess) -> Result<Vec<CString>, Error> {
     match access {
-        FilesystemAccess::Project => sandbox
+        FilesystemAccess::Project | FilesystemAccess::Paths => sandbox
             .protected
             .iter()
             .filter(|path| path.symlink_metadata().is_ok())
@@ -405,6 +429,59 @@ fn plan_masks(
     applied.hidden = masks.hidden();
     applied.relaxed.extend(notes);
     Ok(masks)
+}
+
+/// What applies before planning: nothing.
+fn nothing_applied() -> AppliedSandbox {
+    AppliedSandbox {
+        network_denied: false,
+        filesystem: FilesystemAccess::Full,
+        private_pids: false,
+        private_mounts: false,
+        private_ipc: false,
+        capabilities_dropped: false,
+        run_as: None,
+        syscall_filter: false,
+        hidden: 0,
+        relaxed: Vec::new(),
+    }
+}
+
+/// Which sockets the filter lets a run make (`seccomp::Sockets`).
+fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
+    if matches!(network, Network::Proxy(_)) {
+        seccomp::Sockets::Proxied
+    } else {
+        applied.network_denied.into()
+    }
+}
+
+/// The channel of a proxied run. The namespace itself is planned (or the
+/// run refused) with the other namespaces.
+fn plan_egress(
+    network: &Network,
+    filtered: bool,
+    applied: &mut AppliedSandbox,
+) -> Result<Option<crate::egress::EgressChannel>, Error> {
+    let Network::Proxy(egress) = network else {
+        return Ok(None);
+    };
+    if !egress.unix_sockets.is_empty() {
+        // Fail closed: nothing yet restricts which pathname sockets a run that
+        // may make Unix sockets reaches (docs/security.md).
+        return Err(Error::SandboxUnavailable {
+            requirement: "network = [\"unix:...\"]",
+            mechanism: "a Unix socket allow-list",
+            reason: "Unix socket grants are not enforced yet".to_owned(),
+        });
+    }
+    if !filtered {
+        applied.relaxed.push(
+            "Unix sockets not refused under the egress proxy: the system-call filter is off"
+                .to_owned(),
+        );
+    }
+    crate::egress::EgressChannel::new(egress.clone()).map(Some)
 }
 
 /// The privileges a run drops and whether it gets the system-call filter,
@@ -455,7 +532,7 @@ fn plan_privileges(
 /// The filesystem part of a plan: the directories Landlock leaves
 /// writable, its ruleset and the private TMPDIR; `applied` says what applies.
 struct FilesystemPlan<'sandbox> {
-    writable_root: Option<&'sandbox Path>,
+    writable_roots: Vec<&'sandbox Path>,
     landlock_ruleset: Option<OwnedFd>,
     landlock_rights: u64,
     temp_dir: Option<TempDir>,
@@ -470,17 +547,36 @@ fn plan_filesystem<'sandbox>(
     run_name: &str,
     applied: &mut AppliedSandbox,
 ) -> Result<FilesystemPlan<'sandbox>, Error> {
-    let (writable_root, enforcement, access) = match &sandbox.filesystem {
-        Filesystem::Full => (None, Enforcement::IfPossible, FilesystemAccess::Full),
+    let (writable_roots, enforcement, access) = match &sandbox.filesystem {
+        Filesystem::Full => (Vec::new(), Enforcement::IfPossible, FilesystemAccess::Full),
         Filesystem::Project { root, enforcement } => (
-            Some(root.as_path()),
+            vec![root.as_path()],
             *enforcement,
             FilesystemAccess::Project,
         ),
-        Filesystem::ReadOnly(enforcement) => (None, *enforcement, FilesystemAccess::ReadOnly),
+        Filesystem::ReadOnly(enforcement) => (Vec::new(), *enforcement, FilesystemAccess::ReadOnly),
+        Filesystem::Paths { roots, enforcement } => {
+            if roots.len() > crate::mounts::MAX_WRITABLE_ROOTS {
+                return Err(Error::TooManyWritablePaths {
+                    count: roots.len(),
+                    max: crate::mounts::MAX_WRITABLE_ROOTS,
+                });
+            }
+            for root in roots {
+                if !root.is_absolute() || root.symlink_metadata().is_err() {
+                    return Err(Error::WritablePath { path: root.clone() });
+                }
+            }
+            (
+                roots.iter().map(PathBuf::as_path).collect(),
+                *enforcement,
+                FilesystemAccess::Paths,
+            )
+        }
     };
     let requirement = match access {
         FilesystemAccess::Project => "filesystem = project",
+        FilesystemAccess::Paths => "filesystem = a list of paths",
         _ => "filesystem = read-only",
     };
     let mounts_available = features.private_mounts.available;
@@ -516,7 +612,7 @@ fn plan_filesystem<'sandbox>(
                 }
                 let dir = create_temp_dir(runs, run_name, applied.run_as)?;
                 let mut writable: Vec<&Path> = vec![&dir.path];
-                writable.extend(writable_root);
+                writable.extend(writable_roots.iter().copied());
                 writable.extend(sandbox.own_dir.as_deref());
                 landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
                 landlock_rights = landlock::writable_rights(abi);
@@ -533,11 +629,23 @@ fn plan_filesystem<'sandbox>(
         }
     }
     Ok(FilesystemPlan {
-        writable_root,
+        writable_roots,
         landlock_ruleset,
         landlock_rights,
         temp_dir,
     })
+}
+
+/// The sealed directories and their reopened entries below each writable root (see
+/// `mounts::sealing`).
+fn sealing_below(roots: &[&Path], protected: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut sealed, mut reopened) = (Vec::new(), Vec::new());
+    for root in roots {
+        let (root_sealed, root_reopened) = crate::mounts::sealing(root, protected);
+        sealed.extend(root_sealed);
+        reopened.extend(root_reopened);
+    }
+    (sealed, reopened)
 }
 
 fn c_paths(paths: &[std::path::PathBuf]) -> Result<Vec<CString>, Error> {

@@ -210,19 +210,53 @@ pub(crate) enum Rule {
     },
 }
 
+/// Which sockets a run may make: the filter's one network-dependent part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sockets {
+    /// Every family but `AF_VSOCK` (`network = allow`).
+    Any,
+    /// Only `PROXIED_FAMILIES` (`Network::Proxy`): IPv4 and IPv6 sockets,
+    /// which reach nothing but the run's own namespace and its proxy, and
+    /// netlink for the resolver's interface queries. No `AF_UNIX` socket:
+    /// a pathname Unix socket of the host (a container engine's, the D-Bus
+    /// system bus, `/dev/log`) is reachable from any network namespace.
+    Proxied,
+    /// None (`network = deny`).
+    None,
+}
+
+impl From<bool> for Sockets {
+    /// `network_denied` as it was before the proxy: `true` is [`Sockets::None`].
+    fn from(network_denied: bool) -> Sockets {
+        if network_denied {
+            Sockets::None
+        } else {
+            Sockets::Any
+        }
+    }
+}
+
+/// The socket families a proxied run may make: `AF_INET`, `AF_INET6`, `AF_NETLINK`.
+pub(crate) const PROXIED_FAMILIES: [u32; 3] = [2, 10, 16];
+
 /// The filter program, built once per kind: with `network_denied`, sockets
 /// are refused too; without `private_pids`, tracing (`TRACING`) too.
-pub(crate) fn program(network_denied: bool, private_pids: bool) -> &'static [libc::sock_filter] {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 4] = [const { OnceLock::new() }; 4];
-    let index = usize::from(network_denied) * 2 + usize::from(private_pids);
-    PROGRAMS[index].get_or_init(|| build(network_denied, private_pids))
+pub(crate) fn program(
+    sockets: impl Into<Sockets>,
+    private_pids: bool,
+) -> &'static [libc::sock_filter] {
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 6] = [const { OnceLock::new() }; 6];
+    let sockets = sockets.into();
+    let index = sockets as usize * 2 + usize::from(private_pids);
+    PROGRAMS[index].get_or_init(|| build(sockets, private_pids))
 }
 
 /// Every number up to [`LAST_CLASSIFIED`] the filter does not simply allow,
 /// with its rule, sorted by number: the refusals and argument checks, and
 /// `ENOSYS` for each number neither they nor the allow-list name.
-pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
-    let mut rules = named_rules(network_denied, private_pids);
+pub(crate) fn rules(sockets: impl Into<Sockets>, private_pids: bool) -> Vec<(u32, Rule)> {
+    let sockets = sockets.into();
+    let mut rules = named_rules(sockets, private_pids);
     let mut allowed: Vec<u32> = crate::allowed::ALLOWED
         .iter()
         .map(|&call| number(call))
@@ -230,7 +264,7 @@ pub(crate) fn rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)
     if private_pids {
         allowed.extend(TRACING.iter().map(|&call| number(call)));
     }
-    if !network_denied {
+    if sockets == Sockets::Any {
         allowed.push(number(libc::SYS_socketpair));
     }
     let named: Vec<u32> = rules.iter().map(|&(call, _)| call).collect();
@@ -292,7 +326,8 @@ pub struct FiltersForBench {
 
 /// The numbers with a rule of their own (a refusal with its reason, or an
 /// argument check), sorted by number.
-pub(crate) fn named_rules(network_denied: bool, private_pids: bool) -> Vec<(u32, Rule)> {
+pub(crate) fn named_rules(sockets: impl Into<Sockets>, private_pids: bool) -> Vec<(u32, Rule)> {
+    let sockets = sockets.into();
     let tracing: &[libc::c_long] = if private_pids { &[] } else { TRACING };
     let mut rules: Vec<(libc::c_long, Rule)> = DENIED
         .iter()
@@ -314,7 +349,20 @@ pub(crate) fn named_rules(network_denied: bool, private_pids: bool) -> Vec<(u32,
             mask: CLONE_NAMESPACES | CLONE_NEWTIME,
         },
     ));
-    if network_denied {
+    if sockets == Sockets::Proxied {
+        // Under a proxy the run's namespace holds only loopback and the proxy's
+        // port (see `Sockets::Proxied`); a datagram pair still could `sendto` a
+        // named datagram socket of the host, so pairs are as under deny.
+        rules.push((
+            libc::SYS_socket,
+            Rule::AllowOnly {
+                argument: 0,
+                values: &PROXIED_FAMILIES,
+                errno: libc::EPERM,
+            },
+        ));
+        rules.push((libc::SYS_socketpair, Rule::UnixStreamPairsOnly));
+    } else if sockets == Sockets::None {
         // Under deny the run's network namespace is empty (loopback down),
         // but a socket is still a door. A Unix socket reaches the host's
         // pathname sockets (a container engine's socket, the D-Bus system

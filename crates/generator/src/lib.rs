@@ -7,9 +7,11 @@
 //! cases and the pipeline's own checks through the executor, and only when
 //! every check passed moves it into the [`GeneratorConfig`]'s tools
 //! directory with one `rename`, records the version in the history
-//! repository ([`history`], [`rollback`]) and refreshes the live registry.
-//! The [`Report`] lists every check, so an agent can repair a rejected
-//! request.
+//! repository ([`history`], [`rollback`]) and hands the live registry the
+//! tool with the record of the probe its checks ran (no other tool file is
+//! probed). The [`Report`] lists every check, so an agent can repair a
+//! rejected request, and carries the registered [`Report::tool`], ready to
+//! call.
 //!
 //! The generator runs processes only through the registry and the executor,
 //! and knows nothing of command lines or MCP.
@@ -19,8 +21,8 @@
 //! use std::path::PathBuf;
 //! use std::sync::Arc;
 //! use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-//! use toolsmith_generator::{GeneratorConfig, generate};
-//! use toolsmith_registry::{RunConfig, SandboxSettings, discover};
+//! use toolsmith_generator::{GeneratorConfig, Request, generate};
+//! use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke};
 //!
 //! let executor = Arc::new(Executor::new(ExecutorConfig { backend: BackendChoice::Auto, max_concurrent: None })?);
 //! let run_config = RunConfig {
@@ -35,6 +37,7 @@
 //!     project_gate: None,
 //!     tool_caches: None,
 //!     read_masks: toolsmith_registry::ReadMasks::none(),
+//!     secrets: Default::default(),
 //! };
 //! let config = GeneratorConfig {
 //!     tools_dir: PathBuf::from(".toolsmith/tools"),
@@ -42,16 +45,22 @@
 //!     templates_dir: None,
 //!     may_replace: Vec::new(),
 //! };
-//! let request = serde_json::json!({
+//! let request = Request::from_json(&serde_json::json!({
 //!     "name": "add_numbers",
 //!     "description": "Adds two numbers.",
 //!     "parameters": {"a": {"type": "number", "required": true}, "b": {"type": "number", "required": true}},
 //!     "implementation": "return args['a'] + args['b']",
 //!     "tests": [{"input": {"a": 1, "b": 2}, "expect": {"result": 3}}],
-//! });
+//! }))?;
 //! let existing = discover(&executor, &[config.tools_dir.clone()], &run_config).await;
 //! let report = generate(&executor, &request, &existing, None, &config, &run_config).await?;
 //! println!("{}", serde_json::to_string(&report)?);
+//! // The registered tool comes back with the report: no second discovery to call it.
+//! if let Some(tool) = &report.tool {
+//!     let arguments = serde_json::json!({"a": 2, "b": 3});
+//!     let envelope = invoke(&executor, tool, &arguments, &run_config, &Policy::allow_all()).await?;
+//!     println!("{}", serde_json::to_string(&envelope)?);
+//! }
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]

@@ -7,13 +7,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, LiveRegistry, RunConfig, ToolName, error_chain};
+use toolsmith_registry::{
+    Catalog, DiscoveryCache, LayerDir, LiveRegistry, Policy, Registration, RunConfig, Tool,
+    ToolName, discover_one, error_chain,
+};
 
 use crate::history;
 use crate::lock;
 use crate::recovery;
 use crate::render::{self, RenderedTool};
-use crate::staged_checks::check_staged;
+use crate::staged_checks::{carry_learned, check_staged};
 use crate::staging::{
     Staging, install, remove_other_formats, sync_file, tool_files, write_file, write_new_dir,
     write_unsynced,
@@ -81,7 +84,10 @@ impl CheckReport {
 
 /// The report of a request, for people and agents: a rejected request's failing check
 /// explains what to repair before resubmitting with `replace: true`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// A registered tool comes back with it ([`tool`](Report::tool)), loaded from the file its
+/// checks probed, so a caller can call it at once without discovering again.
+#[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// What happened.
     pub status: Status,
@@ -104,6 +110,12 @@ pub struct Report {
     /// What a crash had left in the tools directory and this request repaired first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<String>,
+    /// The registered tool, as the registry loaded it from [`path`](Report::path) (from the
+    /// record of the probe the checks ran: registering probes nothing else). With a live
+    /// registry it is the tool of the live catalog; `None` when not registered, or when the
+    /// live catalog does not serve the file (a policy or a higher layer hides it).
+    #[serde(skip)]
+    pub tool: Option<Tool>,
 }
 
 impl Report {
@@ -117,7 +129,23 @@ impl Report {
             commit: None,
             checks,
             repairs: Vec::new(),
+            tool: None,
         }
+    }
+
+    /// The report rejecting a request that is not a [`Request`] (the JSON `value` the caller
+    /// received, refused by [`Request::from_json`] with `error`): its `request` check says
+    /// why, so an agent can repair it.
+    pub fn invalid_request(value: &Value, error: &crate::RequestError) -> Report {
+        let requested = value
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Report::rejected(
+            requested.to_owned(),
+            None,
+            vec![CheckReport::failed("request", error_chain(error))],
+        )
     }
 }
 
@@ -164,33 +192,31 @@ pub async fn recover(tools_dir: &Path) -> Result<Vec<String>, Error> {
     recovery::recover(tools_dir, &locked)
 }
 
-/// Runs the whole pipeline for `request` (JSON). `existing` is the catalog the name is
-/// checked against; `live`, when given, is refreshed after registration so that its
-/// subscribers (and MCP clients) hear of the new tool.
+/// Runs the whole pipeline for `request` ([`Request::from_json`] checked it against the
+/// request schema once). `existing` is the catalog the name is checked against; `live`, when
+/// given, gets the registered tool (with the record of the probe the checks ran, so no other
+/// tool file is probed again) and its subscribers (and MCP clients) hear of it. A registered
+/// report carries the tool ([`Report::tool`]), ready to call.
 pub async fn generate(
     executor: &Arc<Executor>,
-    request: &Value,
+    request: &Request,
     existing: &Catalog,
     live: Option<&LiveRegistry>,
     config: &GeneratorConfig,
     run_config: &RunConfig,
 ) -> Result<Report, Error> {
-    let requested = request
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let _serialized = serialize_name(requested).await;
-    let (request, mut checks) = match checked_request(request, existing, config) {
-        Ok(checked) => checked,
+    let _serialized = serialize_name(request.name.as_str()).await;
+    let mut checks = match checked_request(request, existing, config) {
+        Ok(checks) => checks,
         Err(rejected) => return Ok(*rejected),
     };
     let name = request.name.clone();
     let exposed = Some(name.exposed());
     let tera = render::template_of(config.templates_dir.as_deref(), request.language)?;
     let Some(implementation) = request.implementation.clone() else {
-        return scaffold(&tera, &request, config, checks);
+        return scaffold(&tera, request, config, checks);
     };
-    let rendered = render::render(&tera, &request, &implementation)?;
+    let rendered = render::render(&tera, request, &implementation)?;
     checks.push(CheckReport::passed("render", None));
 
     let message = if request.replace {
@@ -235,15 +261,17 @@ pub async fn generate(
     let answers = if overridden {
         None
     } else {
-        render::kodelet_answers(&request)
+        render::kodelet_answers(request)
     };
+    let mut probes = DiscoveryCache::in_memory();
     let staged_checks = check_staged(
         executor,
         &staging.dir,
         &staged,
-        &request,
+        request,
         answers,
         run_config,
+        &mut probes,
     )
     .await;
     let synced = joined(synced, &staged).await;
@@ -251,43 +279,46 @@ pub async fn generate(
         Some(task) => Some(joined(task, &scratch).await),
         None => None,
     };
-    checks.extend(staged_checks?);
+    let sandboxed = staged_checks?;
+    checks.extend(sandboxed.checks);
     if checks.iter().any(|check| !check.ok) {
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
     synced?;
+    // The registered file carries the declaration its tests passed under.
+    let (rendered, check) = carry_learned(
+        executor,
+        &tera,
+        request,
+        &implementation,
+        sandboxed.learned,
+        (&staging.dir, &staged),
+        run_config,
+        &mut probes,
+    )
+    .await?;
+    checks.push(check);
+    if checks.iter().any(|check| !check.ok) {
+        return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
+    }
     let staged = Staged {
         staging,
         file: staged,
         rendered,
         fresh_history,
         message,
+        probes,
     };
-    register(&request, staged, config, live, checks).await
+    register(executor, request, staged, config, live, run_config, checks).await
 }
 
 /// The request parsed and its name checked against `existing` and the tools directory: the
 /// request with the checks passed so far, or the report rejecting it.
 fn checked_request(
-    request: &Value,
+    request: &Request,
     existing: &Catalog,
     config: &GeneratorConfig,
-) -> Result<(Request, Vec<CheckReport>), Box<Report>> {
-    let requested_name = request
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let request = match Request::from_json(request) {
-        Ok(request) => request,
-        Err(error) => {
-            return Err(Box::new(Report::rejected(
-                requested_name,
-                None,
-                vec![CheckReport::failed("request", error_chain(&error))],
-            )));
-        }
-    };
+) -> Result<Vec<CheckReport>, Box<Report>> {
     let name = &request.name;
     let mut checks = vec![CheckReport::passed("request", None)];
     let existing_file = tool_files(&config.tools_dir, name)
@@ -336,7 +367,7 @@ fn checked_request(
         )),
         (None, _) => checks.push(CheckReport::passed("name", None)),
     }
-    Ok((request, checks))
+    Ok(checks)
 }
 
 /// A request without an implementation: its skeleton and the request itself written to a
@@ -372,8 +403,13 @@ fn scaffold(
         commit: None,
         checks,
         repairs: Vec::new(),
+        tool: None,
     })
 }
+
+/// A registration of the live registry in progress, with the path it names the installed
+/// file by, if it filed the file's record.
+pub(crate) type LiveRegistration<'live> = (Registration<'live>, Option<PathBuf>);
 
 /// A tool that passed its checks in the staging directory, ready to move into place.
 struct Staged {
@@ -384,15 +420,20 @@ struct Staged {
     /// history.
     fresh_history: Option<Result<PathBuf, Error>>,
     message: &'static str,
+    /// What the checks' probes of the staged file printed: the record the registration hands
+    /// to the live registry.
+    probes: DiscoveryCache,
 }
 
 /// Moves `staged` into the tools directory and records its version, under the directory's
 /// lock, then tells `live`.
 async fn register(
+    executor: &Arc<Executor>,
     request: &Request,
     staged: Staged,
     config: &GeneratorConfig,
     live: Option<&LiveRegistry>,
+    run_config: &RunConfig,
     mut checks: Vec<CheckReport>,
 ) -> Result<Report, Error> {
     let name = &request.name;
@@ -427,6 +468,7 @@ async fn register(
         rendered,
         fresh_history,
         message,
+        probes,
     } = staged;
     let recorded = match fresh_history {
         None => record(&config.tools_dir, name, &rendered, message, &checks),
@@ -437,19 +479,30 @@ async fn register(
                 None => record(&config.tools_dir, name, &rendered, message, &checks),
             }),
     };
-    let (path, pending) = match recorded.and_then(|pending| {
-        go_live(&config.tools_dir, &file, &rendered, &pending).map(|path| (path, pending))
-    }) {
-        Ok(done) => done,
+    let pending = match recorded {
+        Ok(pending) => pending,
+        Err(error) => return Err(not_registered(&config.tools_dir, name, error)),
+    };
+    let installed =
+        go_live_into(live, &config.tools_dir, &file, &rendered, &pending, &probes).await;
+    let (path, registration) = match installed {
+        Ok(installed) => installed,
         Err(error) => return Err(not_registered(&config.tools_dir, name, error)),
     };
     after_commit(&config.tools_dir, name, &path);
-    // The refresh below probes every file: other processes need not wait for it.
+    // Publishing rescans from the cache: other processes need not wait for it.
     drop(locked);
     drop(staging);
-    if let Some(live) = live {
-        live.refresh().await;
-    }
+    let tool = registered_tool(
+        executor,
+        registration,
+        &config.tools_dir,
+        (&file, &path),
+        &probes,
+        name,
+        run_config,
+    )
+    .await;
     Ok(Report {
         status: Status::Registered,
         name: name.as_str().to_owned(),
@@ -459,7 +512,75 @@ async fn register(
         commit: Some(pending.commit()),
         checks,
         repairs,
+        tool,
     })
+}
+
+/// [`go_live`], with `live`'s cache locked across the `rename` and the record of the staged
+/// file's probe (in `probes`) filed under the installed path before the lock is released: no
+/// rescan of `live` ever probes the registered file, and none of a registration probes another
+/// tool file. Returns the installed path and the registration to publish, with the path the
+/// live registry names the file by (`None` when it keeps no record of it).
+pub(crate) async fn go_live_into<'live>(
+    live: Option<&'live LiveRegistry>,
+    tools_dir: &Path,
+    staged: &Path,
+    rendered: &RenderedTool,
+    pending: &history::Pending,
+    probes: &DiscoveryCache,
+) -> Result<(PathBuf, Option<LiveRegistration<'live>>), Error> {
+    let registration = match live {
+        Some(live) => Some(live.begin_registration().await),
+        None => None,
+    };
+    let path = go_live(tools_dir, staged, rendered, pending)?;
+    let registration = registration.map(|mut registration| {
+        let served = registration.adopt(probes, staged, &path);
+        if served.is_none() {
+            tracing::debug!(path = %path.display(), "the staged probe's record was not kept; the live registry probes the file");
+        }
+        (registration, served)
+    });
+    Ok((path, registration))
+}
+
+/// The tool registered at `path`, loaded from the record of its staged probe: with a live
+/// registry, the tool its published catalog serves from `path`; without, the one discovery
+/// loads from `path` alone (from that record: a Kodelet tool's `config` not asked yet is asked
+/// now, as at its first call). `None` when `path` does not provide the tool. `staged` is where
+/// the file was probed.
+pub(crate) async fn registered_tool(
+    executor: &Arc<Executor>,
+    registration: Option<LiveRegistration<'_>>,
+    tools_dir: &Path,
+    (staged, path): (&Path, &Path),
+    probes: &DiscoveryCache,
+    name: &ToolName,
+    run_config: &RunConfig,
+) -> Option<Tool> {
+    if let Some((registration, served)) = registration {
+        let (_event, catalog) = registration.publish().await;
+        let served = served?;
+        return catalog
+            .get(name)
+            .filter(|tool| tool.path() == served)
+            .cloned();
+    }
+    let mut cache = DiscoveryCache::in_memory();
+    cache.adopt(probes, staged, path);
+    let catalog = discover_one(
+        executor,
+        &LayerDir::explicit(&[tools_dir.to_path_buf()]),
+        &mut cache,
+        name,
+        run_config,
+        &Policy::allow_all(),
+    )
+    .await;
+    catalog
+        .get(name)
+        .filter(|tool| tool.path() == path)
+        .cloned()
 }
 
 /// Writes and publishes the next version of `name` in the existing history, with the
@@ -672,6 +793,7 @@ mod tests {
             project_gate: None,
             tool_caches: None,
             read_masks: toolsmith_registry::ReadMasks::none(),
+            secrets: Default::default(),
         };
         Staged {
             _temp: temp,
@@ -696,17 +818,24 @@ mod tests {
                 "timeout_seconds": 45, "implementation": implementation,
                 "tests": [{"input": {}, "expect": {"result": "hi"}}],
             }));
+            let mut probes = DiscoveryCache::in_memory();
             let discovered = discover_staged(
                 &staged.executor,
                 &staged.dir,
                 &staged.request.name,
                 &staged.run_config,
+                &mut probes,
             )
             .await
             .unwrap();
-            let discovered = configured(&staged.executor, &discovered, &staged.run_config)
-                .await
-                .unwrap();
+            let discovered = configured(
+                &staged.executor,
+                &discovered,
+                &staged.run_config,
+                &mut probes,
+            )
+            .await
+            .unwrap();
             let (description, config) = render::kodelet_answers(&staged.request).unwrap();
             let answered = load_answered(&staged.file, description.as_bytes(), config.as_bytes())
                 .unwrap()
@@ -727,8 +856,8 @@ mod tests {
     }
 
     /// When discovery loads another tool than the answers describe, the checks are those of
-    /// discovery's tool: here the answers claim the network, the file declares none, and the
-    /// `network` check reports the runs of the file's own sandbox.
+    /// discovery's tool: here the answers claim the network, the file declares none; either
+    /// way the runs are under the declaration learned from the tests, which reached nothing.
     #[tokio::test]
     async fn checks_are_discoverys_when_the_answers_differ() {
         let staged = stage(json!({
@@ -746,13 +875,15 @@ mod tests {
             &staged.request,
             Some((forged.to_string(), config)),
             &staged.run_config,
+            &mut DiscoveryCache::in_memory(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .checks;
         let failing: Vec<&CheckReport> = checks.iter().filter(|check| !check.ok).collect();
         assert!(failing.is_empty(), "{failing:?}");
         let network = checks.iter().find(|check| check.name == "network").unwrap();
-        assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+        assert_eq!(network.detail.as_deref(), Some("network none"));
         assert_eq!(checks[0].name, "registry");
     }
 }

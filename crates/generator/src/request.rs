@@ -5,7 +5,8 @@ use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 use toolsmith_registry::{
-    InputSchema, NameError, TestCase, TestsError, ToolName, error_chain, parse_tests,
+    InputSchema, NameError, NetworkSetting, SandboxDeclaration, SandboxDeclarationError, TestCase,
+    TestsError, ToolName, error_chain, parse_tests,
 };
 
 /// The published JSON Schema of a request, as text (`toolsmith generate --print-schema`).
@@ -111,6 +112,9 @@ pub struct Request {
     pub requires_filesystem: bool,
     /// It needs the network.
     pub requires_network: bool,
+    /// Its own `sandbox` declaration, when the request gives one (checked with
+    /// [`SandboxDeclaration::from_json`]); it replaces what the two flags above declare.
+    pub declared_sandbox: Option<SandboxDeclaration>,
     /// It runs other programs.
     pub requires_subprocess: bool,
     /// The timeout of one call, 1..=300 seconds.
@@ -125,6 +129,10 @@ pub struct Request {
     pub tests: Vec<TestCase>,
     /// Replace an existing tool of the same name.
     pub replace: bool,
+    /// The declaration learned from the tests (see [`toolsmith_registry::learn_cases`]),
+    /// which the registered file carries in place of the one `requires_network` and
+    /// `requires_filesystem` suggest; `None` until the staged tool's tests were learned from.
+    pub learned: Option<SandboxDeclaration>,
 }
 
 /// Why a request was refused before anything was rendered.
@@ -164,6 +172,13 @@ pub enum RequestError {
     ParameterSchema {
         /// Why.
         message: String,
+    },
+    /// The `sandbox` declaration was refused.
+    #[error("invalid sandbox declaration")]
+    Sandbox {
+        /// Why.
+        #[source]
+        source: SandboxDeclarationError,
     },
     /// The `tests` were refused.
     #[error("invalid tests")]
@@ -238,6 +253,11 @@ impl Request {
             category: text("category").unwrap_or_else(|| "utility".to_owned()),
             requires_filesystem: flag("requires_filesystem"),
             requires_network: flag("requires_network"),
+            declared_sandbox: object
+                .get("sandbox")
+                .map(SandboxDeclaration::from_json)
+                .transpose()
+                .map_err(|source| RequestError::Sandbox { source })?,
             requires_subprocess: flag("requires_subprocess"),
             timeout_seconds: object
                 .get("timeout_seconds")
@@ -248,6 +268,7 @@ impl Request {
             output_schema: object.get("output_schema").cloned(),
             tests,
             replace: flag("replace"),
+            learned: None,
         };
         InputSchema::new(request.input_schema()).map_err(|source| {
             RequestError::ParameterSchema {
@@ -300,13 +321,29 @@ impl Request {
         text
     }
 
-    /// The sandbox the tool declares: network denied unless it needs it, the filesystem
-    /// read-only unless it writes files (then the project).
+    /// The sandbox the tool declares: the learned declaration once there is one; before,
+    /// network denied unless it needs it, the filesystem read-only unless it writes files
+    /// (then the project).
     pub fn sandbox(&self) -> Value {
+        if let Some(learned) = &self.learned {
+            return learned.to_json();
+        }
+        if let Some(declared) = &self.declared_sandbox {
+            return declared.to_json();
+        }
         serde_json::json!({
             "network": if self.requires_network { "allow" } else { "deny" },
             "filesystem": if self.requires_filesystem { "project" } else { "read-only" },
         })
+    }
+
+    /// True when the tool asks for the whole network (`requires_network`, or a declared
+    /// `"any"`); a destination list runs in a namespace whose only way out is the proxy.
+    pub fn wants_network(&self) -> bool {
+        match &self.declared_sandbox {
+            Some(declared) => matches!(declared.network, Some(NetworkSetting::Allow)),
+            None => self.requires_network,
+        }
     }
 }
 
@@ -377,6 +414,29 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_request_declares_its_sandbox_in_the_words_of_every_tool() {
+        let request = Request::from_json(&json!({
+            "name": "fetch_page", "description": "Fetches a page.",
+            "sandbox": {"network": ["a.test:80"], "filesystem": "read-only"},
+        }))
+        .unwrap();
+        assert_eq!(
+            request.sandbox(),
+            json!({"network": ["a.test:80"], "filesystem": "read-only"})
+        );
+        assert!(!request.wants_network());
+        let refused = Request::from_json(&json!({
+            "name": "fetch_page", "description": "Fetches a page.",
+            "sandbox": {"network": ["http://a.test"]},
+        }))
+        .unwrap_err();
+        assert_eq!(
+            error_chain(&refused),
+            "invalid sandbox declaration: `sandbox.network` must be one of \"none\", \"any\" (or \"deny\", \"allow\"), a list of destinations, not [\"http://a.test\"]"
+        );
+    }
 
     fn check(request: Value, expect: Result<Value, &str>) {
         match (Request::from_json(&request), expect) {

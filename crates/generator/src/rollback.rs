@@ -4,12 +4,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use toolsmith_executor::Executor;
-use toolsmith_registry::{LiveRegistry, RunConfig, ToolName};
+use toolsmith_registry::{DiscoveryCache, LiveRegistry, RunConfig, ToolName};
 
 use crate::Error;
 use crate::history::{self, Version};
 use crate::lock;
-use crate::pipeline::{after_commit, go_live, not_registered, record, serialize_name};
+use crate::pipeline::{after_commit, go_live_into, not_registered, record, serialize_name};
 use crate::recovery;
 use crate::render::RenderedTool;
 use crate::staged_checks::check_restored;
@@ -66,7 +66,8 @@ pub async fn rollback(
         // A file of an earlier round, whose target moved: this round's replaces it.
         let _absent = std::fs::remove_file(&staged);
         write_file(&staged, &target.rendered)?;
-        let checks = check_restored(executor, &staging.dir, name, run_config).await?;
+        let mut probes = DiscoveryCache::in_memory();
+        let checks = check_restored(executor, &staging.dir, name, run_config, &mut probes).await?;
         let failed: Vec<String> = checks
             .iter()
             .filter(|check| !check.ok)
@@ -92,9 +93,18 @@ pub async fn rollback(
             continue;
         }
         let message = format!("rollback to v{}", target.version);
-        let path = record(tools_dir, name, &target.rendered, &message, &checks)
-            .and_then(|pending| go_live(tools_dir, &staged, &target.rendered, &pending))
+        let pending = record(tools_dir, name, &target.rendered, &message, &checks)
             .map_err(|error| not_registered(tools_dir, name, error))?;
+        let (path, registration) = go_live_into(
+            live,
+            tools_dir,
+            &staged,
+            &target.rendered,
+            &pending,
+            &probes,
+        )
+        .await
+        .map_err(|error| not_registered(tools_dir, name, error))?;
         after_commit(tools_dir, name, &path);
         let restored =
             history::history(tools_dir, name)?
@@ -104,8 +114,8 @@ pub async fn rollback(
                 })?;
         drop(locked);
         drop(staging);
-        if let Some(live) = live {
-            live.refresh().await;
+        if let Some((registration, _served)) = registration {
+            registration.publish().await;
         }
         return Ok(restored);
     }

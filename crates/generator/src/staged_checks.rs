@@ -7,11 +7,14 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    DiscoveryCache, Envelope, ErrorCode, Policy, Problem, RunConfig, Tool, ToolName, discover,
-    invoke, load_answered, resolve_config, run_cases, run_tests,
+    CaseOutcome, DiscoveryCache, Envelope, ErrorCode, LayerDir, Learning, NetworkSetting,
+    NetworkTarget, Policy, Problem, RunConfig, SandboxDeclaration, Tool, ToolName, discover_layers,
+    invoke, learn_cases, load_answered, resolve_config, run_tests,
 };
 
 use crate::pipeline::CheckReport;
+use crate::render::{self, RenderedTool};
+use crate::staging::{sync_file, write_unsynced};
 use crate::{Error, Request};
 
 /// The checks of the staged file from `registry` on: discovery loads it as any tool (its
@@ -35,41 +38,47 @@ pub(crate) async fn check_staged(
     request: &Request,
     answers: Option<(String, String)>,
     run_config: &RunConfig,
-) -> Result<Vec<CheckReport>, Error> {
+    probes: &mut DiscoveryCache,
+) -> Result<Sandboxed, Error> {
     // A staged tool is a generated tool: it gets no `[tools.NAME]` grant, whatever its name
     // (the live registry does the same by its history ref, `Tool::generated`), so a request
     // named like a tool the operator granted a secret cannot read it in its test report.
+    // Nor any secret's definition: a staged tool's runs cannot read one by any name.
     let run_config = &RunConfig {
         overrides: Default::default(),
+        secrets: Default::default(),
         ..run_config.clone()
     };
-    let discovery = discover_staged(executor, staging_dir, &request.name, run_config);
     let answered = answers.and_then(|(description, config)| {
         load_answered(staged, description.as_bytes(), config.as_bytes())
             .ok()
             .flatten()
     });
     let Some(answered) = answered else {
-        let discovered = match discovery.await {
-            Ok(tool) => configured(executor, &tool, run_config).await,
-            Err(problem) => Err(problem),
-        };
+        let discovered =
+            match discover_staged(executor, staging_dir, &request.name, run_config, probes).await {
+                Ok(tool) => configured(executor, &tool, run_config, probes).await,
+                Err(problem) => Err(problem),
+            };
         return match discovered {
             Ok(tool) => with_registry(check_in_sandbox(executor, &tool, request, run_config).await),
-            Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
+            Err(problem) => Ok(Sandboxed::refused(problem)),
         };
     };
-    let early = check_in_sandbox(executor, &answered, request, run_config);
-    tokio::pin!(discovery, early);
-    let (discovered, early) = tokio::select! {
-        discovered = &mut discovery => match discovered {
-            Ok(tool) => (tool, early.await),
-            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
-        },
-        early = &mut early => match discovery.await {
-            Ok(tool) => (tool, early),
-            Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
-        },
+    let (discovered, early) = {
+        let discovery = discover_staged(executor, staging_dir, &request.name, run_config, probes);
+        let early = check_in_sandbox(executor, &answered, request, run_config);
+        tokio::pin!(discovery, early);
+        tokio::select! {
+            discovered = &mut discovery => match discovered {
+                Ok(tool) => (tool, early.await),
+                Err(problem) => return Ok(Sandboxed::refused(problem)),
+            },
+            early = &mut early => match discovery.await {
+                Ok(tool) => (tool, early),
+                Err(problem) => return Ok(Sandboxed::refused(problem)),
+            },
+        }
     };
     match described_difference(&discovered, &answered) {
         None => with_registry(early),
@@ -78,11 +87,11 @@ pub(crate) async fn check_staged(
                 field,
                 "discovery loaded another tool than the generator rendered; checking it instead"
             );
-            match configured(executor, &discovered, run_config).await {
+            match configured(executor, &discovered, run_config, probes).await {
                 Ok(tool) => {
                     with_registry(check_in_sandbox(executor, &tool, request, run_config).await)
                 }
-                Err(problem) => Ok(vec![CheckReport::failed("registry", problem)]),
+                Err(problem) => Ok(Sandboxed::refused(problem)),
             }
         }
     }
@@ -100,13 +109,14 @@ pub(crate) async fn check_restored(
     staging_dir: &Path,
     name: &ToolName,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Vec<CheckReport>, Error> {
-    let discovered = match discover_staged(executor, staging_dir, name, run_config).await {
-        Ok(tool) => configured(executor, &tool, run_config).await,
+    let discovered = match discover_staged(executor, staging_dir, name, run_config, probes).await {
+        Ok(tool) => configured(executor, &tool, run_config, probes).await,
         Err(problem) => Err(problem),
     };
     let tool = match discovered {
-        Ok(tool) => tool,
+        Ok(tool) => tool.as_generated(),
         Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
     };
     let mut checks = vec![CheckReport::passed("registry", None)];
@@ -131,22 +141,115 @@ pub(crate) async fn check_restored(
     Ok(checks)
 }
 
-/// The passed `registry` check followed by `checks`.
-fn with_registry(checks: Result<Vec<CheckReport>, Error>) -> Result<Vec<CheckReport>, Error> {
-    let mut all = vec![CheckReport::passed("registry", None)];
-    all.extend(checks?);
-    Ok(all)
+/// Rewrites the staged file with the `learned` declaration (the request's own otherwise:
+/// nothing was learned only when a check already failed), and checks that discovery reads
+/// exactly that declaration back from it (`declaration`): the registered file declares what
+/// its tests passed under, in whatever place its format declares `sandbox`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the one call site, in the pipeline, names every argument"
+)]
+pub(crate) async fn carry_learned(
+    executor: &Arc<Executor>,
+    tera: &tera::Tera,
+    request: &Request,
+    implementation: &str,
+    learned: Option<SandboxDeclaration>,
+    (staging_dir, staged): (&Path, &Path),
+    run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
+) -> Result<(RenderedTool, CheckReport), Error> {
+    let request = Request {
+        learned: learned.clone(),
+        ..request.clone()
+    };
+    let rendered = render::render(tera, &request, implementation)?;
+    let Some(learned) = learned else {
+        return Ok((
+            rendered,
+            CheckReport::failed("declaration", "no declaration was learned".to_owned()),
+        ));
+    };
+    std::fs::remove_file(staged).map_err(|source| Error::Io {
+        path: staged.to_path_buf(),
+        source,
+    })?;
+    write_unsynced(staged, &rendered)?;
+    let path = staged.to_path_buf();
+    match tokio::task::spawn_blocking(move || sync_file(&path)).await {
+        Ok(synced) => synced?,
+        Err(join_error) => std::panic::resume_unwind(join_error.into_panic()),
+    }
+    let run_config = &RunConfig {
+        overrides: Default::default(),
+        ..run_config.clone()
+    };
+    let check =
+        match discover_staged(executor, staging_dir, &request.name, run_config, probes).await {
+            Ok(tool) if *tool.sandbox() == learned => CheckReport::passed(
+                "declaration",
+                Some(format!("the file declares {}", learned.to_json())),
+            ),
+            Ok(tool) => CheckReport::failed(
+                "declaration",
+                format!(
+                    "the file declares {}, not the learned {}",
+                    tool.sandbox().to_json(),
+                    learned.to_json()
+                ),
+            ),
+            Err(problem) => CheckReport::failed("declaration", problem),
+        };
+    Ok((rendered, check))
+}
+
+/// The checks of a staged tool, and the declaration learned from its tests when they pass
+/// under one.
+pub(crate) struct Sandboxed {
+    pub(crate) checks: Vec<CheckReport>,
+    pub(crate) learned: Option<SandboxDeclaration>,
+}
+
+impl Sandboxed {
+    /// Discovery refused the staged file: the failed `registry` check, nothing learned.
+    fn refused(problem: String) -> Sandboxed {
+        Sandboxed {
+            checks: vec![CheckReport::failed("registry", problem)],
+            learned: None,
+        }
+    }
+}
+
+/// The passed `registry` check followed by the checks of `sandboxed`.
+fn with_registry(sandboxed: Result<Sandboxed, Error>) -> Result<Sandboxed, Error> {
+    let sandboxed = sandboxed?;
+    let mut checks = vec![CheckReport::passed("registry", None)];
+    checks.extend(sandboxed.checks);
+    Ok(Sandboxed {
+        checks,
+        learned: sandboxed.learned,
+    })
 }
 
 /// The tool `name` as discovery loads it from the staging directory; or why not, for the
-/// `registry` check.
+/// `registry` check. What the probe printed is recorded in `probes`, which the registration
+/// hands to the live registry with the file (one probe per registration, issue 25).
 pub(crate) async fn discover_staged(
     executor: &Arc<Executor>,
     staging_dir: &Path,
     name: &ToolName,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Tool, String> {
-    let catalog = discover(executor, &[staging_dir.to_path_buf()], run_config).await;
+    let catalog = discover_layers(
+        executor,
+        &LayerDir::explicit(&[staging_dir.to_path_buf()]),
+        probes,
+        run_config,
+        &Policy::allow_all(),
+        &|_| {},
+    )
+    .await;
     match (catalog.get(name), catalog.problems().first()) {
         (Some(tool), None) => Ok(tool.clone()),
         (_, Some(problem)) => Err(problem.message()),
@@ -156,14 +259,15 @@ pub(crate) async fn discover_staged(
     }
 }
 
-/// `tool` with its `config` asked, as at its first call; or why it cannot be called, for the
-/// `registry` check.
+/// `tool` with its `config` asked, as at its first call (the answer recorded in `probes`);
+/// or why it cannot be called, for the `registry` check.
 pub(crate) async fn configured(
     executor: &Arc<Executor>,
     tool: &Tool,
     run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
 ) -> Result<Tool, String> {
-    resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), run_config)
+    resolve_config(executor, tool, probes, run_config)
         .await
         .map_err(|error| {
             Problem {
@@ -221,8 +325,9 @@ pub(crate) async fn check_in_sandbox(
     tool: &Tool,
     request: &Request,
     run_config: &RunConfig,
-) -> Result<Vec<CheckReport>, Error> {
+) -> Result<Sandboxed, Error> {
     let policy = Policy::allow_all();
+    let generated = tool.as_generated();
     let mut checks = Vec::new();
     let mut envelopes: Vec<Envelope> = Vec::new();
 
@@ -237,7 +342,14 @@ pub(crate) async fn check_in_sandbox(
         ));
     }
 
-    let outcomes = run_cases(executor, tool, &request.tests, run_config, &policy).await?;
+    // The declaration is learned from the tests, within the grant of generated tools, and
+    // the tests' checks are their runs under it: the registered file carries it.
+    let learning = learn_cases(executor, &generated, &request.tests, run_config, &policy).await?;
+    let (outcomes, learned) = learned_check(learning, &mut checks);
+    let tool = &match &learned {
+        Some(declaration) => generated.with_sandbox(declaration.clone()),
+        None => generated,
+    };
     for outcome in outcomes {
         let name = format!("test: {}", outcome.name);
         checks.push(match &outcome.mismatch {
@@ -314,39 +426,105 @@ pub(crate) async fn check_in_sandbox(
         )
     });
 
-    checks.push(network_check(request, &envelopes));
-    Ok(checks)
+    checks.push(network_check(request, learned.as_ref(), &envelopes));
+    Ok(Sandboxed { checks, learned })
 }
 
-/// `network`: every run had the network the request asks for (`deny` unless
-/// `requires_network`); passes, saying so, when no run started.
-fn network_check(request: &Request, envelopes: &[Envelope]) -> CheckReport {
-    let wanted = if request.requires_network {
-        "allow"
-    } else {
-        "deny"
-    };
-    let applied: Vec<&str> = envelopes
+/// `learned`: passes with the declaration every test passed under, or fails saying why
+/// there is none; returns the runs to judge (under that declaration when there is one).
+fn learned_check(
+    learning: Learning,
+    checks: &mut Vec<CheckReport>,
+) -> (Vec<CaseOutcome>, Option<SandboxDeclaration>) {
+    match learning {
+        Learning::Learned {
+            declaration,
+            outcomes,
+        } => {
+            checks.push(CheckReport::passed(
+                "learned",
+                Some(format!(
+                    "every test passes under the declaration {}",
+                    declaration.to_json()
+                )),
+            ));
+            (outcomes, Some(declaration))
+        }
+        Learning::FailedRecording { outcomes } => {
+            checks.push(CheckReport::failed(
+                    "learned",
+                    "a test fails even in the recording sandbox (the grant of generated tools: `[generator] network` and the filesystem grant), so there is no declaration to learn".to_owned(),
+                ));
+            (outcomes, None)
+        }
+        Learning::FailedNarrowed {
+            declaration,
+            outcomes,
+        } => {
+            checks.push(CheckReport::failed(
+                    "learned",
+                    format!(
+                        "the tests pass while recording but not under the widest declaration the record allows, {}",
+                        declaration.to_json()
+                    ),
+                ));
+            (outcomes, None)
+        }
+    }
+}
+
+/// `network`: no run had the host's network, and the tests reached no destination beyond
+/// what the request allows itself (its declared `network`; else `requires_network`); passes,
+/// saying what was learned.
+fn network_check(
+    request: &Request,
+    learned: Option<&SandboxDeclaration>,
+    envelopes: &[Envelope],
+) -> CheckReport {
+    let host_network = envelopes
         .iter()
-        .filter_map(|envelope| envelope.metadata.sandbox.as_ref())
-        .map(|sandbox| sandbox.network)
+        .filter_map(|envelope| envelope.metadata.sandbox.as_ref()?.applied.as_ref())
+        .any(|sandbox| sandbox.network == "allow");
+    let network = learned.and_then(|declaration| declaration.network.as_ref());
+    let reached: &[NetworkTarget] = match network {
+        Some(NetworkSetting::Only(targets)) => targets,
+        _ => &[],
+    };
+    let declared = request
+        .declared_sandbox
+        .as_ref()
+        .and_then(|declaration| declaration.network.as_ref());
+    let beyond: Vec<String> = reached
+        .iter()
+        .filter(|target| match declared {
+            Some(NetworkSetting::Only(allowed)) => {
+                !allowed.iter().any(|entry| entry.covers(target))
+            }
+            Some(NetworkSetting::Allow | NetworkSetting::AnyPublic | NetworkSetting::Declared) => {
+                false
+            }
+            Some(NetworkSetting::Deny | NetworkSetting::DenyIfPossible) => true,
+            None => !request.requires_network,
+        })
+        .map(ToString::to_string)
         .collect();
-    if applied.is_empty() {
-        // Every run was refused before it started (say, a schema that refuses `{}`):
-        // there is no sandbox to observe, and a call gets the network of every call.
-        CheckReport::passed(
+    let shown = network.map_or_else(|| "nothing learned".to_owned(), ToString::to_string);
+    if host_network {
+        CheckReport::failed(
             "network",
-            Some(format!("no run started; calls get network {wanted}")),
+            "a run had the host's network; a generated tool's runs go through the egress proxy or have none".to_owned(),
         )
-    } else if applied.iter().all(|network| *network == wanted) {
-        CheckReport::passed("network", Some(format!("network {wanted} in every run")))
-    } else {
+    } else if !beyond.is_empty() {
         CheckReport::failed(
             "network",
             format!(
-                "every run should have network {wanted} (requires_network: {}), the runs had {applied:?}",
-                request.requires_network
+                "the tests reached {} beyond what the request declares (requires_network: {}, sandbox.network: {})",
+                beyond.join(", "),
+                request.requires_network,
+                declared.map_or_else(|| "not declared".to_owned(), ToString::to_string)
             ),
         )
+    } else {
+        CheckReport::passed("network", Some(format!("network {shown}")))
     }
 }

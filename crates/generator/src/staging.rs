@@ -100,6 +100,13 @@ pub(crate) fn write_file(path: &Path, rendered: &RenderedTool) -> Result<(), Err
 
 /// Writes a new file (never replacing one) with the tool's mode, without waiting for it to
 /// reach the disk: the pipeline syncs it ([`sync_file`]) while the checks run.
+///
+/// Its modification time is set [`SETTLED_AGE`] in the past, once the file is whole: the
+/// record of the probe the checks run is then trusted by the discovery cache (a file modified
+/// within `RACY_MARGIN` of its probe is probed again, git's "racily clean"), so the registration
+/// hands that record to the live registry instead of a second probe. Nothing is lost: the
+/// generator writes the file once, and any later write sets a modification time far from this
+/// one, which the cache sees.
 pub(crate) fn write_unsynced(path: &Path, rendered: &RenderedTool) -> Result<(), Error> {
     let io_error = |source| Error::Io {
         path: path.to_path_buf(),
@@ -115,8 +122,15 @@ pub(crate) fn write_unsynced(path: &Path, rendered: &RenderedTool) -> Result<(),
         .map_err(io_error)?;
     let mode = if rendered.executable { 0o755 } else { 0o644 };
     file.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(io_error)?;
+    file.set_modified(std::time::SystemTime::now() - SETTLED_AGE)
         .map_err(io_error)
 }
+
+/// How far in the past [`write_unsynced`] dates a file it wrote: twice the discovery cache's
+/// racy margin.
+pub(crate) const SETTLED_AGE: std::time::Duration =
+    std::time::Duration::from_secs(2 * toolsmith_registry::RACY_MARGIN.as_secs());
 
 /// Waits until the file at `path` is on the disk, through a read-only descriptor: a
 /// writable one, held while a process is spawned, would make the file busy for `execve`.

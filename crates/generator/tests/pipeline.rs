@@ -11,8 +11,8 @@ use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
 use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke_named, run_tests,
-    validate_paths,
+    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke, invoke_named,
+    run_tests, validate_paths,
 };
 
 struct World {
@@ -58,6 +58,7 @@ impl World {
             project_gate: None,
             tool_caches: None,
             read_masks: toolsmith_registry::ReadMasks::none(),
+            secrets: Default::default(),
         };
         let config = GeneratorConfig {
             tools_dir: temp.path().join(".toolsmith/tools"),
@@ -84,6 +85,10 @@ impl World {
 
     async fn generate(&self, request: Value) -> Report {
         let existing = self.catalog().await;
+        let request = match Request::from_json(&request) {
+            Ok(request) => request,
+            Err(error) => return Report::invalid_request(&request, &error),
+        };
         generate(
             &self.executor,
             &request,
@@ -178,15 +183,35 @@ async fn each_language_registers_a_callable_tool() {
                 "render",
                 "registry",
                 "schema",
+                "learned",
                 "test: two words",
                 "test: case 2",
                 "test: wrong type",
                 "missing_required",
                 "no_leftovers",
                 "network",
+                "declaration",
             ]
         );
 
+        // Issue 25: the report carries the registered tool, loaded from the installed file:
+        // it is called without a second discovery.
+        let registered = report
+            .tool
+            .clone()
+            .expect("a registered report has its tool");
+        assert_eq!(registered.path(), path);
+        let envelope = invoke(
+            &world.executor,
+            &registered,
+            &json!({"text": "one two three"}),
+            &world.run_config,
+            &Policy::allow_all(),
+        )
+        .await
+        .unwrap();
+        let envelope = serde_json::to_value(&envelope).unwrap();
+        assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
         let envelope = world
             .call("custom_tool_count_words", json!({"text": "one two three"}))
             .await;
@@ -203,6 +228,15 @@ async fn each_language_registers_a_callable_tool() {
 
         let catalog = world.catalog().await;
         let tool = catalog.get(&ToolName::new("count_words").unwrap()).unwrap();
+        // What discovery loads from the file is the tool the report returned.
+        assert_eq!(tool.description(), registered.description());
+        assert_eq!(
+            tool.input_schema().as_json(),
+            registered.input_schema().as_json()
+        );
+        assert_eq!(tool.sandbox(), registered.sandbox());
+        assert_eq!(tool.annotations(), registered.annotations());
+        assert_eq!(tool.path(), registered.path());
         let outcomes = run_tests(
             &world.executor,
             tool,
@@ -388,11 +422,12 @@ async fn a_cancelled_generation_leaves_nothing() {
     for after_ms in [1, 3, 5, 8, 12, 20, 40] {
         let world = World::new();
         let existing = world.catalog().await;
-        let request = json!({
+        let request = Request::from_json(&json!({
             "name": "wait_long", "description": "Waits.", "language": "bash",
             "implementation": "sleep 5\necho done",
             "tests": [{"input": {}, "expect": {"result": "done"}}],
-        });
+        }))
+        .unwrap();
         let cancelled = tokio::time::timeout(
             std::time::Duration::from_millis(after_ms),
             generate(
@@ -468,7 +503,7 @@ fn reach_port(port: u16, requires_network: bool, expect: &str) -> Value {
 }
 
 #[tokio::test]
-async fn generated_tools_get_no_network_unless_they_require_it() {
+async fn generated_tools_reach_nothing_but_through_the_egress_proxy() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
 
@@ -485,36 +520,30 @@ async fn generated_tools_get_no_network_unless_they_require_it() {
         .iter()
         .find(|check| check.name == "network")
         .unwrap();
-    assert_eq!(network.detail.as_deref(), Some("network deny in every run"));
+    assert_eq!(network.detail.as_deref(), Some("network none"));
     // The same tool expecting a connection is rejected: the test case explains why.
     let world = World::new();
     let report = world.generate(reach_port(port, false, "connected")).await;
-    assert_eq!(report.status, Status::Rejected);
-    assert_eq!(
-        failing_checks(&report),
-        [(
+    let refused = [
+        (
+            "learned".to_owned(),
+            "a test fails even in the recording sandbox (the grant of generated tools: `[generator] network` and the filesystem grant), so there is no declaration to learn".to_owned(),
+        ),
+        (
             "test: case 1".to_owned(),
-            "expected result \"connected\", got result \"refused\"".to_owned()
-        )]
-    );
+            "expected result \"connected\", got result \"refused\"".to_owned(),
+        ),
+    ];
+    assert_eq!(report.status, Status::Rejected);
+    assert_eq!(failing_checks(&report), refused);
 
+    // Even a request that requires the network, with the host's network granted to
+    // generated tools (the compat profile), learns only through the egress proxy: a program
+    // that ignores the proxy reaches nothing, and the host's loopback is never learned.
     let world = World::new();
     let report = world.generate(reach_port(port, true, "connected")).await;
-    assert_eq!(
-        report.status,
-        Status::Registered,
-        "{:?}",
-        failing_checks(&report)
-    );
-    let network = report
-        .checks
-        .iter()
-        .find(|check| check.name == "network")
-        .unwrap();
-    assert_eq!(
-        network.detail.as_deref(),
-        Some("network allow in every run")
-    );
+    assert_eq!(report.status, Status::Rejected);
+    assert_eq!(failing_checks(&report), refused);
 }
 
 fn git(repo: &Path) -> (String, Vec<u8>, Vec<String>) {

@@ -136,6 +136,11 @@ pub struct Metadata {
     /// The isolation that applied to the run, for audits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxReport>,
+    /// Every connection the run asked its egress proxy for, as the executor recorded it
+    /// (`Outcome::egress`); `toolsmith learn` reads the allowed destinations from it. Not
+    /// serialized here: the envelope reports refusals in `sandbox.denied`.
+    #[serde(skip)]
+    pub egress: Vec<toolsmith_executor::EgressEvent>,
 }
 
 impl Metadata {
@@ -170,6 +175,7 @@ impl Metadata {
             leftovers_killed: None,
             backend: None,
             sandbox: None,
+            egress: Vec::new(),
         }
     }
 
@@ -199,6 +205,7 @@ impl Metadata {
             leftovers_killed: outcome.leftovers_killed,
             backend: Some(outcome.backend.to_string()),
             sandbox: Some(SandboxReport::from_applied(&outcome.sandbox)),
+            egress: outcome.egress.clone(),
         }
     }
 }

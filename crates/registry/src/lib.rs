@@ -46,6 +46,7 @@
 //!     project_gate: None,
 //!     tool_caches: None,
 //!     read_masks: toolsmith_registry::ReadMasks::none(),
+//!     secrets: Default::default(),
 //! };
 //! let catalog = discover(&executor, &[PathBuf::from("examples/tools")], &config).await;
 //! for problem in catalog.problems() {
@@ -58,11 +59,14 @@
 //! ```
 #![warn(missing_docs)]
 
+mod access;
 mod call;
+mod definitions;
 mod discovery;
 mod envelope;
 mod error;
 mod formats;
+mod grant;
 mod layer;
 mod masks;
 mod message;
@@ -74,20 +78,24 @@ mod project_trust;
 mod regular_file;
 mod sandbox;
 mod schema;
+mod secrets;
 mod tool;
 mod tool_cache;
 
+pub use crate::access::{FilesystemSetting, NetworkSetting, UnknownSetting};
 pub use crate::call::audit::{AuditError, AuditLog, AuditRecord, AuditedCall, arguments_sha256};
 pub use crate::call::declared_tests::{CaseOutcome, run_cases, run_tests};
 pub use crate::call::identity::{
     CALL_ID_VAR, CallIdentity, Id, KODELET_CONVERSATION_VAR, SESSION_ID_VAR,
 };
 pub use crate::call::invoke::{invoke, invoke_named, invoke_with_progress, unavailable};
+pub use crate::call::learn::{Learning, learn, learn_cases};
 pub use crate::call::prepare::{
     DEFAULT_NPM_REGISTRY, DEFAULT_PYTHON_INDEX, PREPARE_TIMEOUT, Preparation, PrepareError,
     PrepareStep, preparations,
 };
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
+pub use crate::definitions::{DEFINITIONS_FILE, DefinitionChange, Definitions, definition_sha256};
 pub use crate::discovery::cache::{
     CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
 };
@@ -101,7 +109,7 @@ pub use crate::discovery::discover::{
 pub use crate::discovery::layers::{
     LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
 };
-pub use crate::discovery::live::{ChangeEvent, LiveRegistry, SETTLE};
+pub use crate::discovery::live::{ChangeEvent, LiveRegistry, Registration, SETTLE};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
 pub use crate::discovery::validate::{
@@ -123,6 +131,7 @@ pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT}
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
 pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
 pub use crate::formats::package_runner::PackageRunner;
+pub use crate::grant::{DenialKind, InvalidTarget, NetworkTarget, SandboxDenial};
 pub use crate::layer::{Layer, Peer};
 pub use crate::masks::{
     CREDENTIALS, ReadMasks, RevealDenied, credential_paths, homes, reveals_own_state,
@@ -141,14 +150,17 @@ pub use crate::regular_file::{
     RegularFileError, open_append_regular, read_regular, read_start,
 };
 pub use crate::sandbox::{
-    FilesystemSetting, NetworkSetting, ProbeSandboxReport, SandboxDeclaration,
-    SandboxDeclarationError, SandboxReport, SandboxSettings, SyscallsSetting, UnknownSetting,
-    probe_sandbox_report, protected_paths,
+    AppliedReport, ProbeSandboxReport, SandboxDeclaration, SandboxDeclarationError, SandboxProfile,
+    SandboxReport, SandboxSettings, SyscallsSetting, probe_sandbox_report, protected_paths,
 };
 pub use crate::schema::{
     InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH, MAX_VIOLATIONS, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError,
     Violation,
+};
+pub use crate::secrets::{
+    COMMAND_TIMEOUT, MAX_SECRET_BYTES, SecretError, SecretName, SecretNameError, SecretSource,
+    SecretValue, Secrets, snapshot_value,
 };
 pub use crate::tool::{GENERATED_HISTORY_DIR, MAX_DESCRIPTION_BYTES, Tool, is_generated};
 pub use crate::tool_cache::{Index, TOOL_CACHE_VAR, TOOL_CACHES_DIR, ToolCache};

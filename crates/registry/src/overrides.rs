@@ -12,14 +12,18 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolsmith_executor::Limits;
 
+use crate::access::{FilesystemSetting, NetworkSetting};
+use crate::grant::SandboxDenial;
 use crate::masks::{ReadMasks, RevealDenied};
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
-use crate::sandbox::{FilesystemSetting, NetworkSetting, SandboxSettings, SyscallsSetting};
+use crate::sandbox::{SandboxSettings, SyscallsSetting};
+use crate::secrets::{SecretName, Secrets};
 use crate::tool::Tool;
 
 /// How tool processes are run, for probes and calls alike.
@@ -69,6 +73,9 @@ pub struct RunConfig {
     pub tool_caches: Option<PathBuf>,
     /// The read masks of every call and probe (see [`ReadMasks`]).
     pub read_masks: ReadMasks,
+    /// The secrets the operator defined (`[secrets.NAME]`); a call receives only those its
+    /// tool's override grants ([`ToolOverride::secrets`]), and nothing else ever does.
+    pub secrets: Arc<Secrets>,
 }
 
 /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
@@ -106,6 +113,10 @@ pub struct ToolOverride {
     pub read_hide: Vec<PathBuf>,
     /// Paths taken out of this tool's masks (`read_reveal`); never toolsmith's own state.
     pub read_reveal: Vec<PathBuf>,
+    /// The secrets granted to this tool (`[tools.NAME] secrets`), each delivered to its calls
+    /// as an environment variable of its name. Never part of [`ToolOverride::for_generated`]:
+    /// a generated tool receives no secret by its name alone.
+    pub secrets: Vec<SecretName>,
     /// What applies instead when the tool of this name is a generated one: only what the
     /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
     /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
@@ -137,12 +148,17 @@ pub struct CallConfig {
     pub timeout_source: TimeoutSource,
     /// The exact environment of the call.
     pub env: Vec<(OsString, OsString)>,
-    /// The effective sandbox: the operator's grant for the tool, tightened
-    /// by what the tool declares.
+    /// The effective sandbox: the operator's grant for the tool, narrowed
+    /// by what the tool declares (the grant itself when `denied` is not empty).
     pub sandbox: SandboxSettings,
     /// The paths the call hides, or the `read_reveal` the tool declares beyond the
     /// operator's grant (the call is then `POLICY_DENIED`).
     pub hidden: Result<Vec<PathBuf>, RevealDenied>,
+    /// The secrets the operator granted to the tool (none for a generated tool).
+    pub secrets: Vec<SecretName>,
+    /// What the tool declares and the operator does not grant, each naming the line to add:
+    /// when not empty, the call is refused with `POLICY_DENIED` before it starts.
+    pub denied: Vec<SandboxDenial>,
 }
 
 impl RunConfig {
@@ -153,12 +169,7 @@ impl RunConfig {
     /// they meant, and a tool an agent generated under that name is not it (issue 25, finding
     /// 5). It runs under the configuration of every tool.
     pub fn call_config(&self, tool: &Tool) -> CallConfig {
-        let tool_override = self.overrides.get(tool.name());
-        let tool_override = if tool.generated() {
-            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
-        } else {
-            tool_override
-        };
+        let tool_override = self.tool_override(tool);
         let mut limits = self.limits.clone();
         let timeout_source = match (
             tool_override.and_then(|tool_override| tool_override.timeout),
@@ -177,19 +188,35 @@ impl RunConfig {
             }
             (None, None) => TimeoutSource::Configured,
         };
+        // A generated tool's network is `[generator] network`: what it declares (its tests'
+        // destinations among them) is a declaration, never a grant.
+        let network = if tool.generated() {
+            &self.sandbox.generated_network
+        } else {
+            &self.sandbox.network
+        };
         let grant = SandboxSettings {
             network: tool_override
-                .and_then(|tool_override| tool_override.network)
-                .unwrap_or(self.sandbox.network),
+                .and_then(|tool_override| tool_override.network.clone())
+                .unwrap_or_else(|| network.clone()),
             filesystem: tool_override
-                .and_then(|tool_override| tool_override.filesystem)
-                .unwrap_or(self.sandbox.filesystem),
+                .and_then(|tool_override| tool_override.filesystem.clone())
+                .unwrap_or_else(|| self.sandbox.filesystem.clone()),
             syscalls: tool_override
                 .and_then(|tool_override| tool_override.syscalls)
                 .unwrap_or(self.sandbox.syscalls),
-            ..self.sandbox
+            ..self.sandbox.clone()
         };
-        let sandbox = grant.tightened_by(tool.sandbox());
+        let section = if tool.generated() {
+            "[generator]".to_owned()
+        } else {
+            format!("[tools.{}]", tool.name())
+        };
+        let (sandbox, denied) = match grant.narrowed_by(tool.sandbox(), &self.project_dir, &section)
+        {
+            Ok(sandbox) => (sandbox, Vec::new()),
+            Err(denied) => (grant, denied),
+        };
         let hidden = self.read_masks.for_call(
             tool.name().as_str(),
             tool_override.map_or(&[], |tool_override| &tool_override.read_hide),
@@ -204,6 +231,8 @@ impl RunConfig {
                 env: self.env.clone(),
                 sandbox,
                 hidden,
+                secrets: Vec::new(),
+                denied,
             };
         };
         let limits = Limits {
@@ -228,7 +257,29 @@ impl RunConfig {
                 .unwrap_or_else(|| self.env.clone()),
             sandbox,
             hidden,
+            secrets: tool_override.secrets.clone(),
+            denied,
         }
+    }
+}
+
+impl RunConfig {
+    /// The operator's override that applies to `tool`: its `[tools.NAME]`, or for a generated
+    /// tool only the call's own ([`ToolOverride::for_generated`]).
+    fn tool_override(&self, tool: &Tool) -> Option<&ToolOverride> {
+        let tool_override = self.overrides.get(tool.name());
+        if tool.generated() {
+            tool_override.and_then(|tool_override| tool_override.for_generated.as_deref())
+        } else {
+            tool_override
+        }
+    }
+
+    /// The secrets the operator granted to `tool` (`[tools.NAME] secrets`); none for a
+    /// generated tool, whatever its name.
+    pub fn granted_secrets(&self, tool: &Tool) -> &[SecretName] {
+        self.tool_override(tool)
+            .map_or(&[], |tool_override| tool_override.secrets.as_slice())
     }
 }
 
@@ -248,11 +299,16 @@ mod tests {
     use crate::overrides::{TimeoutSource, ToolOverride};
     use crate::sandbox::{SandboxDeclaration, SandboxSettings};
     use crate::schema::InputSchema;
+    use crate::secrets::SecretName;
     use crate::tool::Tool;
     use crate::tool::ToolParts;
 
     fn tool(requested: Option<u64>) -> Tool {
-        Tool::from_parts(ToolParts {
+        Tool::from_parts(parts(requested))
+    }
+
+    fn parts(requested: Option<u64>) -> ToolParts {
+        ToolParts {
             name: ToolName::new("demo").unwrap(),
             description: "d".to_owned(),
             input_schema: InputSchema::new(serde_json::json!({"type": "object"})).unwrap(),
@@ -267,7 +323,7 @@ mod tests {
             tests: Vec::new(),
             runner: Runner::Kodelet,
             env_arguments: false,
-        })
+        }
     }
 
     /// Checks the timeout and memory of a call with the configured timeout
@@ -296,12 +352,58 @@ mod tests {
             project_gate: None,
             tool_caches: None,
             read_masks: crate::masks::ReadMasks::none(),
+            secrets: Default::default(),
         };
         let call = config.call_config(&tool(requested));
         assert_eq!(
             (call.limits.timeout, call.timeout_source, call.limits.memory),
             (Duration::from_secs(expect.0), expect.1, expect.2)
         );
+    }
+
+    /// Issue 23: `[tools.NAME] secrets` binds to the hand-written tool the operator meant; a
+    /// generated tool of that name (its ref in `.history.git` beside it) gets no secret, even
+    /// when the call's own flags apply to it.
+    #[test]
+    fn a_generated_tool_is_granted_no_secret_by_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = ToolName::new("demo").unwrap();
+        let grant = ToolOverride {
+            secrets: vec![SecretName::new("GITHUB_TOKEN").unwrap()],
+            for_generated: Some(Box::default()),
+            ..ToolOverride::default()
+        };
+        let config = RunConfig {
+            cwd: PathBuf::from("/"),
+            env: Vec::new(),
+            limits: Limits::recommended(),
+            max_timeout: Duration::from_secs(60),
+            overrides: BTreeMap::from([(name.clone(), grant)]),
+            sandbox: SandboxSettings::unrestricted(),
+            project_dir: PathBuf::from("/"),
+            protected: Vec::new(),
+            project_gate: None,
+            tool_caches: None,
+            read_masks: crate::masks::ReadMasks::none(),
+            secrets: Default::default(),
+        };
+        let at = |path: PathBuf| {
+            Tool::from_parts(ToolParts {
+                path,
+                ..parts(None)
+            })
+        };
+        let hand_written = at(dir.path().join("demo"));
+        assert_eq!(
+            config.granted_secrets(&hand_written),
+            [SecretName::new("GITHUB_TOKEN").unwrap()]
+        );
+        std::fs::create_dir_all(dir.path().join(".history.git/refs/tools")).unwrap();
+        std::fs::write(dir.path().join(".history.git/refs/tools/demo"), "0\n").unwrap();
+        let generated = at(dir.path().join("demo"));
+        assert!(generated.generated());
+        assert!(config.granted_secrets(&generated).is_empty());
+        assert!(config.call_config(&generated).secrets.is_empty());
     }
 
     #[test]

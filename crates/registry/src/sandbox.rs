@@ -18,86 +18,11 @@ use toolsmith_executor::{
     Syscalls,
 };
 
-/// Network access of a call, as the operator writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NetworkSetting {
-    /// The host's network.
-    Allow,
-    /// No network; the call fails when the kernel cannot provide a network namespace.
-    Deny,
-    /// No network when the kernel can provide a network namespace, else the host's.
-    DenyIfPossible,
-}
+use crate::secrets::SecretName;
 
-impl NetworkSetting {
-    /// Every value, as written in configuration.
-    pub const VALUES: &'static str = "allow, deny, deny-if-possible";
-
-    /// The name used in configuration and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NetworkSetting::Allow => "allow",
-            NetworkSetting::Deny => "deny",
-            NetworkSetting::DenyIfPossible => "deny-if-possible",
-        }
-    }
-
-    fn denies(self) -> bool {
-        self != NetworkSetting::Allow
-    }
-
-    fn if_possible(self) -> bool {
-        self == NetworkSetting::DenyIfPossible
-    }
-}
-
-/// Where a call may write, as the operator writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FilesystemSetting {
-    /// Wherever the user may.
-    Full,
-    /// Only below the project directory and a private temporary directory.
-    Project,
-    /// Only in a private temporary directory.
-    ReadOnly,
-    /// As `project` when the kernel has Landlock, else `full`.
-    ProjectIfPossible,
-    /// As `read-only` when the kernel has Landlock, else `full`.
-    ReadOnlyIfPossible,
-}
-
-impl FilesystemSetting {
-    /// Every value, as written in configuration.
-    pub const VALUES: &'static str =
-        "full, project, read-only, project-if-possible, read-only-if-possible";
-
-    /// The name used in configuration and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FilesystemSetting::Full => "full",
-            FilesystemSetting::Project => "project",
-            FilesystemSetting::ReadOnly => "read-only",
-            FilesystemSetting::ProjectIfPossible => "project-if-possible",
-            FilesystemSetting::ReadOnlyIfPossible => "read-only-if-possible",
-        }
-    }
-
-    /// 0 full, 1 project, 2 read-only.
-    fn strictness(self) -> u8 {
-        match self {
-            FilesystemSetting::Full => 0,
-            FilesystemSetting::Project | FilesystemSetting::ProjectIfPossible => 1,
-            FilesystemSetting::ReadOnly | FilesystemSetting::ReadOnlyIfPossible => 2,
-        }
-    }
-
-    fn if_possible(self) -> bool {
-        matches!(
-            self,
-            FilesystemSetting::ProjectIfPossible | FilesystemSetting::ReadOnlyIfPossible
-        )
-    }
-}
+pub(crate) use crate::access::{FilesystemSetting, NetworkSetting, UnknownSetting};
+use crate::access::{GrantSection, narrow_filesystem, narrow_network};
+use crate::grant::{NetworkTarget, SandboxDenial};
 
 /// The system-call filter of a call, as the operator writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,6 +72,7 @@ impl FromStr for SyscallsSetting {
             key: "syscalls",
             value: text.to_owned(),
             expected: SyscallsSetting::VALUES,
+            detail: None,
         })
     }
 }
@@ -157,65 +83,74 @@ impl fmt::Display for SyscallsSetting {
     }
 }
 
-/// A value that is not one of the documented settings.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {key} setting `{value}` (expected one of {expected})")]
-pub struct UnknownSetting {
-    /// `network`, `filesystem` or `syscalls`.
-    pub key: &'static str,
-    /// The value given.
-    pub value: String,
-    /// The values allowed.
-    pub expected: &'static str,
+/// Which defaults a grant starts from (`[sandbox] profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SandboxProfile {
+    /// Least privilege: writes only below the project, network only to what a tool declares
+    /// (public addresses, through the egress proxy), generated tools no network.
+    Default,
+    /// `profile = "compat"`: toolsmith's behaviour before issue 23, for tools written for a
+    /// peer that expect the whole machine (the user's filesystem, the host's network).
+    Compat,
 }
 
-impl FromStr for NetworkSetting {
+impl SandboxProfile {
+    /// Every value, as written in configuration.
+    pub const VALUES: &'static str = "default, compat";
+
+    /// The name used in configuration and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxProfile::Default => "default",
+            SandboxProfile::Compat => "compat",
+        }
+    }
+
+    /// The network a call gets when the operator writes none.
+    pub fn network(self) -> NetworkSetting {
+        match self {
+            SandboxProfile::Default => NetworkSetting::Declared,
+            SandboxProfile::Compat => NetworkSetting::Allow,
+        }
+    }
+
+    /// Where a call may write when the operator writes nothing: the project, and where the
+    /// kernel has no Landlock the call runs without it (and the envelope says so), as every
+    /// default falls back: a kernel without a mechanism must not stop every tool.
+    pub fn filesystem(self) -> FilesystemSetting {
+        match self {
+            SandboxProfile::Default => FilesystemSetting::ProjectIfPossible,
+            SandboxProfile::Compat => FilesystemSetting::Full,
+        }
+    }
+
+    /// The network of a generated tool when `[generator] network` is not written: none under
+    /// the default (a generated tool's declared destinations are a declaration, not a grant).
+    pub fn generated_network(self) -> NetworkSetting {
+        match self {
+            SandboxProfile::Default => NetworkSetting::Deny,
+            SandboxProfile::Compat => NetworkSetting::Allow,
+        }
+    }
+}
+
+impl FromStr for SandboxProfile {
     type Err = UnknownSetting;
 
-    fn from_str(text: &str) -> Result<NetworkSetting, UnknownSetting> {
-        [
-            NetworkSetting::Allow,
-            NetworkSetting::Deny,
-            NetworkSetting::DenyIfPossible,
-        ]
-        .into_iter()
-        .find(|setting| setting.as_str() == text)
-        .ok_or_else(|| UnknownSetting {
-            key: "network",
-            value: text.to_owned(),
-            expected: NetworkSetting::VALUES,
-        })
+    fn from_str(text: &str) -> Result<SandboxProfile, UnknownSetting> {
+        [SandboxProfile::Default, SandboxProfile::Compat]
+            .into_iter()
+            .find(|profile| profile.as_str() == text)
+            .ok_or_else(|| UnknownSetting {
+                key: "profile",
+                value: text.to_owned(),
+                expected: SandboxProfile::VALUES,
+                detail: None,
+            })
     }
 }
 
-impl FromStr for FilesystemSetting {
-    type Err = UnknownSetting;
-
-    fn from_str(text: &str) -> Result<FilesystemSetting, UnknownSetting> {
-        [
-            FilesystemSetting::Full,
-            FilesystemSetting::Project,
-            FilesystemSetting::ReadOnly,
-            FilesystemSetting::ProjectIfPossible,
-            FilesystemSetting::ReadOnlyIfPossible,
-        ]
-        .into_iter()
-        .find(|setting| setting.as_str() == text)
-        .ok_or_else(|| UnknownSetting {
-            key: "filesystem",
-            value: text.to_owned(),
-            expected: FilesystemSetting::VALUES,
-        })
-    }
-}
-
-impl fmt::Display for NetworkSetting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for FilesystemSetting {
+impl fmt::Display for SandboxProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -224,10 +159,14 @@ impl fmt::Display for FilesystemSetting {
 /// A sandbox profile: network, filesystem, system calls and identity. The
 /// operator's grant, or the effective profile of a call. Every call runs
 /// with no capability whatever the profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SandboxSettings {
+    /// The profile the defaults come from.
+    pub profile: SandboxProfile,
     /// Network access.
     pub network: NetworkSetting,
+    /// The network of generated tools (`[generator] network`), in place of `network`.
+    pub generated_network: NetworkSetting,
     /// Writable paths.
     pub filesystem: FilesystemSetting,
     /// A private PID namespace and `/proc` for every call, where the kernel
@@ -244,53 +183,70 @@ pub struct SandboxSettings {
 }
 
 impl SandboxSettings {
-    /// The default grant: the host's network, the user's filesystem, the
-    /// system-call filter, toolsmith's identity without its capabilities.
+    /// The grant of `profile = "compat"`: the host's network (generated tools' too), the
+    /// user's filesystem, the system-call filter, toolsmith's identity without its
+    /// capabilities.
     pub fn unrestricted() -> SandboxSettings {
+        SandboxSettings::of_profile(SandboxProfile::Compat)
+    }
+
+    /// The grant of `profile` with nothing else written.
+    pub fn of_profile(profile: SandboxProfile) -> SandboxSettings {
         SandboxSettings {
-            network: NetworkSetting::Allow,
-            filesystem: FilesystemSetting::Full,
+            profile,
+            network: profile.network(),
+            generated_network: profile.generated_network(),
+            filesystem: profile.filesystem(),
             private_pids: true,
             syscalls: SyscallsSetting::Filter,
             user: None,
         }
     }
 
-    /// What the operator's grant becomes for a tool that declares `declared`:
-    /// on each axis the stricter level wins, and a `-if-possible` of the
-    /// operator carries over to the stricter level.
-    pub fn tightened_by(self, declared: &SandboxDeclaration) -> SandboxSettings {
-        let network = match declared.network {
-            Some(NetworkSetting::Allow) | None => self.network,
-            Some(_) if self.network.if_possible() => NetworkSetting::DenyIfPossible,
-            Some(_) if self.network.denies() => self.network,
-            Some(_) => NetworkSetting::Deny,
-        };
-        let filesystem = match declared.filesystem {
-            Some(level) if level.strictness() > self.filesystem.strictness() => {
-                match (level.strictness(), self.filesystem.if_possible()) {
-                    (2, true) => FilesystemSetting::ReadOnlyIfPossible,
-                    (2, false) => FilesystemSetting::ReadOnly,
-                    (_, true) => FilesystemSetting::ProjectIfPossible,
-                    (_, false) => FilesystemSetting::Project,
-                }
-            }
-            _ => self.filesystem,
-        };
-        SandboxSettings {
-            network,
-            filesystem,
-            ..self
+    /// What the operator's grant becomes for a tool that declares `declared`, in a project at
+    /// `project_dir`: on each axis the intersection of the two (a declared level only
+    /// tightens; a `-if-possible` of the operator carries over). A declared destination or
+    /// writable path that the grant does not include is refused, each refusal naming the line
+    /// to add in `section` (`[tools.NAME]`, or `[generator]` for a generated tool).
+    pub fn narrowed_by(
+        &self,
+        declared: &SandboxDeclaration,
+        project_dir: &Path,
+        section: &str,
+    ) -> Result<SandboxSettings, Vec<SandboxDenial>> {
+        let section = GrantSection(section);
+        let network = narrow_network(&self.network, declared.network.as_ref(), section);
+        let filesystem = narrow_filesystem(
+            &self.filesystem,
+            declared.filesystem.as_ref(),
+            project_dir,
+            section,
+        );
+        match (network, filesystem) {
+            (Ok(network), Ok(filesystem)) => Ok(SandboxSettings {
+                network,
+                filesystem,
+                ..self.clone()
+            }),
+            (network, filesystem) => Err(network
+                .err()
+                .into_iter()
+                .chain(filesystem.err())
+                .flatten()
+                .collect()),
         }
     }
 
     /// The executor's sandbox for a call whose project directory is
     /// `project_dir`, with [`protected_paths`] (the defaults and
-    /// `protected`) read-only under `project`. Every call also gets a private PID namespace and
-    /// `/proc` when the kernel allows it, unless `private_pids` is off, and
+    /// `protected`) read-only below every writable root. Every call also gets a private PID
+    /// namespace and `/proc` when the kernel allows it, unless `private_pids` is off, and
     /// always its own mount, IPC and UTS namespaces where the kernel allows; it
     /// runs with every capability dropped (as `user` when set).
-    pub fn to_executor(self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
+    ///
+    /// A destination list, and every public destination, are the egress proxy's
+    /// (`Network::Proxy`): a namespace whose only way out is the proxy of the call.
+    pub fn to_executor(&self, project_dir: &Path, protected: &[PathBuf]) -> Sandbox {
         let enforcement = |if_possible: bool| {
             if if_possible {
                 Enforcement::IfPossible
@@ -298,24 +254,42 @@ impl SandboxSettings {
                 Enforcement::Required
             }
         };
+        let roots = self.filesystem.roots(project_dir);
         Sandbox {
-            network: if self.network.denies() {
-                Network::Deny(enforcement(self.network.if_possible()))
-            } else {
-                Network::Allow
+            network: match &self.network {
+                NetworkSetting::Allow => Network::Allow,
+                NetworkSetting::DenyIfPossible | NetworkSetting::Declared => {
+                    Network::Deny(Enforcement::IfPossible)
+                }
+                NetworkSetting::Deny => Network::Deny(Enforcement::Required),
+                NetworkSetting::Only(targets) => {
+                    Network::Proxy(NetworkTarget::egress(targets, false))
+                }
+                NetworkSetting::AnyPublic => Network::Proxy(NetworkTarget::egress(&[], true)),
             },
-            filesystem: match self.filesystem.strictness() {
-                0 => Filesystem::Full,
-                1 => Filesystem::Project {
-                    root: project_dir.to_path_buf(),
-                    enforcement: enforcement(self.filesystem.if_possible()),
+            filesystem: match &self.filesystem {
+                FilesystemSetting::Full => Filesystem::Full,
+                FilesystemSetting::Project | FilesystemSetting::ProjectIfPossible => {
+                    Filesystem::Project {
+                        root: project_dir.to_path_buf(),
+                        enforcement: enforcement(self.filesystem.if_possible()),
+                    }
+                }
+                FilesystemSetting::ReadOnly | FilesystemSetting::ReadOnlyIfPossible => {
+                    Filesystem::ReadOnly(enforcement(self.filesystem.if_possible()))
+                }
+                FilesystemSetting::Paths(paths) if paths.is_empty() => {
+                    Filesystem::ReadOnly(Enforcement::Required)
+                }
+                FilesystemSetting::Paths(paths) => Filesystem::Paths {
+                    roots: paths.clone(),
+                    enforcement: Enforcement::Required,
                 },
-                _ => Filesystem::ReadOnly(enforcement(self.filesystem.if_possible())),
             },
             private_pids: self.private_pids,
             private_mounts: true,
             private_ipc: true,
-            protected: protected_paths(project_dir, protected),
+            protected: protected_paths(project_dir, &roots, protected),
             privileges: Privileges::Drop(self.user),
             syscalls: self.syscalls.to_executor(),
             // The call's tool cache is set per call (`call/invoke.rs`, `prepare`).
@@ -475,11 +449,11 @@ pub fn probe_sandbox_report(features: &Features) -> ProbeSandboxReport {
 /// code that runs later: the project's `.git` (hooks, `core.fsmonitor`) and
 /// `.toolsmith` (configuration, tools), every peer's project directory (tools,
 /// Kodelet's `kodelet-tools` and plugins, Nanocoder's skills),
-/// and each of `extra` (tool directories, the config file) that is inside the
-/// project (other than the project itself). Paths that do not exist are
-/// listed too: the executor seals their nearest existing directory, so that
-/// a tool cannot create them.
-pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+/// and each of `extra` (tool directories, the config file, toolsmith's own state) that is
+/// inside the project or one of the writable `roots` (other than the project or root
+/// itself). Paths that do not exist are listed too: the executor seals their nearest existing
+/// directory, so that a tool cannot create them.
+pub fn protected_paths(project_dir: &Path, roots: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths = vec![project_dir.join(".git"), project_dir.join(".toolsmith")];
     for peer in crate::layer::Peer::ALL {
         paths.extend(
@@ -488,7 +462,11 @@ pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
                 .map(|dir| project_dir.join(dir)),
         );
     }
-    let inside = |path: &Path| path.starts_with(project_dir) && path != project_dir;
+    let inside = |path: &Path| {
+        std::iter::once(project_dir)
+            .chain(roots.iter().map(PathBuf::as_path))
+            .any(|root| path.starts_with(root) && path != root)
+    };
     paths.extend(extra.iter().filter(|path| inside(path)).cloned());
     // A directory inside a protected one is covered by it.
     let mut kept: Vec<PathBuf> = Vec::new();
@@ -506,15 +484,19 @@ pub fn protected_paths(project_dir: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 /// manifest frontmatter). It can only tighten the operator's grant.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SandboxDeclaration {
-    /// `allow` or `deny`, if declared.
+    /// `none`, `any` or a list of destinations, if declared.
     pub network: Option<NetworkSetting>,
-    /// `full`, `project` or `read-only`, if declared.
+    /// `full`, `project`, `read-only` or a list of writable paths, if declared.
     pub filesystem: Option<FilesystemSetting>,
     /// Paths the tool asks to have hidden from it (`read_hide`, absolute or `~/...`).
     pub read_hide: Vec<PathBuf>,
     /// Paths the tool needs to read although they are masked by default (`read_reveal`):
     /// the call is `POLICY_DENIED` unless the operator reveals them for it.
     pub read_reveal: Vec<PathBuf>,
+    /// The secrets the tool needs (`"secrets": ["GITHUB_TOKEN"]`): a need made visible, never
+    /// a grant. A call of a tool that declares a secret the operator did not grant it fails
+    /// with `POLICY_DENIED` naming the key to add.
+    pub secrets: Vec<SecretName>,
 }
 
 /// Why a tool's `sandbox` declaration was refused.
@@ -523,9 +505,9 @@ pub enum SandboxDeclarationError {
     /// `sandbox` is not an object.
     #[error("`sandbox` must be an object such as {{\"network\": \"deny\"}}")]
     NotAnObject,
-    /// A key other than `network`, `filesystem`, `read_hide` and `read_reveal`.
+    /// A key other than `network`, `filesystem`, `read_hide`, `read_reveal` and `secrets`.
     #[error(
-        "`sandbox.{key}` is not a sandbox setting (expected network, filesystem, read_hide or read_reveal)"
+        "`sandbox.{key}` is not a sandbox setting (expected network, filesystem, read_hide, read_reveal or secrets)"
     )]
     UnknownKey {
         /// The key.
@@ -545,52 +527,44 @@ pub enum SandboxDeclarationError {
 
 impl SandboxDeclaration {
     /// Parses the `sandbox` value of a description, schema or frontmatter
-    /// (converted to JSON). A tool declares levels only (`allow`/`deny`,
-    /// `full`/`project`/`read-only`); whether a level may be relaxed on a
-    /// kernel without the mechanism is the operator's decision.
+    /// (converted to JSON). A tool declares levels (`"any"`/`"none"` and their aliases
+    /// `"allow"`/`"deny"`; `"full"`/`"project"`/`"read-only"`) or lists (destinations,
+    /// writable paths); whether a level may be relaxed on a kernel without the mechanism is
+    /// the operator's decision, so the `-if-possible` forms are not a tool's to declare.
     pub fn from_json(value: &Value) -> Result<SandboxDeclaration, SandboxDeclarationError> {
         let Value::Object(object) = value else {
             return Err(SandboxDeclarationError::NotAnObject);
         };
         let mut declaration = SandboxDeclaration::default();
         for (key, value) in object {
-            let text = value.as_str();
+            let invalid =
+                |key: &'static str, expected: &'static str| SandboxDeclarationError::InvalidValue {
+                    key,
+                    expected,
+                    found: value.to_string(),
+                };
             match key.as_str() {
                 "network" => {
-                    declaration.network = Some(
-                        text.and_then(|text| match text {
-                            "allow" => Some(NetworkSetting::Allow),
-                            "deny" => Some(NetworkSetting::Deny),
-                            _ => None,
-                        })
-                        .ok_or_else(|| {
-                            SandboxDeclarationError::InvalidValue {
-                                key: "network",
-                                expected: "\"allow\", \"deny\"",
-                                found: value.to_string(),
-                            }
-                        })?,
-                    );
+                    const EXPECTED: &str =
+                        "\"none\", \"any\" (or \"deny\", \"allow\"), a list of destinations";
+                    let setting = NetworkSetting::from_json(value)
+                        .ok()
+                        .filter(|setting| *setting != NetworkSetting::DenyIfPossible)
+                        .ok_or_else(|| invalid("network", EXPECTED))?;
+                    declaration.network = Some(setting);
                 }
                 "filesystem" => {
-                    declaration.filesystem = Some(
-                        text.and_then(|text| match text {
-                            "full" => Some(FilesystemSetting::Full),
-                            "project" => Some(FilesystemSetting::Project),
-                            "read-only" => Some(FilesystemSetting::ReadOnly),
-                            _ => None,
-                        })
-                        .ok_or_else(|| {
-                            SandboxDeclarationError::InvalidValue {
-                                key: "filesystem",
-                                expected: "\"full\", \"project\", \"read-only\"",
-                                found: value.to_string(),
-                            }
-                        })?,
-                    );
+                    const EXPECTED: &str =
+                        "\"full\", \"project\", \"read-only\", a list of absolute writable paths";
+                    let setting = FilesystemSetting::from_json(value)
+                        .ok()
+                        .filter(|setting| !setting.if_possible())
+                        .ok_or_else(|| invalid("filesystem", EXPECTED))?;
+                    declaration.filesystem = Some(setting);
                 }
                 "read_hide" => declaration.read_hide = declared_paths("read_hide", value)?,
                 "read_reveal" => declaration.read_reveal = declared_paths("read_reveal", value)?,
+                "secrets" => declaration.secrets = declared_secrets(value)?,
                 _ => {
                     return Err(SandboxDeclarationError::UnknownKey { key: key.clone() });
                 }
@@ -599,12 +573,41 @@ impl SandboxDeclaration {
         Ok(declaration)
     }
 
+    /// The declaration as a tool writes it (`{"network": [...], "filesystem": "project"}`),
+    /// for `show` and `list --json`.
+    pub fn to_json(&self) -> Value {
+        let mut object = serde_json::Map::new();
+        if let Some(network) = &self.network {
+            object.insert("network".to_owned(), network.to_json());
+        }
+        if let Some(filesystem) = &self.filesystem {
+            object.insert("filesystem".to_owned(), filesystem.to_json());
+        }
+        for (key, paths) in [
+            ("read_hide", &self.read_hide),
+            ("read_reveal", &self.read_reveal),
+        ] {
+            if !paths.is_empty() {
+                let paths = paths
+                    .iter()
+                    .map(|path| Value::from(path.display().to_string()));
+                object.insert(key.to_owned(), Value::Array(paths.collect()));
+            }
+        }
+        if !self.secrets.is_empty() {
+            let names = self.secrets.iter().map(|name| Value::from(name.as_str()));
+            object.insert("secrets".to_owned(), Value::Array(names.collect()));
+        }
+        Value::Object(object)
+    }
+
     /// True when the tool declares nothing.
     pub fn is_empty(&self) -> bool {
         self.network.is_none()
             && self.filesystem.is_none()
             && self.read_hide.is_empty()
             && self.read_reveal.is_empty()
+            && self.secrets.is_empty()
     }
 }
 
@@ -640,9 +643,62 @@ fn declared_paths(
         .collect()
 }
 
-/// What isolation applied to a call, for the envelope's `metadata.sandbox`.
+/// The `secrets` of a declaration: a list of distinct secret names.
+fn declared_secrets(value: &Value) -> Result<Vec<SecretName>, SandboxDeclarationError> {
+    let invalid = || SandboxDeclarationError::InvalidValue {
+        key: "secrets",
+        expected: "a list of environment variable names such as [\"GITHUB_TOKEN\"]",
+        found: value.to_string(),
+    };
+    let Value::Array(items) = value else {
+        return Err(invalid());
+    };
+    let mut names: Vec<SecretName> = Vec::with_capacity(items.len());
+    for item in items {
+        let name = item
+            .as_str()
+            .and_then(|text| SecretName::new(text).ok())
+            .ok_or_else(invalid)?;
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// The envelope's `metadata.sandbox`: what isolation applied to a call (when it ran), the
+/// secrets it received (names), and what was refused to it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SandboxReport {
+    /// What applied, when the call ran; `None` when it was refused before it started.
+    #[serde(flatten)]
+    pub applied: Option<AppliedReport>,
+    /// The names of the secrets the call received, never their values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// What was refused to the call, each with the config key that would grant it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<SandboxDenial>,
+    /// Every connection the tool asked toolsmith's egress proxy for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<crate::call::egress::EgressRecord>,
+}
+
+impl SandboxReport {
+    /// The report of a call refused before it started, for `denied`.
+    pub fn refused(denied: Vec<SandboxDenial>) -> SandboxReport {
+        SandboxReport {
+            applied: None,
+            secrets: Vec::new(),
+            denied,
+            egress: Vec::new(),
+        }
+    }
+}
+
+/// What isolation applied to a call that ran.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AppliedReport {
     /// `allow` or `deny`: what applied, not what was asked.
     pub network: &'static str,
     /// `full`, `project` or `read-only`: what applied.
@@ -682,6 +738,17 @@ impl SandboxReport {
     /// The report of what the executor applied.
     pub fn from_applied(applied: &AppliedSandbox) -> SandboxReport {
         SandboxReport {
+            applied: Some(AppliedReport::from_applied(applied)),
+            secrets: Vec::new(),
+            denied: Vec::new(),
+            egress: Vec::new(),
+        }
+    }
+}
+
+impl AppliedReport {
+    fn from_applied(applied: &AppliedSandbox) -> AppliedReport {
+        AppliedReport {
             network: if applied.network_denied {
                 "deny"
             } else {
@@ -714,9 +781,8 @@ mod tests {
 
     use std::path::{Path, PathBuf};
 
-    use crate::sandbox::{
-        FilesystemSetting, NetworkSetting, SandboxDeclaration, SandboxSettings, protected_paths,
-    };
+    use crate::access::{FilesystemSetting, NetworkSetting};
+    use crate::sandbox::{SandboxDeclaration, SandboxSettings, protected_paths};
 
     #[test]
     fn protected_paths_are_the_defaults_and_what_lies_inside_the_project() {
@@ -743,7 +809,7 @@ mod tests {
         .iter()
         .map(|path| project.join(path))
         .collect();
-        assert_eq!(protected_paths(project, &extra), expect);
+        assert_eq!(protected_paths(project, &[], &extra), expect);
     }
 
     fn check(grant: (&str, &str), declared: serde_json::Value, expect: (&str, &str)) {
@@ -753,9 +819,14 @@ mod tests {
             ..SandboxSettings::unrestricted()
         };
         let declared = SandboxDeclaration::from_json(&declared).unwrap();
-        let effective = grant.tightened_by(&declared);
+        let effective = grant
+            .narrowed_by(&declared, Path::new("/work/p"), "[tools.t]")
+            .unwrap();
         assert_eq!(
-            (effective.network.as_str(), effective.filesystem.as_str()),
+            (
+                effective.network.to_string().as_str(),
+                effective.filesystem.to_string().as_str()
+            ),
             expect
         );
     }
@@ -765,17 +836,17 @@ mod tests {
         check(
             ("allow", "full"),
             json!({"network": "deny"}),
-            ("deny", "full"),
+            ("none", "full"),
         );
         check(
             ("allow", "full"),
             json!({"filesystem": "read-only"}),
-            ("allow", "read-only"),
+            ("any", "read-only"),
         );
         check(
             ("allow", "project"),
             json!({"filesystem": "read-only"}),
-            ("allow", "read-only"),
+            ("any", "read-only"),
         );
     }
 
@@ -784,12 +855,12 @@ mod tests {
         check(
             ("deny", "read-only"),
             json!({"network": "allow", "filesystem": "full"}),
-            ("deny", "read-only"),
+            ("none", "read-only"),
         );
         check(
             ("deny", "read-only"),
             json!({"filesystem": "project"}),
-            ("deny", "read-only"),
+            ("none", "read-only"),
         );
         check(
             ("deny-if-possible", "full"),
@@ -808,7 +879,7 @@ mod tests {
         check(
             ("allow", "project-if-possible"),
             json!({"filesystem": "project"}),
-            ("allow", "project-if-possible"),
+            ("any", "project-if-possible"),
         );
     }
 
@@ -819,9 +890,10 @@ mod tests {
             Ok(NetworkSetting::DenyIfPossible)
         );
         assert_eq!("read-only".parse(), Ok(FilesystemSetting::ReadOnly));
+        assert_eq!("none".parse(), Ok(NetworkSetting::Deny));
         assert_eq!(
-            "none".parse::<NetworkSetting>().unwrap_err().to_string(),
-            "unknown network setting `none` (expected one of allow, deny, deny-if-possible)"
+            "off".parse::<NetworkSetting>().unwrap_err().to_string(),
+            "unknown network setting `off` (expected one of none, any, deny-if-possible (or the aliases deny and allow), or a list of destinations)"
         );
     }
 
@@ -834,11 +906,11 @@ mod tests {
         };
         assert_eq!(
             refuse(json!({"network": "deny-if-possible"})),
-            "`sandbox.network` must be one of \"allow\", \"deny\", not \"deny-if-possible\""
+            "`sandbox.network` must be one of \"none\", \"any\" (or \"deny\", \"allow\"), a list of destinations, not \"deny-if-possible\""
         );
         assert_eq!(
             refuse(json!({"net": "deny"})),
-            "`sandbox.net` is not a sandbox setting (expected network, filesystem, read_hide or read_reveal)"
+            "`sandbox.net` is not a sandbox setting (expected network, filesystem, read_hide, read_reveal or secrets)"
         );
         assert_eq!(
             refuse(json!("deny")),

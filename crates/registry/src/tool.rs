@@ -164,6 +164,25 @@ impl Tool {
         &self.sandbox
     }
 
+    /// This tool as a generated one (see [`Tool::generated`]): the generator's staged and
+    /// restored files are generated tools before their history says so, and get the
+    /// network of generated tools (`[generator] network`), never a `[tools.NAME]` grant.
+    pub fn as_generated(&self) -> Tool {
+        Tool {
+            generated: true,
+            ..self.clone()
+        }
+    }
+
+    /// This tool declaring `sandbox` in place of what its file declares: the declarations
+    /// [`learn`](crate::learn) tries. The operator's grant still bounds every call.
+    pub fn with_sandbox(&self, sandbox: SandboxDeclaration) -> Tool {
+        Tool {
+            sandbox,
+            ..self.clone()
+        }
+    }
+
     /// The absolute path of the tool's file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -48,6 +48,7 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         project_gate: None,
         tool_caches: None,
         read_masks: toolsmith_registry::ReadMasks::none(),
+        secrets: Default::default(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
@@ -162,6 +163,7 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         project_gate: None,
         tool_caches: None,
         read_masks: toolsmith_registry::ReadMasks::none(),
+        secrets: Default::default(),
     };
     let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());

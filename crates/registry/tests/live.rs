@@ -91,6 +91,7 @@ impl World {
             project_gate: None,
             tool_caches: None,
             read_masks: toolsmith_registry::ReadMasks::none(),
+            secrets: Default::default(),
         };
         World {
             tools,

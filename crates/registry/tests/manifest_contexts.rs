@@ -182,6 +182,7 @@ impl Harness {
             project_gate: None,
             tool_caches: None,
             read_masks: toolsmith_registry::ReadMasks::none(),
+            secrets: Default::default(),
         }
     }
 

@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, DiscoveryCache, DiscoveryProgress, Policy, RunConfig, ToolName};
+use toolsmith_registry::{
+    AuditLog, Catalog, DefinitionChange, Definitions, DiscoveryCache, DiscoveryProgress, Policy,
+    RunConfig, ToolName, error_chain,
+};
 
 use crate::settings::GlobalSettings;
 
@@ -60,6 +63,44 @@ pub(crate) async fn discover_tool(
     .await;
     save_discovery_cache(&mut cache);
     catalog
+}
+
+/// The record of the tool definitions last listed, beside the discovery cache (in memory
+/// when the cache is off: changes are then seen within one `serve` only).
+pub(crate) fn definitions(global: &GlobalSettings) -> Definitions {
+    match &global.cache_dir {
+        Some(dir) => Definitions::load(dir),
+        None => Definitions::in_memory(),
+    }
+}
+
+/// Records the definitions of `catalog`'s tools as listed now, and reports each tool whose
+/// definition (description, schemas, annotations, sandbox) changed since the last listing:
+/// a warning, and a line in `audit` with the old and new digests. Returns the changes, for
+/// the listing's marker.
+pub(crate) fn observe_definitions(
+    definitions: &mut Definitions,
+    catalog: &Catalog,
+    audit: Option<&AuditLog>,
+) -> Vec<DefinitionChange> {
+    let changes = definitions.observe(catalog);
+    if let Err(error) = definitions.save() {
+        tracing::warn!(%error, "the record of tool definitions was not saved; the next listing reports these changes again");
+    }
+    for change in &changes {
+        tracing::warn!(
+            "the definition of tool {} changed since it was last listed (sha256 {} -> {})",
+            change.name,
+            &change.old_sha256[..12.min(change.old_sha256.len())],
+            &change.new_sha256[..12.min(change.new_sha256.len())],
+        );
+        if let Some(audit) = audit
+            && let Err(error) = audit.append_definition_change(change)
+        {
+            tracing::warn!(error = %error_chain(&error), "a definition change was not audited");
+        }
+    }
+    changes
 }
 
 /// Writes `cache` back. A cache that cannot be written costs probes next time, not this

@@ -8,6 +8,7 @@
 mod interpreters;
 mod render;
 mod sandbox;
+mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -85,6 +86,9 @@ struct Report<'run> {
     support: [Support<'run>; 6],
     sandbox: Vec<Check>,
     secrets: Secrets,
+    /// `[secrets.NAME]`: each defined secret and who gets it, and the tools that declare a
+    /// secret they are not granted.
+    defined_secrets: Vec<Check>,
     probes: ProbeSandboxReport,
     privileges: String,
     memory: String,
@@ -130,14 +134,23 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
     bar.finish();
     let kernel = kernel_checks(executor);
     let support = sandbox_support(executor.features());
-    let sandbox = sandbox_checks(&support);
+    let mut sandbox = sandbox_checks(&support);
+    if global.sandbox.profile == toolsmith_registry::SandboxProfile::Compat {
+        sandbox.push(Check {
+            name: "profile".to_owned(),
+            status: Status::Warn,
+            detail: "[sandbox] profile = \"compat\": every tool gets the user's filesystem and the host's network, as before least privilege became the default".to_owned(),
+            fix: Some("grant what each tool needs ([tools.NAME] network = [...], filesystem = [...]; docs/operators.md, \"Granting\") and remove profile = \"compat\"".to_owned()),
+        });
+    }
     let secrets = secrets_protection(executor.features());
     let probes = toolsmith_registry::probe_sandbox_report(executor.features());
     let privileges = privileges_line(global);
     let memory = memory_line();
     let mut directories = directory_checks(global, &catalog);
     directories.extend(history_checks(global));
-    let problems = problem_checks(&catalog);
+    let mut problems = problem_checks(&catalog);
+    problems.extend(definition_checks(global, &catalog));
     let tools_path = config
         .env
         .iter()
@@ -145,6 +158,7 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         .map(|(_, value)| value.as_os_str());
     let interpreters = interpreter_checks(&catalog, tools_path);
     let trust = trust_checks(global);
+    let defined_secrets = secrets::secret_checks(global, executor, &catalog, &config).await;
     let settings = global.effective();
     let problem_count = kernel
         .iter()
@@ -153,6 +167,7 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         .chain(&problems)
         .chain(&interpreters)
         .chain(&trust)
+        .chain(&defined_secrets)
         .filter(|check| check.status == Status::Problem)
         .count();
     let cache_file = global.cache_dir.as_ref().map(|dir| dir.join(CACHE_FILE));
@@ -164,6 +179,7 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         support,
         sandbox,
         secrets,
+        defined_secrets,
         probes,
         privileges,
         memory,
@@ -175,6 +191,33 @@ async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor
         problem_count,
         cache_file,
     }
+}
+
+/// Pinned definitions: each tool whose definition changed since it was last listed (this
+/// discovery included), with when and the old and new digests. Information, not a problem:
+/// the operator decides whether the change was expected.
+fn definition_checks(global: &GlobalSettings, catalog: &Catalog) -> Vec<Check> {
+    let audit = global
+        .audit_path
+        .as_deref()
+        .and_then(|path| toolsmith_registry::AuditLog::open(path).ok());
+    let mut definitions = discover::definitions(global);
+    discover::observe_definitions(&mut definitions, catalog, audit.as_ref());
+    definitions
+        .last_changes()
+        .map(|change| Check {
+            name: format!("definition of {}", change.name),
+            status: Status::Info,
+            detail: format!(
+                "changed since it was last listed (seen {}): sha256 {} -> {}",
+                change.seen, change.old_sha256, change.new_sha256
+            ),
+            fix: Some(format!(
+                "`toolsmith show {}` shows what agents see now; if the change was not expected, restore or remove the tool",
+                change.name
+            )),
+        })
+        .collect()
 }
 
 /// The history of generated tools: each tool's chain read and every object checked.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::{Map, Value, json};
 use toolsmith_executor::Executor;
-use toolsmith_generator::{GeneratorConfig, REQUEST_SCHEMA, Report, Status};
+use toolsmith_generator::{GeneratorConfig, REQUEST_SCHEMA, Report, Request, Status};
 use toolsmith_registry::ToolName;
 
 use crate::args::{GenerateArgs, HistoryArgs, LanguageArg, NewArgs, RollbackArgs};
@@ -73,16 +73,19 @@ pub(crate) async fn generate(
     let config = global.run_config(&global.cwd, None);
     let existing =
         discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
-    let report = toolsmith_generator::generate(
-        executor,
-        request,
-        &existing,
-        None,
-        &generator_config(global),
-        &config,
-    )
-    .await
-    .context("cannot generate the tool")?;
+    let report = match Request::from_json(request) {
+        Ok(request) => toolsmith_generator::generate(
+            executor,
+            &request,
+            &existing,
+            None,
+            &generator_config(global),
+            &config,
+        )
+        .await
+        .context("cannot generate the tool")?,
+        Err(error) => Report::invalid_request(request, &error),
+    };
     if args.json {
         output::write_json(&report)?;
     } else {

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{Catalog, Denial, DeniedTool, Policy, Tool};
+use toolsmith_registry::{
+    AuditLog, Catalog, DefinitionChange, Denial, DeniedTool, Policy, RunConfig, SecretName, Tool,
+};
 
 use crate::args::ListArgs;
 use crate::commands::discover;
@@ -31,9 +33,15 @@ pub(crate) async fn list(
     })
     .await;
     bar.finish();
-    let listing = Listing::new(&catalog, &policy);
+    let audit = match global.audit_path.as_deref() {
+        Some(path) => Some(AuditLog::open(path)?),
+        None => None,
+    };
+    let changes =
+        discover::observe_definitions(&mut discover::definitions(global), &catalog, audit.as_ref());
+    let listing = Listing::new(&catalog, &policy, changes);
     if args.json {
-        output::write_json(&listing.json(args.all))?;
+        output::write_json(&listing.json(args.all, &config))?;
         return Ok(ExitStatus::Success);
     }
     if catalog.tools().is_empty() {
@@ -90,10 +98,12 @@ struct Listing<'a> {
     catalog: &'a Catalog,
     admitted: Vec<&'a Tool>,
     denied: Vec<(&'a Tool, Denial)>,
+    /// The tools whose definition changed since the last listing (pinned definitions).
+    changes: Vec<DefinitionChange>,
 }
 
 impl<'a> Listing<'a> {
-    fn new(catalog: &'a Catalog, policy: &Policy) -> Listing<'a> {
+    fn new(catalog: &'a Catalog, policy: &Policy, changes: Vec<DefinitionChange>) -> Listing<'a> {
         let mut admitted = Vec::new();
         let mut denied = Vec::new();
         for tool in catalog.tools() {
@@ -106,14 +116,34 @@ impl<'a> Listing<'a> {
             catalog,
             admitted,
             denied,
+            changes,
         }
+    }
+
+    /// The change of `tool`'s definition since the last listing, if it changed.
+    fn change(&self, tool: &Tool) -> Option<&DefinitionChange> {
+        self.changes
+            .iter()
+            .find(|change| &change.name == tool.name())
     }
 
     /// The keys of the first `list --json` (`tools`, `problems`, `shadowed`)
     /// always; `denied` with `--all`.
-    fn json(&self, all: bool) -> serde_json::Value {
-        let tools: Vec<serde_json::Value> =
-            self.admitted.iter().map(|tool| tool_json(tool)).collect();
+    fn json(&self, all: bool, config: &RunConfig) -> serde_json::Value {
+        let tools: Vec<serde_json::Value> = self
+            .admitted
+            .iter()
+            .map(|tool| {
+                let mut entry = tool_json(tool, config);
+                if let (Some(change), Some(object)) = (self.change(tool), entry.as_object_mut()) {
+                    object.insert(
+                        "definition_changed".to_owned(),
+                        json!({"old_sha256": change.old_sha256, "new_sha256": change.new_sha256}),
+                    );
+                }
+                entry
+            })
+            .collect();
         let problems: Vec<serde_json::Value> = self
             .catalog
             .problems()
@@ -139,7 +169,7 @@ impl<'a> Listing<'a> {
                 .denied
                 .iter()
                 .map(|(tool, denial)| {
-                    let mut entry = tool_json(tool);
+                    let mut entry = tool_json(tool, config);
                     if let Some(object) = entry.as_object_mut() {
                         object.insert("reason".to_owned(), json!(denial.to_string()));
                         object.insert("reason_code".to_owned(), json!(denial.code()));
@@ -170,7 +200,15 @@ impl<'a> Listing<'a> {
                 (
                     tool.source(),
                     vec![
-                        Cell::painted(tool.name().to_string(), Paint::Name),
+                        Cell::painted(
+                            match self.change(tool) {
+                                // Pinned definitions: what the agent sees changed since the
+                                // last listing.
+                                Some(_) => format!("{} (changed)", tool.name()),
+                                None => tool.name().to_string(),
+                            },
+                            Paint::Name,
+                        ),
                         Cell::plain(tool.kind().to_string()),
                         Cell::plain(first_line(tool.description())),
                     ],
@@ -271,7 +309,10 @@ fn unprobed_json(denied: &DeniedTool) -> serde_json::Value {
     })
 }
 
-fn tool_json(tool: &Tool) -> serde_json::Value {
+/// A tool's entry; `sandbox` holds what it declares and what a call gets on each axis (the
+/// operator's grant narrowed by the declaration), and what would be refused.
+fn tool_json(tool: &Tool, config: &RunConfig) -> serde_json::Value {
+    let call = config.call_config(tool);
     let mut entry = json!({
         "name": tool.name().as_str(),
         "exposed_name": tool.name().exposed(),
@@ -281,10 +322,31 @@ fn tool_json(tool: &Tool) -> serde_json::Value {
         "kind": tool.kind().as_str(),
         "layer": tool.layer().as_str(),
         "input_schema": tool.input_schema().as_json(),
+        "sandbox": {
+            "declared": tool.sandbox().to_json(),
+            "network": call.sandbox.network.to_json(),
+            "filesystem": call.sandbox.filesystem.to_json(),
+            "denied": call.denied,
+        },
     });
     // Only tools that declare a result schema (ikigai's `returns`) carry it.
     if let (Some(output_schema), Some(object)) = (tool.output_schema(), entry.as_object_mut()) {
         object.insert("output_schema".to_owned(), output_schema.as_json().clone());
+    }
+    // Only tools granted or declaring a secret carry `secrets` (names, never values).
+    let granted = config.granted_secrets(tool);
+    let declared = &tool.sandbox().secrets;
+    if let (false, Some(object)) = (
+        granted.is_empty() && declared.is_empty(),
+        entry.as_object_mut(),
+    ) {
+        let names = |names: &[SecretName]| -> Vec<String> {
+            names.iter().map(|name| name.as_str().to_owned()).collect()
+        };
+        object.insert(
+            "secrets".to_owned(),
+            json!({"granted": names(granted), "declared": names(declared)}),
+        );
     }
     entry
 }

@@ -4,6 +4,7 @@ pub(crate) mod discover;
 pub(crate) mod doctor;
 pub(crate) mod export;
 pub(crate) mod generate;
+pub(crate) mod learn;
 pub(crate) mod list;
 pub(crate) mod prepare;
 pub(crate) mod run;

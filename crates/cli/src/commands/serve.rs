@@ -154,6 +154,7 @@ async fn context(
         policy,
         prefix: args.prefix.clone(),
         audit,
+        definitions: std::sync::Mutex::new(discover::definitions(global)),
         generator,
         generator_refusal: crate::trust::untrusted_generation(global)
             .map(|refusal| {

@@ -7,7 +7,8 @@ use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::{Executor, Features};
 use toolsmith_registry::{
-    CallConfig, DeniedTool, Policy, TestCase, TimeoutSource, Tool, ToolName, format_duration,
+    CallConfig, DeniedTool, Policy, SecretName, TestCase, TimeoutSource, Tool, ToolName,
+    format_duration,
 };
 
 use crate::args::ShowArgs;
@@ -184,14 +185,17 @@ fn tool_json(tool: &Tool, policy: &Policy, call: &CallConfig) -> serde_json::Val
 /// masks of every tool).
 fn sandbox_json(tool: &Tool, call: &CallConfig) -> serde_json::Value {
     let mut sandbox = json!({
-            "network": call.sandbox.network.as_str(),
-            "filesystem": call.sandbox.filesystem.as_str(),
+            "network": call.sandbox.network.to_json(),
+            "filesystem": call.sandbox.filesystem.to_json(),
             "syscalls": call.sandbox.syscalls.as_str(),
             "user": call.sandbox.user.map(|user| user.to_string()),
             "declared": {
-                "network": tool.sandbox().network.map(|setting| setting.as_str()),
-                "filesystem": tool.sandbox().filesystem.map(|setting| setting.as_str()),
+                "network": tool.sandbox().network.as_ref().map(|setting| setting.to_json()),
+                "filesystem": tool.sandbox().filesystem.as_ref().map(|setting| setting.to_json()),
+                "secrets": secret_names(&tool.sandbox().secrets),
             },
+            "secrets": secret_names(&call.secrets),
+            "denied": call.denied,
     });
     let declared = tool.sandbox();
     if !declared.read_hide.is_empty() {
@@ -290,6 +294,7 @@ fn tool_text(
         },
     ]);
     rows.extend(sandbox_rows(tool, call, features));
+    rows.extend(secrets_row(tool, call));
     text.push_str(&output::table("", &[], &rows));
     let timeout_source = match call.timeout_source {
         TimeoutSource::Override => "[tools] override or flag".to_owned(),
@@ -349,15 +354,68 @@ fn write_tests(text: &mut String, tests: &[TestCase]) -> std::fmt::Result {
     Ok(())
 }
 
+/// Secret names as JSON strings.
+fn secret_names(names: &[SecretName]) -> Vec<&str> {
+    names.iter().map(SecretName::as_str).collect()
+}
+
+/// The row of the secrets a call of `tool` receives and those it declares (names only), or
+/// none when it has neither.
+fn secrets_row(tool: &Tool, call: &CallConfig) -> Option<Vec<Cell>> {
+    let declared = &tool.sandbox().secrets;
+    if call.secrets.is_empty() && declared.is_empty() {
+        return None;
+    }
+    let granted = if call.secrets.is_empty() {
+        "none granted".to_owned()
+    } else {
+        format!("granted {}", secret_names(&call.secrets).join(", "))
+    };
+    let missing: Vec<&str> = declared
+        .iter()
+        .filter(|name| !call.secrets.contains(name))
+        .map(SecretName::as_str)
+        .collect();
+    let declared_text = if declared.is_empty() {
+        String::new()
+    } else {
+        format!(" (the tool declares {})", secret_names(declared).join(", "))
+    };
+    let text = format!("{granted}{declared_text}");
+    Some(vec![
+        Cell::painted("secrets:", Paint::Header),
+        if missing.is_empty() {
+            Cell::plain(text)
+        } else {
+            Cell::painted(
+                format!(
+                    "{text}; calls are refused until the user config has [tools.{}] secrets = [{}]",
+                    tool.name(),
+                    missing
+                        .iter()
+                        .map(|name| format!("\"{name}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Paint::Bad,
+            )
+        },
+    ])
+}
+
 /// The rows of the sandbox a call of `tool` gets, and of what this kernel enforces of it.
 fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<Cell>> {
     let label = |text: &str| Cell::painted(text, Paint::Header);
     let mut rows = Vec::new();
     let declared = tool.sandbox();
     let declared = [
-        declared.network.map(|setting| format!("network {setting}")),
+        declared
+            .network
+            .as_ref()
+            .map(|setting| format!("network {setting}")),
         declared
             .filesystem
+            .as_ref()
             .map(|setting| format!("filesystem {setting}")),
         (!declared.read_hide.is_empty())
             .then(|| format!("read_hide {}", paths(&declared.read_hide))),
@@ -389,6 +447,23 @@ fn sandbox_rows(tool: &Tool, call: &CallConfig, features: &Features) -> Vec<Vec<
         rows.push(vec![
             label("read masks:"),
             Cell::painted(format!("calls are POLICY_DENIED: {denied}"), Paint::Bad),
+        ]);
+    }
+    if !call.denied.is_empty() {
+        let lines: Vec<&str> = call
+            .denied
+            .iter()
+            .map(|denial| denial.grant.as_str())
+            .collect();
+        rows.push(vec![
+            label("refused:"),
+            Cell::painted(
+                format!(
+                    "a call is POLICY_DENIED: the tool declares what the operator does not grant; add {}",
+                    lines.join("; ")
+                ),
+                Paint::Bad,
+            ),
         ]);
     }
     let (applied, missing) = isolation(features, call);

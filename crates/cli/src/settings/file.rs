@@ -37,6 +37,10 @@
 //! env = { allow = ["PATH"], set = { GREETING = "hi" } }
 //! network = "allow"
 //! disabled = false
+//! secrets = ["GITHUB_TOKEN"] # this tool's calls receive $GITHUB_TOKEN (user config only)
+//!
+//! [secrets.GITHUB_TOKEN]     # user config only; exactly one of env, file, command
+//! env = "GH_PAT"             # or file = "/run/secrets/gh", or command = ["gh", "auth", "token"]
 //!
 //! [audit]
 //! path = "audit.jsonl"       # relative to this file's directory; off when unset
@@ -60,17 +64,19 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use toolsmith_registry::{Links, MAX_CONFIG_BYTES, ToolName, read_regular};
+use toolsmith_registry::{Links, MAX_CONFIG_BYTES, SecretName, ToolName, read_regular};
 
 use crate::settings::limits::{LIMIT_KEYS, LimitKey, LimitsOptions};
 use crate::settings::options::{
     ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
-    PolicyOptions, SandboxOptions, ToolOptions,
+    PolicyOptions, SandboxOptions, SecretOptions, ToolOptions,
 };
-use crate::settings::schema::{RawFile, RawPolicy, RawSandbox, RawTool, Scalar};
+use crate::settings::schema::{
+    Grant, RawFile, RawPolicy, RawSandbox, RawSecret, RawTool, RawTrust, Scalar,
+};
 use crate::settings::values::{
     ValueError, parse_backend, parse_filesystem, parse_max_concurrent, parse_network,
-    parse_profile, parse_syscalls, parse_user,
+    parse_profile, parse_sandbox_profile, parse_syscalls, parse_user,
 };
 
 /// The project configuration file, relative to the current directory.
@@ -97,6 +103,14 @@ pub(crate) enum ConfigError {
         location: String,
         message: String,
     },
+    /// `[sandbox] secrets`: a secret is granted to a tool, never to every tool.
+    #[error(
+        "{origin}: [sandbox] secrets is refused: a secret is granted to one tool (`[tools.NAME] secrets = [\"NAME\"]`), never to every tool"
+    )]
+    SandboxSecrets { origin: String },
+    /// A `[secrets.NAME]` that does not say where its value comes from, or says it twice.
+    #[error("{origin}: [secrets.{name}] must have exactly one of env, file and command")]
+    SecretSource { name: String, origin: String },
     /// A value has the wrong form.
     #[error("invalid value {value:?} for {key} in {origin}")]
     Value {
@@ -114,10 +128,13 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => None,
             ConfigError::Parse { .. } => Some(
-                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator] and [trust]; see the key list in the message"
+                "the sections are [limits], [env], [executor], [policy], [sandbox], [tools.NAME], [audit], [discovery], [generator], [trust] and [secrets.NAME]; see the key list in the message"
                     .to_owned(),
             ),
             ConfigError::Value { .. } => None,
+            ConfigError::SandboxSecrets { .. } | ConfigError::SecretSource { .. } => Some(
+                "define a secret once, e.g. [secrets.GITHUB_TOKEN] env = \"GITHUB_TOKEN\", and grant it per tool with [tools.NAME] secrets = [\"GITHUB_TOKEN\"]".to_owned(),
+            ),
         }
     }
 }
@@ -235,7 +252,14 @@ fn parse_with_trust(
         set: raw.env.set.map(|set| set.into_iter().collect()),
     };
     let policy = policy_options(raw.policy, origin)?;
+    if raw.sandbox.secrets.is_some() {
+        return Err(ConfigError::SandboxSecrets {
+            origin: origin.to_owned(),
+        });
+    }
     let sandbox = sandbox_options(&raw.sandbox, origin)?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let secrets = secret_options(raw.secrets, &base, origin)?;
     let mut tools = BTreeMap::new();
     for (name, raw_tool) in raw.tools {
         let tool_name = ToolName::new(&name).map_err(|source| ConfigError::Value {
@@ -252,9 +276,8 @@ fn parse_with_trust(
         path.parent()
             .map_or_else(|| audit_path.clone(), |dir| dir.join(&audit_path))
     });
-    // Relative directories are taken from the config file's directory, so that a file
-    // means the same whatever directory toolsmith is started in.
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    // Relative directories are taken from the config file's directory (`base`), so that a
+    // file means the same whatever directory toolsmith is started in.
     let discovery = DiscoveryOptions {
         dirs: raw.discovery.dirs.map(|dirs| {
             dirs.into_iter()
@@ -273,22 +296,14 @@ fn parse_with_trust(
             dir,
         }),
         may_replace: tool_names("generator.may_replace", raw.generator.may_replace, origin)?,
+        network: grant_field(
+            "generator.network",
+            &raw.generator.network,
+            origin,
+            parse_network,
+        )?,
     };
-    let trust = (raw.trust.paths.is_some() || raw.trust.project_may_loosen.is_some()).then(|| {
-        RawTrustOptions {
-            paths: raw
-                .trust
-                .paths
-                .unwrap_or_default()
-                .into_iter()
-                .map(|dir| ConfigDir {
-                    base: base.clone(),
-                    dir,
-                })
-                .collect(),
-            project_may_loosen: raw.trust.project_may_loosen,
-        }
-    });
+    let trust = trust_options(raw.trust, &base);
     Ok((
         Options {
             limits,
@@ -300,9 +315,72 @@ fn parse_with_trust(
             audit,
             discovery,
             generator,
+            secrets,
         },
         trust,
     ))
+}
+
+/// The `[secrets.NAME]` sections: names are environment variable names, and each has
+/// exactly one source; a relative `file` is taken from `base`, the file's directory.
+fn secret_options(
+    raw: BTreeMap<String, RawSecret>,
+    base: &Path,
+    origin: &str,
+) -> Result<BTreeMap<SecretName, SecretOptions>, ConfigError> {
+    let mut secrets = BTreeMap::new();
+    for (name, raw_secret) in raw {
+        let secret_name = secret_name(&name, &format!("secrets.{name}"), origin)?;
+        let source = match (raw_secret.env, raw_secret.file, raw_secret.command) {
+            (Some(variable), None, None) => {
+                SecretName::new(&variable).map_err(|source| ConfigError::Value {
+                    value: variable.clone(),
+                    key: format!("secrets.{name}.env"),
+                    origin: origin.to_owned(),
+                    source: source.into(),
+                })?;
+                SecretOptions::Env(variable)
+            }
+            (None, Some(file), None) => SecretOptions::File(base.join(file)),
+            (None, None, Some(argv)) if argv.first().is_some_and(|program| !program.is_empty()) => {
+                SecretOptions::Command(argv)
+            }
+            _ => {
+                return Err(ConfigError::SecretSource {
+                    name,
+                    origin: origin.to_owned(),
+                });
+            }
+        };
+        secrets.insert(secret_name, source);
+    }
+    Ok(secrets)
+}
+
+/// A secret's name, naming `key` on error.
+fn secret_name(name: &str, key: &str, origin: &str) -> Result<SecretName, ConfigError> {
+    SecretName::new(name).map_err(|source| ConfigError::Value {
+        value: name.to_owned(),
+        key: key.to_owned(),
+        origin: origin.to_owned(),
+        source: source.into(),
+    })
+}
+
+/// The `[trust]` section, if it sets anything; relative paths from the file's directory.
+fn trust_options(raw: RawTrust, base: &Path) -> Option<RawTrustOptions> {
+    (raw.paths.is_some() || raw.project_may_loosen.is_some()).then(|| RawTrustOptions {
+        paths: raw
+            .paths
+            .unwrap_or_default()
+            .into_iter()
+            .map(|dir| ConfigDir {
+                base: base.to_path_buf(),
+                dir,
+            })
+            .collect(),
+        project_may_loosen: raw.project_may_loosen,
+    })
 }
 
 /// The `[policy]` section.
@@ -326,9 +404,11 @@ fn policy_options(raw: RawPolicy, origin: &str) -> Result<PolicyOptions, ConfigE
 
 /// The `[sandbox]` section.
 fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, ConfigError> {
+    let profile = raw.profile.clone().map(Scalar);
     Ok(SandboxOptions {
-        network: field("sandbox.network", &raw.network, origin, parse_network)?,
-        filesystem: field(
+        profile: field("sandbox.profile", &profile, origin, parse_sandbox_profile)?,
+        network: grant_field("sandbox.network", &raw.network, origin, parse_network)?,
+        filesystem: grant_field(
             "sandbox.filesystem",
             &raw.filesystem,
             origin,
@@ -336,26 +416,9 @@ fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, Con
         )?,
         syscalls: field("sandbox.syscalls", &raw.syscalls, origin, parse_syscalls)?,
         user: field("sandbox.user", &raw.user, origin, parse_user)?,
-        compat: field(
-            "sandbox.profile",
-            &raw.profile,
-            origin,
-            parse_sandbox_profile,
-        )?,
         read_hide: raw.read_hide.clone(),
         read_reveal: raw.read_reveal.clone(),
     })
-}
-
-/// `[sandbox] profile`: `compat` or `default`; true for `compat`.
-fn parse_sandbox_profile(text: &str) -> Result<bool, ValueError> {
-    match text {
-        "compat" => Ok(true),
-        "default" => Ok(false),
-        _ => Err(ValueError::OneOf {
-            expected: "compat, default",
-        }),
-    }
 }
 
 /// The limits a section sets: `scalar` gives a key's scalar in it, `None` where the section
@@ -396,8 +459,9 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
             })
             .unwrap_or_default(),
         sandbox: SandboxOptions {
-            network: field(&key("network"), &raw.network, origin, parse_network)?,
-            filesystem: field(
+            profile: None,
+            network: grant_field(&key("network"), &raw.network, origin, parse_network)?,
+            filesystem: grant_field(
                 &key("filesystem"),
                 &raw.filesystem,
                 origin,
@@ -405,11 +469,23 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
             )?,
             syscalls: field(&key("syscalls"), &raw.syscalls, origin, parse_syscalls)?,
             user: None,
-            compat: None,
             read_hide: raw.read_hide,
             read_reveal: raw.read_reveal,
         },
         disabled: raw.disabled,
+        secrets: raw
+            .secrets
+            .map(|names| {
+                let mut granted: Vec<SecretName> = Vec::new();
+                for name in names {
+                    let secret = secret_name(&name, &key("secrets"), origin)?;
+                    if !granted.contains(&secret) {
+                        granted.push(secret);
+                    }
+                }
+                Ok(granted)
+            })
+            .transpose()?,
     })
 }
 
@@ -450,6 +526,29 @@ fn field<T>(
         .map(Some)
         .map_err(|source| ConfigError::Value {
             value: scalar.0.clone(),
+            key: key.to_owned(),
+            origin: origin.to_owned(),
+            source,
+        })
+}
+
+/// As [`field`], for a key whose value is a string or a list (`network`, `filesystem`).
+fn grant_field<T>(
+    key: &str,
+    grant: &Option<Grant>,
+    origin: &str,
+    parse: fn(&serde_json::Value) -> Result<T, ValueError>,
+) -> Result<Option<T>, ConfigError> {
+    let Some(grant) = grant else {
+        return Ok(None);
+    };
+    parse(&grant.0)
+        .map(Some)
+        .map_err(|source| ConfigError::Value {
+            value: match &grant.0 {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
             key: key.to_owned(),
             origin: origin.to_owned(),
             source,
@@ -519,7 +618,7 @@ mod tests {
         check(
             "[limit]\n",
             Err(
-                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`",
+                "invalid config file x.toml at line 1: unknown field `limit`, expected one of `limits`, `env`, `executor`, `policy`, `sandbox`, `tools`, `audit`, `discovery`, `generator`, `trust`, `secrets`",
             ),
         );
     }
@@ -529,31 +628,49 @@ mod tests {
         check(
             "[sandbox]\nnetwork = \"deny-if-possible\"\nfilesystem = \"project\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None, compat: None, read_hide: None, read_reveal: None }",
+                "sandbox: SandboxOptions { profile: None, network: Some(DenyIfPossible), filesystem: Some(Project), syscalls: None, user: None, read_hide: None, read_reveal: None }",
             ),
         );
         check(
             "[tools.hello]\nnetwork = \"deny\"\nfilesystem = \"read-only-if-possible\"\n",
             Ok(
-                "sandbox: SandboxOptions { network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None, compat: None, read_hide: None, read_reveal: None }",
+                "sandbox: SandboxOptions { profile: None, network: Some(Deny), filesystem: Some(ReadOnlyIfPossible), syscalls: None, user: None, read_hide: None, read_reveal: None }",
             ),
         );
         check(
-            "[sandbox]\nnetwork = \"none\"\n",
+            "[sandbox]\nnetwork = \"off\"\n",
             Err(
-                "invalid value \"none\" for sandbox.network in x.toml: unknown network setting `none` (expected one of allow, deny, deny-if-possible)",
+                "invalid value \"off\" for sandbox.network in x.toml: unknown network setting `off` (expected one of none, any, deny-if-possible (or the aliases deny and allow), or a list of destinations)",
+            ),
+        );
+        check(
+            "[sandbox]\nprofile = \"compat\"\nnetwork = \"none\"\nfilesystem = [\"/srv/out\"]\n",
+            Ok(
+                "sandbox: SandboxOptions { profile: Some(Compat), network: Some(Deny), filesystem: Some(Paths([\"/srv/out\"])), syscalls: None, user: None, read_hide: None, read_reveal: None }",
+            ),
+        );
+        check(
+            "[sandbox]\nfilesystem = [\"out\"]\n",
+            Err(
+                "invalid value \"[\\\"out\\\"]\" for sandbox.filesystem in x.toml: unknown filesystem setting `out` (expected one of full, project, read-only, project-if-possible, read-only-if-possible, or a list of absolute writable paths): a writable path is absolute, without `.` or `..`",
+            ),
+        );
+        check(
+            "[sandbox]\nnetwork = [\"http://a.test\"]\n",
+            Err(
+                "invalid value \"[\\\"http://a.test\\\"]\" for sandbox.network in x.toml: unknown network setting `http://a.test` (expected one of none, any, deny-if-possible (or the aliases deny and allow), or a list of destinations): `http://a.test` is not a destination (expected a host such as \"api.github.com\" or \"api.github.com:443\", a wildcard \"*.example.com\", an address \"127.0.0.1:8080\" or \"[::1]:8080\", a network \"10.0.0.0/8\", or \"unix:/absolute/path\")",
             ),
         );
         check(
             "[tools.hello]\nfilesystem = \"ro\"\n",
             Err(
-                "invalid value \"ro\" for tools.hello.filesystem in x.toml: unknown filesystem setting `ro` (expected one of full, project, read-only, project-if-possible, read-only-if-possible)",
+                "invalid value \"ro\" for tools.hello.filesystem in x.toml: unknown filesystem setting `ro` (expected one of full, project, read-only, project-if-possible, read-only-if-possible, or a list of absolute writable paths)",
             ),
         );
         check(
             "[sandbox]\nproxy = \"http://x\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `network`, `filesystem`, `syscalls`, `user`, `profile`, `read_hide`, `read_reveal`",
+                "invalid config file x.toml at line 2: unknown field `proxy`, expected one of `profile`, `network`, `filesystem`, `syscalls`, `user`, `read_hide`, `read_reveal`, `secrets`",
             ),
         );
     }
@@ -631,7 +748,7 @@ mod tests {
         check(
             "[tools.hello]\nmax_timeout = \"5s\"\n",
             Err(
-                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `read_hide`, `read_reveal`, `disabled`",
+                "invalid config file x.toml at line 2: unknown field `max_timeout`, expected one of `timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`, `max_open_files`, `max_output`, `env`, `network`, `filesystem`, `syscalls`, `read_hide`, `read_reveal`, `disabled`, `secrets`",
             ),
         );
     }

@@ -1,4 +1,10 @@
-//! The resource limits: one table in which every limit key is spelled once, driving the options of a layer, the file, the environment, the resolved limits and their reports.
+//! The resource limits: the `limit_keys!` table, one row per key (its parser, writer, variable, `doctor` rank and scope), driving the options of a layer, the file, the environment, the resolved limits and their reports.
+//!
+//! A row is not the key's only declaration: its field is also declared in `schema.rs` (`RawLimits`,
+//! `RawTool`, for the file's format and docs), in `tighten.rs` (the loosening check of a
+//! project's config), in `resolve.rs` (a `[tools.NAME]` section as the registry's override), in
+//! the registry's `ToolOverride` and `RunConfig::call_config`, and in the executor's `Limits`,
+//! so a new limit touches each of them.
 
 use std::time::Duration;
 
@@ -211,6 +217,7 @@ mod tests {
             "read_hide",
             "read_reveal",
             "disabled",
+            "secrets",
         ];
         let tool_limits: BTreeSet<String> = schema_keys("RawTool")
             .into_iter()

@@ -5,13 +5,15 @@
 //! "compat"`); toolsmith's own state is hidden whatever the profile: the trust store's and
 //! the cache's directories (made, mode 0700, before the first call, so that a tool cannot
 //! create them where they were missing), the user and project config files, the audit log,
-//! every tools directory's history, and (added by `serve`) the token and TLS files.
+//! every tools directory's history, each `[secrets.NAME] file`, and (added by `serve`) the
+//! token and TLS files.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use toolsmith_registry::{
-    GENERATED_HISTORY_DIR, ReadMasks, credential_paths, homes, reveals_own_state,
+    GENERATED_HISTORY_DIR, ReadMasks, SandboxProfile, SecretSource, credential_paths, homes,
+    reveals_own_state,
 };
 
 use crate::settings::options::SandboxOptions;
@@ -35,7 +37,7 @@ impl GlobalSettings {
         let hide = sandbox.read_hide.as_deref().unwrap_or_default();
         let reveal = sandbox.read_reveal.as_deref().unwrap_or_default();
         ReadMasks {
-            credentials: if sandbox.compat == Some(true) {
+            credentials: if sandbox.profile == Some(SandboxProfile::Compat) {
                 Vec::new()
             } else {
                 credential_paths(&homes(&self.home.iter().cloned().collect::<Vec<_>>()))
@@ -58,6 +60,16 @@ impl GlobalSettings {
             .map(|layer| layer.dir.as_path())
             .chain([self.generator_tools_dir.as_path()])
             .map(|dir| dir.join(GENERATED_HISTORY_DIR));
+        // A `[secrets.NAME] file` is read by toolsmith for the tools granted it, never by a tool.
+        let secret_files = self
+            .secrets
+            .defined()
+            .values()
+            .filter_map(|source| match source {
+                SecretSource::File(path) => Some(path.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
         // Absolute, as the executor hides only absolute paths: a project named `.` is relative.
         let absolute = |path: PathBuf| {
             let joined = self.cwd.join(path);
@@ -71,6 +83,7 @@ impl GlobalSettings {
             .chain([self.project_dir.join(".toolsmith").join("config.toml")])
             .chain(self.audit_path.clone())
             .chain(histories)
+            .chain(secret_files)
             .map(absolute)
             .collect()
     }

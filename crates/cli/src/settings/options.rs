@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toolsmith_executor::{BackendChoice, RunAs};
-use toolsmith_registry::{FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, ToolName};
+use toolsmith_registry::{
+    FilesystemSetting, NetworkSetting, Profile, SandboxProfile, SecretName, SyscallsSetting,
+    ToolName,
+};
 
 use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
@@ -88,13 +91,13 @@ impl Combine for DiscoveryOptions {
 /// The sandbox of tools, as one layer sets it (`[sandbox]`, or the same keys in `[tools.NAME]`).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct SandboxOptions {
+    /// `[sandbox] profile`; never set by `[tools.NAME]`.
+    pub(crate) profile: Option<SandboxProfile>,
     pub(crate) network: Option<NetworkSetting>,
     pub(crate) filesystem: Option<FilesystemSetting>,
     pub(crate) syscalls: Option<SyscallsSetting>,
     /// `[sandbox] user`, resolved; never set by `[tools.NAME]`.
     pub(crate) user: Option<RunAs>,
-    /// `[sandbox] profile`: `Some(true)` for `"compat"`; never set by `[tools.NAME]`.
-    pub(crate) compat: Option<bool>,
     /// `read_hide`, as written (`~` expanded at resolution). Layers merge their lists.
     pub(crate) read_hide: Option<Vec<String>>,
     /// `read_reveal`, as written (`~` expanded at resolution).
@@ -117,11 +120,11 @@ impl Combine for SandboxOptions {
             (upper, lower) => upper.or(lower),
         };
         SandboxOptions {
+            profile: self.profile.combine(lower.profile),
             network: self.network.combine(lower.network),
             filesystem: self.filesystem.combine(lower.filesystem),
             syscalls: self.syscalls.combine(lower.syscalls),
             user: self.user.combine(lower.user),
-            compat: self.compat.combine(lower.compat),
             read_hide,
             read_reveal: self.read_reveal.combine(lower.read_reveal),
         }
@@ -135,6 +138,8 @@ pub(crate) struct GeneratorOptions {
     pub(crate) tools_dir: Option<ConfigDir>,
     /// `[generator] may_replace`: hand-written tools a request may replace.
     pub(crate) may_replace: Option<Vec<ToolName>>,
+    /// `[generator] network`: the network of generated tools.
+    pub(crate) network: Option<NetworkSetting>,
 }
 
 impl Combine for GeneratorOptions {
@@ -142,6 +147,7 @@ impl Combine for GeneratorOptions {
         GeneratorOptions {
             tools_dir: self.tools_dir.combine(lower.tools_dir),
             may_replace: self.may_replace.combine(lower.may_replace),
+            network: self.network.combine(lower.network),
         }
     }
 }
@@ -154,6 +160,8 @@ pub(crate) struct ToolOptions {
     pub(crate) env: EnvOptions,
     pub(crate) sandbox: SandboxOptions,
     pub(crate) disabled: Option<bool>,
+    /// `[tools.NAME] secrets`: the secrets granted to the tool.
+    pub(crate) secrets: Option<Vec<SecretName>>,
 }
 
 impl Combine for ToolOptions {
@@ -163,8 +171,20 @@ impl Combine for ToolOptions {
             env: self.env.combine(lower.env),
             sandbox: self.sandbox.combine(lower.sandbox),
             disabled: self.disabled.combine(lower.disabled),
+            secrets: self.secrets.combine(lower.secrets),
         }
     }
+}
+
+/// Where a secret's value comes from, as a config file defines it (`[secrets.NAME]`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SecretOptions {
+    /// `env = "VAR"`.
+    Env(String),
+    /// `file = "PATH"`, absolute (a relative path is taken from the file's directory).
+    File(PathBuf),
+    /// `command = ["argv", ...]`, never empty.
+    Command(Vec<String>),
 }
 
 impl Combine for BTreeMap<ToolName, ToolOptions> {
@@ -196,6 +216,8 @@ pub(crate) struct Options {
     pub(crate) audit: Option<PathBuf>,
     pub(crate) discovery: DiscoveryOptions,
     pub(crate) generator: GeneratorOptions,
+    /// `[secrets.NAME]`: the secrets defined, by name.
+    pub(crate) secrets: BTreeMap<SecretName, SecretOptions>,
 }
 
 impl Combine for Options {
@@ -210,6 +232,11 @@ impl Combine for Options {
             audit: self.audit.combine(lower.audit),
             discovery: self.discovery.combine(lower.discovery),
             generator: self.generator.combine(lower.generator),
+            secrets: {
+                let mut secrets = lower.secrets;
+                secrets.extend(self.secrets);
+                secrets
+            },
         }
     }
 }
@@ -280,6 +307,7 @@ impl Options {
             audit: None,
             discovery: DiscoveryOptions::default(),
             generator: GeneratorOptions::default(),
+            secrets: BTreeMap::new(),
         })
     }
 }

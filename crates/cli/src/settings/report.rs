@@ -100,13 +100,23 @@ impl GlobalSettings {
             }),
         );
         push(
+            "sandbox.profile",
+            json!(self.sandbox.profile.as_str()),
+            self.origin(None, |layer| layer.sandbox.profile.is_some()),
+        );
+        push(
+            "generator.network",
+            self.sandbox.generated_network.to_json(),
+            self.origin(None, |layer| layer.generator.network.is_some()),
+        );
+        push(
             "sandbox.network",
-            json!(self.sandbox.network.as_str()),
+            self.sandbox.network.to_json(),
             self.origin(None, |layer| layer.sandbox.network.is_some()),
         );
         push(
             "sandbox.filesystem",
-            json!(self.sandbox.filesystem.as_str()),
+            self.sandbox.filesystem.to_json(),
             self.origin(None, |layer| layer.sandbox.filesystem.is_some()),
         );
         push(
@@ -219,8 +229,10 @@ impl GlobalSettings {
                 "profile": self.policy_options.profile.flatten().map(Profile::as_str),
             },
             "sandbox": {
-                "network": self.sandbox.network.as_str(),
-                "filesystem": self.sandbox.filesystem.as_str(),
+                "profile": self.sandbox.profile.as_str(),
+                "network": self.sandbox.network.to_json(),
+                "generated_network": self.sandbox.generated_network.to_json(),
+                "filesystem": self.sandbox.filesystem.to_json(),
                 "syscalls": self.sandbox.syscalls.as_str(),
                 "user": self.sandbox.user.map(|user| user.to_string()),
                 "project_dir": self.project_dir,
@@ -248,23 +260,17 @@ fn tool_json(tool: &ToolOptions) -> serde_json::Value {
             object.insert(key.name.to_owned(), json!(value));
         }
     }
+    if let Some(network) = &tool.sandbox.network {
+        object.insert("network".to_owned(), network.to_json());
+    }
+    if let Some(filesystem) = &tool.sandbox.filesystem {
+        object.insert("filesystem".to_owned(), filesystem.to_json());
+    }
     let mut put = |key: &str, value: Option<String>| {
         if let Some(value) = value {
             object.insert(key.to_owned(), json!(value));
         }
     };
-    put(
-        "network",
-        tool.sandbox
-            .network
-            .map(|setting| setting.as_str().to_owned()),
-    );
-    put(
-        "filesystem",
-        tool.sandbox
-            .filesystem
-            .map(|setting| setting.as_str().to_owned()),
-    );
     put(
         "syscalls",
         tool.sandbox
@@ -282,6 +288,10 @@ fn tool_json(tool: &ToolOptions) -> serde_json::Value {
     }
     if let Some(disabled) = tool.disabled {
         object.insert("disabled".to_owned(), json!(disabled));
+    }
+    if let Some(secrets) = &tool.secrets {
+        let names: Vec<&str> = secrets.iter().map(|name| name.as_str()).collect();
+        object.insert("secrets".to_owned(), json!(names));
     }
     serde_json::Value::Object(object)
 }

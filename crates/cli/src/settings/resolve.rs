@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, DEFAULT_ENV_ALLOW, Limits};
 use toolsmith_registry::{
     FilesystemSetting, Layer, LayerDir, LayerInputs, NameError, NetworkSetting, Policy, ReadMasks,
-    RunConfig, SandboxSettings, SyscallsSetting, TOOL_CACHES_DIR, ToolName, ToolOverride,
-    layer_dirs,
+    RunConfig, SandboxProfile, SandboxSettings, SecretName, SecretSource, Secrets, SyscallsSetting,
+    TOOL_CACHES_DIR, ToolName, ToolOverride, layer_dirs, snapshot_value,
 };
 
 use crate::args::{GlobalArgs, ProfileArg, RunArgs};
@@ -17,7 +18,9 @@ use crate::env_vars::EnvVars;
 use crate::settings::combine::Combine;
 use crate::settings::file::ConfigFile;
 use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
-use crate::settings::options::{Options, PolicyOptions, SandboxOptions, ToolOptions};
+use crate::settings::options::{
+    Options, PolicyOptions, SandboxOptions, SecretOptions, ToolOptions,
+};
 use crate::settings::project::{Project, ProjectSource};
 use crate::trust::TrustReport;
 use crate::units::Cap;
@@ -105,6 +108,10 @@ pub(crate) struct GlobalSettings {
     pub(crate) state_dirs: Vec<PathBuf>,
     /// The read masks of every call and probe (`settings/masks.rs`).
     pub(crate) read_masks: ReadMasks,
+    /// `[secrets.NAME]`, each `env` source read at start (see [`secrets_at_start`]); the
+    /// environment their commands run with is set once the process environment is scrubbed
+    /// ([`GlobalSettings::with_secret_command_env`]).
+    pub(crate) secrets: Arc<Secrets>,
 }
 
 /// The config files of one command, lowest first, and the trust decision that chose them.
@@ -144,14 +151,8 @@ impl GlobalSettings {
             upper,
             mut trust,
         } = files;
-        let (user_config_file, user_options) = match user {
-            Some(file) => (Some(file.path), file.options),
-            None => (None, Options::default()),
-        };
-        let (config_file, file_options) = match upper {
-            Some(file) => (Some(file.path), file.options),
-            None => (None, Options::default()),
-        };
+        let (user_config_file, user_options) = path_and_options(user);
+        let (config_file, file_options) = path_and_options(upper);
         let env_layer = env.clone();
         let file_layer = file_options.clone();
         let user_layer = user_options.clone();
@@ -229,7 +230,7 @@ impl GlobalSettings {
             env_layer,
             file_layer,
             no_cache_flag: args.no_cache,
-            sandbox: sandbox_settings(&combined.sandbox),
+            sandbox: sandbox_settings(&combined.sandbox, combined.generator.network.clone()),
             project_dir: project,
             project_source,
             project_named_over_home,
@@ -246,6 +247,7 @@ impl GlobalSettings {
                 .collect(),
             home,
             read_masks: ReadMasks::none(),
+            secrets: secrets_at_start(&combined.secrets, lookup),
         };
         global.read_masks = global.resolve_read_masks(&masks_options);
         global
@@ -307,7 +309,7 @@ impl GlobalSettings {
         {
             tool_override.for_generated = Some(Box::new(flags));
         }
-        let mut sandbox = self.sandbox;
+        let mut sandbox = self.sandbox.clone();
         if !self.has_project {
             sandbox.filesystem = without_project(sandbox.filesystem);
         }
@@ -323,6 +325,7 @@ impl GlobalSettings {
             project_gate: crate::trust::project_gate(self),
             tool_caches: self.tool_caches.clone(),
             read_masks: self.read_masks.clone(),
+            secrets: Arc::clone(&self.secrets),
         }
     }
 
@@ -373,7 +376,7 @@ impl GlobalSettings {
                 set.retain(|(existing, _)| existing != &key);
                 set.push((key, value));
             }
-            toolsmith_executor::filtered_env(&allow, &set)
+            self.without_secrets(toolsmith_executor::filtered_env(&allow, &set))
         });
         ToolOverride {
             timeout: limits.timeout,
@@ -399,6 +402,7 @@ impl GlobalSettings {
                 self.home.as_deref(),
                 &self.cwd,
             ),
+            secrets: tool.secrets.unwrap_or_default(),
             for_generated: None,
         }
     }
@@ -418,7 +422,11 @@ impl GlobalSettings {
     /// libraries read (its own `TOOLSMITH_*`, XDG and locale variables,
     /// `PATH`, `HOME`, `TMPDIR`, the terminal's, the dynamic loader's). The
     /// others, the operator's secrets among them, are dropped from memory.
+    ///
+    /// A secret's `env` source is never kept, whatever else says so: its value was read at
+    /// start, and no tool receives it but through the secret.
     pub(crate) fn kept_environment(&self) -> impl Fn(&str) -> bool + use<> {
+        let secrets = Arc::clone(&self.secrets);
         let mut names: std::collections::BTreeSet<String> = self
             .env_allow
             .iter()
@@ -455,14 +463,81 @@ impl GlobalSettings {
         );
         const PREFIXES: [&str; 4] = ["TOOLSMITH_", "XDG_", "LC_", "LD_"];
         move |name: &str| {
-            names.contains(name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+            !secret_source(&secrets, name)
+                && (names.contains(name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix)))
         }
     }
 
-    /// The exact environment of tool processes.
+    /// The exact environment of tool processes: never a variable named as a secret, nor a
+    /// secret's `env` source (see [`Secrets::reserves`]).
     pub(crate) fn tool_env(&self) -> Vec<(OsString, OsString)> {
-        toolsmith_executor::filtered_env(&self.env_allow, &self.env_set)
+        self.without_secrets(toolsmith_executor::filtered_env(
+            &self.env_allow,
+            &self.env_set,
+        ))
     }
+
+    fn without_secrets(&self, mut env: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+        env.retain(|(name, _)| !self.secrets.reserves(name));
+        env
+    }
+
+    /// Sets the environment the secrets' commands run with: toolsmith's own, read after the
+    /// scrub (so only what toolsmith keeps), without its `TOOLSMITH_*` variables.
+    pub(crate) fn with_secret_command_env(&mut self, env: Vec<(OsString, OsString)>) {
+        let env = env
+            .into_iter()
+            .filter(|(name, _)| {
+                !name.as_encoded_bytes().starts_with(b"TOOLSMITH_") && !self.secrets.reserves(name)
+            })
+            .collect();
+        self.secrets = Arc::new(Secrets::new(self.secrets.defined().clone(), env));
+    }
+
+    /// Every secret granted in `[tools.NAME] secrets` is defined by a `[secrets.NAME]`.
+    pub(crate) fn check_secrets(&self) -> anyhow::Result<()> {
+        for (tool, options) in &self.tools {
+            for name in options.secrets.iter().flatten() {
+                if !self.secrets.defined().contains_key(name) {
+                    anyhow::bail!(
+                        "[tools.{tool}] secrets names {name}, which no [secrets.{name}] defines (secrets are defined in the user config)"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is the `env` source of a secret.
+fn secret_source(secrets: &Secrets, name: &str) -> bool {
+    secrets
+        .defined()
+        .values()
+        .any(|source| matches!(source, SecretSource::Env { variable, .. } if variable == name))
+}
+
+/// The secrets `options` defines, each `env` source read now through `lookup` (before the
+/// process environment is scrubbed); their commands' environment is set after the scrub.
+fn secrets_at_start(
+    options: &BTreeMap<SecretName, SecretOptions>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Arc<Secrets> {
+    let defined = options
+        .iter()
+        .map(|(name, option)| {
+            let source = match option {
+                SecretOptions::Env(variable) => SecretSource::Env {
+                    variable: variable.clone(),
+                    value: lookup(variable).map(|value| snapshot_value(OsString::from(value))),
+                },
+                SecretOptions::File(path) => SecretSource::File(path.clone()),
+                SecretOptions::Command(argv) => SecretSource::Command(argv.clone()),
+            };
+            (name.clone(), source)
+        })
+        .collect();
+    Arc::new(Secrets::new(defined, Vec::new()))
 }
 
 /// The layers without the project's when the project is not trusted, recording in `trust`
@@ -511,17 +586,6 @@ fn own_state(
         .collect()
 }
 
-/// The operator's grant of `[sandbox]` (with the defaults where it is silent).
-fn sandbox_settings(sandbox: &SandboxOptions) -> SandboxSettings {
-    SandboxSettings {
-        network: sandbox.network.unwrap_or(NetworkSetting::Allow),
-        filesystem: sandbox.filesystem.unwrap_or(FilesystemSetting::Full),
-        private_pids: true,
-        syscalls: sandbox.syscalls.unwrap_or(SyscallsSetting::Filter),
-        user: sandbox.user,
-    }
-}
-
 /// The user directory: `$TOOLSMITH_HOME`, else `~/.config/toolsmith`.
 fn user_dir(
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -533,12 +597,41 @@ fn user_dir(
         .or_else(|| home.map(|home| home.join(".config").join("toolsmith")))
 }
 
+/// A config file's path and options; none and the defaults without a file.
+fn path_and_options(file: Option<ConfigFile>) -> (Option<PathBuf>, Options) {
+    match file {
+        Some(file) => (Some(file.path), file.options),
+        None => (None, Options::default()),
+    }
+}
+
 /// `layers` without the project's (`.toolsmith/tools`, the peers') when there is no project.
 fn no_project_left_out(mut layers: Vec<LayerDir>, has_project: bool) -> Vec<LayerDir> {
     if !has_project {
         layers.retain(|layer_dir| !layer_dir.layer.in_project());
     }
     layers
+}
+
+/// The operator's grant: what `[sandbox]` and `[generator] network` write, above the
+/// defaults of `[sandbox] profile`.
+fn sandbox_settings(
+    options: &SandboxOptions,
+    generated_network: Option<NetworkSetting>,
+) -> SandboxSettings {
+    let profile = options.profile.unwrap_or(SandboxProfile::Default);
+    SandboxSettings {
+        profile,
+        network: options.network.clone().unwrap_or_else(|| profile.network()),
+        generated_network: generated_network.unwrap_or_else(|| profile.generated_network()),
+        filesystem: options
+            .filesystem
+            .clone()
+            .unwrap_or_else(|| profile.filesystem()),
+        private_pids: true,
+        syscalls: options.syscalls.unwrap_or(SyscallsSetting::Filter),
+        user: options.user,
+    }
 }
 
 /// `setting` where there is no project: `project` becomes `read-only`.

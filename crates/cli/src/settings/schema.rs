@@ -36,6 +36,46 @@ impl<'de> serde::Deserialize<'de> for Scalar {
     }
 }
 
+/// A string or a list of strings in the file (`network`, `filesystem`), kept as JSON so that
+/// the registry parses configuration and tool declarations with one function.
+#[derive(Debug, Clone)]
+pub(super) struct Grant(pub(super) serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Grant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Grant, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            One(String),
+            List(Vec<String>),
+        }
+        let written = Written::deserialize(deserializer).map_err(|_| {
+            de::Error::custom("expected a string such as \"none\" or a list of strings")
+        })?;
+        Ok(Grant(match written {
+            Written::One(text) => serde_json::Value::from(text),
+            Written::List(entries) => serde_json::Value::from(entries),
+        }))
+    }
+}
+
+/// A string or a list of strings, in the schema.
+impl schemars::JsonSchema for Grant {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Grant".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{ "type": "string" }, { "type": "array", "items": { "type": "string" } }]
+        })
+    }
+}
+
 /// A number or a string, in the schema.
 impl schemars::JsonSchema for Scalar {
     fn schema_name() -> std::borrow::Cow<'static, str> {
@@ -103,6 +143,29 @@ pub(super) struct RawFile {
     pub(super) generator: RawGenerator,
     #[serde(default)]
     pub(super) trust: RawTrust,
+    #[serde(default)]
+    pub(super) secrets: BTreeMap<String, RawSecret>,
+}
+
+/// A secret, defined once by the operator (`[secrets.GITHUB_TOKEN]`) and delivered only to
+/// the tools granted it (`[tools.NAME] secrets = ["GITHUB_TOKEN"]`), as an environment
+/// variable of the section's name. Exactly one of `env`, `file` and `command`. Read only
+/// from the user config (or a file named with `--config`/`$TOOLSMITH_CONFIG`): a project
+/// config that defines or grants a secret is reported and ignored. See docs/security.md,
+/// "Secrets".
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSecret {
+    /// A variable of toolsmith's environment, read once at start; it is then removed from
+    /// the environment every other tool could receive through `[env] allow`.
+    pub(super) env: Option<String>,
+    /// A file read at each call (a regular file of at most 64 KiB, never through a
+    /// symbolic link); one trailing newline is trimmed. Relative to this file's directory.
+    pub(super) file: Option<PathBuf>,
+    /// A command run at each call, as the operator's own (unsandboxed, with toolsmith's
+    /// environment, a 10 s timeout), e.g. `["gh", "auth", "token"]`; its stdout, one trailing
+    /// newline trimmed, is the value. Nothing is cached.
+    pub(super) command: Option<Vec<String>>,
 }
 
 /// Which project directories toolsmith may read without `toolsmith trust`,
@@ -139,6 +202,11 @@ pub(super) struct RawGenerator {
     /// from another layer, e.g. `["deploy"]`: the operator's consent. Without it only tools
     /// the generator wrote can be replaced. A project config cannot add names to the user's.
     pub(super) may_replace: Option<Vec<String>>,
+    /// The network of generated tools, as `[sandbox] network`: what a generated tool
+    /// declares (its tests' destinations) is a declaration, never a grant, so that a
+    /// prompt-injected request cannot open a way out. Default: `"none"` (`"any"` under
+    /// `[sandbox] profile = "compat"`).
+    pub(super) network: Option<Grant>,
 }
 
 /// Which tools may be listed and called. A tool policy denies is never
@@ -163,14 +231,27 @@ pub(super) struct RawPolicy {
 #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSandbox {
-    /// `"allow"`, `"deny"` (a network namespace with loopback down; the call
-    /// fails closed with `POLICY_DENIED` where the kernel refuses one) or
-    /// `"deny-if-possible"` (runs without it there, and says so in the envelope).
-    pub(super) network: Option<Scalar>,
+    /// The defaults the rest of this section starts from: `"default"` (least privilege:
+    /// `filesystem = "project"`, network only to what each tool declares, public addresses
+    /// only, through toolsmith's egress proxy) or `"compat"` (toolsmith before issue 23: the
+    /// user's filesystem and the host's network, for tools written for a peer that expect
+    /// the whole machine, and without the credential read masks: toolsmith's own state stays
+    /// hidden; `toolsmith doctor` warns about it). Default: `"default"`.
+    pub(super) profile: Option<String>,
+    /// `"none"` (alias `"deny"`: a network namespace with loopback down; the call
+    /// fails closed with `POLICY_DENIED` where the kernel refuses one),
+    /// `"deny-if-possible"` (runs without it there, and says so in the envelope),
+    /// `"any"` (alias `"allow"`: the host's network), or a list of destinations reached
+    /// through toolsmith's egress proxy: `"api.github.com"`, `"api.github.com:443"`,
+    /// `"*.githubusercontent.com"`, `"127.0.0.1:8080"`, `"10.0.0.0/8"`, `"[::1]:8080"`,
+    /// `"unix:/run/postgresql/.s.PGSQL.5432"`. Default: what each tool declares, public
+    /// addresses only, through the proxy; nothing for a tool that declares nothing.
+    pub(super) network: Option<Grant>,
     /// `"full"`, `"project"` (writes only below the project directory and a
     /// private temporary directory), `"read-only"` (only the private temporary
-    /// directory), or `"project-if-possible"`/`"read-only-if-possible"`.
-    pub(super) filesystem: Option<Scalar>,
+    /// directory), `"project-if-possible"`/`"read-only-if-possible"`, or a list of
+    /// absolute writable paths (Landlock required). Default: `"project"`.
+    pub(super) filesystem: Option<Grant>,
     /// `"filter"` (default: toolsmith's seccomp filter, listed in
     /// docs/security.md; the call fails closed with `POLICY_DENIED` where the
     /// kernel cannot install it), `"filter-if-possible"` (runs without it
@@ -183,15 +264,15 @@ pub(super) struct RawSandbox {
     /// writable by it. Refused when toolsmith is not root. Default: root's
     /// uid, without any capability.
     pub(super) user: Option<Scalar>,
-    /// `"compat"` turns the credential read masks off (toolsmith's own state stays
-    /// hidden), for tools written to read the whole machine; `"default"` keeps them.
-    pub(super) profile: Option<Scalar>,
     /// Paths hidden from every tool on top of the default masks (absolute or `~/...`):
     /// a directory shows empty, a file empty, neither writable. Merged with the user's list.
     pub(super) read_hide: Option<Vec<String>>,
     /// Paths taken out of the default masks (absolute or `~/...`), e.g. `["~/.npmrc"]`;
     /// toolsmith's own state cannot be revealed.
     pub(super) read_reveal: Option<Vec<String>>,
+    /// Refused: a secret is granted to a tool (`[tools.NAME] secrets`), never to every tool.
+    #[schemars(skip)]
+    pub(super) secrets: Option<Vec<String>>,
 }
 
 /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
@@ -222,10 +303,10 @@ pub(super) struct RawTool {
     /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
     /// this tool; `set` is laid over `[env] set` key by key.
     pub(super) env: Option<RawEnv>,
-    /// The network profile of this tool, as `[sandbox] network`.
-    pub(super) network: Option<Scalar>,
-    /// The filesystem profile of this tool, as `[sandbox] filesystem`.
-    pub(super) filesystem: Option<Scalar>,
+    /// The network of this tool, as `[sandbox] network` (a list grants those destinations).
+    pub(super) network: Option<Grant>,
+    /// The filesystem of this tool, as `[sandbox] filesystem` (a list grants those paths).
+    pub(super) filesystem: Option<Grant>,
     /// The system-call filter of this tool, as `[sandbox] syscalls`.
     pub(super) syscalls: Option<Scalar>,
     /// Paths hidden from this tool on top of `[sandbox] read_hide`.
@@ -234,6 +315,10 @@ pub(super) struct RawTool {
     pub(super) read_reveal: Option<Vec<String>>,
     /// `true` denies the tool, like naming it in `[policy] disabled`.
     pub(super) disabled: Option<bool>,
+    /// The secrets this tool's calls receive, each defined by a `[secrets.NAME]`, e.g.
+    /// `["GITHUB_TOKEN"]`: each as an environment variable of its name. Only a hand-written
+    /// tool of this name receives them, never a generated one. Default: none.
+    pub(super) secrets: Option<Vec<String>>,
 }
 
 /// The audit log: one JSON line per call (time, tool, the SHA-256 of the

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use toolsmith_executor::{BackendChoice, RunAs};
 use toolsmith_registry::{
-    FilesystemSetting, NetworkSetting, Profile, SyscallsSetting, format_duration,
+    FilesystemSetting, NetworkSetting, Profile, SandboxProfile, SyscallsSetting, format_duration,
 };
 
 use crate::units::{self, Cap, UnitError, format_size};
@@ -23,6 +23,8 @@ pub(crate) enum ValueError {
     #[error(transparent)]
     ToolName(#[from] toolsmith_registry::NameError),
     #[error(transparent)]
+    SecretName(#[from] toolsmith_registry::SecretNameError),
+    #[error(transparent)]
     Sandbox(Box<toolsmith_registry::UnknownSetting>),
     #[error(transparent)]
     User(Box<toolsmith_executor::Error>),
@@ -30,16 +32,17 @@ pub(crate) enum ValueError {
         "setting the user tools run as needs toolsmith to run as root (it runs as uid {uid}); a non-root toolsmith's tools already run as its own uid, without capabilities"
     )]
     UserNeedsRoot { uid: u32 },
-    #[error("unknown sandbox profile (expected one of {expected})")]
-    OneOf { expected: &'static str },
 }
 
-pub(super) fn parse_network(text: &str) -> Result<NetworkSetting, ValueError> {
-    text.parse()
-        .map_err(|error| ValueError::Sandbox(Box::new(error)))
+pub(super) fn parse_network(value: &serde_json::Value) -> Result<NetworkSetting, ValueError> {
+    NetworkSetting::from_json(value).map_err(|error| ValueError::Sandbox(Box::new(error)))
 }
 
-pub(super) fn parse_filesystem(text: &str) -> Result<FilesystemSetting, ValueError> {
+pub(super) fn parse_filesystem(value: &serde_json::Value) -> Result<FilesystemSetting, ValueError> {
+    FilesystemSetting::from_json(value).map_err(|error| ValueError::Sandbox(Box::new(error)))
+}
+
+pub(super) fn parse_sandbox_profile(text: &str) -> Result<SandboxProfile, ValueError> {
     text.parse()
         .map_err(|error| ValueError::Sandbox(Box::new(error)))
 }

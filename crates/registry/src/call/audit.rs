@@ -2,6 +2,8 @@
 //!
 //! A line reads
 //! `{"time":"2025-01-02T03:04:05.678Z","tool":"hello","arguments_sha256":"…","outcome":"ok","duration_ms":41,"exit_code":0,"signal":null,"backend":"cgroup","call_id":"…"}`.
+//! A call that received secrets also has `"secrets":["GITHUB_TOKEN"]`: their names, never their
+//! values.
 //! `call_id` is the id the tool received as `TOOLSMITH_CALL_ID` (see [`CallIdentity`](crate::call::identity::CallIdentity)), so a
 //! tool's own log lines can be matched with the audit's.
 //! `outcome` is `ok`, the envelope's error code, or what ended a call that has no envelope
@@ -91,7 +93,20 @@ impl AuditLog {
 
     /// Appends `record` as one line, in one `write`.
     pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        let mut line = record.to_json().to_string().into_bytes();
+        self.append_json(&record.to_json())
+    }
+
+    /// Appends the line of a tool whose definition changed since it was last listed
+    /// (`"event": "definition_changed"`, with the old and new digests).
+    pub fn append_definition_change(
+        &self,
+        change: &crate::definitions::DefinitionChange,
+    ) -> Result<(), AuditError> {
+        self.append_json(&change.to_json())
+    }
+
+    fn append_json(&self, value: &Value) -> Result<(), AuditError> {
+        let mut line = value.to_string().into_bytes();
         line.push(b'\n');
         let written = (&self.file)
             .write(&line)
@@ -200,6 +215,8 @@ impl AuditedCall {
             backend: None,
             client: self.client,
             call_id: Some(self.call_id.to_string()),
+            secrets: Vec::new(),
+            egress: Vec::new(),
         };
         log.append(&record)
     }
@@ -247,6 +264,12 @@ pub struct AuditRecord {
     pub client: Option<String>,
     /// The id the tool received as `TOOLSMITH_CALL_ID`; not written when `None`.
     pub call_id: Option<String>,
+    /// The names of the secrets the call received (`metadata.sandbox.secrets`), never their
+    /// values; not written when empty.
+    pub secrets: Vec<String>,
+    /// Every connection the tool asked toolsmith's egress proxy for (destination, resolved
+    /// address, bytes, verdict); not written when empty.
+    pub egress: Vec<crate::call::egress::EgressRecord>,
 }
 
 impl AuditRecord {
@@ -273,6 +296,18 @@ impl AuditRecord {
             backend: envelope.metadata.backend.clone(),
             client: None,
             call_id: None,
+            secrets: envelope
+                .metadata
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.secrets.clone())
+                .unwrap_or_default(),
+            egress: envelope
+                .metadata
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.egress.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -293,6 +328,12 @@ impl AuditRecord {
         }
         if let (Some(call_id), Value::Object(fields)) = (&self.call_id, &mut line) {
             fields.insert("call_id".to_owned(), Value::from(call_id.as_str()));
+        }
+        if let (false, Value::Object(fields)) = (self.secrets.is_empty(), &mut line) {
+            fields.insert("secrets".to_owned(), Value::from(self.secrets.clone()));
+        }
+        if let (false, Value::Object(fields)) = (self.egress.is_empty(), &mut line) {
+            fields.insert("egress".to_owned(), json!(self.egress));
         }
         line
     }
@@ -338,7 +379,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds, e.g. `2025-01-02T03:04:05.678Z`.
-fn rfc3339_utc(time: SystemTime) -> String {
+pub(crate) fn rfc3339_utc(time: SystemTime) -> String {
     // Times before 1970 cannot come from the clock of a running call; they are shown as the epoch.
     let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let seconds = since_epoch.as_secs();

@@ -9,6 +9,7 @@ use toolsmith_executor::{Executor, LimitKind, Limits, Network, Outcome, ReportSi
 
 use crate::call::identity::CallIdentity;
 use crate::call::progress::PROGRESS_FD_VAR;
+use crate::call::secrets::{self, CallSecrets};
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::Catalog;
 use crate::discovery::discover::file_tool_name;
@@ -167,6 +168,14 @@ pub async fn invoke_with_progress(
     } else {
         tool
     };
+    // The secrets are read only now that nothing else refuses the call, and before anything
+    // runs: a declared secret that is not granted, or a source that cannot be read, fails the
+    // call with a sentence that names the secret, never its value.
+    let call_secrets = match secrets::for_call(executor, tool, config).await {
+        Ok(call_secrets) => call_secrets,
+        Err(refused) => return Ok(refused),
+    };
+    let secret_names = call_secrets.names();
     // Validating, rendering and writing the files of large values take time in proportion to
     // the arguments (up to MAX_ARGUMENTS_BYTES) and block on the disk: never on a runtime
     // worker, where they would stall every other call and `/healthz`.
@@ -175,7 +184,7 @@ pub async fn invoke_with_progress(
         let identity = identity.clone();
         let preparing = tokio::task::spawn_blocking(move || {
             let arguments = tool.input_schema().with_defaults(&arguments);
-            prepare(&tool, &arguments, &config, &identity)
+            prepare(&tool, &arguments, &config, &identity, &call_secrets)
         });
         match preparing.await {
             Ok(prepared) => prepared?,
@@ -196,7 +205,11 @@ pub async fn invoke_with_progress(
     let (result, limits) = run(executor, command, limits, progress).await;
     // The files of large values are removed only now that the tool has ended.
     drop(out_of_band);
-    outcome(tool, reading, result, &limits)
+    let mut envelope = outcome(tool, reading, result, &limits)?;
+    if let Some(sandbox) = &mut envelope.metadata.sandbox {
+        sandbox.secrets = secret_names;
+    }
+    Ok(envelope)
 }
 
 /// A call ready to run: its command and limits, how its outcome is read, and the arguments
@@ -219,6 +232,53 @@ enum Reading {
     },
 }
 
+/// The `INVALID_PARAMS` envelope of arguments that do not meet the tool's input schema.
+fn invalid_arguments(tool: &Tool, arguments: &Value) -> Option<Envelope> {
+    let violations = tool.input_schema().violations(arguments);
+    if violations.is_empty() {
+        return None;
+    }
+    let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    Some(Envelope::failure(
+        ErrorCode::InvalidParams,
+        format!(
+            "Invalid arguments for tool {}: {}.",
+            tool.name(),
+            details.join("; ")
+        ),
+        Metadata::not_started(),
+    ))
+}
+
+/// The `POLICY_DENIED` envelope of a call whose tool declares what the operator does not
+/// grant: the message names each line to add, and `metadata.sandbox.denied` lists them.
+fn refused_by_grant(tool: &Tool, denied: Vec<crate::grant::SandboxDenial>) -> Envelope {
+    let lines: Vec<&str> = denied.iter().map(|denial| denial.grant.as_str()).collect();
+    let targets: Vec<&str> = denied.iter().map(|denial| denial.target.as_str()).collect();
+    let mut metadata = Metadata::not_started();
+    metadata.sandbox = Some(crate::sandbox::SandboxReport::refused(denied.clone()));
+    Envelope::failure(
+        ErrorCode::PolicyDenied,
+        format!(
+            "Tool {} declares {} that the operator does not grant; to grant it, add to the config: {}.",
+            tool.name(),
+            targets.join(", "),
+            lines.join("; ")
+        ),
+        metadata,
+    )
+}
+
+/// Whether a package index is reachable under `network`: through the proxy only when every
+/// public destination is granted.
+fn package_index(network: &Network) -> Index {
+    match network {
+        Network::Allow => Index::Reachable,
+        Network::Proxy(egress) if egress.any_public => Index::Reachable,
+        Network::Deny(_) | Network::Proxy(_) => Index::Offline,
+    }
+}
+
 /// Validates the arguments and builds the tool's command with its limits, environment,
 /// out-of-band arguments and sandbox. `Ok(Err(envelope))` when the call is refused before
 /// anything runs (invalid arguments, no shell for a manifest).
@@ -227,29 +287,27 @@ fn prepare(
     arguments: &Value,
     config: &RunConfig,
     identity: &CallIdentity,
+    call_secrets: &CallSecrets,
 ) -> Result<Result<Prepared, Envelope>, Error> {
-    let violations = tool.input_schema().violations(arguments);
-    if !violations.is_empty() {
-        let details: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        return Ok(Err(Envelope::failure(
-            ErrorCode::InvalidParams,
-            format!(
-                "Invalid arguments for tool {}: {}.",
-                tool.name(),
-                details.join("; ")
-            ),
-            Metadata::not_started(),
-        )));
+    if let Some(refusal) = invalid_arguments(tool, arguments) {
+        return Ok(Err(refusal));
     }
     let mut call = config.call_config(tool);
     let hidden = match read_masks(tool, &mut call) {
         Ok(hidden) => hidden,
         Err(denied) => return Ok(Err(*denied)),
     };
+    if !call.denied.is_empty() {
+        return Ok(Err(refused_by_grant(
+            tool,
+            std::mem::take(&mut call.denied),
+        )));
+    }
     // A variable of the operator's that looks like an argument must never pass for one, and
     // toolsmith's own (`TOOLSMITH_TOKEN`) never reach a tool, not even through a manifest's
     // `${VAR}`, which expands from this same list.
     call.env.retain(|(name, _)| !oob::is_toolsmith_var(name));
+    with_secrets(&mut call.env, config, call_secrets);
     // The call's own ids, set by toolsmith after its own variables are gone: a tool sees the
     // ids of its call and nothing of toolsmith's. A Kodelet tool also gets its host's name for
     // the session, replacing any the operator passed through.
@@ -324,11 +382,7 @@ fn prepare(
         // tool's cache is the one directory it may write outside its grant, so the variables
         // that name it must name it.
         let cache = ToolCache::of_file(caches, tool.path());
-        let index = match sandbox.network {
-            Network::Allow => Index::Reachable,
-            Network::Deny(_) => Index::Offline,
-        };
-        for (variable, value) in cache.env(index) {
+        for (variable, value) in cache.env(package_index(&sandbox.network)) {
             command.env(&variable, &value);
         }
         sandbox.own_dir = Some(cache.dir().to_path_buf());
@@ -353,6 +407,19 @@ fn read_masks(tool: &Tool, call: &mut CallConfig) -> Result<Vec<PathBuf>, Box<En
             Metadata::not_started(),
         ))
     })
+}
+
+/// Puts the call's secrets in `env`. A variable named as a secret, or a secret's `env`
+/// source, never travels in the general environment (`[env] allow`, `set`): only a call
+/// granted the secret gets it, from its source, and a manifest's `${NAME}` expands from this
+/// same list.
+fn with_secrets(
+    env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    config: &RunConfig,
+    call_secrets: &CallSecrets,
+) {
+    env.retain(|(name, _)| !config.secrets.reserves(name));
+    env.extend(call_secrets.vars());
 }
 
 /// Runs `command`, its progress lines sent to `progress`; the limits come back with the
@@ -519,7 +586,10 @@ fn without_newline(text: &str) -> &str {
 
 /// Maps a finished run to its envelope.
 fn envelope_from_outcome(name: &ToolName, outcome: &Outcome, limits: &Limits) -> Envelope {
-    let metadata = Metadata::from_outcome(outcome);
+    let mut metadata = Metadata::from_outcome(outcome);
+    if let Some(sandbox) = metadata.sandbox.as_mut() {
+        crate::call::egress::report(sandbox, name.as_str(), &outcome.egress);
+    }
     let stdout = parse_stdout(&outcome.stdout.bytes);
     // A failed call still returns what the tool printed before, so an agent
     // sees how far it got (a timeout, a limit or a signal cut it short).
@@ -678,6 +748,7 @@ mod tests {
                 hidden: 0,
                 relaxed: Vec::new(),
             },
+            egress: Vec::new(),
         }
     }
 

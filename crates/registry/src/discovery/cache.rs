@@ -84,6 +84,16 @@ impl Fingerprint {
         }
     }
 
+    /// Whether the two fingerprints describe the same content of the same inode: all but the
+    /// status-change time agree, which a `rename` of the file sets again.
+    fn same_but_renamed(&self, other: &Fingerprint) -> bool {
+        self.size == other.size
+            && self.mtime_secs == other.mtime_secs
+            && self.mtime_nanos == other.mtime_nanos
+            && self.inode == other.inode
+            && self.device == other.device
+    }
+
     /// The modification time, if it is representable.
     ///
     /// The racy rule and the settling of the live registry go by it, not by the status-change
@@ -377,6 +387,37 @@ impl DiscoveryCache {
             && entry.sandbox == sandbox
             && entry.probed.config != ConfigAnswer::NotAsked)
             .then_some(&entry.probed.config)
+    }
+
+    /// Files under `installed` what `from` recorded for the file `staged` that was renamed
+    /// there, so that the file is not probed again: the registration of a generated tool hands
+    /// the live registry the probe its staged checks ran (issue 25).
+    ///
+    /// The record moves only if it is trusted where it was made (not racily clean) and the file
+    /// at `installed` is the very inode that was probed, unchanged but for the status-change
+    /// time a `rename` sets: same device, inode, size and modification time. Any write since
+    /// the probe sets a modification time later than the trusted one, so a record never
+    /// describes content other than what its probe saw. Returns whether it moved; when it did
+    /// not, the next discovery probes the file as any other.
+    pub fn adopt(&mut self, from: &DiscoveryCache, staged: &Path, installed: &Path) -> bool {
+        let Some(entry) = from.entries.get(staged) else {
+            return false;
+        };
+        let Ok(metadata) = fs::metadata(installed) else {
+            return false;
+        };
+        let fingerprint = Fingerprint::of(&metadata);
+        if entry.is_racy() || !entry.fingerprint.same_but_renamed(&fingerprint) {
+            return false;
+        }
+        self.insert(
+            installed.to_path_buf(),
+            fingerprint,
+            entry.probed_at,
+            entry.sandbox.clone(),
+            entry.probed.clone(),
+        );
+        true
     }
 
     /// Writes the persistent entries of files that still exist, if anything changed since the
@@ -817,5 +858,47 @@ mod tests {
             cache.get(&tool, &fingerprint, &[PROTOCOL], SANDBOX),
             Some(&output("{}"))
         );
+    }
+
+    /// Issue 25: a probed file renamed into place keeps its record (a registration hands the
+    /// live registry its staged probe); a file written since the probe, or one written within
+    /// the racy margin of it, does not.
+    #[test]
+    fn a_renamed_file_keeps_its_record_and_a_rewritten_one_does_not() {
+        let adopted = |change: &dyn Fn(&Path), written_long_ago: bool| {
+            let temp = tempfile::tempdir().unwrap();
+            let staged = temp.path().join("staged");
+            let fingerprint = if written_long_ago {
+                old_file(&staged, "#!/bin/sh\n")
+            } else {
+                fs::write(&staged, "#!/bin/sh\n").unwrap();
+                Fingerprint::of(&fs::metadata(&staged).unwrap())
+            };
+            let mut from = DiscoveryCache::in_memory();
+            from.insert(
+                staged.clone(),
+                fingerprint,
+                SystemTime::now(),
+                SANDBOX.to_owned(),
+                output("{}"),
+            );
+            let installed = temp.path().join("installed");
+            fs::rename(&staged, &installed).unwrap();
+            change(&installed);
+            let mut live = DiscoveryCache::in_memory();
+            let moved = live.adopt(&from, &staged, &installed);
+            let now = Fingerprint::of(&fs::metadata(&installed).unwrap());
+            let found = live.get(&installed, &now, &[PROTOCOL], SANDBOX).cloned();
+            assert_eq!(moved, found.is_some());
+            found
+        };
+        assert_eq!(adopted(&|_| {}, true), Some(output("{}")));
+        let rewrite = |path: &Path| {
+            let file = fs::File::options().write(true).open(path).unwrap();
+            file.set_len(0).unwrap();
+            fs::write(path, "#!/bin/sh\n").unwrap();
+        };
+        assert_eq!(adopted(&rewrite, true), None);
+        assert_eq!(adopted(&|_| {}, false), None);
     }
 }

@@ -265,6 +265,16 @@ impl LiveRegistry {
         self.shared.rescan(Freshness::ProbeAll).await.0
     }
 
+    /// Starts the registration of files written into the watched directories by this process
+    /// (the generator): until the [`Registration`] is published or dropped, no rescan runs, so
+    /// none probes a file before its record is filed.
+    pub async fn begin_registration(&self) -> Registration<'_> {
+        Registration {
+            shared: &self.shared,
+            cache: self.shared.cache.lock().await,
+        }
+    }
+
     /// The layers watched, lowest precedence first.
     pub fn layers(&self) -> &[LayerDir] {
         &self.shared.layers
@@ -291,6 +301,68 @@ impl LiveRegistry {
     }
 }
 
+/// A registration in progress: the live registry's cache, locked, to file the records of the
+/// files being registered before any rescan sees them.
+///
+/// A registration enters the catalog without probing any other tool file: the records of
+/// the registered files are [`adopt`](Registration::adopt)ed from the probes that checked
+/// them, and [`publish`](Registration::publish) rescans from the cache, which knows every
+/// unchanged file already.
+#[derive(Debug)]
+pub struct Registration<'a> {
+    shared: &'a Shared,
+    cache: tokio::sync::MutexGuard<'a, DiscoveryCache>,
+}
+
+impl Registration<'_> {
+    /// Files the record `from` holds for `staged` under `installed`, the path it was renamed
+    /// to ([`DiscoveryCache::adopt`]), as this registry's scans name it (its layer directory
+    /// may be spelt otherwise, say relative to the working directory). Returns that path if the
+    /// record was filed; if not, the next rescan probes the file.
+    pub fn adopt(
+        &mut self,
+        from: &DiscoveryCache,
+        staged: &Path,
+        installed: &Path,
+    ) -> Option<PathBuf> {
+        let scanned = self.scanned_path(installed)?;
+        self.cache.adopt(from, staged, &scanned).then_some(scanned)
+    }
+
+    /// `file` as the scans of the registry's layers name it: in the layer directory that is
+    /// its parent directory (the same directory, however spelt). `None` outside the layers.
+    fn scanned_path(&self, file: &Path) -> Option<PathBuf> {
+        use std::os::unix::fs::MetadataExt as _;
+        let parent = file.parent()?;
+        let file_name = file.file_name()?;
+        let identity = |dir: &Path| {
+            std::fs::metadata(dir)
+                .ok()
+                .map(|metadata| (metadata.dev(), metadata.ino()))
+        };
+        let wanted = identity(parent)?;
+        self.shared
+            .layers
+            .iter()
+            .filter(|layer_dir| !layer_dir.layer.holds_bundles())
+            .map(|layer_dir| self.shared.config.cwd.join(&layer_dir.dir))
+            .find(|root| root == parent || identity(root) == Some(wanted))
+            .map(|root| root.join(file_name))
+    }
+
+    /// Rescans from the cache and publishes the new catalog: only files the cache does not
+    /// know (changed by someone else meanwhile) are probed, once settled, as the watcher's
+    /// rescans do. Subscribers get the change event; the caller gets it too, with the catalog
+    /// current after the rescan.
+    pub async fn publish(self) -> (ChangeEvent, Arc<Catalog>) {
+        let shared = self.shared;
+        let (event, _settles_at) = shared
+            .rescan_locked(self.cache, Freshness::Settle(SETTLE))
+            .await;
+        (event, shared.current.load_full())
+    }
+}
+
 impl Drop for LiveRegistry {
     fn drop(&mut self) {
         // The task owns the debouncer: dropping it with the task stops the watcher thread, and
@@ -303,7 +375,17 @@ impl Shared {
     /// Rediscovers, publishes the new catalog and the change event, and says when a file left
     /// for later will have settled.
     async fn rescan(&self, freshness: Freshness) -> (ChangeEvent, Option<SystemTime>) {
-        let mut cache = self.cache.lock().await;
+        let cache = self.cache.lock().await;
+        self.rescan_locked(cache, freshness).await
+    }
+
+    /// [`rescan`](Shared::rescan) with the cache already locked (by a registration, which
+    /// filed its tool's record there first).
+    async fn rescan_locked(
+        &self,
+        mut cache: tokio::sync::MutexGuard<'_, DiscoveryCache>,
+        freshness: Freshness,
+    ) -> (ChangeEvent, Option<SystemTime>) {
         // After a scan that failed for lack of resources, the probes it ran may have failed for
         // the same reason, and the cache holds those failures: every file is probed again.
         let recovering = self

@@ -18,6 +18,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
         support,
         sandbox: _,
         secrets,
+        defined_secrets,
         probes,
         privileges,
         memory,
@@ -62,16 +63,6 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
             })
         })
         .collect();
-    let settings_json: Vec<serde_json::Value> = settings
-        .iter()
-        .map(|setting| {
-            json!({
-                "key": setting.key,
-                "value": setting.value,
-                "origin": origin_json(setting.origin),
-            })
-        })
-        .collect();
     json!({
             "ok": *problem_count == 0,
             "backend": executor.backend().to_string(),
@@ -81,6 +72,7 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
             "directories": checks_json(directories),
             "problems": checks_json(problems),
             "interpreters": checks_json(interpreters),
+            "secrets": checks_json(defined_secrets),
             "config_file": global.config_file,
             "user_config_file": global.user_config_file,
             "trust": {
@@ -92,14 +84,16 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                 })).collect::<Vec<_>>(),
                 "checks": checks_json(trust),
             },
-            "settings": settings_json,
+            "settings": settings_json(settings),
             "cache": {
                 "enabled": cache_file.is_some(),
                 "file": cache_file,
             },
             "sandbox": {
-                "network": global.sandbox.network.as_str(),
-                "filesystem": global.sandbox.filesystem.as_str(),
+                "profile": global.sandbox.profile.as_str(),
+                "network": global.sandbox.network.to_json(),
+                "generated_network": global.sandbox.generated_network.to_json(),
+                "filesystem": global.sandbox.filesystem.to_json(),
                 "project_dir": global.project_dir,
                 "project_source": global.project_source.as_str(),
                 "support": support.iter().map(|support| json!({
@@ -127,6 +121,20 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
                 "memory": memory,
             },
     })
+}
+
+/// Each setting of `doctor --json`'s `settings`, with its origin.
+fn settings_json(settings: &[crate::settings::Effective]) -> Vec<serde_json::Value> {
+    settings
+        .iter()
+        .map(|setting| {
+            json!({
+                "key": setting.key,
+                "value": setting.value,
+                "origin": origin_json(setting.origin),
+            })
+        })
+        .collect()
 }
 
 /// The report as text, styled: stdout drops the styles unless it is coloured.
@@ -183,10 +191,12 @@ fn machine_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     writeln!(text)?;
     writeln!(
         text,
-        "{} network = {}, filesystem = {} (project: {}, {})",
+        "{} profile = {}, network = {}, filesystem = {}, generated tools' network = {} (project: {}, {})",
         title("sandbox:"),
+        global.sandbox.profile,
         global.sandbox.network,
         global.sandbox.filesystem,
+        global.sandbox.generated_network,
         global.project_dir.display(),
         global.project_source.describe()
     )?;
@@ -240,6 +250,7 @@ fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
         problems,
         interpreters,
         trust,
+        defined_secrets,
         ..
     } = report;
     let title = |text: &str| Paint::Header.paint(text);
@@ -279,6 +290,15 @@ fn tools_text(report: &Report<'_>, text: &mut String) -> std::fmt::Result {
     if !trust.is_empty() {
         writeln!(text, "{}", title("project trust:"))?;
         text.push_str(&checks_table(trust));
+        writeln!(text)?;
+    }
+    if !defined_secrets.is_empty() {
+        writeln!(
+            text,
+            "{}",
+            title("secrets (names and sources, never values):")
+        )?;
+        text.push_str(&checks_table(defined_secrets));
         writeln!(text)?;
     }
     Ok(())

@@ -1,0 +1,322 @@
+//! The proxy of one run: accepts on the listener of the run's namespace
+//! (`listen.rs`), reads what each connection asks for (HTTP with an absolute
+//! URI, HTTP `CONNECT`, or SOCKS5 `CONNECT`, told apart by the first byte),
+//! resolves the name itself, checks every address (`check.rs`), connects to
+//! exactly the address it checked and relays the bytes, counting them. Every
+//! connection becomes an [`EgressEvent`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use super::check::{check_address, name_granted};
+use super::protocol::{Request, read_request};
+use crate::{Egress, EgressEvent, EgressProtocol, EgressVerdict, Error};
+
+/// At most this many connections of one run are recorded; later ones are refused.
+const MAX_CONNECTIONS: usize = 4096;
+/// The relay's buffer.
+const BUFFER: usize = 64 * 1024;
+
+/// How the proxy resolves names: the system resolver, or a hosts-format file
+/// (`TOOLSMITH_EGRESS_HOSTS`), read at each lookup as the system reads `/etc/hosts`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resolver {
+    pub(crate) hosts: Option<PathBuf>,
+}
+
+impl Resolver {
+    async fn resolve(&self, name: &str, port: u16) -> Result<Vec<IpAddr>, String> {
+        let Some(path) = &self.hosts else {
+            return tokio::net::lookup_host((name, port))
+                .await
+                .map(|found| found.map(|address| address.ip()).collect())
+                .map_err(|error| format!("{name} does not resolve: {error}"));
+        };
+        // A small file, read the way the system resolver reads /etc/hosts.
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("reading {}: {error}", path.display()))?;
+        let found = hosts_lookup(&text, name);
+        if found.is_empty() {
+            return Err(format!("{name} does not resolve ({})", path.display()));
+        }
+        Ok(found)
+    }
+}
+
+/// The addresses of `name` in a hosts-format text (`address name...`, `#` comments).
+pub(crate) fn hosts_lookup(text: &str, name: &str) -> Vec<IpAddr> {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    text.lines()
+        .filter_map(|line| {
+            let line = line.split('#').next().unwrap_or_default();
+            let mut fields = line.split_whitespace();
+            let address: IpAddr = fields.next()?.parse().ok()?;
+            fields
+                .any(|field| field.eq_ignore_ascii_case(name))
+                .then_some(address)
+        })
+        .collect()
+}
+
+/// One connection's event, its byte counts kept apart so that a connection
+/// cut at the run's end still reports what it moved.
+#[derive(Debug)]
+struct Record {
+    event: Mutex<EgressEvent>,
+    out: AtomicU64,
+    into: AtomicU64,
+}
+
+/// A running proxy; [`Proxy::finish`] stops it and returns its events.
+#[derive(Debug)]
+pub(crate) struct Proxy {
+    task: JoinHandle<()>,
+    records: Arc<Mutex<Vec<Arc<Record>>>>,
+}
+
+impl Proxy {
+    pub(crate) fn start(
+        listener: OwnedFd,
+        egress: Egress,
+        resolver: Resolver,
+    ) -> Result<Proxy, Error> {
+        let listener = std::net::TcpListener::from(listener);
+        let listener = listener
+            .set_nonblocking(true)
+            .and_then(|()| TcpListener::from_std(listener))
+            .map_err(|source| Error::Sys {
+                call: "registering the egress listener",
+                source,
+            })?;
+        let records = Arc::new(Mutex::new(Vec::new()));
+        let shared = Arc::new((egress, resolver));
+        let task = tokio::spawn(accept_loop(listener, shared, Arc::clone(&records)));
+        Ok(Proxy { task, records })
+    }
+
+    /// Stops accepting, cuts every open connection and returns the events.
+    pub(crate) async fn finish(mut self) -> Vec<EgressEvent> {
+        self.task.abort();
+        let _cancelled = (&mut self.task).await;
+        let records = self
+            .records
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        records
+            .iter()
+            .map(|record| {
+                let mut event = record
+                    .event
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .clone();
+                event.bytes_out = record.out.load(Ordering::Relaxed);
+                event.bytes_in = record.into.load(Ordering::Relaxed);
+                event
+            })
+            .collect()
+    }
+}
+
+/// A run that ends early (an error, a cancelled call) drops its proxy: the accept loop and
+/// every connection end with it, never outliving the run.
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<(Egress, Resolver)>,
+    records: Arc<Mutex<Vec<Arc<Record>>>>,
+) {
+    // Dropped (and so aborted) with this task when the proxy finishes.
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let record = Arc::new(Record {
+                    event: Mutex::new(EgressEvent {
+                        protocol: EgressProtocol::Other,
+                        destination: String::new(),
+                        port: 0,
+                        resolved: None,
+                        verdict: EgressVerdict::Denied("the request did not complete".to_owned()),
+                        bytes_out: 0,
+                        bytes_in: 0,
+                    }),
+                    out: AtomicU64::new(0),
+                    into: AtomicU64::new(0),
+                });
+                {
+                    let mut held = records.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if held.len() >= MAX_CONNECTIONS {
+                        continue;
+                    }
+                    held.push(Arc::clone(&record));
+                }
+                connections.spawn(serve(stream, Arc::clone(&shared), record));
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve(mut client: TcpStream, shared: Arc<(Egress, Resolver)>, record: Arc<Record>) {
+    let (egress, resolver) = &*shared;
+    let request = match read_request(&mut client).await {
+        Ok(request) => request,
+        Err(refusal) => {
+            set(&record, |event| {
+                event.protocol = refusal.protocol;
+                event.verdict = EgressVerdict::Denied(refusal.reason.clone());
+            });
+            let _ignored = client.write_all(&refusal.reply).await;
+            return;
+        }
+    };
+    set(&record, |event| {
+        event.protocol = request.protocol;
+        event.destination.clone_from(&request.host);
+        event.port = request.port;
+    });
+    let upstream = match connect_checked(egress, resolver, &request, &record).await {
+        Ok(upstream) => upstream,
+        Err(verdict) => {
+            let _ignored = client.write_all(&request.refusal(&verdict)).await;
+            set(&record, |event| event.verdict = verdict);
+            return;
+        }
+    };
+    set(&record, |event| event.verdict = EgressVerdict::Allowed);
+    let mut upstream = upstream;
+    if let Err(_error) = client.write_all(&request.success).await {
+        return;
+    }
+    if !request.forward.is_empty() {
+        if upstream.write_all(&request.forward).await.is_err() {
+            return;
+        }
+        record
+            .out
+            .fetch_add(request.forward.len() as u64, Ordering::Relaxed);
+    }
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut upstream_read, mut upstream_write) = upstream.split();
+    let out = relay(&mut client_read, &mut upstream_write, &record.out);
+    let into = relay(&mut upstream_read, &mut client_write, &record.into);
+    let _both = tokio::join!(out, into);
+}
+
+fn set(record: &Record, change: impl FnOnce(&mut EgressEvent)) {
+    change(
+        &mut record
+            .event
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+}
+
+/// Resolves (names the grant allows only), checks each address and connects
+/// to the first allowed one: the address checked is the address connected to.
+async fn connect_checked(
+    egress: &Egress,
+    resolver: &Resolver,
+    request: &Request,
+    record: &Record,
+) -> Result<TcpStream, EgressVerdict> {
+    let (name, addresses) = match request
+        .host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        Ok(address) => (None, vec![address]),
+        Err(_) => {
+            if !name_granted(egress, &request.host, request.port) {
+                return Err(EgressVerdict::Denied(format!(
+                    "{}:{} is not granted",
+                    request.host, request.port
+                )));
+            }
+            let found = resolver
+                .resolve(&request.host, request.port)
+                .await
+                .map_err(EgressVerdict::Failed)?;
+            (Some(request.host.as_str()), found)
+        }
+    };
+    let mut first_refusal = None;
+    for address in addresses {
+        match check_address(egress, name, address, request.port) {
+            Ok(()) => {
+                set(record, |event| event.resolved = Some(address));
+                return TcpStream::connect(SocketAddr::new(address, request.port))
+                    .await
+                    .map_err(|error| {
+                        EgressVerdict::Failed(format!("connecting to {address}: {error}"))
+                    });
+            }
+            Err(reason) => {
+                if first_refusal.is_none() {
+                    set(record, |event| event.resolved = Some(address));
+                    first_refusal = Some(reason);
+                }
+            }
+        }
+    }
+    Err(EgressVerdict::Denied(first_refusal.unwrap_or_else(|| {
+        format!("{} has no address", request.host)
+    })))
+}
+
+async fn relay(
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
+    counter: &AtomicU64,
+) {
+    let mut buffer = vec![0u8; BUFFER];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        if to.write_all(&buffer[..read]).await.is_err() {
+            break;
+        }
+        counter.fetch_add(read as u64, Ordering::Relaxed);
+    }
+    let _ignored = to.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_file_names_addresses() {
+        let text = "# test hosts\n203.0.113.10 a.test A2.test\n127.0.0.1 local.test # loop\n::1 six.test\n";
+        assert_eq!(
+            hosts_lookup(text, "a.test"),
+            ["203.0.113.10".parse::<IpAddr>().unwrap()]
+        );
+        assert_eq!(
+            hosts_lookup(text, "a2.TEST."),
+            ["203.0.113.10".parse::<IpAddr>().unwrap()]
+        );
+        assert_eq!(
+            hosts_lookup(text, "six.test"),
+            ["::1".parse::<IpAddr>().unwrap()]
+        );
+        assert!(hosts_lookup(text, "loop").is_empty());
+    }
+}

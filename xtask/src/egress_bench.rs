@@ -1,0 +1,201 @@
+//! `cargo xtask bench`, the egress section: a 1 MiB HTTP transfer through a call's egress
+//! proxy against the same transfer without it, in one run (issue 23, target ratio <= 1.2).
+//!
+//! The server is this process's own, on the host's loopback (no other address is ever
+//! used). Each call runs `curl` in a sandbox: "direct" with the executor's network,
+//! "proxied" with `Network::Proxy` granting exactly `127.0.0.1:PORT` (a literal grant, the
+//! one way the proxy reaches loopback), `curl` told to use the proxy. What is compared is
+//! curl's own `time_total` for the transfer, not the call: the sandbox's cost is the spawn
+//! bench's business. Calls alternate between the two variants.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use toolsmith_executor::{
+    BackendChoice, Command, Egress, Executor, ExecutorConfig, Limits, Network, PROXY_PORT, Sandbox,
+};
+
+use crate::CheckFailed;
+use crate::measure::{Stats, render_table};
+
+/// The body of every response.
+const BODY_BYTES: usize = 1 << 20;
+
+/// The ratio issue 23 asks for.
+const TARGET: f64 = 1.2;
+
+/// The medians of both variants.
+pub(crate) struct EgressReport {
+    direct: Stats,
+    proxied: Stats,
+    transfers: usize,
+}
+
+/// Serves `BODY_BYTES` to every request on a loopback port, until the process ends.
+fn serve() -> anyhow::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("could not bind a loopback port")?;
+    let port = listener.local_addr().context("no local address")?.port();
+    std::thread::spawn(move || {
+        let body = vec![b'x'; BODY_BYTES];
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let Ok(clone) = stream.try_clone() else {
+                continue;
+            };
+            let mut reader = BufReader::new(clone);
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
+                line.clear();
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {BODY_BYTES}\r\nConnection: close\r\n\r\n"
+            );
+            let _ignored = stream
+                .write_all(head.as_bytes())
+                .and_then(|()| stream.write_all(&body));
+        }
+    });
+    Ok(port)
+}
+
+fn curl(port: u16, sandbox: Sandbox, proxied: bool) -> anyhow::Result<Command> {
+    let mut command = Command::new(Path::new("/usr/bin/curl"), Path::new("/"))
+        .context("could not plan a curl call")?;
+    let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+    let via: &[&str] = if proxied {
+        &["--proxy", &proxy, "--noproxy", ""]
+    } else {
+        &["--noproxy", "*"]
+    };
+    for arg in via
+        .iter()
+        .copied()
+        .chain(["-sf", "-o", "/dev/null", "-w", "%{time_total}"])
+    {
+        command.arg(std::ffi::OsStr::new(arg));
+    }
+    command.arg(std::ffi::OsStr::new(&format!("http://127.0.0.1:{port}/")));
+    command.sandbox(sandbox);
+    Ok(command)
+}
+
+/// Runs one call and returns curl's transfer time in µs.
+fn transfer(
+    runtime: &tokio::runtime::Runtime,
+    executor: &Executor,
+    command: &Command,
+    limits: &Limits,
+) -> anyhow::Result<f64> {
+    let outcome = runtime
+        .block_on(executor.run(command, limits))
+        .context("the curl call failed to run")?;
+    let text = outcome.stdout.text_lossy();
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|_| outcome.success())
+        .ok_or_else(|| {
+            CheckFailed(format!(
+                "curl did not transfer ({:?}): {text} {}",
+                outcome.termination,
+                outcome.stderr.text_lossy()
+            ))
+        })?;
+    Ok(seconds * 1e6)
+}
+
+/// Measures `transfers` transfers of each variant, interleaved, after a few warm-ups.
+pub(crate) fn measure(transfers: usize) -> anyhow::Result<EgressReport> {
+    let port = serve()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start a tokio runtime")?;
+    let executor = {
+        let _entered = runtime.enter();
+        Executor::new(ExecutorConfig {
+            backend: BackendChoice::Auto,
+            max_concurrent: None,
+        })
+        .context("could not create the executor")?
+    };
+    let grant = format!("127.0.0.1:{port}");
+    let egress = Egress::from_entries([grant.as_str()]).context("the bench's own grant")?;
+    let direct = curl(port, Sandbox::none(), false)?;
+    let proxied = curl(
+        port,
+        Sandbox {
+            network: Network::Proxy(egress),
+            ..Sandbox::none()
+        },
+        true,
+    )?;
+    let limits = Limits {
+        timeout: Duration::from_secs(30),
+        ..Limits::recommended()
+    };
+    for _ in 0..3 {
+        transfer(&runtime, &executor, &direct, &limits)?;
+        transfer(&runtime, &executor, &proxied, &limits)?;
+    }
+    let (mut direct_samples, mut proxied_samples) = (Vec::new(), Vec::new());
+    for _ in 0..transfers {
+        direct_samples.push(transfer(&runtime, &executor, &direct, &limits)?);
+        proxied_samples.push(transfer(&runtime, &executor, &proxied, &limits)?);
+    }
+    Ok(EgressReport {
+        direct: Stats::of(&direct_samples),
+        proxied: Stats::of(&proxied_samples),
+        transfers,
+    })
+}
+
+impl EgressReport {
+    /// The proxied median over the direct one.
+    pub(crate) fn ratio(&self) -> f64 {
+        self.proxied.median / self.direct.median
+    }
+
+    /// The section of the report.
+    pub(crate) fn render(&self) -> String {
+        let mut report = String::new();
+        let _ = writeln!(
+            report,
+            "egress proxy: a 1 MiB HTTP transfer (curl's time_total, µs), {} transfers per variant, interleaved",
+            self.transfers
+        );
+        let header = ["variant", "median", "p90", "ratio"].map(str::to_owned);
+        let rows = [
+            ("direct (network allowed)", &self.direct, 1.0),
+            (
+                "through the call's egress proxy",
+                &self.proxied,
+                self.ratio(),
+            ),
+        ]
+        .map(|(label, stats, ratio)| {
+            [
+                label.to_owned(),
+                format!("{:.0}", stats.median),
+                format!("{:.0}", stats.p90),
+                format!("{ratio:.2}"),
+            ]
+        });
+        report.push_str(&render_table(&header, &rows, 1));
+        let _ = writeln!(
+            report,
+            "target: ratio <= {TARGET}: {}",
+            if self.ratio() <= TARGET {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+        report
+    }
+}
