@@ -228,6 +228,12 @@ mod tests {
                 BenchSettings::resolve(true, None).only_filter(),
             )),
         );
+        check(
+            &["bench", "--quick", "--only=egress"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_egress(),
+            )),
+        );
     }
 
     #[test]
@@ -259,11 +265,15 @@ mod tests {
         );
         check(
             &["bench", "--only"],
-            Err("`--only` needs a section (`discovery` or `filter`)"),
+            Err("`--only` needs a section (`discovery`, `filter` or `egress`)"),
         );
         check(
             &["bench", "--only", "mcp"],
-            Err("`--only` knows the sections `discovery` and `filter`, not `mcp`"),
+            Err("`--only` knows the sections `discovery`, `filter` and `egress`, not `mcp`"),
+        );
+        check(
+            &["bench", "--only", "egress", "--only", "filter"],
+            Err("`--only` takes one section"),
         );
         check(
             &["bench", "--slow"],
