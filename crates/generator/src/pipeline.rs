@@ -289,12 +289,11 @@ pub async fn generate(
     let (rendered, check) = carry_learned(
         executor,
         &tera,
-        &request,
+        request,
         &implementation,
         sandboxed.learned,
         (&staging.dir, &staged),
-        run_config,
-        &mut probes,
+        (run_config, &mut probes),
     )
     .await?;
     checks.push(check);

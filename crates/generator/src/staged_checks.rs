@@ -152,8 +152,7 @@ pub(crate) async fn carry_learned(
     implementation: &str,
     learned: Option<SandboxDeclaration>,
     (staging_dir, staged): (&Path, &Path),
-    run_config: &RunConfig,
-    probes: &mut DiscoveryCache,
+    (run_config, probes): (&RunConfig, &mut DiscoveryCache),
 ) -> Result<(RenderedTool, CheckReport), Error> {
     let request = Request {
         learned: learned.clone(),
