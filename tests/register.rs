@@ -55,7 +55,7 @@ fn catalog_probes(markers: &Path) -> usize {
 /// The generated tool counts its own probes: the bash template is overridden
 /// (`$TOOLSMITH_HOME/templates/bash.tera`) by the embedded one plus a line that leaves a mark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_registration_over_a_hundred_tools_starts_one_probe() {
+async fn a_registration_over_a_hundred_tools_probes_only_the_new_file() {
     let context = TestContext::new();
     // The generator writes into the directory this server serves, beside the catalog.
     context.project_file(
@@ -139,15 +139,19 @@ async fn a_registration_over_a_hundred_tools_starts_one_probe() {
         CATALOG,
         "a registration probed unchanged tools again"
     );
+    // Two probes, both of the new file: the staged file's, and the one of the file rewritten
+    // with the declaration its tests were learned under (`carry_learned`), whose record the
+    // live registry adopts. The first could go when the final probe's tool is compared with
+    // the predicted one in full; issue 25 keeps that open.
     assert_eq!(
         runs(&markers, "tell_answer", "description"),
-        1,
-        "the new tool is probed once, by its staged checks"
+        2,
+        "the new tool is probed by its staged checks and once more after its learned declaration is written"
     );
     assert_eq!(
         runs(&markers, "tell_answer", "config"),
-        1,
-        "its `config` is asked once, by its staged checks, not again at its first call"
+        2,
+        "its `config` is asked with each probe of the new file, not again at its first call"
     );
     session.cancel().await.unwrap();
 }

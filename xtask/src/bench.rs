@@ -12,7 +12,6 @@
 //! to `vfork`/`posix_spawn`) must copy page tables and slows down by an order of magnitude.
 //! Only ratios against the baseline of the same run mean anything across machines.
 
-use std::ffi::CStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::process::CommandExt;
@@ -583,31 +582,9 @@ fn machine_facts() -> MachineFacts {
         .unwrap_or_else(|| "unknown".to_owned());
     MachineFacts {
         n_cpus,
-        kernel: kernel_release(),
+        kernel: crate::measure::kernel_release(),
         cpu_model,
     }
-}
-
-/// `uname -srm`, read with the system call rather than by spawning `uname`.
-fn kernel_release() -> String {
-    // SAFETY: `utsname` is plain old data for which all-zero bytes are valid.
-    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `name` is a valid, writable `utsname`.
-    if unsafe { libc::uname(&mut name) } != 0 {
-        return "unknown".to_owned();
-    }
-    let field = |chars: &[libc::c_char]| {
-        // SAFETY: uname fills each field with a NUL-terminated string within its array.
-        unsafe { CStr::from_ptr(chars.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
-    };
-    format!(
-        "{} {} {}",
-        field(&name.sysname),
-        field(&name.release),
-        field(&name.machine)
-    )
 }
 
 /// Measures both passes and prints the report on stdout; progress goes to stderr.

@@ -243,6 +243,12 @@ mod tests {
                 BenchSettings::resolve(true, None).only_generate(),
             )),
         );
+        check(
+            &["bench", "--quick", "--only=egress"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_egress(),
+            )),
+        );
     }
 
     #[test]
@@ -274,11 +280,17 @@ mod tests {
         );
         check(
             &["bench", "--only"],
-            Err("`--only` needs a section (`discovery`, `filter` or `generate`)"),
+            Err("`--only` needs a section (`discovery`, `filter`, `generate` or `egress`)"),
         );
         check(
             &["bench", "--only", "mcp"],
-            Err("`--only` knows the sections `discovery`, `filter` and `generate`, not `mcp`"),
+            Err(
+                "`--only` knows the sections `discovery`, `filter`, `generate` and `egress`, not `mcp`",
+            ),
+        );
+        check(
+            &["bench", "--only", "egress", "--only", "filter"],
+            Err("`--only` takes one section"),
         );
         check(
             &["bench", "--slow"],

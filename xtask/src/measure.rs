@@ -141,6 +141,28 @@ pub(crate) fn median(samples: &mut [f64]) -> f64 {
     }
 }
 
+/// `uname -srm`, read with the system call rather than by spawning `uname`.
+pub(crate) fn kernel_release() -> String {
+    // SAFETY: `utsname` is plain old data for which all-zero bytes are valid.
+    let mut name: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is a valid, writable `utsname`.
+    if unsafe { libc::uname(&mut name) } != 0 {
+        return "unknown".to_owned();
+    }
+    let field = |chars: &[libc::c_char]| {
+        // SAFETY: uname fills each field with a NUL-terminated string within its array.
+        unsafe { std::ffi::CStr::from_ptr(chars.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&name.sysname),
+        field(&name.release),
+        field(&name.machine)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::measure::{Stats, median, percentile};

@@ -293,8 +293,7 @@ pub async fn generate(
         &implementation,
         sandboxed.learned,
         (&staging.dir, &staged),
-        run_config,
-        &mut probes,
+        (run_config, &mut probes),
     )
     .await?;
     checks.push(check);

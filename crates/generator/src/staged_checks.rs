@@ -145,10 +145,6 @@ pub(crate) async fn check_restored(
 /// nothing was learned only when a check already failed), and checks that discovery reads
 /// exactly that declaration back from it (`declaration`): the registered file declares what
 /// its tests passed under, in whatever place its format declares `sandbox`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the one call site, in the pipeline, names every argument"
-)]
 pub(crate) async fn carry_learned(
     executor: &Arc<Executor>,
     tera: &tera::Tera,
@@ -156,8 +152,7 @@ pub(crate) async fn carry_learned(
     implementation: &str,
     learned: Option<SandboxDeclaration>,
     (staging_dir, staged): (&Path, &Path),
-    run_config: &RunConfig,
-    probes: &mut DiscoveryCache,
+    (run_config, probes): (&RunConfig, &mut DiscoveryCache),
 ) -> Result<(RenderedTool, CheckReport), Error> {
     let request = Request {
         learned: learned.clone(),

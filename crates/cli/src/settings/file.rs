@@ -212,11 +212,9 @@ fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
     parse_with_trust(text, path).map(|(options, _)| options)
 }
 
-fn parse_with_trust(
-    text: &str,
-    path: &Path,
-) -> Result<(Options, Option<RawTrustOptions>), ConfigError> {
-    let raw: RawFile = toml::from_str(text).map_err(|error| {
+/// The file's TOML as its raw sections, or where and why it does not parse.
+fn parse_raw(text: &str, path: &Path) -> Result<RawFile, ConfigError> {
+    toml::from_str(text).map_err(|error| {
         let location = error
             .span()
             .map(|span| {
@@ -229,7 +227,14 @@ fn parse_with_trust(
             location,
             message: error.message().trim().to_owned(),
         }
-    })?;
+    })
+}
+
+fn parse_with_trust(
+    text: &str,
+    path: &Path,
+) -> Result<(Options, Option<RawTrustOptions>), ConfigError> {
+    let raw = parse_raw(text, path)?;
     let origin = path.display().to_string();
     let origin = origin.as_str();
     let limits = limits_options(|key| Some((key.in_limits)(&raw.limits)), "limits.", origin)?;

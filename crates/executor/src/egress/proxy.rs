@@ -22,7 +22,7 @@ use crate::{Egress, EgressEvent, EgressProtocol, EgressVerdict, Error};
 /// At most this many connections of one run are recorded; later ones are refused.
 const MAX_CONNECTIONS: usize = 4096;
 /// The relay's buffer.
-const BUFFER: usize = 64 * 1024;
+const BUFFER: usize = 256 * 1024;
 
 /// How the proxy resolves names: the system resolver, or a hosts-format file
 /// (`TOOLSMITH_EGRESS_HOSTS`), read at each lookup as the system reads `/etc/hosts`.
@@ -144,6 +144,8 @@ async fn accept_loop(
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                // The proxy writes whole messages; Nagle would only hold small ones back.
+                let _ignored = stream.set_nodelay(true);
                 let record = Arc::new(Record {
                     event: Mutex::new(EgressEvent {
                         protocol: EgressProtocol::Other,
@@ -260,11 +262,13 @@ async fn connect_checked(
         match check_address(egress, name, address, request.port) {
             Ok(()) => {
                 set(record, |event| event.resolved = Some(address));
-                return TcpStream::connect(SocketAddr::new(address, request.port))
+                let upstream = TcpStream::connect(SocketAddr::new(address, request.port))
                     .await
                     .map_err(|error| {
                         EgressVerdict::Failed(format!("connecting to {address}: {error}"))
-                    });
+                    })?;
+                let _ignored = upstream.set_nodelay(true);
+                return Ok(upstream);
             }
             Err(reason) => {
                 if first_refusal.is_none() {

@@ -8,6 +8,21 @@ use toolsmith_executor::BackendChoice;
 use crate::commands::doctor::{Check, Report, checks_table, origin_json, tool_count};
 use crate::output::{self, Cell, Paint};
 
+/// Checks as JSON objects.
+fn checks_json(checks: &[Check]) -> Vec<serde_json::Value> {
+    checks
+        .iter()
+        .map(|check| {
+            json!({
+                "name": check.name,
+                "status": check.status.as_str(),
+                "detail": check.detail,
+                "fix": check.fix,
+            })
+        })
+        .collect()
+}
+
 /// The report as one JSON document.
 pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
     let Report {
@@ -30,19 +45,6 @@ pub(super) fn report_json(report: &Report<'_>) -> serde_json::Value {
         problem_count,
         cache_file,
     } = report;
-    let checks_json = |checks: &[Check]| -> Vec<serde_json::Value> {
-        checks
-            .iter()
-            .map(|check| {
-                json!({
-                    "name": check.name,
-                    "status": check.status.as_str(),
-                    "detail": check.detail,
-                    "fix": check.fix,
-                })
-            })
-            .collect()
-    };
     let features: Vec<serde_json::Value> = executor
             .features()
             .checks()
