@@ -656,9 +656,9 @@ async fn running_calls(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_behind_haproxy_share_tools_and_survive_the_loss_of_one() {
     let context = TestContext::new();
-    // Each call writes its pids into a file of its own, then runs for SLOW_CALL.
-    let pids_dir = context.root.join("pids");
-    std::fs::create_dir(&pids_dir).unwrap();
+    // Each call writes its pids into a file of its own, then runs for SLOW_CALL: in the
+    // project, the one place a tool may write under the default profile.
+    let pids_dir = context.outbox();
     context.tool(
         "slow",
         &shell_tool(
