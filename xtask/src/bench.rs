@@ -20,13 +20,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use toolsmith_executor::{
-    BackendChoice, Enforcement, Executor, ExecutorConfig, Filesystem, Limits, Network, Outcome,
-    Privileges, Sandbox, Syscalls,
-};
+use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, Outcome, Sandbox};
 
 use crate::CheckFailed;
 use crate::measure::{Stats, micros, render_table, settle};
+use crate::mechanisms::{MECHANISMS, make_scratch};
 
 /// The trivial program every variant runs.
 const PROGRAM: &str = "/bin/true";
@@ -133,46 +131,6 @@ impl BenchSettings {
     }
 }
 
-/// One sandbox mechanism, measured on top of every mechanism listed before it.
-struct Mechanism {
-    label: &'static str,
-    add: fn(&mut Sandbox),
-}
-
-/// The sandbox mechanisms in the order they are stacked: the first row is the default
-/// profile of a tool call, the last the strictest. A new mechanism is one more entry (it
-/// then gets its own row and its share of the cost), and the strictest profile gains it.
-const MECHANISMS: &[Mechanism] = &[
-    Mechanism {
-        label: "+ PID namespace, private /proc, toolsmith's init",
-        add: |sandbox| sandbox.private_pids = true,
-    },
-    Mechanism {
-        label: "+ mount namespace: read-only /sys, minimal /dev, masked /proc",
-        add: |sandbox| sandbox.private_mounts = true,
-    },
-    Mechanism {
-        label: "+ IPC and UTS namespaces",
-        add: |sandbox| sandbox.private_ipc = true,
-    },
-    Mechanism {
-        label: "+ every capability dropped",
-        add: |sandbox| sandbox.privileges = Privileges::Drop(None),
-    },
-    Mechanism {
-        label: "+ seccomp filter (default profile)",
-        add: |sandbox| sandbox.syscalls = Syscalls::Filtered(Enforcement::IfPossible),
-    },
-    Mechanism {
-        label: "+ network namespace (network deny)",
-        add: |sandbox| sandbox.network = Network::Deny(Enforcement::IfPossible),
-    },
-    Mechanism {
-        label: "+ Landlock read-only, private TMPDIR (strictest profile)",
-        add: |sandbox| sandbox.filesystem = Filesystem::ReadOnly(Enforcement::IfPossible),
-    },
-];
-
 /// One way of running [`PROGRAM`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Variant {
@@ -201,7 +159,7 @@ enum Variant {
 const APART: Duration = Duration::from_millis(10);
 
 /// How many of [`MECHANISMS`] make the default profile of a tool call.
-const DEFAULT_PROFILE: usize = 5;
+const DEFAULT_PROFILE: usize = 8;
 
 impl Variant {
     /// Every variant, in the order of the report.
@@ -272,6 +230,14 @@ struct Harness {
     /// `sandboxed[n]` has the first `n + 1` mechanisms.
     sandboxed: Vec<toolsmith_executor::Command>,
     limits: Limits,
+    /// The project and masked homes of [`MECHANISMS`], removed with the harness.
+    scratch: std::path::PathBuf,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
 }
 
 impl Harness {
@@ -306,11 +272,12 @@ impl Harness {
         prepared.keep_prepared(true);
         let command = toolsmith_executor::Command::new(Path::new(PROGRAM), Path::new("/"))
             .context("could not describe the benchmarked command")?;
+        let scratch = make_scratch().context("could not make the bench's scratch directory")?;
         let mut sandbox = Sandbox::none();
         let sandboxed = MECHANISMS
             .iter()
             .map(|mechanism| {
-                (mechanism.add)(&mut sandbox);
+                (mechanism.add)(&mut sandbox, &scratch);
                 let mut layered = command.clone();
                 layered.sandbox(sandbox.clone());
                 layered
@@ -324,6 +291,7 @@ impl Harness {
             command,
             sandboxed,
             limits: Limits::recommended(),
+            scratch,
         })
     }
 

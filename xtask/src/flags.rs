@@ -15,7 +15,7 @@ tasks:
   codegen [--check]        write the generated files (docs/config.md, from the config
                            file's schema; docs/environment.md, from EnvVars and the
                            executor's variables); --check: fail if one is stale
-  bench [--quick] [--calls N] [--only discovery|filter|egress]
+  bench [--quick] [--calls N] [--only discovery|filter|generate|egress]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),

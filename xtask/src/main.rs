@@ -22,6 +22,7 @@ mod generate_bench;
 mod generated_bench;
 mod mcp_bench;
 mod measure;
+mod mechanisms;
 mod new_tool;
 mod registry_layers;
 mod soak;
