@@ -573,8 +573,19 @@ fn manifest_envelope(
     };
     Envelope {
         body: Body::Success { result },
-        metadata: Metadata::from_outcome(outcome),
+        metadata: metadata_of(name, outcome),
     }
+}
+
+/// The metadata of a finished run of `name`, with every connection its egress proxy saw
+/// (`sandbox.egress`, each refusal in `sandbox.denied`). Every envelope of a run is built
+/// from it, executables' and manifests' alike, so no kind of tool loses its egress report.
+fn metadata_of(name: &ToolName, outcome: &Outcome) -> Metadata {
+    let mut metadata = Metadata::from_outcome(outcome);
+    if let Some(sandbox) = metadata.sandbox.as_mut() {
+        crate::call::egress::report(sandbox, name.as_str(), &outcome.egress);
+    }
+    metadata
 }
 
 /// `text` without one trailing newline (`\n` or `\r\n`).
@@ -586,10 +597,7 @@ fn without_newline(text: &str) -> &str {
 
 /// Maps a finished run to its envelope.
 fn envelope_from_outcome(name: &ToolName, outcome: &Outcome, limits: &Limits) -> Envelope {
-    let mut metadata = Metadata::from_outcome(outcome);
-    if let Some(sandbox) = metadata.sandbox.as_mut() {
-        crate::call::egress::report(sandbox, name.as_str(), &outcome.egress);
-    }
+    let metadata = metadata_of(name, outcome);
     let stdout = parse_stdout(&outcome.stdout.bytes);
     // A failed call still returns what the tool printed before, so an agent
     // sees how far it got (a timeout, a limit or a signal cut it short).
