@@ -43,7 +43,7 @@ fn serve(address: &str, label: &'static str) -> Arc<AtomicUsize> {
     clippy::disallowed_methods,
     reason = "setting up the test's own network namespace, not running a tool"
 )]
-fn ip(args: &[&str]) {
+pub(crate) fn ip(args: &[&str]) {
     let status = std::process::Command::new("ip")
         .args(args)
         .status()

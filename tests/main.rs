@@ -21,6 +21,7 @@ mod learn;
 mod list;
 mod load;
 mod manifest;
+mod migration;
 mod mounts;
 mod peers;
 mod pinned;
