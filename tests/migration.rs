@@ -274,6 +274,11 @@ fn k8s_pods_reaches_its_declared_api_server_under_the_default() {
             *requests.lock().unwrap(),
             ["GET /api/v1/namespaces/default/pods?labelSelector=app=api HTTP/1.1"]
         );
+        // The envelope says what applied: a namespace whose only way out is the proxy.
+        assert_eq!(
+            envelope["metadata"]["sandbox"]["network"], "proxy",
+            "{envelope:#}"
+        );
         let egress = &envelope["metadata"]["sandbox"]["egress"];
         assert_eq!(egress.as_array().map(Vec::len), Some(1), "{envelope:#}");
         assert_eq!(egress[0]["protocol"], "http-connect", "{egress:#}");

@@ -192,8 +192,10 @@ impl fmt::Display for FilesystemAccess {
 /// What isolation actually applied to a run, for audits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedSandbox {
-    /// True when the run had no network.
+    /// True when the run had a network namespace of its own (no network, or only its egress proxy).
     pub network_denied: bool,
+    /// True when the run's only way out was its egress proxy ([`Network::Proxy`]).
+    pub egress_proxy: bool,
     /// The filesystem restriction in force.
     pub filesystem: FilesystemAccess,
     /// True when the run had its own PID namespace and `/proc`.
@@ -300,6 +302,7 @@ pub(crate) fn plan(
         if features.network_namespace.available {
             clone_flags |= libc::CLONE_NEWNET;
             applied.network_denied = true;
+            applied.egress_proxy = matches!(sandbox.network, Network::Proxy(_));
         } else {
             unavailable(
                 enforcement,
@@ -435,6 +438,7 @@ fn plan_masks(
 fn nothing_applied() -> AppliedSandbox {
     AppliedSandbox {
         network_denied: false,
+        egress_proxy: false,
         filesystem: FilesystemAccess::Full,
         private_pids: false,
         private_mounts: false,

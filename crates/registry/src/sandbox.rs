@@ -699,7 +699,8 @@ impl SandboxReport {
 /// What isolation applied to a call that ran.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AppliedReport {
-    /// `allow` or `deny`: what applied, not what was asked.
+    /// `allow`, `deny` or `proxy` (a network namespace whose only way out is the call's
+    /// egress proxy): what applied, not what was asked.
     pub network: &'static str,
     /// `full`, `project` or `read-only`: what applied.
     pub filesystem: &'static str,
@@ -749,10 +750,10 @@ impl SandboxReport {
 impl AppliedReport {
     fn from_applied(applied: &AppliedSandbox) -> AppliedReport {
         AppliedReport {
-            network: if applied.network_denied {
-                "deny"
-            } else {
-                "allow"
+            network: match (applied.egress_proxy, applied.network_denied) {
+                (true, _) => "proxy",
+                (false, true) => "deny",
+                (false, false) => "allow",
             },
             filesystem: applied.filesystem.as_str(),
             pid_namespace: applied.private_pids,

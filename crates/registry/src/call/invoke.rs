@@ -746,6 +746,7 @@ mod tests {
             backend: Backend::ProcessGroup,
             sandbox: AppliedSandbox {
                 network_denied: false,
+                egress_proxy: false,
                 filesystem: FilesystemAccess::Full,
                 private_pids: false,
                 private_mounts: false,
