@@ -186,15 +186,13 @@ pub(crate) unsafe fn set_up(plan: &MaskPlan) -> bool {
         {
             return false;
         }
-        let empty = libc::open(
-            plan.empty_file.as_ptr(),
-            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
-            0o444,
-        );
-        if empty < 0 {
+        // `mknod`, not `open(O_CREAT)`: a file opened for writing holds a writer on the
+        // `tmpfs` until its last reference goes, and a concurrent spawn that copies the
+        // descriptor table in that window would keep it, so the read-only step below would
+        // fail with `EBUSY` under load.
+        if libc::mknod(plan.empty_file.as_ptr(), libc::S_IFREG | 0o444, 0) != 0 {
             return false;
         }
-        libc::close(empty);
         if !read_only(&plan.runs_dir) {
             return false;
         }
