@@ -140,3 +140,56 @@ async fn a_changed_description_between_two_tools_lists_of_serve_is_audited() {
     assert_eq!(lines[0]["tool"], "greet");
     session.cancel().await.unwrap();
 }
+
+/// Every `definitions.json` below `dir`.
+fn definition_records(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                pending.push(path);
+            } else if path
+                .file_name()
+                .is_some_and(|name| name == "definitions.json")
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Fault: the record is damaged (garbage, then cut short) between two listings. `list` still
+/// lists every tool and succeeds, the damaged record is replaced by a valid one, and a later
+/// change is reported again from it.
+#[test]
+fn a_damaged_record_costs_one_report_never_a_listing() {
+    let context = TestContext::new();
+    let log = audited(&context);
+    context.tool("greet", &described("Says hi."));
+    list_json(&context);
+    let records = definition_records(&context.root);
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    let valid = std::fs::read(record).unwrap();
+    for damage in [
+        b"\x00\xffnot json".to_vec(),
+        valid[..valid.len() / 2].to_vec(),
+    ] {
+        std::fs::write(record, &damage).unwrap();
+        let listed = list_json(&context);
+        assert_eq!(listed["tools"][0]["name"], "greet", "{listed}");
+        let rewritten = std::fs::read(record).unwrap();
+        serde_json::from_slice::<Value>(&rewritten)
+            .unwrap_or_else(|error| panic!("the record stays damaged: {error}"));
+    }
+    context.tool("greet", &described("Says hello."));
+    let changed = list_json(&context);
+    assert!(
+        changed["tools"][0].get("definition_changed").is_some(),
+        "{changed}"
+    );
+    assert_eq!(definition_lines(&log).len(), 1);
+}
