@@ -16,7 +16,9 @@ use crate::context::TestContext;
 const A: &str = "203.0.113.10";
 const B: &str = "203.0.113.20";
 
-fn serve(address: &str, label: &'static str) -> Arc<AtomicUsize> {
+/// A server of the test namespace on `address`, port 80: answers each HTTP request with
+/// `label`, counting them.
+pub(crate) fn serve(address: &str, label: &'static str) -> Arc<AtomicUsize> {
     let listener = TcpListener::bind((address, 80)).unwrap();
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&hits);
@@ -51,24 +53,37 @@ pub(crate) fn ip(args: &[&str]) {
     assert!(status.success(), "ip {args:?}");
 }
 
+/// Moves the calling thread (and what it spawns) into a network namespace of its own, with
+/// loopback up and each of `addresses` on it; false, after a loud WARNING naming `test`, when
+/// the kernel refuses one (a failure under `TOOLSMITH_REQUIRE_BACKENDS`).
+pub(crate) fn enter_test_network(test: &str, addresses: &[&str]) -> bool {
+    // SAFETY: unshare moves only this thread into a new network namespace.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        assert!(
+            std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+            "a test network namespace is required"
+        );
+        #[expect(clippy::print_stderr, reason = "a skipped test says so loudly")]
+        {
+            eprintln!(
+                "WARNING: no test network namespace ({}), the {test} test is SKIPPED",
+                std::io::Error::last_os_error()
+            );
+        }
+        return false;
+    }
+    ip(&["link", "set", "lo", "up"]);
+    for address in addresses {
+        ip(&["addr", "add", &format!("{address}/32"), "dev", "lo"]);
+    }
+    true
+}
+
 #[test]
 fn a_declared_destination_is_reached_and_every_other_is_denied_and_audited() {
     std::thread::spawn(|| {
-        // SAFETY: unshare moves only this thread into a new network namespace.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            assert!(
-                std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
-                "a test network namespace is required"
-            );
-            #[expect(clippy::print_stderr, reason = "a skipped test says so loudly")]
-            {
-                eprintln!("WARNING: no test network namespace, the egress test is SKIPPED");
-            }
+        if !enter_test_network("egress", &[A, B]) {
             return;
-        }
-        ip(&["link", "set", "lo", "up"]);
-        for address in [A, B] {
-            ip(&["addr", "add", &format!("{address}/32"), "dev", "lo"]);
         }
         let (a, b) = (serve(A, "hello from a"), serve(B, "hello from b"));
         let context = TestContext::new();

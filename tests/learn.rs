@@ -6,8 +6,6 @@
 //! thread's own; `toolsmith` is spawned from that thread, so it starts there), names given to
 //! the egress proxy through `TOOLSMITH_EGRESS_HOSTS`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use crate::context::TestContext;
+use crate::egress::{enter_test_network, serve};
 
 const A: &str = "203.0.113.10";
 const B: &str = "203.0.113.20";
@@ -106,26 +105,9 @@ struct Server {
 
 impl Server {
     fn start(address: &str, label: &'static str) -> Server {
-        let listener = TcpListener::bind((address, 80)).unwrap();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&hits);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                counted.fetch_add(1, Ordering::SeqCst);
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|read| read > 2) {
-                    line.clear();
-                }
-                let _ignored = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{label}",
-                    label.len()
-                );
-            }
-        });
-        Server { hits }
+        Server {
+            hits: serve(address, label),
+        }
     }
 
     fn hits(&self) -> usize {
@@ -133,37 +115,12 @@ impl Server {
     }
 }
 
-#[expect(
-    clippy::disallowed_methods,
-    reason = "setting up the test's own network namespace, not running a tool"
-)]
-fn ip(args: &str) {
-    let status = Command::new("ip").args(args.split(' ')).status().unwrap();
-    assert!(status.success(), "ip {args}");
-}
-
 /// Runs `test` on a thread in a network namespace of its own where a.test and b.test answer
 /// on port 80, or says loudly why it cannot.
 fn in_test_network(test: impl FnOnce(&Server, &Server) + Send + 'static) {
     let thread = std::thread::spawn(move || {
-        // SAFETY: unshare moves only this thread into a new network namespace.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            assert!(
-                std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
-                "a test network namespace is required"
-            );
-            #[expect(clippy::print_stderr, reason = "a test that cannot run says so")]
-            {
-                eprintln!(
-                    "WARNING: no test network namespace ({}), the learned-network test is SKIPPED",
-                    std::io::Error::last_os_error()
-                );
-            }
+        if !enter_test_network("learned-network", &[A, B]) {
             return;
-        }
-        ip("link set lo up");
-        for address in [A, B] {
-            ip(&format!("addr add {address}/32 dev lo"));
         }
         let a = Server::start(A, "hello from a");
         let b = Server::start(B, "hello from b");

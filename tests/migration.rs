@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::context::{TestContext, repository_root};
-use crate::egress::ip;
+use crate::egress::enter_test_network;
 use crate::serve::{call, connect_to_child, legacy, text};
 
 /// The test host standing for the Kubernetes API server (TEST-NET-3).
@@ -240,20 +240,9 @@ fn api_server(address: &str) -> Arc<Mutex<Vec<String>>> {
 #[test]
 fn k8s_pods_reaches_its_declared_api_server_under_the_default() {
     std::thread::spawn(|| {
-        // SAFETY: unshare moves only this thread into a new network namespace.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            assert!(
-                std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
-                "a test network namespace is required"
-            );
-            #[expect(clippy::print_stderr, reason = "a skipped test says so loudly")]
-            {
-                eprintln!("WARNING: no test network namespace, the k8s_pods test is SKIPPED");
-            }
+        if !enter_test_network("k8s_pods", &[API_SERVER]) {
             return;
         }
-        ip(&["link", "set", "lo", "up"]);
-        ip(&["addr", "add", &format!("{API_SERVER}/32"), "dev", "lo"]);
         let requests = api_server(API_SERVER);
         let context = migrated();
         let hosts = context.root.join("hosts");

@@ -216,6 +216,26 @@ pub struct AppliedSandbox {
     pub relaxed: Vec<String>,
 }
 
+impl AppliedSandbox {
+    /// A run to which no mechanism applied (what a plan starts from, and what
+    /// [`Sandbox::none`] amounts to).
+    pub fn none() -> AppliedSandbox {
+        AppliedSandbox {
+            network_denied: false,
+            egress_proxy: false,
+            filesystem: FilesystemAccess::Full,
+            private_pids: false,
+            private_mounts: false,
+            private_ipc: false,
+            capabilities_dropped: false,
+            run_as: None,
+            syscall_filter: false,
+            hidden: 0,
+            relaxed: Vec::new(),
+        }
+    }
+}
+
 /// A sandbox turned into what the spawn needs.
 #[derive(Debug)]
 pub(crate) struct SandboxPlan {
@@ -295,7 +315,7 @@ pub(crate) fn plan(
     tmp_size: Option<u64>,
 ) -> Result<SandboxPlan, Error> {
     runs.check()?;
-    let mut applied = nothing_applied();
+    let mut applied = AppliedSandbox::none();
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
     let mut clone_flags = 0;
     if let Some(enforcement) = sandbox.network.namespace() {
@@ -432,23 +452,6 @@ fn plan_masks(
     applied.hidden = masks.hidden();
     applied.relaxed.extend(notes);
     Ok(masks)
-}
-
-/// What applies before planning: nothing.
-fn nothing_applied() -> AppliedSandbox {
-    AppliedSandbox {
-        network_denied: false,
-        egress_proxy: false,
-        filesystem: FilesystemAccess::Full,
-        private_pids: false,
-        private_mounts: false,
-        private_ipc: false,
-        capabilities_dropped: false,
-        run_as: None,
-        syscall_filter: false,
-        hidden: 0,
-        relaxed: Vec::new(),
-    }
 }
 
 /// Which sockets the filter lets a run make (`seccomp::Sockets`).

@@ -711,7 +711,7 @@ mod tests {
 
     use serde_json::{Value, json};
     use toolsmith_executor::{
-        AppliedSandbox, Backend, Capture, FilesystemAccess, LimitKind, Limits, Outcome, Termination,
+        AppliedSandbox, Backend, Capture, LimitKind, Limits, Outcome, Termination,
     };
 
     use crate::call::invoke::{envelope_from_outcome, parse_stdout};
@@ -744,19 +744,7 @@ mod tests {
             leftovers_killed: None,
             stdin_unread: false,
             backend: Backend::ProcessGroup,
-            sandbox: AppliedSandbox {
-                network_denied: false,
-                egress_proxy: false,
-                filesystem: FilesystemAccess::Full,
-                private_pids: false,
-                private_mounts: false,
-                private_ipc: false,
-                capabilities_dropped: false,
-                run_as: None,
-                syscall_filter: false,
-                hidden: 0,
-                relaxed: Vec::new(),
-            },
+            sandbox: AppliedSandbox::none(),
             egress: Vec::new(),
         }
     }
