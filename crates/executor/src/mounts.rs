@@ -204,31 +204,33 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
             return false;
         }
         // Clones taken before the whole tree turns nodev (and read-only).
-        let mut devices = [-1 as c_int; DEVICES.len()];
-        for (slot, device) in devices.iter_mut().zip(DEVICES) {
+        // The child shares the server's descriptor table: every clone is closed on every
+        // path, failures included, or a failed set-up leaves it in the server.
+        let mut devices = Trees([-1 as c_int; DEVICES.len()]);
+        for (slot, device) in devices.0.iter_mut().zip(DEVICES) {
             *slot = clone_tree(device, false);
             if *slot < 0 && errno() != libc::ENOENT {
                 return false;
             }
         }
         // At most a few roots: a fixed array keeps the child allocation-free.
-        let mut writable = [(-1 as c_int, ptr::null::<libc::c_char>()); MAX_WRITABLE_ROOTS];
+        let mut writable = Trees([-1 as c_int; MAX_WRITABLE_ROOTS]);
         if plan.writable.len() > MAX_WRITABLE_ROOTS {
             return false;
         }
-        for (slot, path) in writable.iter_mut().zip(&plan.writable) {
+        for (slot, path) in writable.0.iter_mut().zip(&plan.writable) {
             match clone_writable(path) {
                 tree if tree < 0 => return false,
-                tree => *slot = (tree, path.as_ptr()),
+                tree => *slot = tree,
             }
         }
-        let own_dir = match &plan.own_dir {
-            Some((path, parent)) => match clone_writable(path) {
-                tree if tree < 0 => return false,
-                tree => Some((tree, path, parent)),
-            },
-            None => None,
-        };
+        let mut own_tree = Trees([-1 as c_int; 1]);
+        if let Some((path, _)) = &plan.own_dir {
+            own_tree.0[0] = clone_writable(path);
+            if own_tree.0[0] < 0 {
+                return false;
+            }
+        }
         let mut everywhere = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
         if plan.read_only {
             everywhere |= MOUNT_ATTR_RDONLY;
@@ -236,10 +238,8 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
         if !set_attributes(libc::AT_FDCWD, c"/", AT_RECURSIVE, everywhere) {
             return false;
         }
-        for (tree, path) in writable.iter().take(plan.writable.len()) {
-            let attached = attach(*tree, CStr::from_ptr(*path));
-            libc::close(*tree);
-            if !attached {
+        for (slot, path) in writable.0.iter_mut().zip(&plan.writable) {
+            if !attach(take_tree(slot).0, path) {
                 return false;
             }
         }
@@ -251,12 +251,10 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
         {
             return false;
         }
-        if let Some((tree, path, parent)) = own_dir {
-            let attached = hide_siblings(tree, path, parent);
-            libc::close(tree);
-            if !attached {
-                return false;
-            }
+        if let Some((path, parent)) = &plan.own_dir
+            && !hide_siblings(take_tree(&mut own_tree.0[0]).0, path, parent)
+        {
+            return false;
         }
         if let Some((path, options)) = &plan.temp_dir {
             if libc::mount(
@@ -275,7 +273,7 @@ pub(crate) unsafe fn set_up(plan: &MountPlan) -> bool {
                 return false;
             }
         }
-        if !minimal_dev(&devices, plan) {
+        if !minimal_dev(&mut devices, plan) {
             return false;
         }
         if plan.proc && !crate::child::mount_proc() {
@@ -321,7 +319,7 @@ pub(crate) unsafe fn set_hostname() -> bool {
 ///
 /// # Safety
 /// As [`set_up`].
-unsafe fn minimal_dev(devices: &[c_int; DEVICES.len()], plan: &MountPlan) -> bool {
+unsafe fn minimal_dev(devices: &mut Trees<{ DEVICES.len() }>, plan: &MountPlan) -> bool {
     // SAFETY: as set_up.
     unsafe {
         if libc::mount(
@@ -334,13 +332,12 @@ unsafe fn minimal_dev(devices: &[c_int; DEVICES.len()], plan: &MountPlan) -> boo
         {
             return false;
         }
-        for (&tree, device) in devices.iter().zip(DEVICES) {
-            if tree < 0 {
+        for (slot, device) in devices.0.iter_mut().zip(DEVICES) {
+            if *slot < 0 {
                 continue;
             }
-            let made =
-                libc::mknod(device.as_ptr(), libc::S_IFREG | 0o666, 0) == 0 && attach(tree, device);
-            libc::close(tree);
+            let made = libc::mknod(device.as_ptr(), libc::S_IFREG | 0o666, 0) == 0
+                && attach(take_tree(slot).0, device);
             if !made {
                 return false;
             }
@@ -606,6 +603,41 @@ unsafe fn clone_tree(path: &CStr, recursive: bool) -> c_int {
         OPEN_TREE_CLONE | libc::O_CLOEXEC as c_uint | if recursive { AT_RECURSIVE } else { 0 };
     // SAFETY: path is NUL-terminated.
     unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) as c_int }
+}
+
+/// Detached mount trees a set-up holds, closed when dropped (failures included): the
+/// child shares the server's descriptor table, so a tree left open outlives the run in the
+/// server. A slot of -1 is empty.
+pub(crate) struct Trees<const N: usize>(pub(crate) [c_int; N]);
+
+impl<const N: usize> Drop for Trees<N> {
+    fn drop(&mut self) {
+        for slot in &mut self.0 {
+            drop(take_tree(slot));
+        }
+    }
+}
+
+/// Takes the tree out of `slot`, leaving the slot empty: the tree closes when the result drops.
+fn take_tree(slot: &mut c_int) -> OwnedTree {
+    OwnedTree(std::mem::replace(slot, -1))
+}
+
+/// One detached mount tree, closed when dropped (errno kept, for the caller's report).
+pub(crate) struct OwnedTree(c_int);
+
+impl Drop for OwnedTree {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: a descriptor this set-up opened and nobody else closes; errno is
+            // restored so a failure's cause survives the clean-up. Async-signal-safe.
+            unsafe {
+                let saved = errno();
+                libc::close(self.0);
+                *libc::__errno_location() = saved;
+            }
+        }
+    }
 }
 
 /// Attaches the detached mount `tree` on `target`.

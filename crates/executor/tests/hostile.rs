@@ -2071,3 +2071,79 @@ fn issue_22_acceptance_2_nothing_of_a_run_reaches_the_next() {
     drop(executor);
     oracle.finish();
 }
+
+/// A run whose mount set-up fails midway must leave nothing in the server: the child
+/// shares the server's descriptor table, and the trees it cloned before the failure
+/// (`/dev`'s nodes, the writable roots) stayed open there for good. The writable root
+/// here lies in another mount namespace (a process the test starts, reached through
+/// `/proc/<pid>/root`): the parent accepts the path, and cloning it fails in the child
+/// after `/dev`'s nodes are cloned. A private PID namespace, because its init is the
+/// child that shares the table (`CLONE_FILES`). Checked from outside: the test
+/// process's descriptors, kind by kind.
+#[test]
+fn a_mount_set_up_that_fails_midway_leaves_no_descriptor_behind() {
+    let _serial = serial();
+    let Some(executor) = sandbox_executor(&["private-proc"]) else {
+        return;
+    };
+    let backend = executor.backend();
+    let mut elsewhere = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    let ns = |pid: &str| fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    let pid = elsewhere.id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ns(&pid) == ns("self") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let root = PathBuf::from(format!("/proc/{pid}/root/tmp"));
+    let sandbox = Sandbox {
+        filesystem: Filesystem::Paths {
+            roots: vec![root],
+            enforcement: Enforcement::IfPossible,
+        },
+        private_pids: true,
+        ..Sandbox::none()
+    };
+    // One good run first, so the executor's lazily made leaves and sockets are counted.
+    let warm = run_sandboxed(
+        &executor,
+        Path::new("/bin/true"),
+        &[],
+        Path::new("/"),
+        Sandbox {
+            filesystem: Filesystem::Paths {
+                roots: vec![PathBuf::from("/tmp")],
+                enforcement: Enforcement::IfPossible,
+            },
+            private_pids: true,
+            ..Sandbox::none()
+        },
+        &limits(5_000, 500),
+    );
+    assert!(warm.outcome().success(), "{:?}", warm.outcome());
+    let before = settled_fds();
+    let results: Vec<_> = (0..3)
+        .map(|_| {
+            run_sandboxed(
+                &executor,
+                Path::new("/bin/true"),
+                &[],
+                Path::new("/"),
+                sandbox.clone(),
+                &limits(5_000, 500),
+            )
+            .result
+        })
+        .collect();
+    elsewhere.kill().unwrap();
+    elsewhere.wait().unwrap();
+    assert!(
+        results.iter().all(|result| result
+            .as_ref()
+            .is_err_and(|error| error.to_string().contains("mounts"))),
+        "the set-up did not fail, the test cannot tell: {results:?}"
+    );
+    assert_no_fd_leak(backend, &before);
+}
