@@ -2087,6 +2087,10 @@ fn a_mount_set_up_that_fails_midway_leaves_no_descriptor_behind() {
         return;
     };
     let backend = executor.backend();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a process in another mount namespace is the test's fixture, not a tool run"
+    )]
     let mut elsewhere = std::process::Command::new("unshare")
         .args(["--mount", "--propagation", "private", "sleep", "30"])
         .spawn()
