@@ -287,7 +287,7 @@ fn broken_tools_are_problems_and_good_tools_still_list() {
         },
         {
           "path": "[TEMP]/tools/hangs",
-          "error": "`description` did not finish within 1s and was killed"
+          "error": "`description` did not finish within 3s and was killed"
         },
         {
           "path": "[TEMP]/tools/misnamed",

@@ -519,3 +519,33 @@ async fn serve_asks_config_once_at_the_first_call() {
     assert_eq!(runs(&markers, "slow", "config"), 1);
     assert_eq!(runs(&markers, "slow", "description"), 1);
 }
+
+/// A probe slower than its one-second budget (a loaded machine) runs once more with a
+/// longer one, so a good tool is not dropped from a catalog for the life of a server; a
+/// tool whose description truly hangs is still a problem, named with the longer budget.
+#[test]
+fn a_probe_that_times_out_once_gets_a_second_longer_try() {
+    let context = TestContext::new();
+    context.tool(
+        "slow",
+        "#!/bin/sh\nif [ \"$1\" = description ]; then sleep 1.5; echo '{\"name\": \"slow\", \"description\": \"Slow to describe\", \"input_schema\": {\"type\": \"object\"}}'; else echo done; fi\n",
+    );
+    context.tool("hangs", "#!/bin/sh\nsleep 30\n");
+    let output = context
+        .with_tools()
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let listing = json_stdout(&output);
+    let names: Vec<&str> = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["slow"], "{listing}");
+    assert_eq!(
+        listing["problems"][0]["error"], "`description` did not finish within 3s and was killed",
+        "{listing}"
+    );
+}

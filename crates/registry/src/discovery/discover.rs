@@ -32,6 +32,10 @@ pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
 /// The wall-clock budget of one probe (`description`, `config`, `--schema`).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The budget of a probe's second run when its first timed out under [`PROBE_TIMEOUT`]: a
+/// loaded machine, not the tool, is the likely cause of a one-second timeout.
+pub(crate) const PROBE_RETRY_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The budget of a probe of a script started by a package runner (`uv run --script`, `npx`):
 /// before the script prints a line, the runner builds its environment in the tool's cache
 /// (about a second for uv's first run of a script on a busy machine), offline.

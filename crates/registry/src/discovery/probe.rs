@@ -13,8 +13,8 @@ use toolsmith_executor::{Command, Executor, LimitKind, Limits, Termination};
 use crate::discovery::cache::{ConfigAnswer, DiscoveryCache, Fingerprint, ProbeRecord, Probed};
 use crate::discovery::catalog::{ProbeBlocked, ProblemError};
 use crate::discovery::discover::{
-    Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_RUNNER_TIMEOUT,
-    PROBE_TIMEOUT,
+    Candidate, DiscoveryProgress, PROBE_MAX_GRACE, PROBE_MAX_OUTPUT, PROBE_RETRY_TIMEOUT,
+    PROBE_RUNNER_TIMEOUT, PROBE_TIMEOUT,
 };
 use crate::discovery::load::load_kodelet;
 use crate::formats::format::{Format, Protocol};
@@ -327,8 +327,38 @@ impl Probe<'_> {
             .await
     }
 
-    /// One run of a probe, with `own_dir` (the tool's cache) writable when given.
+    /// One run of a probe, with `own_dir` (the tool's cache) writable when given; a probe
+    /// that times out under the short budget runs once more under [`PROBE_RETRY_TIMEOUT`].
+    ///
+    /// A loaded machine can keep a healthy probe from the processor for a second, and a
+    /// timed-out probe stays a problem for the live registry's life (a failure is not
+    /// persisted, nor retried until its file changes): without the second run, a busy
+    /// server would drop a good tool from its catalog for good. A tool that truly hangs
+    /// costs both budgets once per process.
     async fn run_once(
+        &self,
+        probe: &'static str,
+        command: Command,
+        own_dir: Option<&Path>,
+        limits: &Limits,
+        name: &ToolName,
+    ) -> Result<ProbeRecord, ProblemError> {
+        let record = self
+            .run_one(probe, command.clone(), own_dir, limits, name)
+            .await?;
+        if !matches!(record, ProbeRecord::Timeout(_)) || limits.timeout >= PROBE_RETRY_TIMEOUT {
+            return Ok(record);
+        }
+        tracing::debug!(%name, probe, "a probe timed out: trying once more with a longer budget");
+        let patient = Limits {
+            timeout: PROBE_RETRY_TIMEOUT,
+            ..limits.clone()
+        };
+        self.run_one(probe, command, own_dir, &patient, name).await
+    }
+
+    /// One run of a probe, with `own_dir` (the tool's cache) writable when given.
+    async fn run_one(
         &self,
         probe: &'static str,
         mut command: Command,
