@@ -68,6 +68,7 @@ mod error;
 mod formats;
 mod grant;
 mod layer;
+#[macro_use]
 mod limit_keys;
 mod masks;
 mod message;

@@ -124,8 +124,9 @@ impl Loosens {
     }
 }
 
-/// Expands `$callback! { { args } rows }` with one row per limit key, then any rows given
-/// after the arguments (a test's fixture key): the one declaration every consumer expands.
+/// `with_limit_keys! { callback { args } extra rows }` expands `callback! { { args } rows }`
+/// with one row per limit key, then the extra rows (a test's fixture key): the one declaration
+/// every consumer expands.
 ///
 /// A row, in order:
 /// - its doc comment: the reference of the key in `[limits]` (the config file's docs are
@@ -134,7 +135,9 @@ impl Loosens {
 ///   executor limit, [`Limits`]) and its [`limit_kind`];
 /// - `loosens:` a [`Loosens`] variant: which way a project config may not move it;
 /// - `in:` `Limits` for a field of the executor's [`Limits`] (default
-///   `Limits::recommended()`), or `RunConfig(default)` for a [`RunConfig`] setting of its own;
+///   `Limits::recommended()`), or `RunConfig(default)` for a [`RunConfig`] setting of its own
+///   (`default` is resolved where the rows are expanded: [`DEFAULT_MAX_TIMEOUT`] must be in
+///   scope there);
 /// - `tool:` the doc of the key in a `[tools.NAME]` section, or `none` where a section cannot
 ///   set it;
 /// - `env:` the CLI's `TOOLSMITH_*` variable (a name of its `EnvVars`), or `none`;
@@ -147,9 +150,6 @@ impl Loosens {
 /// [`Loosens`]: crate::Loosens
 #[macro_export]
 macro_rules! with_limit_keys {
-    ($callback:ident) => {
-        $crate::with_limit_keys! { $callback {} }
-    };
     ($callback:ident { $($args:tt)* } $($extra:tt)*) => {
         $callback! {
             { $($args)* }
@@ -193,7 +193,7 @@ macro_rules! with_limit_keys {
                 tool: "Bytes kept per output stream.",
                 env: TOOLSMITH_MAX_OUTPUT, doctor: 4;
             /// The longest timeout a tool may ask for itself. Default: `5m`.
-            max_timeout: Duration, loosens: Larger, in: RunConfig($crate::DEFAULT_MAX_TIMEOUT),
+            max_timeout: Duration, loosens: Larger, in: RunConfig(DEFAULT_MAX_TIMEOUT),
                 tool: none,
                 env: none, doctor: 5;
             /// The size of the private TMPDIR of a `filesystem = "project"` or

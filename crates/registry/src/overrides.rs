@@ -19,6 +19,7 @@ use toolsmith_executor::Limits;
 
 use crate::access::{FilesystemSetting, NetworkSetting};
 use crate::grant::SandboxDenial;
+use crate::limit_keys::{LimitKind, limit_kind};
 use crate::masks::{ReadMasks, RevealDenied};
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
@@ -93,7 +94,7 @@ macro_rules! tool_override {
     ) => {
         tool_override!(@rows [$($field)*
             $(#[doc = $doc])*
-            pub $name: Option<<$crate::limit_kind::$kind as $crate::LimitKind>::Value>,
+            pub $name: Option<<limit_kind::$kind as LimitKind>::Value>,
         ] [$($key)* $name] $($rest)*);
     };
     (@rows [$($field:tt)*] [$($key:ident)*]
@@ -148,7 +149,7 @@ macro_rules! tool_override {
     };
 }
 
-crate::with_limit_keys!(tool_override);
+with_limit_keys! { tool_override {} }
 
 /// Where the timeout of a call comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
