@@ -3,8 +3,8 @@
 //! A limit key is one row of the registry's table (its value kind, loosening direction, where
 //! it is stored, its `[tools.NAME]` doc, variable and `doctor` rank) and, for a key the
 //! executor enforces, a field of the executor's `Limits`: [`limit_keys!`] turns the rows into
-//! [`LimitsOptions`], [`RawLimits`], [`RawTool`] and [`LIMIT_KEYS`], which everything else
-//! iterates, and the registry turns the same rows into its `ToolOverride`.
+//! [`LimitsOptions`] and [`LIMIT_KEYS`], which everything else iterates, `schema.rs` turns them
+//! into the file's `RawLimits` and `RawTool`, and the registry into its `ToolOverride`.
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use toolsmith_executor::Limits;
 use toolsmith_registry::{LimitKind, Loosens, ToolOverride, format_duration, limit_kind};
 
 use crate::settings::combine::Combine;
-use crate::settings::schema::{Grant, RawEnv, Scalar};
+use crate::settings::schema::{RawLimits, RawTool, Scalar};
 use crate::settings::values::{
     ValueError, count_cap, duration, duration_cap, show_count_cap, show_duration_cap,
     show_size_cap, size, size_cap,
@@ -168,8 +168,9 @@ pub(crate) fn loosening<K: LayerValue>(
 }
 
 /// Expands the rows of `toolsmith_registry::with_limit_keys!` into [`LimitsOptions`], its
-/// [`Combine`], its resolution and its part of a [`ToolOverride`], the file's [`RawLimits`]
-/// and [`RawTool`], and [`LIMIT_KEYS`]. A test expands it again with a fixture row.
+/// [`Combine`], its resolution and its part of a [`ToolOverride`], and [`LIMIT_KEYS`] over the
+/// file's [`RawLimits`] and [`RawTool`] (which `schema.rs` expands from the same rows). A test
+/// expands both again with a fixture row.
 macro_rules! limit_keys {
     (@default Limits, $key:ident) => {
         Limits::recommended().$key
@@ -205,44 +206,6 @@ macro_rules! limit_keys {
     (@in_tool $doc:literal, $key:ident) => {
         Some(|raw: &RawTool| &raw.$key)
     };
-    (@raw_tool [$($field:tt)*] $key:ident none $($rest:tt)*) => {
-        limit_keys!(@raw_tool [$($field)*] $($rest)*);
-    };
-    (@raw_tool [$($field:tt)*] $key:ident $doc:literal $($rest:tt)*) => {
-        limit_keys!(@raw_tool [$($field)* #[doc = $doc] pub(super) $key: Option<Scalar>,] $($rest)*);
-    };
-    (@raw_tool [$($field:tt)*]) => {
-        /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
-        /// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
-        /// `env` and `disabled`. A limit set here is the operator's decision about
-        /// this tool: it beats the environment, `[limits]`, and the timeout the tool
-        /// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
-        /// discovery probes.
-        #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
-        #[serde(deny_unknown_fields)]
-        pub(crate) struct RawTool {
-            $($field)*
-            /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
-            /// this tool; `set` is laid over `[env] set` key by key.
-            pub(super) env: Option<RawEnv>,
-            /// The network of this tool, as `[sandbox] network` (a list grants those destinations).
-            pub(super) network: Option<Grant>,
-            /// The filesystem of this tool, as `[sandbox] filesystem` (a list grants those paths).
-            pub(super) filesystem: Option<Grant>,
-            /// The system-call filter of this tool, as `[sandbox] syscalls`.
-            pub(super) syscalls: Option<Scalar>,
-            /// Paths hidden from this tool on top of `[sandbox] read_hide`.
-            pub(super) read_hide: Option<Vec<String>>,
-            /// Paths taken out of this tool's masks on top of `[sandbox] read_reveal`.
-            pub(super) read_reveal: Option<Vec<String>>,
-            /// `true` denies the tool, like naming it in `[policy] disabled`.
-            pub(super) disabled: Option<bool>,
-            /// The secrets this tool's calls receive, each defined by a `[secrets.NAME]`, e.g.
-            /// `["GITHUB_TOKEN"]`: each as an environment variable of its name. Only a hand-written
-            /// tool of this name receives them, never a generated one. Default: none.
-            pub(super) secrets: Option<Vec<String>>,
-        }
-    };
     ({} $(
         $(#[doc = $doc:literal])*
         $key:ident: $kind:ident, loosens: $loosens:ident, in: $in:ident $(($default:expr))?,
@@ -262,7 +225,6 @@ macro_rules! limit_keys {
             }
         }
 
-        #[allow(dead_code, reason = "a fixture's expansion need not use all of it")]
         impl LimitsOptions {
             /// The limits, with `Limits::recommended()` for whatever no layer set.
             pub(crate) fn resolve(self) -> Limits {
@@ -278,18 +240,6 @@ macro_rules! limit_keys {
                 $(limit_keys!(@override $in, tool_override, options, $key, $kind);)*
             }
         }
-
-        /// The resource limits of every call. What enforces each one depends on the
-        /// containment backend (see `docs/operators.md`). Precedence for one call,
-        /// highest first: `run` flags, `[tools.NAME]`, environment variables,
-        /// `[limits]`, defaults.
-        #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
-        #[serde(deny_unknown_fields)]
-        pub(crate) struct RawLimits {
-            $($(#[doc = $doc])* pub(super) $key: Option<Scalar>,)*
-        }
-
-        limit_keys!(@raw_tool [] $($key $tool)*);
 
         /// Every limit key, in the order of the declaration, of [`LimitsOptions`] and of the
         /// JSON reports.
@@ -521,16 +471,26 @@ mod tests {
     /// parsed from `[limits]` and `[tools.NAME]`, combined across layers, checked for loosening
     /// and documented.
     mod fixture {
-        #![allow(dead_code, reason = "the fixture's sections are parsed, not all read")]
+        #![expect(dead_code, reason = "the fixture's sections are parsed, not all read")]
 
         use super::super::*;
 
-        toolsmith_registry::with_limit_keys! { limit_keys {}
-            /// The most files a tool may leave behind (a test's fixture). Default: `8`.
-            max_left_files: CountCap, loosens: Larger, in: RunConfig(Some(8)),
-                tool: "The most files this tool may leave behind.",
-                env: none, doctor: 10;
+        use crate::settings::schema::raw_sections;
+
+        /// The declaration with the fixture's row, the one line that declares its key.
+        macro_rules! with_fixture_key {
+            ($callback:ident) => {
+                toolsmith_registry::with_limit_keys! { $callback {}
+                    /// The most files a tool may leave behind (a test's fixture). Default: `8`.
+                    max_left_files: CountCap, loosens: Larger, in: RunConfig(Some(8)),
+                        tool: "The most files this tool may leave behind.",
+                        env: none, doctor: 10;
+                }
+            };
         }
+
+        with_fixture_key!(raw_sections);
+        with_fixture_key!(limit_keys);
 
         fn parse(text: &str) -> LimitsOptions {
             let raw: RawLimits = toml::from_str(text).unwrap();

@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use serde::de::{self, Deserializer, Visitor};
 
-pub(super) use crate::settings::limits::{RawLimits, RawTool};
-
 /// A number or a string in the file; units are parsed after deserializing so
 /// that errors can name the key.
 #[derive(Debug, Clone)]
@@ -97,7 +95,73 @@ impl schemars::JsonSchema for Scalar {
 // reference: `docs/config.md` is generated from the schema derived from them
 // (`cargo xtask codegen`), so write them for someone configuring toolsmith.
 // A new section is a field of `RawFile` and a documented `Raw*` struct. `[limits]` and the
-// limits of `[tools.NAME]` are expanded from the limit keys' one declaration (`limits.rs`).
+// limits of `[tools.NAME]` are expanded from the limit keys' one declaration (`raw_sections!`).
+
+/// Expands the rows of `toolsmith_registry::with_limit_keys!` into the file's [`RawLimits`]
+/// (every key, documented by its row) and [`RawTool`] (the keys whose row has a `tool:` doc,
+/// then a section's other settings).
+macro_rules! raw_sections {
+    (@raw_tool [$($field:tt)*] $key:ident none $($rest:tt)*) => {
+        raw_sections!(@raw_tool [$($field)*] $($rest)*);
+    };
+    (@raw_tool [$($field:tt)*] $key:ident $doc:literal $($rest:tt)*) => {
+        raw_sections!(@raw_tool [$($field)* #[doc = $doc] pub(super) $key: Option<crate::settings::schema::Scalar>,] $($rest)*);
+    };
+    (@raw_tool [$($field:tt)*]) => {
+        /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
+        /// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
+        /// `env` and `disabled`. A limit set here is the operator's decision about
+        /// this tool: it beats the environment, `[limits]`, and the timeout the tool
+        /// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
+        /// discovery probes.
+        #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct RawTool {
+            $($field)*
+            /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
+            /// this tool; `set` is laid over `[env] set` key by key.
+            pub(super) env: Option<crate::settings::schema::RawEnv>,
+            /// The network of this tool, as `[sandbox] network` (a list grants those destinations).
+            pub(super) network: Option<crate::settings::schema::Grant>,
+            /// The filesystem of this tool, as `[sandbox] filesystem` (a list grants those paths).
+            pub(super) filesystem: Option<crate::settings::schema::Grant>,
+            /// The system-call filter of this tool, as `[sandbox] syscalls`.
+            pub(super) syscalls: Option<crate::settings::schema::Scalar>,
+            /// Paths hidden from this tool on top of `[sandbox] read_hide`.
+            pub(super) read_hide: Option<Vec<String>>,
+            /// Paths taken out of this tool's masks on top of `[sandbox] read_reveal`.
+            pub(super) read_reveal: Option<Vec<String>>,
+            /// `true` denies the tool, like naming it in `[policy] disabled`.
+            pub(super) disabled: Option<bool>,
+            /// The secrets this tool's calls receive, each defined by a `[secrets.NAME]`, e.g.
+            /// `["GITHUB_TOKEN"]`: each as an environment variable of its name. Only a hand-written
+            /// tool of this name receives them, never a generated one. Default: none.
+            pub(super) secrets: Option<Vec<String>>,
+        }
+    };
+    ({} $(
+        $(#[doc = $doc:literal])*
+        $key:ident: $kind:ident, loosens: $loosens:ident, in: $in:ident $(($default:expr))?,
+            tool: $tool:tt, env: $env:tt, doctor: $rank:literal;
+    )*) => {
+        /// The resource limits of every call. What enforces each one depends on the
+        /// containment backend (see `docs/operators.md`). Precedence for one call,
+        /// highest first: `run` flags, `[tools.NAME]`, environment variables,
+        /// `[limits]`, defaults.
+        #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct RawLimits {
+            $($(#[doc = $doc])* pub(super) $key: Option<crate::settings::schema::Scalar>,)*
+        }
+
+        raw_sections!(@raw_tool [] $($key $tool)*);
+    };
+}
+
+#[cfg(test)]
+pub(super) use raw_sections;
+
+toolsmith_registry::with_limit_keys! { raw_sections {} }
 
 /// The JSON Schema of the config file, derived from [`RawFile`]: the description of every
 /// section and key is its doc comment.
