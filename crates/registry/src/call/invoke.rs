@@ -743,6 +743,8 @@ mod tests {
             stderr: capture(stderr),
             leftovers_killed: None,
             stdin_unread: false,
+            reads_denied: Vec::new(),
+            reads_denied_more: 0,
             backend: Backend::ProcessGroup,
             sandbox: AppliedSandbox::none(),
             egress: Vec::new(),
