@@ -61,7 +61,8 @@ pub struct Features {
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
-/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`. For tests of fallbacks.
+/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`, `fuse` (the
+/// read-mask server). For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 pub(crate) fn disabled(feature: &str) -> Option<Probe> {
