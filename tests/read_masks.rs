@@ -626,3 +626,78 @@ fn c08_without_the_mask_server_the_masks_hold_silently_and_doctor_says_so() {
     assert!(line.contains("TOOLSMITH_DISABLE_FEATURES"), "{text}");
     assert_untouched(&context);
 }
+
+/// Issue 23, the mask server's safety: toolsmith SIGKILLed while its tool loops over lookups,
+/// opens and listings of its masks takes the tool along within a liveness bound (no process
+/// is left waiting on a server that is gone: the connection aborts, a waiting request fails
+/// with `ENOTCONN`), and the next toolsmith's calls have working masks and denials.
+#[test]
+fn c09_toolsmith_killed_while_its_tool_reads_masks_leaves_nothing_waiting() {
+    if !as_root("c09") {
+        return;
+    }
+    let context = world("c06-read-denials");
+    if !read_watch(&context, "c09") {
+        return;
+    }
+    let marker = format!("READ_MASKS_KILL_TEST={}-{}", std::process::id(), line!());
+    let (name, value) = marker.split_once('=').unwrap();
+    context.user_config(&format!(
+        "# SECRET user config\n[env]\nset = {{ {name} = \"{value}\" }}\n"
+    ));
+    let home = context.root.join("home");
+    context.tool(
+        "reader",
+        &crate::context::shell_tool(
+            "reader",
+            r#"{"type": "object"}"#,
+            &format!(
+                "while :; do cat '{home}/.ssh/id_ed25519' '{home}/.ssh/x' '{home}/.netrc'; ls '{home}/.aws'; done >/dev/null 2>&1",
+                home = home.display()
+            ),
+        ),
+    );
+    let mut toolsmith = context
+        .with_tools()
+        .args(["run", "reader", "--timeout", "60s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while crate::processes::marked(&marker).is_empty() {
+        assert!(std::time::Instant::now() < guard, "the tool did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Some rounds of requests, then the server goes with its process.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    toolsmith.kill().unwrap();
+    toolsmith.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    let survivors = loop {
+        let survivors = crate::processes::marked(&marker);
+        if survivors.is_empty() || killed_at.elapsed() > std::time::Duration::from_secs(5) {
+            break survivors;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let took = killed_at.elapsed();
+    for pid in &survivors {
+        // SAFETY: these pids carry this test's marker; a failing test leaves nothing behind.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "the tool survived: {survivors:?}");
+    assert!(
+        took <= std::time::Duration::from_secs(2),
+        "the tool took {took:?} to die"
+    );
+    let (envelope, _) = run(&context, "c06_read_denials");
+    let (held, escaped) = verdicts(&envelope);
+    assert_eq!(escaped, Vec::<String>::new(), "{envelope:#}");
+    assert_eq!(held.len(), 4, "{envelope:#}");
+    assert_eq!(
+        read_denials(&envelope["metadata"]["sandbox"]["denied"]).len(),
+        4,
+        "{envelope:#}"
+    );
+}
