@@ -214,7 +214,7 @@ pub async fn invoke_with_progress(
         sandbox.secrets = secret_names;
         crate::call::reads::report(
             sandbox,
-            tool.name().as_str(),
+            &crate::call::reads::section(tool),
             &reads,
             &config.read_masks.own_state,
         );
@@ -418,7 +418,7 @@ fn read_masks(tool: &Tool, call: &mut CallConfig) -> Result<Vec<PathBuf>, Box<En
             Metadata::not_started(),
         );
         envelope.metadata.sandbox = Some(crate::sandbox::SandboxReport::refused(vec![
-            crate::call::reads::declared(tool.name().as_str(), &denied.path),
+            crate::call::reads::declared(&crate::call::reads::section(tool), &denied.path),
         ]));
         Box::new(envelope)
     })

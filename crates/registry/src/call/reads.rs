@@ -9,12 +9,24 @@ use toolsmith_executor::ReadAttempt;
 
 use crate::grant::{DenialKind, SandboxDenial, toml_string};
 use crate::sandbox::SandboxReport;
+use crate::tool::Tool;
 
 /// The `grant` of a read of toolsmith's own state, which no configuration reveals.
 pub(crate) const OWN_STATE_GRANT: &str = "none: toolsmith's own state (config, trust store, caches, audit log, token and key files, history) is never revealed to a tool";
 
-/// The denial of one attempt of `tool` to read below the mask `attempt.hidden`.
-fn denial(tool: &str, attempt: &ReadAttempt, own_state: &[PathBuf]) -> SandboxDenial {
+/// The section whose `read_reveal` reveals a path to `tool`: `[tools.NAME]`, or `[sandbox]`
+/// for a generated tool, which no `[tools.NAME]` applies to (issue 25, finding 5).
+pub(crate) fn section(tool: &Tool) -> String {
+    if tool.generated() {
+        "[sandbox]".to_owned()
+    } else {
+        format!("[tools.{}]", tool.name())
+    }
+}
+
+/// The denial of one attempt to read below the mask `attempt.hidden`, revealed by
+/// `section`'s `read_reveal`.
+fn denial(section: &str, attempt: &ReadAttempt, own_state: &[PathBuf]) -> SandboxDenial {
     let target = attempt.path.display().to_string();
     let own = own_state
         .iter()
@@ -38,7 +50,7 @@ fn denial(tool: &str, attempt: &ReadAttempt, own_state: &[PathBuf]) -> SandboxDe
             attempt.hidden.display()
         ),
         grant: format!(
-            "[tools.{tool}] read_reveal = [{}]",
+            "{section} read_reveal = [{}]",
             toml_string(&attempt.hidden.to_string_lossy())
         ),
     }
@@ -48,12 +60,12 @@ fn denial(tool: &str, attempt: &ReadAttempt, own_state: &[PathBuf]) -> SandboxDe
 /// keeps at most [`toolsmith_executor::MAX_READ_ATTEMPTS`] of them).
 pub(crate) fn report(
     report: &mut SandboxReport,
-    tool: &str,
+    section: &str,
     attempts: &[ReadAttempt],
     own_state: &[PathBuf],
 ) {
     for attempt in attempts {
-        let denial = denial(tool, attempt, own_state);
+        let denial = denial(section, attempt, own_state);
         let known = report
             .denied
             .iter()
@@ -64,14 +76,15 @@ pub(crate) fn report(
     }
 }
 
-/// The denial of a `read_reveal` that `tool` declares and the operator does not grant.
-pub(crate) fn declared(tool: &str, path: &Path) -> SandboxDenial {
+/// The denial of a `read_reveal` that a tool declares and the operator does not grant in
+/// `section`.
+pub(crate) fn declared(section: &str, path: &Path) -> SandboxDenial {
     SandboxDenial {
         kind: DenialKind::Read,
         target: path.display().to_string(),
         reason: "the tool declares read_reveal of it, which the operator does not grant".to_owned(),
         grant: format!(
-            "[tools.{tool}] read_reveal = [{}]",
+            "{section} read_reveal = [{}]",
             toml_string(&path.to_string_lossy())
         ),
     }
@@ -80,6 +93,40 @@ pub(crate) fn declared(tool: &str, path: &Path) -> SandboxDenial {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::annotations::Annotations;
+    use crate::formats::format::Runner;
+    use crate::layer::Layer;
+    use crate::name::ToolName;
+    use crate::sandbox::SandboxDeclaration;
+    use crate::schema::InputSchema;
+    use crate::tool::ToolParts;
+
+    /// A generated tool takes no `[tools.NAME]` override: its reveal is `[sandbox]`'s.
+    #[test]
+    fn a_generated_tools_reads_are_revealed_in_sandbox() {
+        let tool = Tool::from_parts(ToolParts {
+            name: ToolName::new("demo").unwrap(),
+            description: "d".to_owned(),
+            input_schema: InputSchema::new(serde_json::json!({"type": "object"})).unwrap(),
+            output_schema: None,
+            annotations: Annotations::undeclared(),
+            requested_timeout: None,
+            config_pending: false,
+            sandbox: SandboxDeclaration::default(),
+            path: PathBuf::from("/tools/demo"),
+            source: PathBuf::from("/tools"),
+            layer: Layer::Explicit,
+            tests: Vec::new(),
+            runner: Runner::Kodelet,
+            env_arguments: false,
+        });
+        assert_eq!(section(&tool), "[tools.demo]");
+        assert_eq!(section(&tool.as_generated()), "[sandbox]");
+        assert_eq!(
+            declared("[sandbox]", Path::new("/root/.npmrc")).grant,
+            "[sandbox] read_reveal = [\"/root/.npmrc\"]"
+        );
+    }
 
     fn attempt(hidden: &str, path: &str) -> ReadAttempt {
         ReadAttempt {
@@ -94,7 +141,7 @@ mod tests {
         let own = [PathBuf::from("/root/.config/toolsmith")];
         report(
             &mut sandbox,
-            "t",
+            "[tools.t]",
             &[
                 attempt("/root/.aws", "/root/.aws"),
                 attempt("/root/.ssh", "/root/.ssh/id_rsa"),
