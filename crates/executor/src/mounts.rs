@@ -612,7 +612,7 @@ unsafe fn clone_tree(path: &CStr, recursive: bool) -> c_int {
 ///
 /// # Safety
 /// As [`set_up`].
-unsafe fn attach(tree: c_int, target: &CStr) -> bool {
+pub(crate) unsafe fn attach(tree: c_int, target: &CStr) -> bool {
     // SAFETY: both paths are NUL-terminated.
     unsafe {
         libc::syscall(
