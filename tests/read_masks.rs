@@ -376,6 +376,16 @@ fn c05_read_reveal_is_the_operators_grant_and_read_hide_adds_masks() {
             .contains("`[tools.publish] read_reveal`"),
         "{denied:#}"
     );
+    // The refusal is listed as a `kind: "read"` denial with the line that grants it.
+    let listed = read_denials(&denied["metadata"]["sandbox"]["denied"]);
+    assert_eq!(listed.len(), 1, "{denied:#}");
+    let (target, grant) = &listed[0];
+    assert!(target.ends_with(".npmrc"), "{denied:#}");
+    assert_eq!(
+        grant,
+        &format!("[tools.publish] read_reveal = [\"{target}\"]"),
+        "{denied:#}"
+    );
     context.user_config(
         "[tools.publish]\nread_reveal = [\"~/.npmrc\"]\n\n[sandbox]\nread_hide = [\"~/notes\"]\n",
     );
@@ -394,5 +404,300 @@ fn c05_read_reveal_is_the_operators_grant_and_read_hide_adds_masks() {
     assert!(
         stderr.contains("sandbox.read_reveal") && stderr.contains("toolsmith's own state"),
         "{stderr}"
+    );
+}
+
+/// The `kind: "read"` denials of `envelope`, as `(target, grant)`, sorted.
+fn read_denials(denied: &Value) -> Vec<(String, String)> {
+    let mut denials: Vec<(String, String)> = denied
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|denial| denial["kind"] == "read")
+        .map(|denial| {
+            (
+                denial["target"].as_str().unwrap().to_owned(),
+                denial["grant"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    denials.sort();
+    denials
+}
+
+/// True when the read-mask server runs (a kernel with FUSE and detached-mount clones);
+/// otherwise says so loudly (or fails under `TOOLSMITH_REQUIRE_BACKENDS`).
+fn read_watch(context: &TestContext, test: &str) -> bool {
+    let doctor = context.with_tools().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let line = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("read-mask server"))
+        .unwrap_or_else(|| panic!("doctor has no read-mask server line: {text}"));
+    if line.split_whitespace().nth(2) == Some("ok") {
+        return true;
+    }
+    let message = format!("WARNING: the read-mask server UNAVAILABLE ({line}), {test} SKIPPED");
+    assert!(
+        std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+        "{message}"
+    );
+    #[expect(clippy::print_stderr, reason = "a skipped test must say so loudly")]
+    {
+        eprintln!("{message}");
+    }
+    false
+}
+
+/// Issue 23, every denial visible: with no config but the audit log, a tool that reads the
+/// fake home's ssh key, lists `.aws`, reads toolsmith's user config and a key that does not
+/// exist is told nothing more (the masks hold), and its envelope and audit line list each
+/// attempt as `kind: "read"` with the `read_reveal` line that reveals it (none for
+/// toolsmith's own state). Pasting the line the envelope gives into the config reveals the key.
+#[test]
+fn c06_each_read_of_a_mask_is_denied_visibly_with_the_line_that_reveals_it() {
+    if !as_root("c06") {
+        return;
+    }
+    let context = world("c06-read-denials");
+    if !read_watch(&context, "c06") {
+        return;
+    }
+    let audit = context.root.join("audit.jsonl");
+    let config = format!(
+        "# SECRET user config\n[audit]\npath = {:?}\n",
+        audit.display().to_string()
+    );
+    context.user_config(&config);
+    let (envelope, output) = run(&context, "c06_read_denials");
+    assert_eq!(output.status.code(), Some(0), "{envelope:#}");
+    let (held, escaped) = verdicts(&envelope);
+    assert_eq!(escaped, Vec::<String>::new(), "{envelope:#}");
+    assert_eq!(held.len(), 4, "{envelope:#}");
+    let home = context.root.join("home");
+    let line = |mask: &str| {
+        format!(
+            "[tools.c06_read_denials] read_reveal = [\"{}\"]",
+            home.join(mask).display()
+        )
+    };
+    let denials = read_denials(&envelope["metadata"]["sandbox"]["denied"]);
+    let own_grant = denials
+        .iter()
+        .find(|(target, _)| target.ends_with("toolsmith/config.toml"))
+        .map(|(_, grant)| grant.clone())
+        .unwrap_or_else(|| panic!("no denial of the user config: {envelope:#}"));
+    assert!(own_grant.starts_with("none: "), "{own_grant}");
+    let mut expected = vec![
+        (
+            home.join(".ssh/id_ed25519").display().to_string(),
+            line(".ssh"),
+        ),
+        (home.join(".ssh/id_rsa").display().to_string(), line(".ssh")),
+        (home.join(".aws").display().to_string(), line(".aws")),
+    ];
+    expected.push(
+        denials
+            .iter()
+            .find(|(target, _)| target.ends_with("toolsmith/config.toml"))
+            .cloned()
+            .unwrap(),
+    );
+    expected.sort();
+    assert_eq!(denials, expected, "{envelope:#}");
+    let logged: Vec<Value> = fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert_eq!(read_denials(&logged[0]["denied"]), expected, "{logged:#?}");
+    assert_untouched_but_config(&context, &config);
+    // The line is ready to paste (its section, then its key): with it the tool reads the key
+    // (so the test can fail).
+    let grant = line(".ssh");
+    let (section, key) = grant.split_once("] ").unwrap();
+    context.user_config(&format!("{config}{section}]\n{key}\n"));
+    let (revealed, _) = run(&context, "c06_read_denials");
+    let (_, escaped) = verdicts(&revealed);
+    assert_eq!(escaped, ["ssh key"], "{revealed:#}");
+}
+
+/// [`assert_untouched`] with the user config `config`.
+fn assert_untouched_but_config(context: &TestContext, config: &str) {
+    assert_eq!(
+        fs::read_to_string(context.root.join("home/.config/toolsmith/config.toml")).unwrap(),
+        config
+    );
+    context.user_config("# SECRET user config\n");
+    assert_untouched(context);
+    context.user_config(config);
+}
+
+/// Issue 23: two concurrent calls read different names in the same masked directory, each
+/// waiting until the other has started; each envelope lists its own attempts, never the
+/// other's.
+#[test]
+fn c07_a_concurrent_calls_reads_are_not_attributed_to_another() {
+    if !as_root("c07") {
+        return;
+    }
+    let context = world("c06-read-denials");
+    if !read_watch(&context, "c07") {
+        return;
+    }
+    for (name, mine, theirs) in [("first", "a", "b"), ("second", "b", "a")] {
+        let (mine, theirs) = (context.root.join(mine), context.root.join(theirs));
+        context.tool(
+            name,
+            &crate::context::shell_tool(
+                name,
+                r#"{"type": "object"}"#,
+                &format!(
+                    "touch '{mine}'; i=0; while [ ! -e '{theirs}' ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; for i in 1 2 3 4 5; do cat \"$HOME/.ssh/{name}-key\" 2>/dev/null; sleep 0.01; done; echo done",
+                    mine = mine.display(),
+                    theirs = theirs.display()
+                ),
+            ),
+        );
+    }
+    let spawn = |tool: &str| {
+        context
+            .with_tools()
+            .args(["run", tool, "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn("first"), spawn("second"));
+    for (name, child) in [("first", first), ("second", second)] {
+        let output = child.wait_with_output().unwrap();
+        let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(envelope["result"], json!("done"), "{envelope:#}");
+        let home = context.root.join("home");
+        assert_eq!(
+            read_denials(&envelope["metadata"]["sandbox"]["denied"]),
+            [(
+                home.join(format!(".ssh/{name}-key")).display().to_string(),
+                format!(
+                    "[tools.{name}] read_reveal = [\"{}\"]",
+                    home.join(".ssh").display()
+                )
+            )],
+            "{envelope:#}"
+        );
+    }
+}
+
+/// The fallback: without the read-mask server (`TOOLSMITH_DISABLE_FEATURES=fuse`, as on a
+/// kernel without FUSE) the masks hold the same, no read is reported, and `doctor` says why.
+#[test]
+fn c08_without_the_mask_server_the_masks_hold_silently_and_doctor_says_so() {
+    if !as_root("c08") {
+        return;
+    }
+    let context = world("c06-read-denials");
+    let output = context
+        .with_tools()
+        .env("TOOLSMITH_DISABLE_FEATURES", "fuse")
+        .args(["run", "c06_read_denials", "--json"])
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (held, escaped) = verdicts(&envelope);
+    assert_eq!(escaped, Vec::<String>::new(), "{envelope:#}");
+    assert_eq!(held.len(), 4, "{envelope:#}");
+    assert_eq!(
+        read_denials(&envelope["metadata"]["sandbox"]["denied"]),
+        Vec::<(String, String)>::new()
+    );
+    let doctor = context
+        .with_tools()
+        .env("TOOLSMITH_DISABLE_FEATURES", "fuse")
+        .args(["doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let line = text
+        .lines()
+        .find(|line| line.contains("read-mask server"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("TOOLSMITH_DISABLE_FEATURES"), "{text}");
+    assert_untouched(&context);
+}
+
+/// Issue 23, the mask server's safety: toolsmith SIGKILLed while its tool loops over lookups,
+/// opens and listings of its masks takes the tool along within a liveness bound (no process
+/// is left waiting on a server that is gone: the connection aborts, a waiting request fails
+/// with `ENOTCONN`), and the next toolsmith's calls have working masks and denials.
+#[test]
+fn c09_toolsmith_killed_while_its_tool_reads_masks_leaves_nothing_waiting() {
+    if !as_root("c09") {
+        return;
+    }
+    let context = world("c06-read-denials");
+    if !read_watch(&context, "c09") {
+        return;
+    }
+    let marker = format!("READ_MASKS_KILL_TEST={}-{}", std::process::id(), line!());
+    let (name, value) = marker.split_once('=').unwrap();
+    context.user_config(&format!(
+        "# SECRET user config\n[env]\nset = {{ {name} = \"{value}\" }}\n"
+    ));
+    let home = context.root.join("home");
+    context.tool(
+        "reader",
+        &crate::context::shell_tool(
+            "reader",
+            r#"{"type": "object"}"#,
+            &format!(
+                "while :; do cat '{home}/.ssh/id_ed25519' '{home}/.ssh/x' '{home}/.netrc'; ls '{home}/.aws'; done >/dev/null 2>&1",
+                home = home.display()
+            ),
+        ),
+    );
+    let mut toolsmith = context
+        .with_tools()
+        .args(["run", "reader", "--timeout", "60s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while crate::processes::marked(&marker).is_empty() {
+        assert!(std::time::Instant::now() < guard, "the tool did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Some rounds of requests, then the server goes with its process.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    toolsmith.kill().unwrap();
+    toolsmith.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    let survivors = loop {
+        let survivors = crate::processes::marked(&marker);
+        if survivors.is_empty() || killed_at.elapsed() > std::time::Duration::from_secs(5) {
+            break survivors;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let took = killed_at.elapsed();
+    for pid in &survivors {
+        // SAFETY: these pids carry this test's marker; a failing test leaves nothing behind.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "the tool survived: {survivors:?}");
+    assert!(
+        took <= std::time::Duration::from_secs(2),
+        "the tool took {took:?} to die"
+    );
+    let (envelope, _) = run(&context, "c06_read_denials");
+    let (held, escaped) = verdicts(&envelope);
+    assert_eq!(escaped, Vec::<String>::new(), "{envelope:#}");
+    assert_eq!(held.len(), 4, "{envelope:#}");
+    assert_eq!(
+        read_denials(&envelope["metadata"]["sandbox"]["denied"]).len(),
+        4,
+        "{envelope:#}"
     );
 }

@@ -81,6 +81,13 @@ pub fn config_schema() -> serde_json::Value {
     settings::config_schema()
 }
 
+/// The reference table of the limit keys (Markdown), one row per row of their one declaration
+/// (`toolsmith_registry::with_limit_keys!`): `cargo xtask codegen` writes it into
+/// docs/operators.md.
+pub fn limits_reference() -> String {
+    settings::limits_reference(settings::LIMIT_KEYS)
+}
+
 /// Runs `toolsmith` with the process's arguments and environment.
 pub fn main() -> ExitCode {
     // First, while the process has one thread and nothing holds a pointer into

@@ -7,8 +7,8 @@
 //! layer, so the user's value applies, and becomes a [`Loosening`] naming the key. What counts
 //! as loosening, key by key (the table in docs/security.md, "Project trust", says the same):
 //!
-//! - every limit (`timeout`, `grace`, `cpu`, `memory`, `max_processes`, `max_file_size`,
-//!   `max_open_files`, `max_output`, `tmp_size`, `max_timeout`): a larger value, or `unlimited`;
+//! - every limit: what its row of the one declaration says (`loosens`; today a larger value,
+//!   or `unlimited`, for each), listed in the generated table of docs/operators.md;
 //! - `executor.backend`: a weaker containment backend than the user's (`auto` counts as the
 //!   strongest); `executor.max_concurrent`: more concurrent calls than the user allows;
 //! - `sandbox.network`: `allow` < `deny-if-possible` < `deny`; `sandbox.filesystem`: a
@@ -36,19 +36,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, Limits, RunAs};
+use toolsmith_executor::{Backend, BackendChoice, DEFAULT_ENV_ALLOW, RunAs};
 use toolsmith_registry::{
-    FilesystemSetting, NetworkSetting, SandboxProfile, SyscallsSetting, ToolName, format_duration,
+    FilesystemSetting, NetworkSetting, SandboxProfile, SyscallsSetting, ToolName,
 };
 
 #[cfg(test)]
 use crate::settings::ConfigDir;
-use crate::settings::{
-    Combine, DEFAULT_MAX_TIMEOUT, EnvOptions, LimitsOptions, Options, SandboxOptions,
-};
-use crate::units::{Cap, format_size};
+use crate::settings::{Combine, EnvOptions, LIMIT_KEYS, LimitKey, Options, SandboxOptions};
 
 /// A value of the project config that would loosen the user's settings; it was not applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,19 +113,13 @@ pub(crate) fn tighten(
     home: Option<&Path>,
 ) -> (Options, Vec<Loosening>) {
     let mut found = without_secrets(&mut project);
-    let defaults = Limits::recommended();
-    let user_limits = Baseline::of(&user.limits, &defaults);
-    limits("limits", &mut project.limits, &user_limits, &mut found);
-    if let Some(max_timeout) = project.limits.max_timeout
-        && max_timeout > user_limits.max_timeout
-    {
-        found.push(Loosening {
-            key: "limits.max_timeout".to_owned(),
-            project: format_duration(max_timeout),
-            applied: format_duration(user_limits.max_timeout),
-        });
-        project.limits.max_timeout = None;
-    }
+    limits(
+        LIMIT_KEYS,
+        "limits",
+        &mut project.limits,
+        &user.limits,
+        &mut found,
+    );
 
     let user_backend = user.executor.backend.unwrap_or(BackendChoice::Auto);
     if let Some(backend) = project.executor.backend
@@ -173,11 +163,14 @@ pub(crate) fn tighten(
     for (name, mut tool) in std::mem::take(&mut project.tools) {
         let user_tool = user.tools.get(&name).cloned().unwrap_or_default();
         let prefix = format!("tools.{name}");
-        let tool_limits = Baseline::of(
-            &user_tool.limits.clone().combine(user.limits.clone()),
-            &defaults,
+        let tool_limits = user_tool.limits.clone().combine(user.limits.clone());
+        limits(
+            LIMIT_KEYS,
+            &prefix,
+            &mut tool.limits,
+            &tool_limits,
+            &mut found,
         );
-        limits(&prefix, &mut tool.limits, &tool_limits, &mut found);
         let tool_allow = user_tool
             .env
             .allow
@@ -262,128 +255,19 @@ fn paths(
     }
 }
 
-/// The user's effective value of every limit: the user config's, else the default.
-struct Baseline {
-    timeout: Duration,
-    grace: Duration,
-    cpu: Option<Duration>,
-    memory: Option<u64>,
-    max_processes: Option<u64>,
-    max_file_size: Option<u64>,
-    max_open_files: Option<u64>,
-    max_output: u64,
-    tmp_size: Option<u64>,
-    max_timeout: Duration,
-}
-
-impl Baseline {
-    fn of(user: &LimitsOptions, defaults: &Limits) -> Baseline {
-        let cap = |option: Option<Cap<u64>>, default: Option<u64>| {
-            option.map_or(default, Cap::into_option)
-        };
-        Baseline {
-            timeout: user.timeout.unwrap_or(defaults.timeout),
-            grace: user.grace.unwrap_or(defaults.grace),
-            cpu: user.cpu.map_or(defaults.cpu, Cap::into_option),
-            memory: cap(user.memory, defaults.memory),
-            max_processes: cap(user.max_processes, defaults.max_processes),
-            max_file_size: cap(user.max_file_size, defaults.max_file_size),
-            max_open_files: cap(user.max_open_files, defaults.max_open_files),
-            max_output: user.max_output.unwrap_or(defaults.max_output),
-            tmp_size: cap(user.tmp_size, defaults.tmp_size),
-            max_timeout: user.max_timeout.unwrap_or(DEFAULT_MAX_TIMEOUT),
+/// Removes every limit of `project` that gives tools more than `user` (the user's value, else
+/// the default), each key as its row of the one declaration says ([`LimitKey::tighten`]).
+pub(crate) fn limits<O, R, T>(
+    keys: &[LimitKey<O, R, T>],
+    prefix: &str,
+    project: &mut O,
+    user: &O,
+    found: &mut Vec<Loosening>,
+) {
+    for key in keys {
+        if let Some((wanted, applied)) = (key.tighten)(project, user) {
+            found.push(loosening(format!("{prefix}.{}", key.name), wanted, applied));
         }
-    }
-}
-
-/// Removes every limit of `project` above `user`'s.
-fn limits(prefix: &str, project: &mut LimitsOptions, user: &Baseline, found: &mut Vec<Loosening>) {
-    let key = |name: &str| format!("{prefix}.{name}");
-    let size = |value: Option<u64>| value.map_or("unlimited".to_owned(), format_size);
-    let count = |value: Option<u64>| value.map_or("unlimited".to_owned(), |n| n.to_string());
-    let duration = |value: Option<Duration>| value.map_or("unlimited".to_owned(), format_duration);
-    if let Some(timeout) = project.timeout
-        && timeout > user.timeout
-    {
-        found.push(loosening(
-            key("timeout"),
-            format_duration(timeout),
-            format_duration(user.timeout),
-        ));
-        project.timeout = None;
-    }
-    if let Some(grace) = project.grace
-        && grace > user.grace
-    {
-        found.push(loosening(
-            key("grace"),
-            format_duration(grace),
-            format_duration(user.grace),
-        ));
-        project.grace = None;
-    }
-    if let Some(cpu) = project.cpu
-        && above(cpu.into_option(), user.cpu)
-    {
-        found.push(loosening(
-            key("cpu"),
-            duration(cpu.into_option()),
-            duration(user.cpu),
-        ));
-        project.cpu = None;
-    }
-    for (name, wanted, allowed, show) in [
-        (
-            "memory",
-            &mut project.memory,
-            user.memory,
-            &size as &dyn Fn(Option<u64>) -> String,
-        ),
-        (
-            "max_processes",
-            &mut project.max_processes,
-            user.max_processes,
-            &count,
-        ),
-        (
-            "max_file_size",
-            &mut project.max_file_size,
-            user.max_file_size,
-            &size,
-        ),
-        (
-            "max_open_files",
-            &mut project.max_open_files,
-            user.max_open_files,
-            &count,
-        ),
-        ("tmp_size", &mut project.tmp_size, user.tmp_size, &size),
-    ] {
-        if let Some(cap) = *wanted
-            && above(cap.into_option(), allowed)
-        {
-            found.push(loosening(key(name), show(cap.into_option()), show(allowed)));
-            *wanted = None;
-        }
-    }
-    if let Some(max_output) = project.max_output
-        && max_output > user.max_output
-    {
-        found.push(loosening(
-            key("max_output"),
-            format_size(max_output),
-            format_size(user.max_output),
-        ));
-        project.max_output = None;
-    }
-}
-
-/// Whether the limit `wanted` is above `allowed`, `None` being unlimited.
-fn above<T: PartialOrd>(wanted: Option<T>, allowed: Option<T>) -> bool {
-    match (wanted, allowed) {
-        (_, None) => false,
-        (None, Some(_)) => true,
-        (Some(wanted), Some(allowed)) => wanted > allowed,
     }
 }
 

@@ -52,15 +52,20 @@ pub struct Features {
     pub landlock: Probe,
     /// A seccomp filter can be installed (for `syscalls = filter`).
     pub seccomp: Probe,
+    /// toolsmith's read-mask server (a detached FUSE mount, `/dev/fuse`): a run's attempts
+    /// to read its masks are recorded ([`Outcome::reads_denied`](crate::Outcome)). Without
+    /// it the masks are empty `tmpfs` and files that refuse the same, silently.
+    pub read_watch: Probe,
     /// The Landlock ABI version, when Landlock is available.
     pub landlock_abi: Option<u32>,
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
-/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`. For tests of fallbacks.
+/// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`, `fuse` (the
+/// read-mask server). For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
-fn disabled(feature: &str) -> Option<Probe> {
+pub(crate) fn disabled(feature: &str) -> Option<Probe> {
     let list = std::env::var(DISABLE_FEATURES_VAR).ok()?;
     list.split(',')
         .any(|name| name.trim() == feature)
@@ -87,6 +92,7 @@ impl Features {
             ("ipc and uts namespaces", &self.ipc_namespace),
             ("landlock", &self.landlock),
             ("seccomp", &self.seccomp),
+            ("read-mask server", &self.read_watch),
         ]
     }
 }
@@ -128,6 +134,17 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
         landlock: Probe {
             available: false,
             detail: String::new(),
+        },
+        read_watch: match crate::mask_server::server() {
+            Ok(_) => Probe {
+                available: true,
+                detail: "a detached FUSE mount serves the read masks and records what runs try"
+                    .to_owned(),
+            },
+            Err(reason) => Probe {
+                available: false,
+                detail: reason.to_owned(),
+            },
         },
         seccomp: disabled("seccomp").unwrap_or_else(|| match crate::seccomp::probe() {
             Ok(()) => Probe {

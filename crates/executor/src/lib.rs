@@ -40,6 +40,7 @@ mod landlock;
 mod lease;
 mod lifecycle;
 mod limits;
+mod mask_server;
 mod masks;
 mod mounts;
 mod outcome;
@@ -76,6 +77,7 @@ pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environ
 pub use crate::error::{Error, Stage};
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
+pub use crate::mask_server::{MAX_READ_ATTEMPTS, ReadAttempt};
 pub use crate::outcome::{Capture, Outcome, Termination};
 pub use crate::prepared::Session;
 pub use crate::privileges::{Privileges, RunAs, effective_uid};

@@ -15,6 +15,11 @@
 //!    directory lies inside, the directories that lead to it, so that its mount can be placed);
 //! 4. each hidden file has the empty file bound over it, read-only.
 //!
+//! With the mask server (`mask_server.rs`), steps 3 and 4 attach the server's node for the
+//! path instead (a clone of it from the server's detached mount: an empty read-only directory
+//! or file that records each attempt to read it); a directory that must hold the run's own
+//! directory, or a node that cannot be cloned, gets the `tmpfs` or empty file as before.
+//!
 //! A mask hides a path, not a file: a hard link to a hidden file made elsewhere beforehand,
 //! or a copy, stays readable (see docs/security.md, "Read masks").
 
@@ -41,10 +46,17 @@ pub(crate) struct MaskPlan {
     pub(crate) temp_dir: Option<CString>,
     /// The empty file made there, bound over each hidden file.
     pub(crate) empty_file: CString,
-    /// Hidden directories, each with the directories to make in its cover.
-    pub(crate) dirs: Vec<(CString, Vec<CString>)>,
-    /// Hidden files (and anything else that is not a directory).
-    pub(crate) files: Vec<CString>,
+    /// Hidden directories, each with the directories to make in its cover, or the name of
+    /// its mask server node.
+    pub(crate) dirs: Vec<(CString, Vec<CString>, Option<CString>)>,
+    /// Hidden files (and anything else that is not a directory), each with the name of its
+    /// mask server node.
+    pub(crate) files: Vec<(CString, Option<CString>)>,
+    /// The mask server's detached root, which nodes are cloned from (-1: none).
+    pub(crate) server_root: libc::c_int,
+    /// The mask server's nodes of this plan and the entry of `hidden` each masks, for the
+    /// run's watch (`mask_server::MaskServer::watch`).
+    pub(crate) nodes: Vec<(u64, PathBuf)>,
 }
 
 impl MaskPlan {
@@ -65,7 +77,7 @@ pub(crate) fn plan(
     own_dir: Option<&Path>,
 ) -> Result<(MaskPlan, Vec<String>), Error> {
     let mut notes = Vec::new();
-    let mut resolved: Vec<(PathBuf, bool)> = Vec::new();
+    let mut resolved: Vec<(PathBuf, bool, &Path)> = Vec::new();
     for path in hidden {
         if !path.is_absolute() {
             notes.push(format!(
@@ -87,22 +99,22 @@ pub(crate) fn plan(
         let Ok(metadata) = real.symlink_metadata() else {
             continue;
         };
-        resolved.push((real, metadata.is_dir()));
+        resolved.push((real, metadata.is_dir(), path));
     }
-    resolved.sort_by_key(|(path, _)| path.components().count());
-    let mut kept: Vec<(PathBuf, bool)> = Vec::new();
-    for (path, is_dir) in resolved {
+    resolved.sort_by_key(|(path, _, _)| path.components().count());
+    let mut kept: Vec<(PathBuf, bool, &Path)> = Vec::new();
+    for (path, is_dir, entry) in resolved {
         let covered = kept
             .iter()
-            .any(|(other, other_is_dir)| *other_is_dir && path.starts_with(other));
+            .any(|(other, other_is_dir, _)| *other_is_dir && path.starts_with(other));
         if !covered {
-            kept.push((path, is_dir));
+            kept.push((path, is_dir, entry));
         }
     }
     let mut pinned: Vec<PathBuf> = Vec::new();
     for path in kept
         .iter()
-        .map(|(path, _)| path.as_path())
+        .map(|(path, _, _)| path.as_path())
         .chain([runs_dir])
     {
         for ancestor in path.ancestors().skip(1) {
@@ -113,9 +125,18 @@ pub(crate) fn plan(
     }
     pinned.sort_by_key(|path| path.components().count());
     let own_parent = own_dir.and_then(Path::parent);
+    let server = crate::mask_server::server().ok();
+    let mut nodes = Vec::new();
+    let mut node = |path: &Path, is_dir: bool, entry: &Path| {
+        server.map(|server| {
+            let (id, name) = server.node(path, is_dir);
+            nodes.push((id, entry.to_path_buf()));
+            name
+        })
+    };
     let mut dirs = Vec::new();
     let mut files = Vec::new();
-    for (path, is_dir) in &kept {
+    for (path, is_dir, entry) in &kept {
         if *is_dir {
             let mut chain: Vec<&Path> = match own_parent {
                 Some(parent) if parent.starts_with(path) => parent
@@ -125,12 +146,20 @@ pub(crate) fn plan(
                 _ => Vec::new(),
             };
             chain.reverse();
+            // A cover that must hold the run's own directory is a tmpfs: the server's
+            // directories are empty and read-only.
+            let served = if chain.is_empty() {
+                node(path, true, entry)
+            } else {
+                None
+            };
             dirs.push((
                 c_path(path)?,
                 chain.into_iter().map(c_path).collect::<Result<_, _>>()?,
+                served,
             ));
         } else {
-            files.push(c_path(path)?);
+            files.push((c_path(path)?, node(path, false, entry)));
         }
     }
     Ok((
@@ -144,6 +173,8 @@ pub(crate) fn plan(
             empty_file: c_path(&runs_dir.join(EMPTY_FILE))?,
             dirs,
             files,
+            server_root: server.map_or(-1, crate::mask_server::MaskServer::root_fd),
+            nodes,
         },
         notes,
     ))
@@ -196,7 +227,12 @@ pub(crate) unsafe fn set_up(plan: &MaskPlan) -> bool {
         if !read_only(&plan.runs_dir) {
             return false;
         }
-        for (path, chain) in &plan.dirs {
+        for (path, chain, node) in &plan.dirs {
+            if let Some(node) = node
+                && attach_node(plan.server_root, node, path)
+            {
+                continue;
+            }
             if !cover(path, c"size=4k,nr_inodes=64,mode=0755") {
                 return false;
             }
@@ -209,7 +245,12 @@ pub(crate) unsafe fn set_up(plan: &MaskPlan) -> bool {
                 return false;
             }
         }
-        for path in &plan.files {
+        for (path, node) in &plan.files {
+            if let Some(node) = node
+                && attach_node(plan.server_root, node, path)
+            {
+                continue;
+            }
             if libc::mount(
                 plan.empty_file.as_ptr(),
                 path.as_ptr(),
@@ -229,6 +270,34 @@ pub(crate) unsafe fn set_up(plan: &MaskPlan) -> bool {
             }
         }
         true
+    }
+}
+
+/// Attaches a clone of the mask server's node `node` (already read-only, `nodev,nosuid,
+/// noexec`) on `path`. False when it cannot (the caller falls back to a `tmpfs` or the empty
+/// file, which is as tight, without the record).
+///
+/// # Safety
+/// As [`set_up`].
+unsafe fn attach_node(root: libc::c_int, node: &CStr, path: &CStr) -> bool {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    if root < 0 {
+        return false;
+    }
+    // SAFETY: as set_up; `root` is the server's descriptor, inherited from the executor.
+    unsafe {
+        let tree = libc::syscall(
+            libc::SYS_open_tree,
+            root,
+            node.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        ) as libc::c_int;
+        if tree < 0 {
+            return false;
+        }
+        let attached = mounts::attach(tree, path);
+        libc::close(tree);
+        attached
     }
 }
 

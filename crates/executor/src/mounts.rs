@@ -644,7 +644,7 @@ impl Drop for OwnedTree {
 ///
 /// # Safety
 /// As [`set_up`].
-unsafe fn attach(tree: c_int, target: &CStr) -> bool {
+pub(crate) unsafe fn attach(tree: c_int, target: &CStr) -> bool {
     // SAFETY: both paths are NUL-terminated.
     unsafe {
         libc::syscall(

@@ -65,6 +65,12 @@ pub struct Outcome {
     /// Every connection the run asked its egress proxy for, in the order
     /// they were asked (empty unless the network was [`crate::Network::Proxy`]).
     pub egress: Vec<EgressEvent>,
+    /// Every masked path the run tried to read (looked up, opened or listed), at most
+    /// [`MAX_READ_ATTEMPTS`](crate::MAX_READ_ATTEMPTS), deduplicated, in order. Empty
+    /// without the mask server or a cgroup of the run's own ([`Features::read_watch`](crate::Features)).
+    pub reads_denied: Vec<crate::ReadAttempt>,
+    /// How many more attempts there were beyond `reads_denied`.
+    pub reads_denied_more: usize,
 }
 
 impl Outcome {

@@ -84,6 +84,8 @@ pub(crate) async fn run(
         None => executor.planner.start(&key)?,
     };
     let containment = executor.contain(limits)?;
+    // Before the program can start: its first attempt is recorded too.
+    let watch = watch_reads(&containment, &sandbox);
     // A session keeps the init for its next run when the run's cgroup, not
     // the init's death, is what ends the program's leftovers.
     let keep_init = session.filter(|_| matches!(containment, Containment::Cgroup(_)));
@@ -159,6 +161,9 @@ pub(crate) async fn run(
     };
     let mut outcome = outcome(executor, limits, supervised, streams, settled, wall_time)?;
     outcome.egress = egress;
+    if let Some(watch) = watch {
+        (outcome.reads_denied, outcome.reads_denied_more) = watch.finish();
+    }
     Ok(outcome)
 }
 
@@ -573,6 +578,8 @@ fn outcome(
         backend: containment.backend(),
         sandbox: applied,
         egress: Vec::new(),
+        reads_denied: Vec::new(),
+        reads_denied_more: 0,
     };
     executor.release(containment);
     Ok(outcome)
@@ -625,4 +632,20 @@ fn cpu_limit_hit(
         }
         _ => None,
     }
+}
+
+/// The watch of the run's attempts to read its masks: with the mask server, masks it serves,
+/// and a cgroup leaf of the run's own, by which the server tells its processes from others'.
+fn watch_reads(
+    containment: &Containment,
+    sandbox: &crate::sandbox::SandboxPlan,
+) -> Option<crate::mask_server::Watch> {
+    let Containment::Cgroup(leaf) = containment else {
+        return None;
+    };
+    if sandbox.mask_nodes.is_empty() {
+        return None;
+    }
+    let server = crate::mask_server::server().ok()?;
+    Some(server.watch(leaf.v2_path(), sandbox.mask_nodes.clone()))
 }

@@ -261,6 +261,9 @@ pub(crate) struct SandboxPlan {
     /// Under [`Network::Proxy`]: the grant and the channel that brings the
     /// listener of the run's namespace to the executor's proxy.
     pub(crate) egress: Option<crate::egress::EgressChannel>,
+    /// The mask server's nodes of the run's masks, each with the hidden entry it masks: kept
+    /// here for the run's watch when the spawn plan takes `mounts`.
+    pub(crate) mask_nodes: Vec<(u64, std::path::PathBuf)>,
 }
 
 impl SandboxPlan {
@@ -398,7 +401,13 @@ pub(crate) fn plan(
     } else {
         None
     };
+    let mask_nodes = mounts
+        .as_ref()
+        .and_then(|mounts| mounts.masks.as_ref())
+        .map(|masks| masks.nodes.clone())
+        .unwrap_or_default();
     Ok(SandboxPlan {
+        mask_nodes,
         egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),

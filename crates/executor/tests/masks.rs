@@ -276,3 +276,178 @@ true
     );
     assert_eq!(victim.stdout.text_lossy(), "mine\nmarker\n");
 }
+
+/// True when the mask server records reads (`Features::read_watch`); otherwise says so loudly
+/// (or fails under `TOOLSMITH_REQUIRE_BACKENDS`).
+fn watched(executor: &Executor, test: &str) -> bool {
+    let probe = &executor.features().read_watch;
+    if probe.available {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TOOLSMITH_REQUIRE_BACKENDS").is_none(),
+        "the read-mask server is required: {}",
+        probe.detail
+    );
+    eprintln!(
+        "WARNING: the read-mask server UNAVAILABLE, {test} SKIPPED: {}",
+        probe.detail
+    );
+    false
+}
+
+/// The attempts of `outcome`, as `(hidden entry, path)` relative to `home`, sorted.
+fn attempts(outcome: &Outcome, home: &Path) -> Vec<(String, String)> {
+    let relative = |path: &Path| path.strip_prefix(home).unwrap().display().to_string();
+    let mut attempts: Vec<(String, String)> = outcome
+        .reads_denied
+        .iter()
+        .map(|attempt| (relative(&attempt.hidden), relative(&attempt.path)))
+        .collect();
+    attempts.sort();
+    attempts
+}
+
+/// Issue 23: a run that reads a masked file, looks inside a masked directory or lists it is
+/// told nothing more than before (the content stays hidden), and its outcome lists each
+/// attempt with the mask entry that refused it; two concurrent runs' attempts are each
+/// reported for the run that made them, never for the other.
+#[test]
+fn each_read_of_a_mask_is_reported_for_the_run_that_tried_it() {
+    let executor = executor();
+    let test = "each_read_of_a_mask_is_reported_for_the_run_that_tried_it";
+    if !usable(&executor, test) || !watched(&executor, test) {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET key\n").unwrap();
+    std::fs::write(home.join(".aws/credentials"), "SECRET aws\n").unwrap();
+    std::fs::write(home.join(".netrc"), "SECRET netrc\n").unwrap();
+    let sandbox = Sandbox {
+        hidden: [".ssh", ".aws", ".netrc", ".kube"]
+            .iter()
+            .map(|name| home.join(name))
+            .collect(),
+        private_pids: true,
+        private_mounts: true,
+        ..Sandbox::none()
+    };
+    // Each run waits for the other to start, then tries its own names a few times (a refused
+    // lookup is never cached: each one reaches the server).
+    let script = r#"
+home=$1; mine=$2; theirs=$3
+touch "$mine"
+while [ ! -e "$theirs" ]; do sleep 0.01; done
+for i in 1 2 3 4 5; do
+  cat "$home/.ssh/$4" 2>/dev/null
+  ls -A "$home/.aws/$5" 2>/dev/null
+  sleep 0.01
+done
+cat "$home/.netrc" "$home/.ssh/id_ed25519" 2>/dev/null
+ls -A "$home/.aws"
+cat "$home/not-masked" 2>/dev/null
+true
+"#;
+    let (a, b) = (temp.path().join("a"), temp.path().join("b"));
+    let first = command(
+        script,
+        &[
+            home.as_os_str(),
+            a.as_os_str(),
+            b.as_os_str(),
+            OsStr::new("first-key"),
+            OsStr::new("first-dir"),
+        ],
+        sandbox.clone(),
+    );
+    let second = command(
+        script,
+        &[
+            home.as_os_str(),
+            b.as_os_str(),
+            a.as_os_str(),
+            OsStr::new("second-key"),
+            OsStr::new("second-dir"),
+        ],
+        sandbox,
+    );
+    let limits = limits();
+    // As `serve` runs calls: one of the two takes a sandbox prepared ahead (its masks set up
+    // before the call), the other sets its own up.
+    executor.keep_prepared(true);
+    let warm_up = command("true", &[], second.sandbox_profile().clone());
+    let rt = runtime();
+    assert!(
+        rt.block_on(executor.run(&warm_up, &limits))
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while executor.prepared() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(executor.prepared() > 0, "no sandbox was prepared");
+    let (first, second) = rt.block_on(async {
+        tokio::join!(
+            executor.run(&first, &limits),
+            executor.run(&second, &limits)
+        )
+    });
+    for (name, outcome) in [("first", first.unwrap()), ("second", second.unwrap())] {
+        assert!(outcome.success(), "{name}: {outcome:?}");
+        assert_eq!(outcome.stdout.text_lossy(), "", "{name}");
+        let mut expected: Vec<(String, String)> = vec![
+            (".aws".into(), ".aws".into()),
+            (".aws".into(), format!(".aws/{name}-dir")),
+            (".netrc".into(), ".netrc".into()),
+            (".ssh".into(), ".ssh/id_ed25519".into()),
+            (".ssh".into(), format!(".ssh/{name}-key")),
+        ];
+        expected.sort();
+        assert_eq!(attempts(&outcome, &home), expected, "{name}");
+        assert_eq!(outcome.reads_denied_more, 0, "{name}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".ssh/id_ed25519")).unwrap(),
+        "SECRET key\n"
+    );
+}
+
+/// A run that tries more masked names than an outcome keeps gets the first
+/// `MAX_READ_ATTEMPTS`, and the count of the rest.
+#[test]
+fn a_flood_of_reads_is_capped() {
+    let executor = executor();
+    let test = "a_flood_of_reads_is_capped";
+    if !usable(&executor, test) || !watched(&executor, test) {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let outcome = sh(
+        &executor,
+        r#"for i in $(seq 1 100); do cat "$1/.ssh/key-$i" 2>/dev/null; done; true"#,
+        &[home.as_os_str()],
+        Sandbox {
+            hidden: vec![home.join(".ssh")],
+            private_pids: true,
+            private_mounts: true,
+            ..Sandbox::none()
+        },
+    );
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!(
+        outcome.reads_denied.len(),
+        toolsmith_executor::MAX_READ_ATTEMPTS
+    );
+    assert_eq!(
+        outcome.reads_denied[0].path,
+        home.join(".ssh/key-1"),
+        "in order"
+    );
+    assert_eq!(outcome.reads_denied.len() + outcome.reads_denied_more, 100);
+}

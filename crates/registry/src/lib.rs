@@ -68,6 +68,8 @@ mod error;
 mod formats;
 mod grant;
 mod layer;
+#[macro_use]
+mod limit_keys;
 mod masks;
 mod message;
 mod name;
@@ -133,6 +135,7 @@ pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING,
 pub use crate::formats::package_runner::PackageRunner;
 pub use crate::grant::{DenialKind, InvalidTarget, NetworkTarget, SandboxDenial};
 pub use crate::layer::{Layer, Peer};
+pub use crate::limit_keys::{DEFAULT_MAX_TIMEOUT, LimitKind, Loosens, limit_kind};
 pub use crate::masks::{
     CREDENTIALS, ReadMasks, RevealDenied, credential_paths, homes, reveals_own_state,
 };

@@ -19,6 +19,7 @@ use toolsmith_executor::Limits;
 
 use crate::access::{FilesystemSetting, NetworkSetting};
 use crate::grant::SandboxDenial;
+use crate::limit_keys::{LimitKind, limit_kind};
 use crate::masks::{ReadMasks, RevealDenied};
 use crate::name::ToolName;
 use crate::project_trust::ProjectGate;
@@ -78,50 +79,77 @@ pub struct RunConfig {
     pub secrets: Arc<Secrets>,
 }
 
-/// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
-///
-/// For the limits that can be lifted, `Some(None)` means unlimited.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolOverride {
-    /// The wall-clock timeout; beats the timeout the tool requests.
-    pub timeout: Option<Duration>,
-    /// The time between SIGTERM and SIGKILL.
-    pub grace: Option<Duration>,
-    /// The CPU time limit.
-    pub cpu: Option<Option<Duration>>,
-    /// The memory limit in bytes.
-    pub memory: Option<Option<u64>>,
-    /// The most processes the tool's tree may hold.
-    pub max_processes: Option<Option<u64>>,
-    /// The largest file the tool may write, in bytes.
-    pub max_file_size: Option<Option<u64>>,
-    /// The most open files per process.
-    pub max_open_files: Option<Option<u64>>,
-    /// Bytes kept per output stream.
-    pub max_output: Option<u64>,
-    /// The size of the private TMPDIR's tmpfs.
-    pub tmp_size: Option<Option<u64>>,
-    /// The exact environment of the tool's processes, replacing [`RunConfig::env`].
-    pub env: Option<Vec<(OsString, OsString)>>,
-    /// Network access, replacing [`RunConfig::sandbox`]'s for this tool.
-    pub network: Option<NetworkSetting>,
-    /// Writable paths, replacing [`RunConfig::sandbox`]'s for this tool.
-    pub filesystem: Option<FilesystemSetting>,
-    /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
-    pub syscalls: Option<SyscallsSetting>,
-    /// Paths hidden from this tool on top of [`RunConfig::read_masks`] (`read_hide`).
-    pub read_hide: Vec<PathBuf>,
-    /// Paths taken out of this tool's masks (`read_reveal`); never toolsmith's own state.
-    pub read_reveal: Vec<PathBuf>,
-    /// The secrets granted to this tool (`[tools.NAME] secrets`), each delivered to its calls
-    /// as an environment variable of its name. Never part of [`ToolOverride::for_generated`]:
-    /// a generated tool receives no secret by its name alone.
-    pub secrets: Vec<SecretName>,
-    /// What applies instead when the tool of this name is a generated one: only what the
-    /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
-    /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
-    pub for_generated: Option<Box<ToolOverride>>,
+/// Defines [`ToolOverride`] from the rows of [`with_limit_keys!`](crate::with_limit_keys):
+/// one field per executor limit (the rows `in: Limits`), then the settings that are no limit,
+/// and [`ToolOverride::over`], which lays the limit fields over a call's limits.
+macro_rules! tool_override {
+    ({} $($rows:tt)*) => {
+        tool_override!(@rows [] [] $($rows)*);
+    };
+    (@rows [$($field:tt)*] [$($key:ident)*]
+        $(#[doc = $doc:literal])*
+        $name:ident: $kind:ident, loosens: $loosens:ident, in: Limits,
+            tool: $tool:tt, env: $env:tt, doctor: $rank:literal;
+        $($rest:tt)*
+    ) => {
+        tool_override!(@rows [$($field)*
+            $(#[doc = $doc])*
+            pub $name: Option<<limit_kind::$kind as LimitKind>::Value>,
+        ] [$($key)* $name] $($rest)*);
+    };
+    (@rows [$($field:tt)*] [$($key:ident)*]
+        $(#[doc = $doc:literal])*
+        $name:ident: $kind:ident, loosens: $loosens:ident, in: RunConfig($default:expr),
+            tool: $tool:tt, env: $env:tt, doctor: $rank:literal;
+        $($rest:tt)*
+    ) => {
+        tool_override!(@rows [$($field)*] [$($key)*] $($rest)*);
+    };
+    (@rows [$($field:tt)*] [$($key:ident)*]) => {
+        /// What the operator sets for one tool; `None` leaves a value to [`RunConfig`].
+        ///
+        /// For the limits that can be lifted, `Some(None)` means unlimited. The limit fields
+        /// are those of the limit keys' one declaration ([`with_limit_keys!`](crate::with_limit_keys)).
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct ToolOverride {
+            $($field)*
+            /// The exact environment of the tool's processes, replacing [`RunConfig::env`].
+            pub env: Option<Vec<(OsString, OsString)>>,
+            /// Network access, replacing [`RunConfig::sandbox`]'s for this tool.
+            pub network: Option<NetworkSetting>,
+            /// Writable paths, replacing [`RunConfig::sandbox`]'s for this tool.
+            pub filesystem: Option<FilesystemSetting>,
+            /// The system-call filter, replacing [`RunConfig::sandbox`]'s for this tool.
+            pub syscalls: Option<SyscallsSetting>,
+            /// Paths hidden from this tool on top of [`RunConfig::read_masks`] (`read_hide`).
+            pub read_hide: Vec<PathBuf>,
+            /// Paths taken out of this tool's masks (`read_reveal`); never toolsmith's own state.
+            pub read_reveal: Vec<PathBuf>,
+            /// The secrets granted to this tool (`[tools.NAME] secrets`), each delivered to its calls
+            /// as an environment variable of its name. Never part of [`ToolOverride::for_generated`]:
+            /// a generated tool receives no secret by its name alone.
+            pub secrets: Vec<SecretName>,
+            /// What applies instead when the tool of this name is a generated one: only what the
+            /// caller set for this very call (`toolsmith run NAME --timeout 5s`), never the operator's
+            /// `[tools.NAME]`, which meant another tool (issue 25, finding 5).
+            pub for_generated: Option<Box<ToolOverride>>,
+        }
+
+        impl ToolOverride {
+            /// `limits` with every limit this override sets laid over it.
+            pub fn over(&self, mut limits: Limits) -> Limits {
+                $(
+                    if let Some(value) = self.$key {
+                        limits.$key = value;
+                    }
+                )*
+                limits
+            }
+        }
+    };
 }
+
+with_limit_keys! { tool_override {} }
 
 /// Where the timeout of a call comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,19 +263,7 @@ impl RunConfig {
                 denied,
             };
         };
-        let limits = Limits {
-            grace: tool_override.grace.unwrap_or(limits.grace),
-            cpu: tool_override.cpu.unwrap_or(limits.cpu),
-            memory: tool_override.memory.unwrap_or(limits.memory),
-            max_processes: tool_override.max_processes.unwrap_or(limits.max_processes),
-            max_file_size: tool_override.max_file_size.unwrap_or(limits.max_file_size),
-            max_open_files: tool_override
-                .max_open_files
-                .unwrap_or(limits.max_open_files),
-            max_output: tool_override.max_output.unwrap_or(limits.max_output),
-            tmp_size: tool_override.tmp_size.unwrap_or(limits.tmp_size),
-            ..limits
-        };
+        let limits = tool_override.over(limits);
         CallConfig {
             limits,
             timeout_source,

@@ -66,7 +66,7 @@ use std::path::{Path, PathBuf};
 
 use toolsmith_registry::{Links, MAX_CONFIG_BYTES, SecretName, ToolName, read_regular};
 
-use crate::settings::limits::{LIMIT_KEYS, LimitKey, LimitsOptions};
+use crate::settings::limits::{LIMIT_KEYS, LimitKey};
 use crate::settings::options::{
     ConfigDir, DiscoveryOptions, EnvOptions, ExecutorOptions, GeneratorOptions, Options,
     PolicyOptions, SandboxOptions, SecretOptions, ToolOptions,
@@ -237,7 +237,12 @@ fn parse_with_trust(
     let raw = parse_raw(text, path)?;
     let origin = path.display().to_string();
     let origin = origin.as_str();
-    let limits = limits_options(|key| Some((key.in_limits)(&raw.limits)), "limits.", origin)?;
+    let limits = limits_options(
+        LIMIT_KEYS,
+        |key| Some((key.in_limits)(&raw.limits)),
+        "limits.",
+        origin,
+    )?;
     let executor = ExecutorOptions {
         backend: field(
             "executor.backend",
@@ -428,13 +433,14 @@ fn sandbox_options(raw: &RawSandbox, origin: &str) -> Result<SandboxOptions, Con
 
 /// The limits a section sets: `scalar` gives a key's scalar in it, `None` where the section
 /// has no such key; `prefix` is the section's, for errors.
-fn limits_options<'raw>(
-    scalar: impl Fn(&LimitKey) -> Option<&'raw Option<Scalar>>,
+pub(crate) fn limits_options<'raw, O: Default, R, T>(
+    keys: &[LimitKey<O, R, T>],
+    scalar: impl Fn(&LimitKey<O, R, T>) -> Option<&'raw Option<Scalar>>,
     prefix: &str,
     origin: &str,
-) -> Result<LimitsOptions, ConfigError> {
-    let mut limits = LimitsOptions::default();
-    for key in LIMIT_KEYS {
+) -> Result<O, ConfigError> {
+    let mut limits = O::default();
+    for key in keys {
         let Some(Some(scalar)) = scalar(key) else {
             continue;
         };
@@ -452,6 +458,7 @@ fn tool_options(name: &str, raw: RawTool, origin: &str) -> Result<ToolOptions, C
     let key = |field: &str| format!("tools.{name}.{field}");
     Ok(ToolOptions {
         limits: limits_options(
+            LIMIT_KEYS,
             |key| key.in_tool.map(|in_tool| in_tool(&raw)),
             &format!("tools.{name}."),
             origin,

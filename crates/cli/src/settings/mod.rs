@@ -31,7 +31,7 @@ pub(crate) use crate::settings::combine::Combine;
 pub(crate) use crate::settings::file::{
     ConfigError, ConfigFile, PROJECT_CONFIG, RawTrustOptions, load, load_bytes, user_config_path,
 };
-pub(crate) use crate::settings::limits::{DEFAULT_MAX_TIMEOUT, LimitsOptions};
+pub(crate) use crate::settings::limits::{LIMIT_KEYS, LimitKey, limits_reference};
 #[cfg(test)]
 pub(crate) use crate::settings::options::ConfigDir;
 pub(crate) use crate::settings::options::{EnvOptions, Options, SandboxOptions};

@@ -23,7 +23,6 @@ use crate::settings::options::{
 };
 use crate::settings::project::{Project, ProjectSource};
 use crate::trust::TrustReport;
-use crate::units::Cap;
 
 /// The settings every subcommand shares.
 #[derive(Debug, Clone)]
@@ -378,16 +377,7 @@ impl GlobalSettings {
             }
             self.without_secrets(toolsmith_executor::filtered_env(&allow, &set))
         });
-        ToolOverride {
-            timeout: limits.timeout,
-            grace: limits.grace,
-            cpu: limits.cpu.map(Cap::into_option),
-            memory: limits.memory.map(Cap::into_option),
-            max_processes: limits.max_processes.map(Cap::into_option),
-            max_file_size: limits.max_file_size.map(Cap::into_option),
-            max_open_files: limits.max_open_files.map(Cap::into_option),
-            max_output: limits.max_output,
-            tmp_size: limits.tmp_size.map(Cap::into_option),
+        let mut tool_override = ToolOverride {
             env,
             network: tool.sandbox.network,
             filesystem: tool.sandbox.filesystem,
@@ -404,7 +394,10 @@ impl GlobalSettings {
             ),
             secrets: tool.secrets.unwrap_or_default(),
             for_generated: None,
-        }
+            ..ToolOverride::default()
+        };
+        limits.set_override(&mut tool_override);
+        tool_override
     }
 
     /// The tool directories, lowest precedence first.

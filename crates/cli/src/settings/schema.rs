@@ -94,7 +94,74 @@ impl schemars::JsonSchema for Scalar {
 // The doc comments of the `Raw*` structs and their fields are the user's
 // reference: `docs/config.md` is generated from the schema derived from them
 // (`cargo xtask codegen`), so write them for someone configuring toolsmith.
-// A new section is a field of `RawFile` and a documented `Raw*` struct.
+// A new section is a field of `RawFile` and a documented `Raw*` struct. `[limits]` and the
+// limits of `[tools.NAME]` are expanded from the limit keys' one declaration (`raw_sections!`).
+
+/// Expands the rows of `toolsmith_registry::with_limit_keys!` into the file's [`RawLimits`]
+/// (every key, documented by its row) and [`RawTool`] (the keys whose row has a `tool:` doc,
+/// then a section's other settings).
+macro_rules! raw_sections {
+    (@raw_tool [$($field:tt)*] $key:ident none $($rest:tt)*) => {
+        raw_sections!(@raw_tool [$($field)*] $($rest)*);
+    };
+    (@raw_tool [$($field:tt)*] $key:ident $doc:literal $($rest:tt)*) => {
+        raw_sections!(@raw_tool [$($field)* #[doc = $doc] pub(super) $key: Option<crate::settings::schema::Scalar>,] $($rest)*);
+    };
+    (@raw_tool [$($field:tt)*]) => {
+        /// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
+        /// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
+        /// `env` and `disabled`. A limit set here is the operator's decision about
+        /// this tool: it beats the environment, `[limits]`, and the timeout the tool
+        /// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
+        /// discovery probes.
+        #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct RawTool {
+            $($field)*
+            /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
+            /// this tool; `set` is laid over `[env] set` key by key.
+            pub(super) env: Option<crate::settings::schema::RawEnv>,
+            /// The network of this tool, as `[sandbox] network` (a list grants those destinations).
+            pub(super) network: Option<crate::settings::schema::Grant>,
+            /// The filesystem of this tool, as `[sandbox] filesystem` (a list grants those paths).
+            pub(super) filesystem: Option<crate::settings::schema::Grant>,
+            /// The system-call filter of this tool, as `[sandbox] syscalls`.
+            pub(super) syscalls: Option<crate::settings::schema::Scalar>,
+            /// Paths hidden from this tool on top of `[sandbox] read_hide`.
+            pub(super) read_hide: Option<Vec<String>>,
+            /// Paths taken out of this tool's masks on top of `[sandbox] read_reveal`.
+            pub(super) read_reveal: Option<Vec<String>>,
+            /// `true` denies the tool, like naming it in `[policy] disabled`.
+            pub(super) disabled: Option<bool>,
+            /// The secrets this tool's calls receive, each defined by a `[secrets.NAME]`, e.g.
+            /// `["GITHUB_TOKEN"]`: each as an environment variable of its name. Only a hand-written
+            /// tool of this name receives them, never a generated one. Default: none.
+            pub(super) secrets: Option<Vec<String>>,
+        }
+    };
+    ({} $(
+        $(#[doc = $doc:literal])*
+        $key:ident: $kind:ident, loosens: $loosens:ident, in: $in:ident $(($default:expr))?,
+            tool: $tool:tt, env: $env:tt, doctor: $rank:literal;
+    )*) => {
+        /// The resource limits of every call. What enforces each one depends on the
+        /// containment backend (see `docs/operators.md`). Precedence for one call,
+        /// highest first: `run` flags, `[tools.NAME]`, environment variables,
+        /// `[limits]`, defaults.
+        #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct RawLimits {
+            $($(#[doc = $doc])* pub(super) $key: Option<crate::settings::schema::Scalar>,)*
+        }
+
+        raw_sections!(@raw_tool [] $($key $tool)*);
+    };
+}
+
+#[cfg(test)]
+pub(super) use raw_sections;
+
+toolsmith_registry::with_limit_keys! { raw_sections {} }
 
 /// The JSON Schema of the config file, derived from [`RawFile`]: the description of every
 /// section and key is its doc comment.
@@ -275,52 +342,6 @@ pub(super) struct RawSandbox {
     pub(super) secrets: Option<Vec<String>>,
 }
 
-/// Per-tool overrides, one section per tool name (`[tools.hello]`): the keys
-/// of `[limits]` but `max_timeout`, which is a ceiling for every tool, plus
-/// `env` and `disabled`. A limit set here is the operator's decision about
-/// this tool: it beats the environment, `[limits]`, and the timeout the tool
-/// asks for itself; only `run` flags beat it. Overrides apply to calls, not to
-/// discovery probes.
-#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawTool {
-    /// The wall-clock timeout of this tool's calls.
-    pub(super) timeout: Option<Scalar>,
-    /// The time between SIGTERM and SIGKILL for this tool.
-    pub(super) grace: Option<Scalar>,
-    /// The CPU time limit, or `"unlimited"`.
-    pub(super) cpu: Option<Scalar>,
-    /// The memory limit, or `"unlimited"`.
-    pub(super) memory: Option<Scalar>,
-    /// The most processes in the call's tree, or `"unlimited"`.
-    pub(super) max_processes: Option<Scalar>,
-    /// The largest file the tool may write, or `"unlimited"`.
-    pub(super) max_file_size: Option<Scalar>,
-    /// The most open file descriptors per process, or `"unlimited"`.
-    pub(super) max_open_files: Option<Scalar>,
-    /// Bytes kept per output stream.
-    pub(super) max_output: Option<Scalar>,
-    /// `{ allow = [...], set = { ... } }`: `allow` replaces `[env] allow` for
-    /// this tool; `set` is laid over `[env] set` key by key.
-    pub(super) env: Option<RawEnv>,
-    /// The network of this tool, as `[sandbox] network` (a list grants those destinations).
-    pub(super) network: Option<Grant>,
-    /// The filesystem of this tool, as `[sandbox] filesystem` (a list grants those paths).
-    pub(super) filesystem: Option<Grant>,
-    /// The system-call filter of this tool, as `[sandbox] syscalls`.
-    pub(super) syscalls: Option<Scalar>,
-    /// Paths hidden from this tool on top of `[sandbox] read_hide`.
-    pub(super) read_hide: Option<Vec<String>>,
-    /// Paths taken out of this tool's masks on top of `[sandbox] read_reveal`.
-    pub(super) read_reveal: Option<Vec<String>>,
-    /// `true` denies the tool, like naming it in `[policy] disabled`.
-    pub(super) disabled: Option<bool>,
-    /// The secrets this tool's calls receive, each defined by a `[secrets.NAME]`, e.g.
-    /// `["GITHUB_TOKEN"]`: each as an environment variable of its name. Only a hand-written
-    /// tool of this name receives them, never a generated one. Default: none.
-    pub(super) secrets: Option<Vec<String>>,
-}
-
 /// The audit log: one JSON line per call (time, tool, the SHA-256 of the
 /// arguments' canonical JSON, outcome, duration, exit code or signal,
 /// backend), appended with `O_APPEND` so concurrent toolsmith processes never
@@ -356,45 +377,6 @@ pub(super) struct RawDiscovery {
     /// (`$XDG_CACHE_HOME/toolsmith/discovery.json`). Default: `true`; the
     /// flag `--no-cache` turns it off for one command.
     pub(super) cache: Option<bool>,
-}
-
-/// The resource limits of every call. What enforces each one depends on the
-/// containment backend (see `docs/operators.md`). Precedence for one call,
-/// highest first: `run` flags, `[tools.NAME]`, environment variables,
-/// `[limits]`, defaults.
-#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawLimits {
-    /// The wall-clock timeout of a call; then the whole tree gets SIGTERM,
-    /// and SIGKILL after `grace`. A tool's own request (Kodelet `config`, a
-    /// manifest's `timeout_ms`) replaces it, up to `max_timeout`. Default:
-    /// `30s`. Environment: `TOOLSMITH_TIMEOUT`.
-    pub(super) timeout: Option<Scalar>,
-    /// The time between SIGTERM and SIGKILL. Default: `2s`.
-    pub(super) grace: Option<Scalar>,
-    /// The CPU time limit. Default: `unlimited` (the timeout still bounds a
-    /// call). Environment: `TOOLSMITH_CPU`.
-    pub(super) cpu: Option<Scalar>,
-    /// The memory limit of a call. Default: `1GiB`. Environment:
-    /// `TOOLSMITH_MEMORY`.
-    pub(super) memory: Option<Scalar>,
-    /// The most processes in a call's tree. Default: `256`.
-    pub(super) max_processes: Option<Scalar>,
-    /// The largest file a tool may write. Default: `1GiB`.
-    pub(super) max_file_size: Option<Scalar>,
-    /// The most open file descriptors per process. Default: `1024`.
-    pub(super) max_open_files: Option<Scalar>,
-    /// Bytes kept per output stream; the rest is counted and discarded.
-    /// Default: `1MiB`. Environment: `TOOLSMITH_MAX_OUTPUT`.
-    pub(super) max_output: Option<Scalar>,
-    /// The longest timeout a tool may ask for itself. Default: `5m`.
-    pub(super) max_timeout: Option<Scalar>,
-    /// The size of the private TMPDIR of a `filesystem = "project"` or
-    /// `"read-only"` call: a tmpfs in the call's mount namespace (also its
-    /// `/dev/shm`), whose pages count against `memory`. A tool that fills it
-    /// gets ENOSPC. `"unlimited"` leaves the kernel's default, half of RAM.
-    /// Default: `64MiB`.
-    pub(super) tmp_size: Option<Scalar>,
 }
 
 /// The environment of tool processes: nothing of toolsmith's own

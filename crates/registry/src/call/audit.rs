@@ -217,6 +217,7 @@ impl AuditedCall {
             call_id: Some(self.call_id.to_string()),
             secrets: Vec::new(),
             egress: Vec::new(),
+            denied: Vec::new(),
         };
         log.append(&record)
     }
@@ -270,6 +271,9 @@ pub struct AuditRecord {
     /// Every connection the tool asked toolsmith's egress proxy for (destination, resolved
     /// address, bytes, verdict); not written when empty.
     pub egress: Vec<crate::call::egress::EgressRecord>,
+    /// Every refusal of the call (`metadata.sandbox.denied`: what, why, the key that would
+    /// grant it), reads of masked paths included; not written when empty.
+    pub denied: Vec<crate::grant::SandboxDenial>,
 }
 
 impl AuditRecord {
@@ -308,6 +312,12 @@ impl AuditRecord {
                 .as_ref()
                 .map(|sandbox| sandbox.egress.clone())
                 .unwrap_or_default(),
+            denied: envelope
+                .metadata
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.denied.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -334,6 +344,9 @@ impl AuditRecord {
         }
         if let (false, Value::Object(fields)) = (self.egress.is_empty(), &mut line) {
             fields.insert("egress".to_owned(), json!(self.egress));
+        }
+        if let (false, Value::Object(fields)) = (self.denied.is_empty(), &mut line) {
+            fields.insert("denied".to_owned(), json!(self.denied));
         }
         line
     }

@@ -205,9 +205,19 @@ pub async fn invoke_with_progress(
     let (result, limits) = run(executor, command, limits, progress).await;
     // The files of large values are removed only now that the tool has ended.
     drop(out_of_band);
+    let reads = match &result {
+        Ok(outcome) => outcome.reads_denied.clone(),
+        Err(_) => Vec::new(),
+    };
     let mut envelope = outcome(tool, reading, result, &limits)?;
     if let Some(sandbox) = &mut envelope.metadata.sandbox {
         sandbox.secrets = secret_names;
+        crate::call::reads::report(
+            sandbox,
+            &crate::call::reads::section(tool),
+            &reads,
+            &config.read_masks.own_state,
+        );
     }
     Ok(envelope)
 }
@@ -398,14 +408,19 @@ fn prepare(
 }
 
 /// The paths a call hides, or `POLICY_DENIED` when the tool declares a `read_reveal` the
-/// operator did not grant.
+/// operator did not grant: `metadata.sandbox.denied` lists it as `kind: "read"` with the
+/// line to add.
 fn read_masks(tool: &Tool, call: &mut CallConfig) -> Result<Vec<PathBuf>, Box<Envelope>> {
     std::mem::replace(&mut call.hidden, Ok(Vec::new())).map_err(|denied| {
-        Box::new(Envelope::failure(
+        let mut envelope = Envelope::failure(
             ErrorCode::PolicyDenied,
             format!("Tool {} may not be called: {denied}.", tool.name()),
             Metadata::not_started(),
-        ))
+        );
+        envelope.metadata.sandbox = Some(crate::sandbox::SandboxReport::refused(vec![
+            crate::call::reads::declared(&crate::call::reads::section(tool), &denied.path),
+        ]));
+        Box::new(envelope)
     })
 }
 
@@ -743,6 +758,8 @@ mod tests {
             stderr: capture(stderr),
             leftovers_killed: None,
             stdin_unread: false,
+            reads_denied: Vec::new(),
+            reads_denied_more: 0,
             backend: Backend::ProcessGroup,
             sandbox: AppliedSandbox::none(),
             egress: Vec::new(),

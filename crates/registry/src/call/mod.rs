@@ -16,4 +16,5 @@ pub(crate) mod invoke;
 pub(crate) mod learn;
 pub(crate) mod prepare;
 pub(crate) mod progress;
+pub(crate) mod reads;
 pub(crate) mod secrets;

@@ -82,7 +82,7 @@ pub(super) fn sandbox_checks(support: &[Support<'_>]) -> Vec<Check> {
         .collect()
 }
 
-pub(super) fn sandbox_support(features: &Features) -> [Support<'_>; 6] {
+pub(super) fn sandbox_support(features: &Features) -> [Support<'_>; 7] {
     [
         Support {
             mechanism: "network namespace",
@@ -119,6 +119,12 @@ pub(super) fn sandbox_support(features: &Features) -> [Support<'_>; 6] {
             purpose: "syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied)",
             probe: &features.seccomp,
             fix: "use a kernel with CONFIG_SECCOMP_FILTER (Linux 3.17 or later) on x86_64 or aarch64, and no outer sandbox that forbids seccomp(2); or set syscalls = \"filter-if-possible\"",
+        },
+        Support {
+            mechanism: "read-mask server",
+            purpose: "a tool's attempts to read a masked path (~/.ssh, ~/.aws, toolsmith's state) are reported as `kind: \"read\"` denials naming the `read_reveal` to add; without it the masks hide the same, silently",
+            probe: &features.read_watch,
+            fix: "use Linux 6.15 or later with FUSE (/dev/fuse present: `modprobe fuse`), as root, and cgroup v2 (a run is told apart by its cgroup)",
         },
     ]
 }
