@@ -261,6 +261,9 @@ pub(crate) struct SandboxPlan {
     /// Under [`Network::Proxy`]: the grant and the channel that brings the
     /// listener of the run's namespace to the executor's proxy.
     pub(crate) egress: Option<crate::egress::EgressChannel>,
+    /// The filter sends `connect` to a supervisor and is installed with a
+    /// listener (a run with Unix socket grants).
+    pub(crate) seccomp_listener: bool,
 }
 
 impl SandboxPlan {
@@ -398,8 +401,10 @@ pub(crate) fn plan(
     } else {
         None
     };
+    let sockets = sockets(&sandbox.network, &applied);
     Ok(SandboxPlan {
         egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
+        seccomp_listener: seccomp_program.is_some() && sockets == seccomp::Sockets::ProxiedUnix,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -407,8 +412,7 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program
-            .map(|()| seccomp::program(sockets(&sandbox.network, &applied), applied.private_pids)),
+        seccomp: seccomp_program.map(|()| seccomp::program(sockets, applied.private_pids)),
         applied,
     })
 }
@@ -456,8 +460,12 @@ fn plan_masks(
 
 /// Which sockets the filter lets a run make (`seccomp::Sockets`).
 fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
-    if matches!(network, Network::Proxy(_)) {
-        seccomp::Sockets::Proxied
+    if let Network::Proxy(egress) = network {
+        if egress.unix_sockets.is_empty() {
+            seccomp::Sockets::Proxied
+        } else {
+            seccomp::Sockets::ProxiedUnix
+        }
     } else {
         applied.network_denied.into()
     }
@@ -474,13 +482,20 @@ fn plan_egress(
         return Ok(None);
     };
     if !egress.unix_sockets.is_empty() {
-        // Fail closed: nothing yet restricts which pathname sockets a run that
-        // may make Unix sockets reaches (docs/security.md).
-        return Err(Error::SandboxUnavailable {
-            requirement: "network = [\"unix:...\"]",
-            mechanism: "a Unix socket allow-list",
-            reason: "Unix socket grants are not enforced yet".to_owned(),
-        });
+        // Fail closed: only the filter's notifications and the supervisor
+        // (`egress/unix.rs`) keep a run's Unix sockets to the granted paths.
+        let unsupported = if filtered {
+            crate::egress::unix_grants_supported().err()
+        } else {
+            Some("the system-call filter is off (syscalls = unfiltered)".to_owned())
+        };
+        if let Some(reason) = unsupported {
+            return Err(Error::SandboxUnavailable {
+                requirement: "network = [\"unix:...\"]",
+                mechanism: "a seccomp supervisor of connect",
+                reason,
+            });
+        }
     }
     if !filtered {
         applied.relaxed.push(

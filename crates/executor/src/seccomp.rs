@@ -208,6 +208,13 @@ pub(crate) enum Rule {
         values: &'static [u32],
         errno: i32,
     },
+    /// `socket` in a run with Unix socket grants: the `PROXIED_FAMILIES`,
+    /// and `AF_UNIX` of the `SOCKETPAIR_TYPES` only (never `SOCK_DGRAM`,
+    /// which could `sendto` any named socket without a `connect`).
+    ProxiedOrUnixStream,
+    /// Sent to toolsmith's supervisor (`SECCOMP_RET_USER_NOTIF`), which
+    /// answers it (`egress/unix.rs`): `connect` in a run with Unix socket grants.
+    Notify,
 }
 
 /// Which sockets a run may make: the filter's one network-dependent part.
@@ -221,6 +228,11 @@ pub(crate) enum Sockets {
     /// a pathname Unix socket of the host (a container engine's, the D-Bus
     /// system bus, `/dev/log`) is reachable from any network namespace.
     Proxied,
+    /// As [`Sockets::Proxied`], plus `AF_UNIX` stream and seqpacket sockets,
+    /// for a run granted Unix socket paths: every `connect` goes to
+    /// toolsmith's supervisor (`egress/unix.rs`), which connects a Unix
+    /// socket only to a granted path, itself.
+    ProxiedUnix,
     /// None (`network = deny`).
     None,
 }
@@ -245,7 +257,7 @@ pub(crate) fn program(
     sockets: impl Into<Sockets>,
     private_pids: bool,
 ) -> &'static [libc::sock_filter] {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 6] = [const { OnceLock::new() }; 6];
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 8] = [const { OnceLock::new() }; 8];
     let sockets = sockets.into();
     let index = sockets as usize * 2 + usize::from(private_pids);
     PROGRAMS[index].get_or_init(|| build(sockets, private_pids))
@@ -362,6 +374,18 @@ pub(crate) fn named_rules(sockets: impl Into<Sockets>, private_pids: bool) -> Ve
             },
         ));
         rules.push((libc::SYS_socketpair, Rule::UnixStreamPairsOnly));
+    } else if sockets == Sockets::ProxiedUnix {
+        // A Unix socket reaches whatever pathname socket of the host its
+        // `connect` names, and the filter cannot read the name: every
+        // `connect` (of every family: the filter cannot tell a descriptor's
+        // family either) goes to the supervisor, which decides on its own
+        // copy of the address and connects the socket itself. Stream and
+        // seqpacket sockets address nothing but through `connect`: a stream
+        // socket refuses an address on `sendto`/`sendmsg` (`EOPNOTSUPP` or
+        // `EISCONN`), a seqpacket socket ignores it.
+        rules.push((libc::SYS_socket, Rule::ProxiedOrUnixStream));
+        rules.push((libc::SYS_socketpair, Rule::UnixStreamPairsOnly));
+        rules.push((libc::SYS_connect, Rule::Notify));
     } else if sockets == Sockets::None {
         // Under deny the run's network namespace is empty (loopback down),
         // but a socket is still a door. A Unix socket reaches the host's
@@ -453,6 +477,24 @@ pub(crate) unsafe fn install(filter: &libc::sock_fprog) -> bool {
             std::ptr::from_ref(filter),
         ) == 0
     }
+}
+
+/// Installs `filter` on the calling thread with `SECCOMP_FILTER_FLAG_NEW_LISTENER`:
+/// the descriptor (close-on-exec) of its notifications, or -1.
+///
+/// # Safety
+/// As [`install`].
+pub(crate) unsafe fn install_with_listener(filter: &libc::sock_fprog) -> libc::c_int {
+    // SAFETY: as in `install`.
+    let listener = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            std::ptr::from_ref(filter),
+        )
+    };
+    libc::c_int::try_from(listener).unwrap_or(-1)
 }
 
 /// Sets `PR_SET_NO_NEW_PRIVS` on the calling process: `execve` grants no
