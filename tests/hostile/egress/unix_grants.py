@@ -130,7 +130,7 @@ def rewrite():
 racer = threading.Thread(target=rewrite)
 racer.start()
 escaped = 0
-for _ in range(300):
+for _ in range(1000):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if libc.connect(s.fileno(), address, 110) == 0:
         if label(s) == "granted":
