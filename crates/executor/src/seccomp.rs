@@ -601,6 +601,7 @@ mod tests {
         Allow,
         Errno(i32),
         Kill,
+        Notify,
     }
 
     impl Verdict {
@@ -609,6 +610,7 @@ mod tests {
                 0x7fff_0000 => Verdict::Allow,
                 0x0005_0000 => Verdict::Errno(i32::try_from(value & 0xffff).unwrap()),
                 0x8000_0000 => Verdict::Kill,
+                0x7fc0_0000 => Verdict::Notify,
                 _ => panic!("unexpected return value {value:#x}"),
             }
         }
@@ -1152,6 +1154,67 @@ mod tests {
             let count = numbers.len();
             numbers.dedup();
             assert_eq!(numbers.len(), count);
+        }
+    }
+
+    #[test]
+    fn with_unix_grants_only_stream_unix_sockets_are_made_and_every_connect_is_supervised() {
+        use crate::seccomp::Sockets;
+        for private_pids in [false, true] {
+            let program = build(Sockets::ProxiedUnix, private_pids);
+            let proxied = build(Sockets::Proxied, private_pids);
+            check_jumps(&program);
+            for nr in 0..1024 {
+                for args in [[0; 6], [1, 1, 0, 0, 0, 0], [2, 2, 16, 0, 0, 0]] {
+                    let data = Data {
+                        nr,
+                        arch: AUDIT_ARCH,
+                        args,
+                    };
+                    let verdict = Verdict::from_return(interpret(&program, &data));
+                    let call = libc::c_long::from(nr);
+                    if call == libc::SYS_connect {
+                        assert_eq!(verdict, Verdict::Notify);
+                    } else if call != libc::SYS_socket {
+                        // Every other call as under the proxy without Unix grants.
+                        let without = Verdict::from_return(interpret(&proxied, &data));
+                        assert_eq!(verdict, without, "nr {nr}");
+                    }
+                }
+            }
+            for family in 0..=64 {
+                for kind in 0..16 {
+                    let data = Data {
+                        nr: u32::try_from(libc::SYS_socket).unwrap(),
+                        arch: AUDIT_ARCH,
+                        args: [family, kind | 0x8_0800, 0, 0, 0, 0],
+                    };
+                    let allowed =
+                        matches!(family, 2 | 10 | 16) || (family == 1 && matches!(kind, 1 | 5));
+                    let expected = if allowed {
+                        Verdict::Allow
+                    } else {
+                        Verdict::Errno(libc::EPERM)
+                    };
+                    let verdict = Verdict::from_return(interpret(&program, &data));
+                    assert_eq!(verdict, expected, "socket({family}, {kind})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn runs_without_unix_grants_never_wait_for_the_supervisor() {
+        use crate::seccomp::Sockets;
+        for sockets in [Sockets::Any, Sockets::Proxied, Sockets::None] {
+            for private_pids in [false, true] {
+                assert!(
+                    build(sockets, private_pids)
+                        .iter()
+                        .all(|instruction| instruction.code != 0x06 || instruction.k != 0x7fc0_0000),
+                    "{sockets:?}"
+                );
+            }
         }
     }
 }
