@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use toolsmith_executor::{
     BackendChoice, Command, Egress, EgressEvent, EgressProtocol, EgressVerdict, Enforcement, Error,
-    Executor, ExecutorConfig, Limits, Network, Outcome, Sandbox, Syscalls,
+    Executor, ExecutorConfig, Limits, Network, Outcome, Privileges, RunAs, Sandbox, Syscalls,
 };
 
 fn script(name: &str) -> PathBuf {
@@ -43,6 +43,34 @@ impl Server {
                 let Ok(mut stream) = stream else { continue };
                 counted.fetch_add(1, Ordering::SeqCst);
                 let _ignored = writeln!(stream, "{label}");
+            }
+        });
+        Server { hits }
+    }
+
+    /// A listener that answers each connection with its peer's uid (`SO_PEERCRED`).
+    fn peer_uid(path: &Path) -> Server {
+        let listener = UnixListener::bind(path).unwrap();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                counted.fetch_add(1, Ordering::SeqCst);
+                // SAFETY: SO_PEERCRED writes one ucred.
+                let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
+                let mut size = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+                // SAFETY: as above, on the accepted socket.
+                unsafe {
+                    libc::getsockopt(
+                        std::os::fd::AsRawFd::as_raw_fd(&stream),
+                        libc::SOL_SOCKET,
+                        libc::SO_PEERCRED,
+                        (&raw mut credentials).cast(),
+                        &raw mut size,
+                    )
+                };
+                let _ignored = writeln!(stream, "uid {}", credentials.uid);
             }
         });
         Server { hits }
@@ -376,4 +404,51 @@ fn a_granted_connect_latency_is_reported() {
         open_run.stdout.text_lossy().trim()
     );
     assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+/// The supervisor connects with the tool's identity: a socket the tool's uid
+/// may not open stays closed to it, and the server sees the tool's uid.
+#[test]
+fn a_granted_connect_is_made_with_the_tools_identity() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("WARNING: not root, run_as is unavailable: the identity test is SKIPPED");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (open_path, closed_path) = (dir.path().join("open.sock"), dir.path().join("closed.sock"));
+    let open = Server::peer_uid(&open_path);
+    let closed = Server::at(&closed_path, "closed");
+    std::fs::set_permissions(&open_path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&closed_path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (open_path, closed_path) = (open_path.to_str().unwrap(), closed_path.to_str().unwrap());
+    let sandbox = Sandbox {
+        privileges: Privileges::Drop(Some(RunAs::new(65534, 65534))),
+        ..granted(&[&format!("unix:{open_path}"), &format!("unix:{closed_path}")])
+    };
+    let executor = executor();
+    let Some(outcome) = python(&executor, CONNECT, &[open_path, closed_path], sandbox) else {
+        return;
+    };
+    assert_eq!(
+        outcome.stdout.text_lossy(),
+        "reached uid 65534\nrefused Permission denied\n",
+        "{outcome:?}"
+    );
+    assert_eq!((open.hits(), closed.hits()), (1, 0));
+    // The same grants for a tool run as root: the server sees uid 0, and the
+    // closed socket opens (its owner is root): the test can fail.
+    let as_root = python(
+        &executor,
+        CONNECT,
+        &[open_path, closed_path],
+        granted(&[&format!("unix:{open_path}"), &format!("unix:{closed_path}")]),
+    )
+    .unwrap();
+    assert_eq!(
+        as_root.stdout.text_lossy(),
+        "reached uid 0\nreached closed\n"
+    );
 }

@@ -3,6 +3,7 @@
 
 mod check;
 mod destination;
+mod identity;
 mod listen;
 mod protocol;
 mod proxy;

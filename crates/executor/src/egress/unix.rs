@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::identity::{Identity, Switch, as_caller};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
 
 /// How long the supervisor waits for the connect of a blocking socket.
@@ -120,6 +121,8 @@ impl UnixSupervisor {
                 .map(|path| path.as_os_str().as_bytes().to_vec())
                 .collect(),
             events: Arc::clone(&events),
+            own: None,
+            stuck: std::cell::Cell::new(false),
         };
         let thread = std::thread::Builder::new()
             .name("unix-grants".to_owned())
@@ -159,11 +162,17 @@ struct Supervisor {
     stop: OwnedFd,
     granted: Vec<Vec<u8>>,
     events: Arc<Mutex<Vec<EgressEvent>>>,
+    /// The supervisor thread's own identity, taken back after each connect.
+    own: Option<Identity>,
+    /// The thread could not take its own identity back: it answers no more.
+    stuck: std::cell::Cell<bool>,
 }
 
 impl Supervisor {
-    fn serve(self) {
-        loop {
+    fn serve(mut self) {
+        // Read on this thread: the identity the connects switch from and back to.
+        self.own = Identity::own().ok();
+        while !self.stuck.get() {
             let mut polled = [
                 libc::pollfd {
                     fd: self.listener.as_raw_fd(),
@@ -264,6 +273,7 @@ impl Supervisor {
             Ok(address) => address,
             Err(errno) => return self.still_waiting(notification.id).then_some(errno),
         };
+        let caller = Identity::of_thread(pid);
         let process = open_pidfd(pid);
         if !self.still_waiting(notification.id) {
             return None;
@@ -283,11 +293,12 @@ impl Supervisor {
         if family != libc::AF_UNIX {
             return Some(connect_bounded(&socket, &address));
         }
-        Some(self.connect_unix(&socket, &address))
+        Some(self.connect_unix(&socket, &address, caller))
     }
 
-    /// A Unix socket's `connect`: to a granted path, or refused.
-    fn connect_unix(&self, socket: &OwnedFd, address: &[u8]) -> i32 {
+    /// A Unix socket's `connect`: to a granted path, with the caller's
+    /// identity (`identity.rs`), or refused.
+    fn connect_unix(&self, socket: &OwnedFd, address: &[u8], caller: Result<Identity, i32>) -> i32 {
         let target = match UnixTarget::parse(address) {
             Ok(target) => target,
             Err(errno) => return errno,
@@ -309,7 +320,29 @@ impl Supervisor {
         let UnixTarget::Path(path) = &target else {
             return libc::EACCES;
         };
-        match connect_granted(socket, path) {
+        let connected = match (caller, &self.own) {
+            (Ok(caller), Some(own)) => {
+                match as_caller(&caller, own, || connect_granted(socket, path)) {
+                    Ok(connected) => connected,
+                    Err(Switch::Refused(errno)) => Err((
+                        libc::EACCES,
+                        format!(
+                            "taking on the caller's identity: {}",
+                            io::Error::from_raw_os_error(errno)
+                        ),
+                    )),
+                    Err(Switch::Stuck) => {
+                        self.stuck.set(true);
+                        Err((
+                            libc::EACCES,
+                            "the supervisor could not take its identity back".to_owned(),
+                        ))
+                    }
+                }
+            }
+            _ => Err((libc::EACCES, "the caller's identity is unknown".to_owned())),
+        };
+        match connected {
             Ok(()) => {
                 self.record(name, EgressVerdict::Allowed);
                 0
