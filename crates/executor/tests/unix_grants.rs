@@ -452,3 +452,50 @@ fn a_granted_connect_is_made_with_the_tools_identity() {
         "reached uid 0\nreached closed\n"
     );
 }
+
+/// The runs of a session share one init, so one filter and one listener:
+/// each run's supervisor answers its own connects.
+#[test]
+fn each_run_of_a_session_is_supervised() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path_a, path_b) = (dir.path().join("a.sock"), dir.path().join("b.sock"));
+    let a = Server::at(&path_a, "a");
+    let b = Server::at(&path_b, "b");
+    let (path_a, path_b) = (path_a.to_str().unwrap(), path_b.to_str().unwrap());
+    let executor = Arc::new(executor());
+    let session = executor.session();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox {
+        private_pids: true,
+        ..granted(&[&format!("unix:{path_a}")])
+    };
+    for round in 1..=3 {
+        let mut all = vec!["-c", CONNECT];
+        all.extend_from_slice(&[path_a, path_b]);
+        let command = command(Path::new("/usr/bin/python3"), &all, sandbox.clone());
+        let outcome = match runtime.block_on(session.run(&command, &limits())) {
+            Ok(outcome) => outcome,
+            Err(error @ Error::SandboxUnavailable { .. }) => {
+                eprintln!("WARNING: Unix socket grants unavailable ({error}), SKIPPED");
+                return;
+            }
+            Err(error) => panic!("{error}"),
+        };
+        assert_eq!(
+            outcome.stdout.text_lossy(),
+            "reached a\nrefused Permission denied\n",
+            "round {round}: {outcome:?}"
+        );
+        assert!(
+            unix_events(&outcome, &format!("unix:{path_b}"))
+                .iter()
+                .any(|event| matches!(event.verdict, EgressVerdict::Denied(_))),
+            "round {round}: {:#?}",
+            outcome.egress
+        );
+    }
+    assert_eq!((a.hits(), b.hits()), (3, 0));
+}

@@ -83,10 +83,10 @@ impl EgressChannel {
 }
 
 impl EgressChannel {
-    /// The listener of the run's filter notifications, which the
-    /// namespace's first process sent after the proxy's listener when the
-    /// run has Unix socket grants (`child.rs`); taken once, by the run's
-    /// supervisor.
+    /// A duplicate of the listener of the run's filter notifications, which
+    /// the namespace's first process sent after the proxy's listener when
+    /// the run has Unix socket grants (`child.rs`). Each run of a session
+    /// (which take turns) gets one for its supervisor.
     pub(crate) fn notifier(&self) -> Result<OwnedFd, Error> {
         // The proxy's listener comes first on the channel.
         drop(self.listener()?);
@@ -94,10 +94,16 @@ impl EgressChannel {
             .notifier
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match held.take() {
-            Some(notifier) => Ok(notifier),
-            None => receive(self.parent.as_raw_fd()),
+        if held.is_none() {
+            *held = Some(receive(self.parent.as_raw_fd())?);
         }
+        let notifier = held
+            .as_ref()
+            .ok_or_else(|| lost("no notification listener"))?;
+        notifier.try_clone().map_err(|source| Error::Sys {
+            call: "dup (seccomp notification listener)",
+            source,
+        })
     }
 }
 
