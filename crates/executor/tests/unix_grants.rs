@@ -302,6 +302,43 @@ fn a_symlink_grant_is_taken_literally() {
     }
 }
 
+/// The kernel connects by inode: a hard link to another socket, put at a
+/// granted path by a tool that may write there, must not reach that socket.
+#[test]
+fn a_hard_link_to_another_socket_at_a_granted_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (granted_path, other) = (dir.path().join("app.sock"), dir.path().join("engine.sock"));
+    let app = Server::at(&granted_path, "app");
+    let engine = Server::at(&other, "engine");
+    let (granted_path, other) = (granted_path.to_str().unwrap(), other.to_str().unwrap());
+    let code = format!(
+        "import os\nos.link('{other}', '{granted_path}.new')\nos.replace('{granted_path}.new', '{granted_path}')\n{CONNECT}"
+    );
+    let executor = executor();
+    let Some(outcome) = python(
+        &executor,
+        &code,
+        &[granted_path],
+        granted(&[&format!("unix:{granted_path}")]),
+    ) else {
+        return;
+    };
+    assert_eq!(
+        outcome.stdout.text_lossy(),
+        "refused Connection refused\n",
+        "{outcome:?}"
+    );
+    assert_eq!((app.hits(), engine.hits()), (0, 0));
+    assert!(
+        unix_events(&outcome, &format!("unix:{granted_path}"))
+            .iter()
+            .any(|event| matches!(&event.verdict,
+                EgressVerdict::Failed(reason) if reason.contains("hard links"))),
+        "{:#?}",
+        outcome.egress
+    );
+}
+
 const INET: &str = "
 import errno, socket, sys
 server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

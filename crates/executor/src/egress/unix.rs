@@ -551,6 +551,15 @@ fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
             "the granted path is not a socket".to_owned(),
         ));
     }
+    // The kernel connects by inode: a hard link to another socket (a
+    // container engine's), made where the granted socket was by a tool that
+    // may write there, would reach that socket. A bound socket has one name.
+    if status.st_nlink != 1 {
+        return Err((
+            libc::ECONNREFUSED,
+            "the socket at the granted path has other names (hard links)".to_owned(),
+        ));
+    }
     let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
     // SAFETY: a zeroed sockaddr_un, filled below within its size.
     let mut address: libc::sockaddr_un = unsafe { zeroed() };
