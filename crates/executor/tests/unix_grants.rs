@@ -350,6 +350,12 @@ code = quick.connect_ex(server.getsockname())
 print('nonblocking: ' + ('ok' if code in (0, errno.EINPROGRESS) else errno.errorcode[code]))
 proxy = socket.create_connection(('127.0.0.1', 3128), timeout=5)
 print('proxy: ok')
+netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+try:
+    netlink.connect((0, 1))
+    print('netlink group: connected')
+except OSError as error:
+    print('netlink group: ' + errno.errorcode[error.errno])
 ";
 
 #[test]
@@ -358,17 +364,25 @@ fn ip_sockets_keep_working_beside_a_unix_grant() {
     let path = dir.path().join("a.sock");
     let _a = Server::at(&path, "a");
     let executor = executor();
-    let Some(outcome) = python(
-        &executor,
-        INET,
-        &[],
-        granted(&[&format!("unix:{}", path.display())]),
-    ) else {
+    let grant = granted(&[&format!("unix:{}", path.display())]);
+    // With its capabilities a tool may connect a netlink socket to a group.
+    let Some(outcome) = python(&executor, INET, &[], grant.clone()) else {
         return;
     };
     assert_eq!(
         outcome.stdout.text_lossy(),
-        "inet: ok\nnonblocking: ok\nproxy: ok\n",
+        "inet: ok\nnonblocking: ok\nproxy: ok\nnetlink group: connected\n",
+        "{outcome:?}"
+    );
+    // Without them, the supervisor's connect does not lend it toolsmith's.
+    let dropped = Sandbox {
+        privileges: Privileges::Drop(None),
+        ..grant
+    };
+    let outcome = python(&executor, INET, &[], dropped).unwrap();
+    assert_eq!(
+        outcome.stdout.text_lossy(),
+        "inet: ok\nnonblocking: ok\nproxy: ok\nnetlink group: EPERM\n",
         "{outcome:?}"
     );
 }

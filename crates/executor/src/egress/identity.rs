@@ -1,11 +1,12 @@
-//! The identity a Unix socket grant's connect is made with: the caller's.
+//! The identity the supervisor's connects are made with: the caller's.
 //!
 //! The supervisor (`unix.rs`) opens and connects a granted socket itself, so
 //! without care the kernel would check the socket file's permissions against
-//! toolsmith's credentials, and the server would read toolsmith's uid and gid
-//! in `SO_PEERCRED` (a root toolsmith's, for a tool run as `nobody`). The
-//! supervisor's thread takes on the caller's effective uid, gid,
-//! supplementary groups and effective capabilities for the open and the
+//! toolsmith's credentials, the server would read toolsmith's uid and gid
+//! in `SO_PEERCRED` (a root toolsmith's, for a tool run as `nobody`), and a
+//! connect that needs a capability (a netlink socket's to a group) would get
+//! toolsmith's. The supervisor's thread takes on the caller's effective uid,
+//! gid, supplementary groups and effective capabilities for every open and
 //! connect, with raw system calls (credentials are per thread in the kernel;
 //! the C library's wrappers would change every thread of toolsmith), and
 //! takes its own back afterwards. A grant thus lets a tool reach a socket it

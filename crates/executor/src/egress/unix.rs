@@ -291,9 +291,43 @@ impl Supervisor {
             Err(errno) => return Some(errno),
         };
         if family != libc::AF_UNIX {
-            return Some(connect_bounded(&socket, &address));
+            // With the caller's identity too: a connect can need a
+            // capability (a netlink socket's to a group or port), which
+            // toolsmith must not lend.
+            return Some(
+                self.as_caller(&caller, || connect_bounded(&socket, &address))
+                    .unwrap_or_else(|(errno, _)| errno),
+            );
         }
         Some(self.connect_unix(&socket, &address, caller))
+    }
+
+    /// Runs `action` on this thread with the caller's identity
+    /// (`identity.rs`); the errno and reason when that cannot be done.
+    fn as_caller<T>(
+        &self,
+        caller: &Result<Identity, i32>,
+        action: impl FnOnce() -> T,
+    ) -> Result<T, (i32, String)> {
+        let (Ok(caller), Some(own)) = (caller, &self.own) else {
+            return Err((libc::EACCES, "the caller's identity is unknown".to_owned()));
+        };
+        as_caller(caller, own, action).map_err(|switch| match switch {
+            Switch::Refused(errno) => (
+                libc::EACCES,
+                format!(
+                    "taking on the caller's identity: {}",
+                    io::Error::from_raw_os_error(errno)
+                ),
+            ),
+            Switch::Stuck => {
+                self.stuck.set(true);
+                (
+                    libc::EACCES,
+                    "the supervisor could not take its identity back".to_owned(),
+                )
+            }
+        })
     }
 
     /// A Unix socket's `connect`: to a granted path, with the caller's
@@ -320,28 +354,9 @@ impl Supervisor {
         let UnixTarget::Path(path) = &target else {
             return libc::EACCES;
         };
-        let connected = match (caller, &self.own) {
-            (Ok(caller), Some(own)) => {
-                match as_caller(&caller, own, || connect_granted(socket, path)) {
-                    Ok(connected) => connected,
-                    Err(Switch::Refused(errno)) => Err((
-                        libc::EACCES,
-                        format!(
-                            "taking on the caller's identity: {}",
-                            io::Error::from_raw_os_error(errno)
-                        ),
-                    )),
-                    Err(Switch::Stuck) => {
-                        self.stuck.set(true);
-                        Err((
-                            libc::EACCES,
-                            "the supervisor could not take its identity back".to_owned(),
-                        ))
-                    }
-                }
-            }
-            _ => Err((libc::EACCES, "the caller's identity is unknown".to_owned())),
-        };
+        let connected = self
+            .as_caller(&caller, || connect_granted(socket, path))
+            .and_then(|connected| connected);
         match connected {
             Ok(()) => {
                 self.record(name, EgressVerdict::Allowed);
