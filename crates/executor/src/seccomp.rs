@@ -485,16 +485,28 @@ pub(crate) unsafe fn install(filter: &libc::sock_fprog) -> bool {
 /// # Safety
 /// As [`install`].
 pub(crate) unsafe fn install_with_listener(filter: &libc::sock_fprog) -> libc::c_int {
-    // SAFETY: as in `install`.
-    let listener = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-            std::ptr::from_ref(filter),
-        )
-    };
-    libc::c_int::try_from(listener).unwrap_or(-1)
+    // Once the supervisor has received a call, only a fatal signal ends its
+    // wait (Linux 5.19): else a signal restarts a `connect` the supervisor
+    // may have made already, which then fails with `EISCONN`. Older kernels
+    // refuse the flag (`EINVAL`) and get the filter without it.
+    for flags in [
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+    ] {
+        // SAFETY: as in `install`.
+        let listener = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                SECCOMP_SET_MODE_FILTER,
+                flags,
+                std::ptr::from_ref(filter),
+            )
+        };
+        if listener >= 0 {
+            return libc::c_int::try_from(listener).unwrap_or(-1);
+        }
+    }
+    -1
 }
 
 /// Sets `PR_SET_NO_NEW_PRIVS` on the calling process: `execve` grants no

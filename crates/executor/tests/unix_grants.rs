@@ -339,6 +339,53 @@ fn a_hard_link_to_another_socket_at_a_granted_path_is_refused() {
     );
 }
 
+const UNDER_SIGNALS: &str = "
+import ctypes, errno, signal, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+path = sys.argv[1].encode()
+address = ctypes.create_string_buffer(socket.AF_UNIX.to_bytes(2, sys.byteorder) + path + bytes(1), 110)
+signal.signal(signal.SIGALRM, lambda *_: None)
+signal.setitimer(signal.ITIMER_REAL, 0.00002, 0.00002)
+failures = {}
+for _ in range(1000):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    while libc.connect(s.fileno(), address, 110) != 0:
+        if ctypes.get_errno() != errno.EINTR:
+            name = errno.errorcode.get(ctypes.get_errno(), '?')
+            failures[name] = failures.get(name, 0) + 1
+            break
+    s.close()
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+print('failures: %r' % failures)
+";
+
+/// A program interrupted by signals while it waits for the supervisor
+/// (timers, a runtime's preemption) may see `EINTR`, but only before the
+/// supervisor took the call: retrying then connects, as without a sandbox,
+/// never a second connect of a connected socket failing with `EISCONN`.
+#[test]
+fn a_granted_connect_survives_signals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sock");
+    let _a = Server::at(&path, "a");
+    let path = path.to_str().unwrap();
+    let executor = executor();
+    let Some(outcome) = python(
+        &executor,
+        UNDER_SIGNALS,
+        &[path],
+        granted(&[&format!("unix:{path}")]),
+    ) else {
+        return;
+    };
+    assert_eq!(
+        outcome.stdout.text_lossy(),
+        "failures: {}\n",
+        "{}",
+        outcome.stderr.text_lossy()
+    );
+}
+
 const INET: &str = "
 import errno, socket, sys
 server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
