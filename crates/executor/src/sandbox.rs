@@ -487,7 +487,7 @@ fn plan_egress(
         let unsupported = if filtered {
             crate::egress::unix_grants_supported().err()
         } else {
-            Some("the system-call filter is off (syscalls = unfiltered)".to_owned())
+            Some("the system-call filter is off for this run".to_owned())
         };
         if let Some(reason) = unsupported {
             return Err(Error::SandboxUnavailable {

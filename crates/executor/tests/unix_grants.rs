@@ -597,3 +597,24 @@ fn each_run_of_a_session_is_supervised() {
     }
     assert_eq!((a.hits(), b.hits()), (3, 0));
 }
+
+/// Without the system-call filter nothing keeps a run's Unix sockets to the
+/// granted paths: the run fails closed, naming why.
+#[test]
+fn a_unix_grant_without_the_filter_fails_closed() {
+    let sandbox = Sandbox {
+        syscalls: Syscalls::Unfiltered,
+        ..granted(&["unix:/run/a.sock"])
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let refused = runtime
+        .block_on(executor().run(&command(Path::new("/bin/true"), &[], sandbox), &limits()))
+        .unwrap_err();
+    assert!(
+        matches!(&refused, Error::SandboxUnavailable { reason, .. } if reason.contains("filter is off")),
+        "{refused}"
+    );
+}
