@@ -146,3 +146,101 @@ fn a_declared_destination_is_reached_and_every_other_is_denied_and_audited() {
     .join()
     .unwrap();
 }
+
+/// A listener at `path` that answers each connection with `label`, counting them.
+fn serve_unix(path: &std::path::Path, label: &'static str) -> Arc<AtomicUsize> {
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let _ignored = writeln!(stream, "{label}");
+        }
+    });
+    hits
+}
+
+/// Issue 23: a tool granted `unix:/path` by the operator reaches that socket and no other;
+/// the refusal is in the envelope with the line that would grant it, and in the audit log.
+#[test]
+fn a_granted_unix_socket_is_reached_and_another_is_denied_and_audited() {
+    let sockets = tempfile::tempdir().unwrap();
+    let (path_a, path_b) = (sockets.path().join("a.sock"), sockets.path().join("b.sock"));
+    let (a, b) = (
+        serve_unix(&path_a, "hello from a"),
+        serve_unix(&path_b, "hello from b"),
+    );
+    let (path_a, path_b) = (path_a.to_str().unwrap(), path_b.to_str().unwrap());
+    let context = TestContext::new();
+    let description = json!({
+        "name": "sock",
+        "description": "Talks to a Unix socket",
+        "input_schema": {"type": "object"},
+        "sandbox": {"network": [format!("unix:{path_a}")]},
+    });
+    let connect = "import socket, sys\nfor path in sys.argv[1:]:\n    try:\n        s = socket.socket(socket.AF_UNIX)\n        s.connect(path)\n        print(s.recv(64).decode().strip())\n    except OSError as error:\n        print('refused ' + error.strerror)";
+    context.tool(
+        "sock",
+        &format!(
+            "#!/bin/sh\ncase \"$1\" in\n  description) cat <<'JSON'\n{description}\nJSON\n ;;\n  run) python3 -c \"{connect}\" {path_a} {path_b} ;;\nesac\n"
+        ),
+    );
+    context.project_file(
+        ".toolsmith/config.toml",
+        &format!(
+            "[audit]\npath = \"audit.jsonl\"\n\n[tools.sock]\nnetwork = [\"unix:{path_a}\"]\n"
+        ),
+    );
+    let output = context
+        .with_tools()
+        .args(["run", "sock", "--input", "{}"])
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let result = envelope["result"].as_str().unwrap_or_default();
+    assert_eq!(
+        result, "hello from a\nrefused Permission denied",
+        "{envelope:#}"
+    );
+    assert_eq!((a.load(Ordering::SeqCst), b.load(Ordering::SeqCst)), (1, 0));
+    // The C library's own probes (nscd's socket) are refused and reported too.
+    let denied = envelope["metadata"]["sandbox"]["denied"]
+        .as_array()
+        .unwrap();
+    assert!(
+        denied.contains(&json!({
+            "kind": "network",
+            "target": format!("unix:{path_b}"),
+            "reason": "not a granted Unix socket path",
+            "grant": format!("[tools.sock] network = [\"unix:{path_b}\"]"),
+        })),
+        "{envelope:#}"
+    );
+    let audit = std::fs::read_to_string(context.project.join(".toolsmith/audit.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    let egress = line["egress"].as_array().unwrap();
+    let verdict_of = |path: &str| {
+        egress
+            .iter()
+            .find(|event| event["destination"] == format!("unix:{path}"))
+            .map(|event| (event["protocol"].clone(), event["verdict"].clone()))
+    };
+    assert_eq!(
+        verdict_of(path_a),
+        Some((json!("unix"), json!("allowed"))),
+        "{line:#}"
+    );
+    assert_eq!(
+        verdict_of(path_b),
+        Some((json!("unix"), json!("denied"))),
+        "{line:#}"
+    );
+}

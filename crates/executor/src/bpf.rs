@@ -4,7 +4,8 @@
 //! compiles that table), whose leaves run each number's rule.
 
 use crate::seccomp::{
-    AF_UNIX, LAST_CLASSIFIED, Rule, SOCK_TYPE_MASK, SOCKETPAIR_TYPES, named_rules, rules,
+    AF_UNIX, LAST_CLASSIFIED, PROXIED_FAMILIES, Rule, SOCK_TYPE_MASK, SOCKETPAIR_TYPES,
+    named_rules, rules,
 };
 
 /// `AUDIT_ARCH_X86_64`: EM_X86_64 | 64-bit | little-endian.
@@ -35,6 +36,7 @@ pub(crate) const BPF_RET_K: u16 = 0x06;
 pub(crate) const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
 pub(crate) const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 pub(crate) const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+pub(crate) const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 
 /// Offsets in `struct seccomp_data`.
 pub(crate) const OFFSET_NR: u32 = 0;
@@ -205,6 +207,8 @@ pub(crate) enum Goto {
     Next,
     Allow,
     Refuse(i32),
+    /// The supervisor's notification (`Rule::Notify`).
+    Notify,
     /// The argument check of the leaf's span at this index.
     Check(usize),
 }
@@ -234,6 +238,7 @@ pub(crate) fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
     for (index, span) in spans.iter().enumerate() {
         let target = match span.rule {
             Rule::Refuse(errno) => Goto::Refuse(errno),
+            Rule::Notify => Goto::Notify,
             _ => Goto::Check(index),
         };
         if span.first == span.last {
@@ -265,6 +270,13 @@ pub(crate) fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
     }
     let allow_at = ops.len();
     ops.push(op(BPF_RET_K, SECCOMP_RET_ALLOW));
+    let notify_at = ops.len();
+    if ops
+        .iter()
+        .any(|op| op.jt == Goto::Notify || op.jf == Goto::Notify)
+    {
+        ops.push(op(BPF_RET_K, SECCOMP_RET_USER_NOTIF));
+    }
     let mut refusals: Vec<(i32, usize)> = Vec::new();
     for index in 0..ops.len() {
         for goto in [ops[index].jt, ops[index].jf] {
@@ -281,6 +293,7 @@ pub(crate) fn leaf(spans: &[Span]) -> Vec<libc::sock_filter> {
             Goto::Next if from + 1 == comparisons => allow_at,
             Goto::Next => from + 1,
             Goto::Allow => allow_at,
+            Goto::Notify => notify_at,
             Goto::Refuse(errno) => refusals
                 .iter()
                 .find(|&&(known, _)| known == errno)
@@ -318,7 +331,7 @@ pub(crate) fn check(rule: Rule) -> Vec<Op> {
         ops
     };
     match rule {
-        Rule::Refuse(_) => Vec::new(),
+        Rule::Refuse(_) | Rule::Notify => Vec::new(),
         Rule::RefuseBits { argument, mask } => vec![
             op(BPF_LD_W_ABS, argument_low(argument)),
             op_jump(BPF_JSET_K, mask, refuse, Goto::Allow),
@@ -334,6 +347,21 @@ pub(crate) fn check(rule: Rule) -> Vec<Op> {
                 op(BPF_LD_W_ABS, argument_low(1)),
                 op(BPF_ALU_AND_K, SOCK_TYPE_MASK),
             ];
+            ops.extend(allow_only(&SOCKETPAIR_TYPES, refuse));
+            ops
+        }
+        Rule::ProxiedOrUnixStream => {
+            let mut ops = vec![op(BPF_LD_W_ABS, argument_low(0))];
+            ops.extend(
+                PROXIED_FAMILIES
+                    .iter()
+                    .map(|&family| op_jump(BPF_JEQ_K, family, Goto::Allow, Goto::Next)),
+            );
+            ops.extend([
+                op_jump(BPF_JEQ_K, AF_UNIX, Goto::Next, refuse),
+                op(BPF_LD_W_ABS, argument_low(1)),
+                op(BPF_ALU_AND_K, SOCK_TYPE_MASK),
+            ]);
             ops.extend(allow_only(&SOCKETPAIR_TYPES, refuse));
             ops
         }

@@ -138,7 +138,7 @@ pub(crate) extern "C" fn child_main(argument: *mut c_void) -> c_int {
             if !seccomp::set_no_new_privs() {
                 return fail(context, Stage::NoNewPrivs);
             }
-            if !seccomp::install(filter) {
+            if !install_filter(setup, filter) {
                 return fail(context, Stage::Seccomp);
             }
         }
@@ -389,11 +389,36 @@ unsafe fn confine(setup: &InitPlan, plan: &SpawnPlan) -> Result<(), Stage> {
     if !setup.with_init
         && let Some(filter) = &setup.seccomp
         // SAFETY: a program the parent built, which outlives the call.
-        && !unsafe { seccomp::install(filter) }
+        && !unsafe { install_filter(setup, filter) }
     {
         return Err(Stage::Seccomp);
     }
     Ok(())
+}
+
+/// Installs the run's filter. A filter that sends `connect` to the
+/// supervisor (`seccomp::Sockets::ProxiedUnix`) is installed with a listener,
+/// which goes to the executor on the egress channel, after the proxy's
+/// listener, and is closed here before any program of the run exists (a
+/// program holding it could answer its own notifications).
+///
+/// # Safety
+/// In the clone child: raw system calls only.
+unsafe fn install_filter(setup: &InitPlan, filter: &libc::sock_fprog) -> bool {
+    let Some(channel) = setup.egress_channel.filter(|_| setup.seccomp_listener) else {
+        // SAFETY: as the caller's.
+        return unsafe { seccomp::install(filter) };
+    };
+    // SAFETY: as the caller's; the listener is ours to send and close.
+    unsafe {
+        let listener = seccomp::install_with_listener(filter);
+        if listener < 0 {
+            return false;
+        }
+        let sent = crate::egress::send_descriptor(channel, listener);
+        libc::close(listener);
+        sent
+    }
 }
 
 /// Makes every mount private (so nothing the child mounts propagates to the

@@ -116,6 +116,15 @@ pub(crate) async fn run(
         )?),
         None => None,
     };
+    // The supervisor of the run's Unix socket grants: its program waits in
+    // `connect` until the supervisor answers, so it may start after the program.
+    let unix_grants = match &sandbox.egress {
+        Some(channel) if sandbox.seccomp_listener => Some(crate::egress::UnixSupervisor::start(
+            channel.notifier()?,
+            channel.egress.unix_sockets.clone(),
+        )?),
+        _ => None,
+    };
     let Some(leader) = guard.leader.as_ref() else {
         return Err(lost("the run lost its leader"));
     };
@@ -155,10 +164,13 @@ pub(crate) async fn run(
     .await?;
     drain(&mut streams).await;
     let wall_time = started.elapsed();
-    let egress = match proxy {
+    let mut egress = match proxy {
         Some(proxy) => proxy.finish().await,
         None => Vec::new(),
     };
+    if let Some(unix_grants) = unix_grants {
+        egress.extend(unix_grants.finish().await);
+    }
     let mut outcome = outcome(executor, limits, supervised, streams, settled, wall_time)?;
     outcome.egress = egress;
     if let Some(watch) = watch {

@@ -264,6 +264,9 @@ pub(crate) struct SandboxPlan {
     /// The mask server's nodes of the run's masks, each with the hidden entry it masks: kept
     /// here for the run's watch when the spawn plan takes `mounts`.
     pub(crate) mask_nodes: Vec<(u64, std::path::PathBuf)>,
+    /// The filter sends `connect` to a supervisor and is installed with a
+    /// listener (a run with Unix socket grants).
+    pub(crate) seccomp_listener: bool,
 }
 
 impl SandboxPlan {
@@ -406,9 +409,11 @@ pub(crate) fn plan(
         .and_then(|mounts| mounts.masks.as_ref())
         .map(|masks| masks.nodes.clone())
         .unwrap_or_default();
+    let sockets = sockets(&sandbox.network, &applied);
     Ok(SandboxPlan {
         mask_nodes,
         egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
+        seccomp_listener: seccomp_program.is_some() && sockets == seccomp::Sockets::ProxiedUnix,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -416,8 +421,7 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program
-            .map(|()| seccomp::program(sockets(&sandbox.network, &applied), applied.private_pids)),
+        seccomp: seccomp_program.map(|()| seccomp::program(sockets, applied.private_pids)),
         applied,
     })
 }
@@ -465,8 +469,12 @@ fn plan_masks(
 
 /// Which sockets the filter lets a run make (`seccomp::Sockets`).
 fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
-    if matches!(network, Network::Proxy(_)) {
-        seccomp::Sockets::Proxied
+    if let Network::Proxy(egress) = network {
+        if egress.unix_sockets.is_empty() {
+            seccomp::Sockets::Proxied
+        } else {
+            seccomp::Sockets::ProxiedUnix
+        }
     } else {
         applied.network_denied.into()
     }
@@ -483,13 +491,20 @@ fn plan_egress(
         return Ok(None);
     };
     if !egress.unix_sockets.is_empty() {
-        // Fail closed: nothing yet restricts which pathname sockets a run that
-        // may make Unix sockets reaches (docs/security.md).
-        return Err(Error::SandboxUnavailable {
-            requirement: "network = [\"unix:...\"]",
-            mechanism: "a Unix socket allow-list",
-            reason: "Unix socket grants are not enforced yet".to_owned(),
-        });
+        // Fail closed: only the filter's notifications and the supervisor
+        // (`egress/unix.rs`) keep a run's Unix sockets to the granted paths.
+        let unsupported = if filtered {
+            crate::egress::unix_grants_supported().err()
+        } else {
+            Some("the system-call filter is off for this run".to_owned())
+        };
+        if let Some(reason) = unsupported {
+            return Err(Error::SandboxUnavailable {
+                requirement: "network = [\"unix:...\"]",
+                mechanism: "a seccomp supervisor of connect",
+                reason,
+            });
+        }
     }
     if !filtered {
         applied.relaxed.push(

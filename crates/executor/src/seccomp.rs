@@ -208,6 +208,13 @@ pub(crate) enum Rule {
         values: &'static [u32],
         errno: i32,
     },
+    /// `socket` in a run with Unix socket grants: the `PROXIED_FAMILIES`,
+    /// and `AF_UNIX` of the `SOCKETPAIR_TYPES` only (never `SOCK_DGRAM`,
+    /// which could `sendto` any named socket without a `connect`).
+    ProxiedOrUnixStream,
+    /// Sent to toolsmith's supervisor (`SECCOMP_RET_USER_NOTIF`), which
+    /// answers it (`egress/unix.rs`): `connect` in a run with Unix socket grants.
+    Notify,
 }
 
 /// Which sockets a run may make: the filter's one network-dependent part.
@@ -221,6 +228,11 @@ pub(crate) enum Sockets {
     /// a pathname Unix socket of the host (a container engine's, the D-Bus
     /// system bus, `/dev/log`) is reachable from any network namespace.
     Proxied,
+    /// As [`Sockets::Proxied`], plus `AF_UNIX` stream and seqpacket sockets,
+    /// for a run granted Unix socket paths: every `connect` goes to
+    /// toolsmith's supervisor (`egress/unix.rs`), which connects a Unix
+    /// socket only to a granted path, itself.
+    ProxiedUnix,
     /// None (`network = deny`).
     None,
 }
@@ -245,7 +257,7 @@ pub(crate) fn program(
     sockets: impl Into<Sockets>,
     private_pids: bool,
 ) -> &'static [libc::sock_filter] {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 6] = [const { OnceLock::new() }; 6];
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 8] = [const { OnceLock::new() }; 8];
     let sockets = sockets.into();
     let index = sockets as usize * 2 + usize::from(private_pids);
     PROGRAMS[index].get_or_init(|| build(sockets, private_pids))
@@ -362,6 +374,18 @@ pub(crate) fn named_rules(sockets: impl Into<Sockets>, private_pids: bool) -> Ve
             },
         ));
         rules.push((libc::SYS_socketpair, Rule::UnixStreamPairsOnly));
+    } else if sockets == Sockets::ProxiedUnix {
+        // A Unix socket reaches whatever pathname socket of the host its
+        // `connect` names, and the filter cannot read the name: every
+        // `connect` (of every family: the filter cannot tell a descriptor's
+        // family either) goes to the supervisor, which decides on its own
+        // copy of the address and connects the socket itself. Stream and
+        // seqpacket sockets address nothing but through `connect`: a stream
+        // socket refuses an address on `sendto`/`sendmsg` (`EOPNOTSUPP` or
+        // `EISCONN`), a seqpacket socket ignores it.
+        rules.push((libc::SYS_socket, Rule::ProxiedOrUnixStream));
+        rules.push((libc::SYS_socketpair, Rule::UnixStreamPairsOnly));
+        rules.push((libc::SYS_connect, Rule::Notify));
     } else if sockets == Sockets::None {
         // Under deny the run's network namespace is empty (loopback down),
         // but a socket is still a door. A Unix socket reaches the host's
@@ -453,6 +477,36 @@ pub(crate) unsafe fn install(filter: &libc::sock_fprog) -> bool {
             std::ptr::from_ref(filter),
         ) == 0
     }
+}
+
+/// Installs `filter` on the calling thread with `SECCOMP_FILTER_FLAG_NEW_LISTENER`:
+/// the descriptor (close-on-exec) of its notifications, or -1.
+///
+/// # Safety
+/// As [`install`].
+pub(crate) unsafe fn install_with_listener(filter: &libc::sock_fprog) -> libc::c_int {
+    // Once the supervisor has received a call, only a fatal signal ends its
+    // wait (Linux 5.19): else a signal restarts a `connect` the supervisor
+    // may have made already, which then fails with `EISCONN`. Older kernels
+    // refuse the flag (`EINVAL`) and get the filter without it.
+    for flags in [
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+    ] {
+        // SAFETY: as in `install`.
+        let listener = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                SECCOMP_SET_MODE_FILTER,
+                flags,
+                std::ptr::from_ref(filter),
+            )
+        };
+        if listener >= 0 {
+            return libc::c_int::try_from(listener).unwrap_or(-1);
+        }
+    }
+    -1
 }
 
 /// Sets `PR_SET_NO_NEW_PRIVS` on the calling process: `execve` grants no
@@ -559,6 +613,7 @@ mod tests {
         Allow,
         Errno(i32),
         Kill,
+        Notify,
     }
 
     impl Verdict {
@@ -567,6 +622,7 @@ mod tests {
                 0x7fff_0000 => Verdict::Allow,
                 0x0005_0000 => Verdict::Errno(i32::try_from(value & 0xffff).unwrap()),
                 0x8000_0000 => Verdict::Kill,
+                0x7fc0_0000 => Verdict::Notify,
                 _ => panic!("unexpected return value {value:#x}"),
             }
         }
@@ -1110,6 +1166,67 @@ mod tests {
             let count = numbers.len();
             numbers.dedup();
             assert_eq!(numbers.len(), count);
+        }
+    }
+
+    #[test]
+    fn with_unix_grants_only_stream_unix_sockets_are_made_and_every_connect_is_supervised() {
+        use crate::seccomp::Sockets;
+        for private_pids in [false, true] {
+            let program = build(Sockets::ProxiedUnix, private_pids);
+            let proxied = build(Sockets::Proxied, private_pids);
+            check_jumps(&program);
+            for nr in 0..1024 {
+                for args in [[0; 6], [1, 1, 0, 0, 0, 0], [2, 2, 16, 0, 0, 0]] {
+                    let data = Data {
+                        nr,
+                        arch: AUDIT_ARCH,
+                        args,
+                    };
+                    let verdict = Verdict::from_return(interpret(&program, &data));
+                    let call = libc::c_long::from(nr);
+                    if call == libc::SYS_connect {
+                        assert_eq!(verdict, Verdict::Notify);
+                    } else if call != libc::SYS_socket {
+                        // Every other call as under the proxy without Unix grants.
+                        let without = Verdict::from_return(interpret(&proxied, &data));
+                        assert_eq!(verdict, without, "nr {nr}");
+                    }
+                }
+            }
+            for family in 0..=64 {
+                for kind in 0..16 {
+                    let data = Data {
+                        nr: u32::try_from(libc::SYS_socket).unwrap(),
+                        arch: AUDIT_ARCH,
+                        args: [family, kind | 0x8_0800, 0, 0, 0, 0],
+                    };
+                    let allowed =
+                        matches!(family, 2 | 10 | 16) || (family == 1 && matches!(kind, 1 | 5));
+                    let expected = if allowed {
+                        Verdict::Allow
+                    } else {
+                        Verdict::Errno(libc::EPERM)
+                    };
+                    let verdict = Verdict::from_return(interpret(&program, &data));
+                    assert_eq!(verdict, expected, "socket({family}, {kind})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn runs_without_unix_grants_never_wait_for_the_supervisor() {
+        use crate::seccomp::Sockets;
+        for sockets in [Sockets::Any, Sockets::Proxied, Sockets::None] {
+            for private_pids in [false, true] {
+                assert!(
+                    build(sockets, private_pids)
+                        .iter()
+                        .all(|instruction| instruction.code != 0x06 || instruction.k != 0x7fc0_0000),
+                    "{sockets:?}"
+                );
+            }
         }
     }
 }

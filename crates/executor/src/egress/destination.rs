@@ -320,7 +320,8 @@ pub struct Egress {
     /// public addresses. Private, loopback and link-local addresses still
     /// need a literal grant.
     pub any_public: bool,
-    /// The Unix sockets the run may connect to (paths in the run's view).
+    /// The Unix sockets the run may connect to: host paths, taken literally
+    /// (toolsmith connects them in its own view, crossing no symbolic link).
     pub unix_sockets: Vec<PathBuf>,
 }
 
@@ -373,6 +374,10 @@ pub enum EgressProtocol {
     Socks5,
     /// Something else (SOCKS4, a malformed request): refused.
     Other,
+    /// A `connect` of a Unix socket, answered by the run's supervisor
+    /// (`egress/unix.rs`); the destination is `unix:/path` (`unix:@name` for
+    /// an abstract name), the port 0.
+    Unix,
 }
 
 impl EgressProtocol {
@@ -383,6 +388,7 @@ impl EgressProtocol {
             EgressProtocol::HttpConnect => "http-connect",
             EgressProtocol::Socks5 => "socks5",
             EgressProtocol::Other => "other",
+            EgressProtocol::Unix => "unix",
         }
     }
 }

@@ -26,6 +26,7 @@ pub(crate) struct EgressChannel {
     parent: OwnedFd,
     child: OwnedFd,
     listener: Mutex<Option<OwnedFd>>,
+    notifier: Mutex<Option<OwnedFd>>,
 }
 
 impl EgressChannel {
@@ -54,6 +55,7 @@ impl EgressChannel {
             parent,
             child,
             listener: Mutex::new(None),
+            notifier: Mutex::new(None),
         })
     }
 
@@ -75,6 +77,31 @@ impl EgressChannel {
         let listener = held.as_ref().ok_or_else(|| lost("no listener"))?;
         listener.try_clone().map_err(|source| Error::Sys {
             call: "dup (egress listener)",
+            source,
+        })
+    }
+}
+
+impl EgressChannel {
+    /// A duplicate of the listener of the run's filter notifications, which
+    /// the namespace's first process sent after the proxy's listener when
+    /// the run has Unix socket grants (`child.rs`). Each run of a session
+    /// (which take turns) gets one for its supervisor.
+    pub(crate) fn notifier(&self) -> Result<OwnedFd, Error> {
+        // The proxy's listener comes first on the channel.
+        drop(self.listener()?);
+        let mut held = self
+            .notifier
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if held.is_none() {
+            *held = Some(receive(self.parent.as_raw_fd())?);
+        }
+        let notifier = held
+            .as_ref()
+            .ok_or_else(|| lost("no notification listener"))?;
+        notifier.try_clone().map_err(|source| Error::Sys {
+            call: "dup (seccomp notification listener)",
             source,
         })
     }
@@ -157,7 +184,7 @@ pub(crate) unsafe fn listen_and_send(channel: RawFd) -> bool {
             size_of::<libc::sockaddr_in>() as libc::socklen_t,
         ) == 0
             && libc::listen(listener, 128) == 0
-            && send(channel, listener);
+            && send_descriptor(channel, listener);
         libc::close(listener);
         sent
     }
@@ -182,7 +209,11 @@ unsafe fn loopback_up() -> bool {
     }
 }
 
-unsafe fn send(channel: RawFd, fd: RawFd) -> bool {
+/// Sends `fd` on `channel` with one byte; false when it failed.
+///
+/// # Safety
+/// Raw system calls on stack buffers: for the clone child.
+pub(crate) unsafe fn send_descriptor(channel: RawFd, fd: RawFd) -> bool {
     // SAFETY: a sendmsg of one byte and one descriptor from stack buffers.
     unsafe {
         let mut byte = 1u8;

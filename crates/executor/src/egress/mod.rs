@@ -3,9 +3,11 @@
 
 mod check;
 mod destination;
+mod identity;
 mod listen;
 mod protocol;
 mod proxy;
+mod unix;
 
 pub use destination::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
@@ -13,5 +15,6 @@ pub use destination::{
 };
 
 pub use listen::PROXY_PORT;
-pub(crate) use listen::{EgressChannel, listen_and_send, proxy_env};
+pub(crate) use listen::{EgressChannel, listen_and_send, proxy_env, send_descriptor};
 pub(crate) use proxy::{Proxy, Resolver};
+pub(crate) use unix::{UnixSupervisor, supported as unix_grants_supported};

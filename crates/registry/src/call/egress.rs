@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use toolsmith_executor::{DEFAULT_PORTS, EgressEvent, EgressVerdict};
+use toolsmith_executor::{DEFAULT_PORTS, EgressEvent, EgressProtocol, EgressVerdict};
 
 use crate::grant::{DenialKind, SandboxDenial, toml_string};
 use crate::sandbox::SandboxReport;
@@ -59,6 +59,18 @@ fn grant_target(host: &str, port: u16) -> String {
 /// The denial of one refused connection of `tool`. A name refused for the address it
 /// resolved to (a private or loopback one) is granted by naming that address literally.
 fn denial(tool: &str, event: &EgressEvent, reason: &str) -> SandboxDenial {
+    if event.protocol == EgressProtocol::Unix {
+        // `unix:/path` (or `unix:@name`, which no grant allows), as a grant names it.
+        return SandboxDenial {
+            kind: DenialKind::Network,
+            target: event.destination.clone(),
+            reason: reason.to_owned(),
+            grant: format!(
+                "[tools.{tool}] network = [{}]",
+                toml_string(&event.destination)
+            ),
+        };
+    }
     let asked = grant_target(&event.destination, event.port);
     let by_address = event
         .resolved
@@ -99,7 +111,6 @@ pub(crate) fn report(report: &mut SandboxReport, tool: &str, events: &[EgressEve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolsmith_executor::EgressProtocol;
 
     fn event(
         destination: &str,
@@ -162,6 +173,25 @@ mod tests {
                 .denied
                 .iter()
                 .all(|denial| denial.kind == DenialKind::Network)
+        );
+    }
+
+    #[test]
+    fn a_refused_unix_socket_names_its_path_as_the_grant() {
+        let mut sandbox = SandboxReport::refused(Vec::new());
+        let mut refused = event(
+            "unix:/run/b.sock",
+            0,
+            None,
+            EgressVerdict::Denied("no".to_owned()),
+        );
+        refused.protocol = EgressProtocol::Unix;
+        report(&mut sandbox, "db", &[refused]);
+        assert_eq!(sandbox.denied.len(), 1);
+        assert_eq!(sandbox.denied[0].target, "unix:/run/b.sock");
+        assert_eq!(
+            sandbox.denied[0].grant,
+            "[tools.db] network = [\"unix:/run/b.sock\"]"
         );
     }
 }

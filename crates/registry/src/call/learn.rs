@@ -171,6 +171,12 @@ fn allowed_destinations(outcomes: &[CaseOutcome]) -> Vec<NetworkTarget> {
         .flat_map(|outcome| &outcome.envelope.metadata.egress)
         .filter(|event| event.verdict == EgressVerdict::Allowed)
         .filter_map(|event| {
+            if event.destination.starts_with("unix:") {
+                // A Unix socket connect the supervisor allowed: granted by its path.
+                return NetworkTarget::parse(&event.destination)
+                    .ok()
+                    .map(|target| target.to_string());
+            }
             let host = if event.destination.contains(':') {
                 format!("[{}]", event.destination)
             } else {

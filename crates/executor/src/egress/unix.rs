@@ -1,0 +1,696 @@
+//! The supervisor of a run's Unix socket grants (`network = ["unix:/path"]`).
+//!
+//! The run's filter (`seccomp::Sockets::ProxiedUnix`) lets it make Unix
+//! stream and seqpacket sockets and sends every `connect` here, through the
+//! listener of a seccomp user notification. The filter cannot read the
+//! address, and letting the kernel continue a checked call is unsound: the
+//! kernel reads the address (and looks the descriptor up) again, after any
+//! other thread of the tool has changed them (`seccomp_unotify(2)`). So the
+//! supervisor never continues a call. It copies the address once from the
+//! tool's memory, checks that the notification is still live (so the memory
+//! and the descriptor it takes were the caller's), takes the caller's socket
+//! with `pidfd_getfd` (the same open file), and decides on its own copy by
+//! the family of the socket it holds, which no thread of the tool can change:
+//!
+//! - a Unix socket is connected, by toolsmith, only to a path the grant names
+//!   byte for byte, opened in toolsmith's view without crossing a symbolic
+//!   link and connected through that descriptor (`/proc/self/fd/N`), so no
+//!   name the tool controls (a symlink in its directory, `/proc/self/root`,
+//!   an abstract name) reaches another socket; anything else is refused with
+//!   `EACCES` and recorded as a denial;
+//! - any other socket (IPv4, IPv6, netlink: the only other families the
+//!   filter lets the run make) is connected to the supervisor's copy of the
+//!   address. A socket stays in the network namespace it was made in, and the
+//!   run's has nothing but loopback and the proxy's port, so this reaches
+//!   exactly what the call would have reached without the supervisor.
+//!
+//! The supervisor replies with the result of its own `connect`. A connect of
+//! a blocking socket is bounded by [`CONNECT_TIMEOUT`] (through the socket's
+//! send timeout, restored afterwards), so no tool can hold the supervisor.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::identity::{Identity, Switch, as_caller};
+use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
+
+/// How long the supervisor waits for the connect of a blocking socket.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// At most this many connects of one run are recorded (each is still decided).
+const MAX_RECORDS: usize = 4096;
+
+/// `sizeof(struct sockaddr_storage)`: the kernel refuses longer addresses.
+const MAX_ADDRESS: usize = size_of::<libc::sockaddr_storage>();
+
+/// Whether this kernel has what the supervisor needs: user notifications
+/// (Linux 5.0), `pidfd_getfd` (5.6) and `openat2` (5.6); the reason when not.
+pub(crate) fn supported() -> Result<(), String> {
+    static SUPPORTED: OnceLock<Result<(), String>> = OnceLock::new();
+    SUPPORTED.get_or_init(probe).clone()
+}
+
+fn probe() -> Result<(), String> {
+    let action = libc::SECCOMP_RET_USER_NOTIF;
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32.
+    let notify = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0 as libc::c_uint,
+            std::ptr::from_ref(&action),
+        )
+    };
+    if notify != 0 {
+        return Err(format!(
+            "seccomp user notifications are unavailable (Linux 5.0): {}",
+            io::Error::last_os_error()
+        ));
+    }
+    for (call, name) in [
+        (libc::SYS_pidfd_getfd, "pidfd_getfd (Linux 5.6)"),
+        (libc::SYS_openat2, "openat2 (Linux 5.6)"),
+    ] {
+        // SAFETY: invalid arguments: the call fails without touching memory.
+        let result = unsafe { libc::syscall(call, -1, 0_usize, 0_usize, 0_usize) };
+        if result < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            return Err(format!("{name} is unavailable"));
+        }
+    }
+    Ok(())
+}
+
+/// A running supervisor; [`UnixSupervisor::finish`] stops it and returns its events.
+#[derive(Debug)]
+pub(crate) struct UnixSupervisor {
+    stop: OwnedFd,
+    thread: JoinHandle<()>,
+    events: Arc<Mutex<Vec<EgressEvent>>>,
+}
+
+impl UnixSupervisor {
+    /// Answers the notifications of `listener` on a thread of its own.
+    pub(crate) fn start(listener: OwnedFd, granted: Vec<PathBuf>) -> Result<Self, Error> {
+        // SAFETY: eventfd returns a fresh descriptor or -1.
+        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if stop < 0 {
+            return Err(Error::Sys {
+                call: "eventfd (Unix socket supervisor)",
+                source: io::Error::last_os_error(),
+            });
+        }
+        // SAFETY: fresh and ours.
+        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
+        let stop_copy = stop.try_clone().map_err(|source| Error::Sys {
+            call: "dup (Unix socket supervisor)",
+            source,
+        })?;
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let supervisor = Supervisor {
+            listener,
+            stop: stop_copy,
+            granted: granted
+                .iter()
+                .map(|path| path.as_os_str().as_bytes().to_vec())
+                .collect(),
+            events: Arc::clone(&events),
+            own: None,
+            stuck: std::cell::Cell::new(false),
+        };
+        let thread = std::thread::Builder::new()
+            .name("unix-grants".to_owned())
+            .spawn(move || supervisor.serve())
+            .map_err(|source| Error::Sys {
+                call: "spawning the Unix socket supervisor",
+                source,
+            })?;
+        Ok(UnixSupervisor {
+            stop,
+            thread,
+            events,
+        })
+    }
+
+    /// Stops answering (a call still waiting then fails with `ENOSYS`, as
+    /// the kernel answers a notification no one listens to) and returns
+    /// every connect the run's Unix sockets asked for.
+    pub(crate) async fn finish(self) -> Vec<EgressEvent> {
+        let one = 1_u64;
+        // SAFETY: an eventfd takes an 8-byte write.
+        unsafe { libc::write(self.stop.as_raw_fd(), (&raw const one).cast(), 8) };
+        let thread = self.thread;
+        let _joined = tokio::task::spawn_blocking(move || thread.join()).await;
+        std::mem::take(
+            &mut *self
+                .events
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
+
+/// The supervisor's side: the listener, the granted paths as bytes, the events.
+struct Supervisor {
+    listener: OwnedFd,
+    stop: OwnedFd,
+    granted: Vec<Vec<u8>>,
+    events: Arc<Mutex<Vec<EgressEvent>>>,
+    /// The supervisor thread's own identity, taken back after each connect.
+    own: Option<Identity>,
+    /// The thread could not take its own identity back: it answers no more.
+    stuck: std::cell::Cell<bool>,
+}
+
+impl Supervisor {
+    fn serve(mut self) {
+        // Read on this thread: the identity the connects switch from and back to.
+        self.own = Identity::own().ok();
+        while !self.stuck.get() {
+            let mut polled = [
+                libc::pollfd {
+                    fd: self.listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.stop.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two pollfds on the stack.
+            let ready = unsafe { libc::poll(polled.as_mut_ptr(), 2, -1) };
+            if ready < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return;
+            }
+            if polled[1].revents != 0 {
+                return;
+            }
+            if polled[0].revents & libc::POLLIN == 0 {
+                // POLLHUP: every process of the run is gone.
+                return;
+            }
+            // SAFETY: the kernel requires a zeroed notification.
+            let mut notification: libc::seccomp_notif = unsafe { zeroed() };
+            // SAFETY: RECV fills one seccomp_notif.
+            let received = unsafe {
+                libc::ioctl(
+                    self.listener.as_raw_fd(),
+                    libc::SECCOMP_IOCTL_NOTIF_RECV,
+                    &raw mut notification,
+                )
+            };
+            if received != 0 {
+                // ENOENT: the caller went away between poll and receive.
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::ENOENT | libc::EINTR) => continue,
+                    _ => return,
+                }
+            }
+            if let Some(errno) = self.answer(&notification) {
+                self.reply(notification.id, errno);
+            }
+        }
+    }
+
+    /// Sends the result of the caller's `connect`: 0, or `-1` with `errno`.
+    fn reply(&self, id: u64, errno: i32) {
+        let response = libc::seccomp_notif_resp {
+            id,
+            val: if errno == 0 { 0 } else { -1 },
+            error: -errno,
+            flags: 0,
+        };
+        // SAFETY: SEND reads one seccomp_notif_resp. ENOENT (the caller died
+        // or was interrupted) leaves nothing to do.
+        unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                &raw const response,
+            )
+        };
+    }
+
+    /// Whether the notification `id` still waits for its answer: its caller
+    /// is alive and still in the call, so what was read of it was its own.
+    fn still_waiting(&self, id: u64) -> bool {
+        // SAFETY: ID_VALID reads one u64.
+        unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+                &raw const id,
+            ) == 0
+        }
+    }
+
+    /// The errno the caller's `connect` returns (0 for success), or `None`
+    /// when the call ended before the answer.
+    fn answer(&self, notification: &libc::seccomp_notif) -> Option<i32> {
+        if i64::from(notification.data.nr) != libc::SYS_connect {
+            return Some(libc::ENOSYS);
+        }
+        let [descriptor, address_at, length, ..] = notification.data.args;
+        let Ok(length) = usize::try_from(length as u32 as i32) else {
+            return Some(libc::EINVAL);
+        };
+        if length > MAX_ADDRESS {
+            return Some(libc::EINVAL);
+        }
+        let pid = notification.pid;
+        let address = match read_memory(pid, address_at, length) {
+            Ok(address) => address,
+            Err(errno) => return self.still_waiting(notification.id).then_some(errno),
+        };
+        let caller = Identity::of_thread(pid);
+        let process = open_pidfd(pid);
+        if !self.still_waiting(notification.id) {
+            return None;
+        }
+        let process = match process {
+            Ok(process) => process,
+            Err(errno) => return Some(errno),
+        };
+        let socket = match take_descriptor(&process, descriptor as u32 as i32) {
+            Ok(socket) => socket,
+            Err(errno) => return Some(errno),
+        };
+        let family = match socket_family(&socket) {
+            Ok(family) => family,
+            Err(errno) => return Some(errno),
+        };
+        if family != libc::AF_UNIX {
+            // With the caller's identity too: a connect can need a
+            // capability (a netlink socket's to a group or port), which
+            // toolsmith must not lend.
+            return Some(
+                self.as_caller(&caller, || connect_bounded(&socket, &address))
+                    .unwrap_or_else(|(errno, _)| errno),
+            );
+        }
+        Some(self.connect_unix(&socket, &address, caller))
+    }
+
+    /// Runs `action` on this thread with the caller's identity
+    /// (`identity.rs`); the errno and reason when that cannot be done.
+    fn as_caller<T>(
+        &self,
+        caller: &Result<Identity, i32>,
+        action: impl FnOnce() -> T,
+    ) -> Result<T, (i32, String)> {
+        let (Ok(caller), Some(own)) = (caller, &self.own) else {
+            return Err((libc::EACCES, "the caller's identity is unknown".to_owned()));
+        };
+        as_caller(caller, own, action).map_err(|switch| match switch {
+            Switch::Refused(errno) => (
+                libc::EACCES,
+                format!(
+                    "taking on the caller's identity: {}",
+                    io::Error::from_raw_os_error(errno)
+                ),
+            ),
+            Switch::Stuck => {
+                self.stuck.set(true);
+                (
+                    libc::EACCES,
+                    "the supervisor could not take its identity back".to_owned(),
+                )
+            }
+        })
+    }
+
+    /// A Unix socket's `connect`: to a granted path, with the caller's
+    /// identity (`identity.rs`), or refused.
+    fn connect_unix(&self, socket: &OwnedFd, address: &[u8], caller: Result<Identity, i32>) -> i32 {
+        let target = match UnixTarget::parse(address) {
+            Ok(target) => target,
+            Err(errno) => return errno,
+        };
+        let name = target.name();
+        let granted = match &target {
+            UnixTarget::Path(path) => self.granted.iter().any(|granted| granted == path),
+            UnixTarget::Abstract(_) | UnixTarget::Unnamed => false,
+        };
+        if !granted {
+            let reason = match target {
+                UnixTarget::Path(_) => "not a granted Unix socket path",
+                UnixTarget::Abstract(_) => "an abstract Unix socket name is never granted",
+                UnixTarget::Unnamed => "an unnamed Unix socket address",
+            };
+            self.record(name, EgressVerdict::Denied(reason.to_owned()));
+            return libc::EACCES;
+        }
+        let UnixTarget::Path(path) = &target else {
+            return libc::EACCES;
+        };
+        let connected = self
+            .as_caller(&caller, || connect_granted(socket, path))
+            .and_then(|connected| connected);
+        match connected {
+            Ok(()) => {
+                self.record(name, EgressVerdict::Allowed);
+                0
+            }
+            Err((errno, reason)) => {
+                self.record(name, EgressVerdict::Failed(reason));
+                errno
+            }
+        }
+    }
+
+    fn record(&self, destination: String, verdict: EgressVerdict) {
+        let mut events = self
+            .events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if events.len() < MAX_RECORDS {
+            events.push(EgressEvent {
+                protocol: EgressProtocol::Unix,
+                destination,
+                port: 0,
+                resolved: None,
+                verdict,
+                bytes_out: 0,
+                bytes_in: 0,
+            });
+        }
+    }
+}
+
+/// What a Unix socket address names, parsed from the supervisor's copy.
+#[derive(Debug, PartialEq, Eq)]
+enum UnixTarget {
+    /// A pathname (the bytes before the first NUL).
+    Path(Vec<u8>),
+    /// An abstract name (after the leading NUL).
+    Abstract(Vec<u8>),
+    /// No name at all (`sizeof(sa_family_t)` bytes).
+    Unnamed,
+}
+
+impl UnixTarget {
+    /// The target of `address`, or the errno the kernel gives a malformed one.
+    fn parse(address: &[u8]) -> Result<UnixTarget, i32> {
+        let family_size = size_of::<libc::sa_family_t>();
+        let Some((family, path)) = address.split_at_checked(family_size) else {
+            return Err(libc::EINVAL);
+        };
+        if u16::from_ne_bytes([family[0], family[1]]) != libc::AF_UNIX as u16 {
+            return Err(libc::EINVAL);
+        }
+        Ok(match path.split_first() {
+            None => UnixTarget::Unnamed,
+            Some((0, name)) => UnixTarget::Abstract(name.to_vec()),
+            Some(_) => {
+                let end = path
+                    .iter()
+                    .position(|&byte| byte == 0)
+                    .unwrap_or(path.len());
+                UnixTarget::Path(path[..end].to_vec())
+            }
+        })
+    }
+
+    /// `unix:/path`, `unix:@name` or `unix:`, as reports and grants name it.
+    fn name(&self) -> String {
+        match self {
+            UnixTarget::Path(path) => format!("unix:{}", String::from_utf8_lossy(path)),
+            UnixTarget::Abstract(name) => format!("unix:@{}", String::from_utf8_lossy(name)),
+            UnixTarget::Unnamed => "unix:".to_owned(),
+        }
+    }
+}
+
+fn last_errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// Copies `length` bytes at `at` in process `pid`, once.
+fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i32> {
+    let mut copy = vec![0_u8; length];
+    if length == 0 {
+        return Ok(copy);
+    }
+    let local = libc::iovec {
+        iov_base: copy.as_mut_ptr().cast(),
+        iov_len: length,
+    };
+    let remote = libc::iovec {
+        iov_base: at as usize as *mut libc::c_void,
+        iov_len: length,
+    };
+    let pid = libc::pid_t::try_from(pid).map_err(|_| libc::ESRCH)?;
+    // SAFETY: the local buffer has `length` bytes; the remote one is read by the kernel.
+    let read = unsafe { libc::process_vm_readv(pid, &raw const local, 1, &raw const remote, 1, 0) };
+    if usize::try_from(read).ok() != Some(length) {
+        return Err(libc::EFAULT);
+    }
+    Ok(copy)
+}
+
+/// A pidfd of thread `tid` (`PIDFD_THREAD`, Linux 6.9), or of its thread
+/// group on older kernels.
+fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
+    let open = |pid: u32, flags: libc::c_uint| -> Result<OwnedFd, i32> {
+        // SAFETY: pidfd_open returns a fresh descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) };
+        let fd = RawFd::try_from(fd).map_err(|_| libc::EBADF)?;
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: fresh and ours.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    open(tid, libc::O_EXCL as libc::c_uint).or_else(|_| open(thread_group(tid)?, 0))
+}
+
+/// The thread group of `tid`, from `/proc`.
+fn thread_group(tid: u32) -> Result<u32, i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| libc::ESRCH)?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Tgid:"))
+        .and_then(|tgid| tgid.trim().parse().ok())
+        .ok_or(libc::ESRCH)
+}
+
+/// The caller's descriptor `fd`: the same open file, now also ours.
+fn take_descriptor(process: &OwnedFd, fd: i32) -> Result<OwnedFd, i32> {
+    // SAFETY: pidfd_getfd returns a fresh descriptor (close-on-exec) or -1.
+    let taken = unsafe { libc::syscall(libc::SYS_pidfd_getfd, process.as_raw_fd(), fd, 0_u32) };
+    let taken = RawFd::try_from(taken).map_err(|_| libc::EBADF)?;
+    if taken < 0 {
+        return Err(match last_errno() {
+            libc::EBADF => libc::EBADF,
+            _ => libc::ESRCH,
+        });
+    }
+    // SAFETY: fresh and ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(taken) })
+}
+
+fn socket_family(socket: &OwnedFd) -> Result<i32, i32> {
+    let mut family: libc::c_int = 0;
+    let mut size = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: SO_DOMAIN writes one int.
+    let got = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_DOMAIN,
+            (&raw mut family).cast(),
+            &raw mut size,
+        )
+    };
+    if got != 0 {
+        return Err(last_errno());
+    }
+    Ok(family)
+}
+
+/// Opens the granted `path` in toolsmith's view without crossing a symbolic
+/// link (a link in a directory the tool may write could point anywhere),
+/// checks that it is a socket, and connects `socket` to that very inode.
+fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
+    let c_path = CString::new(path).map_err(|_| (libc::EINVAL, "a NUL in the path".to_owned()))?;
+    // SAFETY: a plain C structure; zero is "no flags".
+    let mut how: libc::open_how = unsafe { zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: openat2 reads the path and `how`, returns a fresh descriptor or -1.
+    let opened = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &raw const how,
+            size_of::<libc::open_how>(),
+        )
+    };
+    let opened = RawFd::try_from(opened).unwrap_or(-1);
+    if opened < 0 {
+        let errno = last_errno();
+        let reason = if errno == libc::ELOOP {
+            "the granted path crosses a symbolic link: grant the real path".to_owned()
+        } else {
+            format!(
+                "opening the granted path: {}",
+                io::Error::from_raw_os_error(errno)
+            )
+        };
+        return Err((libc::ECONNREFUSED, reason));
+    }
+    // SAFETY: fresh and ours.
+    let opened = unsafe { OwnedFd::from_raw_fd(opened) };
+    // SAFETY: fstat fills a stat structure.
+    let mut status: libc::stat = unsafe { zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(opened.as_raw_fd(), &raw mut status) } != 0
+        || status.st_mode & libc::S_IFMT != libc::S_IFSOCK
+    {
+        return Err((
+            libc::ECONNREFUSED,
+            "the granted path is not a socket".to_owned(),
+        ));
+    }
+    // The kernel connects by inode: a hard link to another socket (a
+    // container engine's), made where the granted socket was by a tool that
+    // may write there, would reach that socket. A bound socket has one name.
+    if status.st_nlink != 1 {
+        return Err((
+            libc::ECONNREFUSED,
+            "the socket at the granted path has other names (hard links)".to_owned(),
+        ));
+    }
+    let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
+    // SAFETY: a zeroed sockaddr_un, filled below within its size.
+    let mut address: libc::sockaddr_un = unsafe { zeroed() };
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (slot, &byte) in address.sun_path.iter_mut().zip(through.as_bytes()) {
+        *slot = byte as libc::c_char;
+    }
+    let length = size_of::<libc::sa_family_t>() + through.len() + 1;
+    // SAFETY: the address is a plain C structure of at least `length` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length) };
+    match connect_bounded(socket, bytes) {
+        0 => Ok(()),
+        errno => Err((
+            errno,
+            format!("connecting: {}", io::Error::from_raw_os_error(errno)),
+        )),
+    }
+}
+
+/// Connects `socket` to `address` and returns 0 or the errno. A blocking
+/// socket without a send timeout gets [`CONNECT_TIMEOUT`] for the call (the
+/// kernel bounds a blocking connect by it), restored afterwards.
+fn connect_bounded(socket: &OwnedFd, address: &[u8]) -> i32 {
+    let fd = socket.as_raw_fd();
+    // SAFETY: F_GETFL on our descriptor.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    let blocking = flags >= 0 && flags & libc::O_NONBLOCK == 0;
+    let mut saved: libc::timeval = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut size = size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: SO_SNDTIMEO reads and writes one timeval.
+    let bounded = blocking
+        && unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDTIMEO,
+                (&raw mut saved).cast(),
+                &raw mut size,
+            ) == 0
+        }
+        && saved.tv_sec == 0
+        && saved.tv_usec == 0
+        && set_send_timeout(fd, CONNECT_TIMEOUT.as_secs());
+    let length = libc::socklen_t::try_from(address.len()).unwrap_or(0);
+    // SAFETY: the address buffer has `length` bytes.
+    let connected = unsafe { libc::connect(fd, address.as_ptr().cast(), length) };
+    let errno = if connected == 0 { 0 } else { last_errno() };
+    if bounded {
+        set_send_timeout(fd, 0);
+    }
+    errno
+}
+
+fn set_send_timeout(fd: RawFd, seconds: u64) -> bool {
+    let timeout = libc::timeval {
+        tv_sec: libc::time_t::try_from(seconds).unwrap_or(libc::time_t::MAX),
+        tv_usec: 0,
+    };
+    // SAFETY: SO_SNDTIMEO reads one timeval.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&raw const timeout).cast(),
+            size_of::<libc::timeval>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnixTarget;
+
+    fn address(path: &[u8]) -> Vec<u8> {
+        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        bytes.extend_from_slice(path);
+        bytes
+    }
+
+    #[test]
+    fn addresses_parse_as_the_kernel_reads_them() {
+        let check = |bytes: Vec<u8>, expect: Result<UnixTarget, i32>| {
+            assert_eq!(UnixTarget::parse(&bytes), expect);
+        };
+        check(
+            address(b"/run/a.sock\0"),
+            Ok(UnixTarget::Path(b"/run/a.sock".to_vec())),
+        );
+        // Bytes after the first NUL are not part of the path.
+        check(
+            address(b"/run/a.sock\0/run/b"),
+            Ok(UnixTarget::Path(b"/run/a.sock".to_vec())),
+        );
+        check(
+            address(b"/run/a.sock"),
+            Ok(UnixTarget::Path(b"/run/a.sock".to_vec())),
+        );
+        check(
+            address(b"\0name"),
+            Ok(UnixTarget::Abstract(b"name".to_vec())),
+        );
+        check(address(b""), Ok(UnixTarget::Unnamed));
+        check(vec![1], Err(libc::EINVAL));
+        let mut inet = address(b"/run/a.sock");
+        inet[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        check(inet, Err(libc::EINVAL));
+    }
+
+    #[test]
+    fn targets_are_named_as_grants_name_them() {
+        assert_eq!(UnixTarget::Path(b"/run/a".to_vec()).name(), "unix:/run/a");
+        assert_eq!(UnixTarget::Abstract(b"x".to_vec()).name(), "unix:@x");
+        assert_eq!(UnixTarget::Unnamed.name(), "unix:");
+    }
+}
