@@ -1,6 +1,7 @@
 //! The generator's pipeline through a real executor: requests in each language are registered and callable, wrong ones are rejected with nothing left on disk, hostile strings cannot inject code, and versions are recorded without touching the user's git state.
 
 use std::fs;
+use std::future::IntoFuture as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,14 +12,16 @@ use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
 use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke, invoke_named,
-    run_tests, validate_paths,
+    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, Toolsmith, discover,
+    validate_paths,
 };
 
 struct World {
     temp: tempfile::TempDir,
     executor: Arc<Executor>,
     run_config: RunConfig,
+    /// The front door over `executor` and `run_config`, admitting every tool.
+    toolsmith: Toolsmith,
     config: GeneratorConfig,
 }
 
@@ -66,10 +69,16 @@ impl World {
             templates_dir: None,
             may_replace: Vec::new(),
         };
+        let toolsmith = Toolsmith::from_parts(
+            Arc::clone(&executor),
+            run_config.clone(),
+            Policy::allow_all(),
+        );
         World {
             temp,
             executor,
             run_config,
+            toolsmith,
             config,
         }
     }
@@ -89,30 +98,18 @@ impl World {
             Ok(request) => request,
             Err(error) => return Report::invalid_request(&request, &error),
         };
-        generate(
-            &self.executor,
-            &request,
-            &existing,
-            None,
-            &self.config,
-            &self.run_config,
-        )
-        .await
-        .unwrap()
+        generate(&self.toolsmith, &request, &existing, None, &self.config)
+            .await
+            .unwrap()
     }
 
     async fn call(&self, name: &str, arguments: Value) -> Value {
         let catalog = self.catalog().await;
-        let envelope = invoke_named(
-            &self.executor,
-            &catalog,
-            name,
-            &arguments,
-            &self.run_config,
-            &Policy::allow_all(),
-        )
-        .await
-        .unwrap();
+        let envelope = self
+            .toolsmith
+            .call(&catalog, name, &arguments)
+            .await
+            .unwrap();
         serde_json::to_value(&envelope).unwrap()
     }
 }
@@ -201,15 +198,11 @@ async fn each_language_registers_a_callable_tool() {
             .clone()
             .expect("a registered report has its tool");
         assert_eq!(registered.path(), path);
-        let envelope = invoke(
-            &world.executor,
-            &registered,
-            &json!({"text": "one two three"}),
-            &world.run_config,
-            &Policy::allow_all(),
-        )
-        .await
-        .unwrap();
+        let envelope = world
+            .toolsmith
+            .call_tool(&registered, &json!({"text": "one two three"}))
+            .await
+            .unwrap();
         let envelope = serde_json::to_value(&envelope).unwrap();
         assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
         let envelope = world
@@ -237,14 +230,7 @@ async fn each_language_registers_a_callable_tool() {
         assert_eq!(tool.sandbox(), registered.sandbox());
         assert_eq!(tool.annotations(), registered.annotations());
         assert_eq!(tool.path(), registered.path());
-        let outcomes = run_tests(
-            &world.executor,
-            tool,
-            &world.run_config,
-            &Policy::allow_all(),
-        )
-        .await
-        .unwrap();
+        let outcomes = world.toolsmith.run_tests(tool).await.unwrap();
         assert_eq!(outcomes.len(), 3);
         assert!(
             outcomes.iter().all(|outcome| outcome.passed()),
@@ -430,14 +416,7 @@ async fn a_cancelled_generation_leaves_nothing() {
         .unwrap();
         let cancelled = tokio::time::timeout(
             std::time::Duration::from_millis(after_ms),
-            generate(
-                &world.executor,
-                &request,
-                &existing,
-                None,
-                &world.config,
-                &world.run_config,
-            ),
+            generate(&world.toolsmith, &request, &existing, None, &world.config),
         )
         .await;
         assert!(cancelled.is_err(), "{after_ms} ms: {cancelled:?}");
@@ -727,9 +706,10 @@ fn hostile_strings_are_declared_exactly_and_run_nothing() {
                 &tool.input_schema().as_json()["properties"]["text"]["description"],
                 &Value::from(parameter.clone())
             );
-            let envelope = runtime.block_on(invoke_named(
-                &world.executor, &catalog, "echo_text", &json!({"text": "ok"}), &world.run_config, &Policy::allow_all(),
-            )).unwrap();
+            let arguments = json!({"text": "ok"});
+            let envelope = runtime.block_on(
+                world.toolsmith.call(&catalog, "echo_text", &arguments).into_future(),
+            ).unwrap();
             prop_assert!(matches!(envelope.body, Body::Success { .. }), "{language}: {:?}", envelope);
             prop_assert!(!Path::new(MARKER).exists(), "{language}: injected code ran");
         }
@@ -832,17 +812,13 @@ async fn a_generated_bash_tool_needs_no_jq() {
     let catalog = world.catalog().await;
     let tool = catalog.get(&ToolName::new("shout_text").unwrap()).unwrap();
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-    let envelope = toolsmith_registry::invoke_with_progress(
-        &world.executor,
-        tool,
-        &json!({"text": NASTY_MESSAGE, "mode": "fail"}),
-        &world.run_config,
-        &Policy::allow_all(),
-        &toolsmith_registry::CallIdentity::alone(),
-        Some(sender),
-    )
-    .await
-    .unwrap();
+    let arguments = json!({"text": NASTY_MESSAGE, "mode": "fail"});
+    let envelope = world
+        .toolsmith
+        .call_tool(tool, &arguments)
+        .with_progress(sender)
+        .await
+        .unwrap();
     let mut reports = Vec::new();
     while let Some(line) = receiver.recv().await {
         reports.extend(toolsmith_registry::Progress::parse(&line));
@@ -1003,14 +979,12 @@ fn argument_values_reach_the_tool_exactly() {
         .collect();
     let call = |catalog: &Catalog, text: &str| {
         let envelope = runtime
-            .block_on(invoke_named(
-                &world.executor,
-                catalog,
-                "digest_text",
-                &json!({"text": text}),
-                &world.run_config,
-                &Policy::allow_all(),
-            ))
+            .block_on(
+                world
+                    .toolsmith
+                    .call(catalog, "digest_text", &json!({"text": text}))
+                    .into_future(),
+            )
             .unwrap();
         serde_json::to_value(&envelope).unwrap()
     };

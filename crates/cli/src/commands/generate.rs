@@ -70,17 +70,19 @@ pub(crate) async fn generate(
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     refuse_untrusted(global)?;
-    let config = global.run_config(&global.cwd, None);
-    let existing =
-        discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        global.run_config(&global.cwd, None),
+        global.policy(None),
+    );
+    let existing = discover::discover(global, &toolsmith, &|_| {}).await;
     let report = match Request::from_json(request) {
         Ok(request) => toolsmith_generator::generate(
-            executor,
+            &toolsmith,
             &request,
             &existing,
             None,
             &generator_config(global),
-            &config,
         )
         .await
         .context("cannot generate the tool")?,
