@@ -40,6 +40,21 @@ pub struct GeneratorConfig {
     pub may_replace: Vec<ToolName>,
 }
 
+impl GeneratorConfig {
+    /// The generator of `toolsmith` in the project `dir` without a config file: tools go to
+    /// `<dir>/.toolsmith/tools`, scaffolds to `<dir>/.toolsmith/drafts`, the embedded
+    /// templates are used, and no hand-written tool may be replaced.
+    pub fn in_project(dir: impl AsRef<Path>) -> GeneratorConfig {
+        let dir = dir.as_ref();
+        GeneratorConfig {
+            tools_dir: dir.join(".toolsmith/tools"),
+            drafts_dir: dir.join(".toolsmith/drafts"),
+            templates_dir: None,
+            may_replace: Vec::new(),
+        }
+    }
+}
+
 /// The outcome of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
