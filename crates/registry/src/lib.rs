@@ -14,7 +14,7 @@
 //!
 //! Discover a directory and call a tool, after one `use`:
 //!
-//! ```
+//! ```standalone_crate
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))?;
@@ -73,22 +73,14 @@ pub use crate::call::identity::{
     CALL_ID_VAR, CallIdentity, Id, KODELET_CONVERSATION_VAR, SESSION_ID_VAR,
 };
 pub use crate::call::learn::Learning;
-pub use crate::call::prepare::{
-    DEFAULT_NPM_REGISTRY, DEFAULT_PYTHON_INDEX, PREPARE_TIMEOUT, Preparation, PrepareError,
-    PrepareStep, preparations,
-};
+pub use crate::call::prepare::{Preparation, PrepareError, PrepareStep, preparations};
 pub use crate::call::progress::{PROGRESS_FD_VAR, Progress};
-pub use crate::definitions::{DEFINITIONS_FILE, DefinitionChange, Definitions, definition_sha256};
-pub use crate::discovery::cache::{
-    CACHE_FILE, CACHE_VERSION, CacheError, DiscoveryCache, RACY_MARGIN,
-};
+pub use crate::definitions::{DefinitionChange, Definitions};
+pub use crate::discovery::cache::{CACHE_FILE, CacheError, DiscoveryCache, RACY_MARGIN};
 pub use crate::discovery::catalog::{
     Catalog, DeniedTool, ProbeBlocked, Problem, ProblemError, Shadowed,
 };
-pub use crate::discovery::discover::{
-    DiscoveryProgress, PROBE_MAX_OUTPUT, PROBE_RUNNER_TIMEOUT, PROBE_TIMEOUT, discover,
-    discover_layers, discover_one,
-};
+pub use crate::discovery::discover::{DiscoveryProgress, discover, discover_layers, discover_one};
 pub use crate::discovery::layers::{
     LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
 };
@@ -110,43 +102,32 @@ pub use crate::formats::kodelet::go_duration::DurationError;
 pub use crate::formats::kodelet::{ConfigError, DescriptionError};
 pub use crate::formats::manifest::error::{ManifestError, ManifestErrors};
 pub use crate::formats::manifest::expand::ExpandError;
-pub use crate::formats::manifest::frontmatter::{MAX_YAML_DEPTH, MAX_YAML_INDENT};
+
 pub use crate::formats::manifest::model::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, ParamType};
-pub use crate::formats::manifest::render::{MAX_COMMAND_WORDS, MAX_SHELL_NESTING, TemplateError};
+pub use crate::formats::manifest::render::TemplateError;
 pub use crate::formats::package_runner::PackageRunner;
 pub use crate::front::{Call, Toolsmith};
 pub use crate::grant::{DenialKind, InvalidTarget, NetworkTarget, SandboxDenial};
 pub use crate::layer::{Layer, Peer};
-pub use crate::masks::{
-    CREDENTIALS, ReadMasks, RevealDenied, credential_paths, homes, reveals_own_state,
-};
+pub use crate::masks::{ReadMasks, RevealDenied, credential_paths, homes, reveals_own_state};
 pub use crate::message::{error_chain, format_duration};
-pub use crate::name::{EXPOSED_PREFIX, MAX_EXPOSED_LEN, NameError, RESERVED_NAME, ToolName};
-pub use crate::oob::{
-    ARG_VAR_PREFIX, ARGS_ENV, ARGS_VAR, ArgumentFileError, FILE_SUFFIX, ITEM_VAR_PREFIX, MAX_FILES,
-    MAX_ITEMS, MAX_TOTAL_BYTES, MAX_VARIABLE_BYTES, OutOfBandError,
-};
+pub use crate::name::{EXPOSED_PREFIX, NameError, RESERVED_NAME, ToolName};
+pub use crate::oob::{ArgumentFileError, OutOfBandError};
 pub use crate::overrides::{CallConfig, RunConfig, TimeoutSource, ToolOverride};
 pub use crate::policy::{Denial, Policy, Profile, UnknownProfile};
 pub use crate::project_trust::{Distrust, ProjectGate, TrustVerdict};
 pub use crate::regular_file::{
-    Links, MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_TOOL_FILE_BYTES, MAX_TRUST_STORE_BYTES,
-    RegularFileError, open_append_regular, read_regular, read_start,
+    Links, MAX_CONFIG_BYTES, MAX_TRUST_STORE_BYTES, RegularFileError, read_regular, read_start,
 };
 pub use crate::sandbox::{
     AppliedReport, ProbeSandboxReport, SandboxDeclaration, SandboxDeclarationError, SandboxProfile,
     SandboxReport, SandboxSettings, SyscallsSetting, probe_sandbox_report, protected_paths,
 };
-pub use crate::schema::{
-    InputSchema, MAX_ARGUMENTS_BYTES, MAX_ARGUMENTS_DEPTH, MAX_PATTERN_BYTES, MAX_SCHEMA_BYTES,
-    MAX_SCHEMA_DEPTH, MAX_VIOLATIONS, OutputSchema, PATTERN_BACKTRACK_LIMIT, SchemaError,
-    Violation,
-};
+pub use crate::schema::{InputSchema, OutputSchema, SchemaError, Violation};
 pub use crate::secrets::{
-    COMMAND_TIMEOUT, MAX_SECRET_BYTES, SecretError, SecretName, SecretNameError, SecretSource,
-    SecretValue, Secrets, snapshot_value,
+    SecretError, SecretName, SecretNameError, SecretSource, SecretValue, Secrets, snapshot_value,
 };
-pub use crate::tool::{GENERATED_HISTORY_DIR, MAX_DESCRIPTION_BYTES, Tool, is_generated};
+pub use crate::tool::{GENERATED_HISTORY_DIR, Tool, is_generated};
 pub use crate::tool_cache::{Index, TOOL_CACHE_VAR, TOOL_CACHES_DIR, ToolCache};
 
 pub use toolsmith_executor::{

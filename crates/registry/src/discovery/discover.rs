@@ -30,15 +30,15 @@ pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
 }
 
 /// The wall-clock budget of one probe (`description`, `config`, `--schema`).
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The budget of a probe of a script started by a package runner (`uv run --script`, `npx`):
 /// before the script prints a line, the runner builds its environment in the tool's cache
 /// (about a second for uv's first run of a script on a busy machine), offline.
-pub const PROBE_RUNNER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PROBE_RUNNER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The most output a `description` probe may print.
-pub const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
+pub(crate) const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
 
 /// The longest grace period between SIGTERM and SIGKILL for a probe.
 pub(crate) const PROBE_MAX_GRACE: Duration = Duration::from_millis(500);
