@@ -20,7 +20,7 @@ use std::future::IntoFuture as _;
 use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_generator::{Request, render, templates};
 
-use toolsmith_registry::{Catalog, Policy, RunConfig, SandboxSettings, Toolsmith, discover};
+use toolsmith_registry::{Catalog, Policy, RunConfig, SandboxSettings, Toolsmith};
 
 use crate::CheckFailed;
 use crate::measure::render_table;
@@ -146,7 +146,14 @@ pub(crate) fn measure(
         read_masks: toolsmith_registry::ReadMasks::none(),
         secrets: Default::default(),
     };
-    let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
+    let catalog = runtime.block_on(
+        Toolsmith::from_parts(
+            Arc::clone(executor),
+            run_config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(&[tools_dir]),
+    );
     if let Some(problem) = catalog.problems().first() {
         return Err(CheckFailed(format!(
             "a bench tool did not load: {}: {}",

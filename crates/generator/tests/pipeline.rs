@@ -12,8 +12,7 @@ use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
 use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, Toolsmith, discover,
-    validate_paths,
+    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, Toolsmith, validate_paths,
 };
 
 struct World {
@@ -84,11 +83,12 @@ impl World {
     }
 
     async fn catalog(&self) -> Catalog {
-        discover(
-            &self.executor,
-            std::slice::from_ref(&self.config.tools_dir),
-            &self.run_config,
+        Toolsmith::from_parts(
+            Arc::clone(&self.executor),
+            self.run_config.clone(),
+            Policy::allow_all(),
         )
+        .discover(std::slice::from_ref(&self.config.tools_dir))
         .await
     }
 
@@ -694,7 +694,7 @@ fn hostile_strings_are_declared_exactly_and_run_nothing() {
                 use std::os::unix::fs::PermissionsExt;
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
             }
-            let catalog = runtime.block_on(discover(&world.executor, std::slice::from_ref(&dir), &world.run_config));
+            let catalog = runtime.block_on(Toolsmith::from_parts(Arc::clone(&world.executor), world.run_config.clone(), Policy::allow_all()).discover(std::slice::from_ref(&dir)));
             prop_assert!(catalog.problems().is_empty(), "{language}: {:?}\n{}", catalog.problems().iter().map(|p| p.message()).collect::<Vec<_>>(), rendered.contents);
             let tool = catalog.get(&request.name).unwrap();
             let full_description = request.full_description();
@@ -928,11 +928,14 @@ fn install(
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     }
-    runtime.block_on(discover(
-        &world.executor,
-        std::slice::from_ref(&dir),
-        &world.run_config,
-    ))
+    runtime.block_on(
+        Toolsmith::from_parts(
+            Arc::clone(&world.executor),
+            world.run_config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(std::slice::from_ref(&dir)),
+    )
 }
 
 /// A tool in each language that answers the digest of its `text` argument.

@@ -80,7 +80,7 @@ pub use crate::discovery::cache::{CACHE_FILE, CacheError, DiscoveryCache, RACY_M
 pub use crate::discovery::catalog::{
     Catalog, DeniedTool, ProbeBlocked, Problem, ProblemError, Shadowed,
 };
-pub use crate::discovery::discover::{DiscoveryProgress, discover, discover_layers, discover_one};
+pub use crate::discovery::discover::{DiscoveryProgress, discover_layers, discover_one};
 pub use crate::discovery::layers::{
     LayerDir, LayerInputs, enclosing_work_tree, layer_dirs, project_dir,
 };

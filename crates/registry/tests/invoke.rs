@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-use toolsmith_registry::{Policy, RunConfig, SandboxSettings, Toolsmith, discover};
+use toolsmith_registry::{Policy, RunConfig, SandboxSettings, Toolsmith};
 
 const TOOL: &str = r#"#!/bin/sh
 case "$1" in
@@ -50,7 +50,9 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         read_masks: toolsmith_registry::ReadMasks::none(),
         secrets: Default::default(),
     };
-    let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
+    let catalog = Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())
+        .discover(&[dir.path().to_path_buf()])
+        .await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
     change(&tool);
     let envelope =
@@ -160,7 +162,9 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         read_masks: toolsmith_registry::ReadMasks::none(),
         secrets: Default::default(),
     };
-    let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
+    let catalog = Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())
+        .discover(&[dir.path().to_path_buf()])
+        .await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
     let envelope =
         Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())

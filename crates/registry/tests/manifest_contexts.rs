@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-use toolsmith_registry::{Policy, RunConfig, SandboxSettings, Toolsmith, discover};
+use toolsmith_registry::{Policy, RunConfig, SandboxSettings, Toolsmith};
 
 /// What a context must do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,13 @@ impl Harness {
         );
         fs::write(tools.join("t.md"), &manifest).unwrap();
         let config = self.config(&tools);
-        let catalog = discover(&self.executor, std::slice::from_ref(&tools), &config).await;
+        let catalog = Toolsmith::from_parts(
+            Arc::clone(&self.executor),
+            config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(std::slice::from_ref(&tools))
+        .await;
         let label = format!("{shell}: {:?}", case.body);
         match case.expect {
             Refused(reason) => {
@@ -306,7 +312,13 @@ async fn arithmetic_admits_numbers() {
         )
         .unwrap();
         let config = harness.config(&tools);
-        let catalog = discover(&harness.executor, std::slice::from_ref(&tools), &config).await;
+        let catalog = Toolsmith::from_parts(
+            Arc::clone(&harness.executor),
+            config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(std::slice::from_ref(&tools))
+        .await;
         assert!(catalog.problems().is_empty(), "{:?}", catalog.problems());
         let envelope = Toolsmith::from_parts(
             Arc::clone(&harness.executor),

@@ -91,27 +91,6 @@ pub(crate) struct Discovery {
     pub(crate) retry_at: Option<SystemTime>,
 }
 
-/// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
-/// candidate, at most as many at once as the machine has cores.
-///
-/// The directories are [`Layer::Explicit`], nothing is cached and every file is probed
-/// ([`Policy::allow_all`]); [`discover_layers`] takes layers, a [`DiscoveryCache`] and the
-/// policy in force.
-/// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
-/// Cancel-safe: dropping the future kills the probes still running.
-pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
-    let mut cache = DiscoveryCache::in_memory();
-    discover_layers(
-        executor,
-        &LayerDir::explicit(dirs),
-        &mut cache,
-        config,
-        &Policy::allow_all(),
-        &|_| {},
-    )
-    .await
-}
-
 /// Scans the directories of `layers`, lowest precedence first, and probes every candidate
 /// whose file changed since `cache` last saw it; the others spawn no process.
 ///
