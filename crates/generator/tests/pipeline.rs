@@ -11,9 +11,7 @@ use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filter
 use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
-use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, Toolsmith, validate_paths,
-};
+use toolsmith_registry::{Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, Toolsmith};
 
 struct World {
     temp: tempfile::TempDir,
@@ -210,13 +208,7 @@ async fn each_language_registers_a_callable_tool() {
             .await;
         assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
 
-        let reports = validate_paths(
-            &world.executor,
-            &[path],
-            &world.run_config,
-            &Policy::allow_all(),
-        )
-        .await;
+        let reports = world.toolsmith.validate_paths(&[path]).await;
         assert!(reports[0].passed(), "{language}: {reports:?}");
 
         let catalog = world.catalog().await;
@@ -589,16 +581,9 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
     assert_eq!(versions[0].commit, first.commit.clone().unwrap());
     assert_eq!(versions[1].commit, second.commit.clone().unwrap());
 
-    let restored = rollback(
-        &world.executor,
-        &world.config.tools_dir,
-        &name,
-        None,
-        None,
-        &world.run_config,
-    )
-    .await
-    .unwrap();
+    let restored = rollback(&world.toolsmith, &world.config.tools_dir, &name, None, None)
+        .await
+        .unwrap();
     assert_eq!(restored.version, 3);
     assert_eq!(restored.message, "tell_version v3: rollback to v1");
     assert_eq!(
@@ -607,12 +592,11 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
     );
     assert!(matches!(
         rollback(
-            &world.executor,
+            &world.toolsmith,
             &world.config.tools_dir,
             &name,
             Some(9),
-            None,
-            &world.run_config
+            None
         )
         .await,
         Err(toolsmith_generator::Error::NoSuchVersion {

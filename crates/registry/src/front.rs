@@ -26,6 +26,7 @@ use crate::discovery::catalog::Catalog;
 use crate::discovery::discover::{DiscoveryProgress, discover_layers, discover_one};
 use crate::discovery::layers::LayerDir;
 use crate::discovery::live::{LiveRegistry, Watching};
+use crate::discovery::validate::{FileReport, validate_dirs, validate_paths};
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::formats::declared_tests::TestCase;
@@ -229,6 +230,22 @@ impl Toolsmith {
             self.policy(),
         )
         .await
+    }
+
+    /// Every check discovery applies to each of `paths` (files or directories), reported one
+    /// by one (see [`FileReport`]), as `toolsmith validate PATH` prints them.
+    pub async fn validate_paths(&self, paths: &[PathBuf]) -> Vec<FileReport> {
+        validate_paths(self.executor(), paths, self.config(), self.policy()).await
+    }
+
+    /// Every check discovery applies to the files of `layers` (only those that would provide
+    /// `only`, when given), reported one by one.
+    pub async fn validate_dirs(
+        &self,
+        layers: &[LayerDir],
+        only: Option<&ToolName>,
+    ) -> Vec<FileReport> {
+        validate_dirs(self.executor(), layers, only, self.config(), self.policy()).await
     }
 
     /// A catalog of `layers` that follows their changes while the program runs (see

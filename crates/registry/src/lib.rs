@@ -29,7 +29,7 @@
 //!
 //! Around a call: [`ToolOverride`]s in the [`RunConfig`] give single tools their own limits
 //! and environment, and an [`AuditLog`] keeps one [`AuditRecord`] line per call.
-//! [`validate_paths`] and [`validate_dirs`] report every check discovery applies to a file,
+//! [`Toolsmith::validate_paths`] and [`Toolsmith::validate_dirs`] report every check discovery applies to a file,
 //! one [`Check`] at a time. Tool directories come in layers ([`layer_dirs`]: system, user,
 //! project, config, and optionally the peers' directories), each a [`LayerDir`];
 //! [`Toolsmith::discover_layers`] consults a [`DiscoveryCache`] so that an unchanged tool is
@@ -87,9 +87,7 @@ pub use crate::discovery::layers::{
 pub use crate::discovery::live::{ChangeEvent, LiveRegistry, Registration, SETTLE, Watching};
 pub use crate::discovery::load::load_answered;
 pub use crate::discovery::probe::resolve_config;
-pub use crate::discovery::validate::{
-    Check, CheckKind, CheckStatus, FileReport, validate_dirs, validate_paths,
-};
+pub use crate::discovery::validate::{Check, CheckKind, CheckStatus, FileReport};
 pub use crate::envelope::{
     Body, Envelope, ErrorCode, METADATA_STDERR_LIMIT, METADATA_STDOUT_LIMIT, Metadata,
 };

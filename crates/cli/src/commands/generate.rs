@@ -237,14 +237,17 @@ pub(crate) async fn rollback(
 ) -> anyhow::Result<ExitStatus> {
     let name = tool_name(&args.name)?;
     // The restored version's checks run as a registration's do: in the sandbox of every call.
-    let config = global.run_config(&global.cwd, None);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        global.run_config(&global.cwd, None),
+        global.policy(None),
+    );
     let version = toolsmith_generator::rollback(
-        executor,
+        &toolsmith,
         &global.generator_tools_dir,
         &name,
         args.to,
         None,
-        &config,
     )
     .await
     .context("cannot roll back")?;
