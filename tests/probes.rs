@@ -549,3 +549,32 @@ fn a_probe_that_times_out_once_gets_a_second_longer_try() {
         "{listing}"
     );
 }
+
+/// Issue 25, acceptance 4: an MCP call asks a Kodelet tool's `config` once, through the front
+/// door, even when the answer is invalid. The handler used to ask through the live registry
+/// first, then, the answer being invalid, the call asked again with a cache of its own (and
+/// again at every later call): the `config` ran three times for two calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_asks_an_invalid_config_once() {
+    let context = TestContext::new();
+    let markers = marker_tool(&context, "broken", "forever", "echo ran");
+    let mut command = unconfined(&context, "[limits]\ntimeout = \"1s\"\n");
+    command.arg("serve");
+    let (session, _changes, _pid) = connect_to_child(command, legacy()).await;
+    session.list_all_tools().await.unwrap();
+    for _ in 0..2 {
+        let result = session
+            .call_tool(call("custom_tool_broken", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        assert!(
+            text(&result).contains("could not be loaded")
+                && text(&result).contains("TOOL_NOT_FOUND"),
+            "{result:?}"
+        );
+    }
+    session.cancel().await.unwrap();
+    assert_eq!(runs(&markers, "broken", "config"), 1);
+    assert_eq!(runs(&markers, "broken", "run"), 0);
+}

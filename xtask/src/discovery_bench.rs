@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_registry::{
-    DiscoveryCache, Layer, LayerDir, LiveRegistry, Policy, RunConfig, SandboxSettings,
+    DiscoveryCache, Layer, LayerDir, Policy, RunConfig, SandboxSettings, Toolsmith, Watching,
     discover_layers,
 };
 
@@ -144,17 +144,16 @@ fn reload_latencies(
     eprintln!("bench: hot reload, {N_EDITS} edits");
 
     runtime.block_on(async {
-        let registry = LiveRegistry::start(
-            Arc::clone(executor),
-            vec![LayerDir {
-                layer: Layer::Project,
-                dir: dir.to_path_buf(),
-            }],
-            DiscoveryCache::in_memory(),
-            config.clone(),
-            Policy::allow_all(),
-        )
-        .await?;
+        let registry = Toolsmith::from_parts(Arc::clone(executor), config.clone(), Policy::allow_all())
+            .live(
+                vec![LayerDir {
+                    layer: Layer::Project,
+                    dir: dir.to_path_buf(),
+                }],
+                DiscoveryCache::in_memory(),
+                Watching::Events,
+            )
+            .await?;
         let mut events = registry.subscribe();
         let mut latencies = Vec::with_capacity(N_EDITS);
         for edit in 0..N_EDITS {

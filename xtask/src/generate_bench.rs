@@ -26,10 +26,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use serde_json::{Value, json};
+use std::future::IntoFuture as _;
 use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_generator::{EMBEDDED_TEMPLATES, GeneratorConfig, Request, Status, generate};
 use toolsmith_registry::{
-    DiscoveryCache, LayerDir, LiveRegistry, Policy, RunConfig, SandboxSettings, invoke,
+    DiscoveryCache, LayerDir, LiveRegistry, Policy, RunConfig, SandboxSettings, Toolsmith, Watching,
 };
 
 use crate::CheckFailed;
@@ -137,12 +138,15 @@ fn world(
         }
         Some(dir)
     };
-    let live = runtime.block_on(LiveRegistry::start(
+    let toolsmith = Toolsmith::from_parts(
         Arc::clone(executor),
-        LayerDir::explicit(&[catalog, tools_dir.clone()]),
-        DiscoveryCache::in_memory(),
         run_config.clone(),
         Policy::allow_all(),
+    );
+    let live = runtime.block_on(toolsmith.live(
+        LayerDir::explicit(&[catalog, tools_dir.clone()]),
+        DiscoveryCache::in_memory(),
+        Watching::Events,
     ))?;
     let listed = live.snapshot().tools().len();
     if listed != variant.catalog {
@@ -188,13 +192,17 @@ fn generate_once(
 ) -> anyhow::Result<(f64, f64)> {
     let existing = world.live.snapshot();
     let started = Instant::now();
+    let toolsmith = Toolsmith::from_parts(
+        Arc::clone(executor),
+        run_config.clone(),
+        Policy::allow_all(),
+    );
     let report = runtime.block_on(generate(
-        executor,
+        &toolsmith,
         request,
         &existing,
         Some(&world.live),
         &world.config,
-        run_config,
     ))?;
     let generate_ms = started.elapsed().as_secs_f64() * 1000.0;
     let (Status::Registered, Some(tool)) = (report.status, &report.tool) else {
@@ -205,13 +213,7 @@ fn generate_once(
         .into());
     };
     let started = Instant::now();
-    let envelope = runtime.block_on(invoke(
-        executor,
-        tool,
-        input,
-        run_config,
-        &Policy::allow_all(),
-    ))?;
+    let envelope = runtime.block_on(toolsmith.call_tool(tool, input).into_future())?;
     let test_case_ms = started.elapsed().as_secs_f64() * 1000.0;
     if !envelope.tool_success() {
         return Err(CheckFailed("the generated tool's test case failed".to_owned()).into());

@@ -16,9 +16,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
+use std::future::IntoFuture as _;
 use toolsmith_executor::{Executor, Limits, filtered_env};
 use toolsmith_generator::{Request, render, templates};
-use toolsmith_registry::{Catalog, Policy, RunConfig, SandboxSettings, discover, invoke_named};
+
+use toolsmith_registry::{Catalog, Policy, RunConfig, SandboxSettings, Toolsmith};
 
 use crate::CheckFailed;
 use crate::measure::render_table;
@@ -144,7 +146,14 @@ pub(crate) fn measure(
         read_masks: toolsmith_registry::ReadMasks::none(),
         secrets: Default::default(),
     };
-    let catalog = runtime.block_on(discover(executor, &[tools_dir], &run_config));
+    let catalog = runtime.block_on(
+        Toolsmith::from_parts(
+            Arc::clone(executor),
+            run_config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(&[tools_dir]),
+    );
     if let Some(problem) = catalog.problems().first() {
         return Err(CheckFailed(format!(
             "a bench tool did not load: {}: {}",
@@ -154,16 +163,15 @@ pub(crate) fn measure(
         .into());
     }
     let names = ["gen_bash", "hand_bash", "gen_python", "hand_python"];
+    let toolsmith = Toolsmith::from_parts(
+        Arc::clone(executor),
+        run_config.clone(),
+        Policy::allow_all(),
+    );
     let call = |catalog: &Catalog, name: &str| -> anyhow::Result<f64> {
         let started = Instant::now();
-        let envelope = runtime.block_on(invoke_named(
-            executor,
-            catalog,
-            name,
-            &json!({"text": INPUT}),
-            &run_config,
-            &Policy::allow_all(),
-        ))?;
+        let arguments = json!({"text": INPUT});
+        let envelope = runtime.block_on(toolsmith.call(catalog, name, &arguments).into_future())?;
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         let value = serde_json::to_value(&envelope)?;
         if value["result"] != json!(ANSWER) {

@@ -1,9 +1,10 @@
-//! The registry's layering, checked over its sources: `formats/` never imports `discovery/` or
-//! `call/`, `discovery/` never imports `call/`, and no module imports through the crate root.
+//! The registry's layering, checked over its sources: `formats/` never imports `discovery/`,
+//! `call/` or the front door (`front.rs`), `discovery/` never imports `call/` or `front`,
+//! `call/` never imports `front`, and no module imports through the crate root.
 //!
 //! The layers, lowest first: the leaves at the top of `src/` (names, schemas, envelopes, ...),
-//! `formats/` (how a file says what tool it is), `discovery/` (finding and loading tools) and
-//! `call/` (running them). A layer may use the ones below it, never the ones above, so that
+//! `formats/` (how a file says what tool it is), `discovery/` (finding and loading tools),
+//! `call/` (running them) and `front.rs` (the front door, `Toolsmith`, over all of them). A layer may use the ones below it, never the ones above, so that
 //! adding a format never touches discovery or calls, and the crate has no hidden cycle.
 //! Inside the registry, items are reached by their module path (`crate::formats::Format`):
 //! `lib.rs` re-exports the public API for other crates only, and an import through it
@@ -25,8 +26,9 @@ const SOURCE_DIR: &str = "crates/registry/src";
 
 /// The layers with a rule, and the layers each may not import.
 const FORBIDDEN: &[(&str, &[&str])] = &[
-    ("formats", &["discovery", "call"]),
-    ("discovery", &["call"]),
+    ("formats", &["discovery", "call", "front"]),
+    ("discovery", &["call", "front"]),
+    ("call", &["front"]),
 ];
 
 /// One import the layering forbids.
@@ -160,7 +162,7 @@ fn check_file(path: &str, text: &str, modules: &[String], violations: &mut Vec<V
                 ))
             } else if forbidden.contains(&first) {
                 Some(format!(
-                    "`crate::{target}`: {layer}/ may not import {first}/ (formats/ never imports discovery/ or call/, discovery/ never imports call/)"
+                    "`crate::{target}`: {layer}/ may not import {first}/ (formats/ never imports discovery/, call/ or front, discovery/ never imports call/ or front, call/ never imports front)"
                 ))
             } else {
                 None
@@ -214,7 +216,7 @@ fn crate_paths(code: &str) -> Vec<&str> {
 mod tests {
     use crate::registry_layers::{check_sources, check_tree};
 
-    const LIB: &str = "//! The crate.\nmod call;\nmod discovery;\npub(crate) mod formats;\nmod name;\n\npub use crate::name::ToolName;\n";
+    const LIB: &str = "//! The crate.\nmod call;\nmod discovery;\npub(crate) mod formats;\nmod front;\nmod name;\n\npub use crate::name::ToolName;\n";
 
     /// Checks a tree of `lib.rs` and the file at `path` with `text`; `expect` lists each
     /// violation as `line: message` with the path left out, and the path is checked apart.
@@ -245,14 +247,14 @@ mod tests {
             "formats/kodelet.rs",
             "//! k\nuse crate::discovery::cache::Probed;\n",
             &[
-                "2: `crate::discovery::cache::Probed`: formats/ may not import discovery/ (formats/ never imports discovery/ or call/, discovery/ never imports call/)",
+                "2: `crate::discovery::cache::Probed`: formats/ may not import discovery/ (formats/ never imports discovery/, call/ or front, discovery/ never imports call/ or front, call/ never imports front)",
             ],
         );
         check(
             "formats/manifest/mod.rs",
             "//! m\nfn f() {\n    crate::call::invoke::invoke();\n}\n",
             &[
-                "3: `crate::call::invoke::invoke`: formats/ may not import call/ (formats/ never imports discovery/ or call/, discovery/ never imports call/)",
+                "3: `crate::call::invoke::invoke`: formats/ may not import call/ (formats/ never imports discovery/, call/ or front, discovery/ never imports call/ or front, call/ never imports front)",
             ],
         );
     }
@@ -268,7 +270,15 @@ mod tests {
             "discovery/live.rs",
             "//! l\nuse crate::call::invoke::{invoke, RunConfig};\n",
             &[
-                "2: `crate::call::invoke`: discovery/ may not import call/ (formats/ never imports discovery/ or call/, discovery/ never imports call/)",
+                "2: `crate::call::invoke`: discovery/ may not import call/ (formats/ never imports discovery/, call/ or front, discovery/ never imports call/ or front, call/ never imports front)",
+            ],
+        );
+        // Nor may the calls reach the front door above them.
+        check(
+            "call/invoke.rs",
+            "//! i\nuse crate::front::Toolsmith;\n",
+            &[
+                "2: `crate::front::Toolsmith`: call/ may not import front/ (formats/ never imports discovery/, call/ or front, discovery/ never imports call/ or front, call/ never imports front)",
             ],
         );
         // The calls may use both layers below them.

@@ -6,7 +6,8 @@
 //! - `tools/list` shows the tools policy admits, each as `<prefix><name>`, sorted by that name
 //!   and paginated with a cursor that names the last tool of the previous page (so a page
 //!   boundary stays put when tools are added or removed between pages).
-//! - `tools/call` runs [`toolsmith_registry::invoke`] (policy, validation, execution) on the
+//! - `tools/call` runs [`toolsmith_registry::Toolsmith::call`] (policy, `config`, validation,
+//!   execution, every refusal an envelope) on the
 //!   catalog snapshot of the moment; each call is its own task in rmcp, so calls run
 //!   concurrently, bounded by the executor's `max_concurrent`, and never hold up a listing.
 //! - A `notifications/cancelled` drops the call's future, which kills the tool's process tree
@@ -33,7 +34,7 @@ use std::time::Duration;
 use anyhow::Context;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{
@@ -44,12 +45,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
-use toolsmith_executor::Executor;
 use toolsmith_generator::{GeneratorConfig, Report, Request, Status, request_schema};
 use toolsmith_registry::{
     AuditLog, Body, CallIdentity, Catalog, ChangeEvent, EXPOSED_PREFIX, Envelope, ErrorCode, Id,
-    LiveRegistry, Metadata, Policy, Progress, RESERVED_NAME, RunConfig, Tool, ToolName,
-    error_chain,
+    LiveRegistry, Progress, RESERVED_NAME, Tool, ToolName, Toolsmith, error_chain,
 };
 
 mod audit;
@@ -60,9 +59,7 @@ pub(crate) use crate::mcp::calls::Calls;
 
 use crate::admission::{PerClient, Refusal};
 use crate::mcp::audit::OpenCall;
-use crate::mcp::results::{
-    META_ERROR_CODE, META_METADATA, call_result, listed_name, page, why_not_served,
-};
+use crate::mcp::results::{call_result, listed_name, page, why_not_served};
 
 /// How many tools one `tools/list` page holds.
 const PAGE_SIZE: usize = 100;
@@ -70,10 +67,9 @@ const PAGE_SIZE: usize = 100;
 /// Everything the server needs, built by `toolsmith serve`.
 #[derive(Debug)]
 pub(crate) struct ServeContext {
-    pub(crate) executor: Arc<Executor>,
+    /// The front door every call goes through (executor, run configuration, policy).
+    pub(crate) toolsmith: Toolsmith,
     pub(crate) registry: LiveRegistry,
-    pub(crate) config: RunConfig,
-    pub(crate) policy: Policy,
     pub(crate) prefix: String,
     pub(crate) audit: Option<AuditLog>,
     /// The tool definitions last listed, to report a change at the next `tools/list`.
@@ -283,36 +279,40 @@ impl Handler {
         let mut tools: Vec<(String, &Tool)> = catalog
             .tools()
             .iter()
-            .filter(|tool| self.shared.policy.check(tool).is_ok())
+            .filter(|tool| self.shared.toolsmith.policy().check(tool).is_ok())
             .map(|tool| (listed_name(&self.shared.prefix, tool.name()), tool))
             .collect();
         tools.sort_by(|(left, _), (right, _)| left.cmp(right));
         tools
     }
 
+    /// Calls the tool `name` of `catalog` through the front door, which checks policy, asks a
+    /// pending Kodelet `config` (through the live registry's cache) and words every refusal.
     async fn call(
         &self,
-        tool: &Tool,
+        catalog: &Catalog,
+        name: &ToolName,
         arguments: &Value,
         context: &RequestContext<RoleServer>,
         mut audited: OpenCall,
     ) -> Result<CallToolResult, McpError> {
-        audited.name(tool.name().as_str());
+        audited.name(name.as_str());
         let _in_flight = self.shared.metrics.call_started();
         let token = context.meta.get_progress_token();
         // One channel carries the tool's progress lines from its pipe to the forwarding loop
         // below; the registry drops its sender when the call ends, which ends the loop.
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
         let identity = audited.identity().clone();
-        let call = toolsmith_registry::invoke_with_progress(
-            &self.shared.executor,
-            tool,
-            arguments,
-            &self.shared.config,
-            &self.shared.policy,
-            &identity,
-            token.is_some().then_some(sender),
-        );
+        let mut invocation = self
+            .shared
+            .toolsmith
+            .call(catalog, name.as_str(), arguments)
+            .in_session(&identity)
+            .through(&self.shared.registry);
+        if token.is_some() {
+            invocation = invocation.with_progress(sender);
+        }
+        let call = invocation.into_future();
         let forward = async {
             let Some(token) = &token else {
                 return;
@@ -356,13 +356,13 @@ impl Handler {
                     audit::outcome::CANCELLED
                 };
                 tracing::info!(
-                    tool = %tool.name(),
+                    tool = %name,
                     outcome,
                     client = client_identity(context).as_deref().unwrap_or("stdio"),
                     "call cancelled by the client"
                 );
                 self.shared.metrics.call_ended(
-                    tool.name().as_str(),
+                    name.as_str(),
                     "cancelled",
                     audited.elapsed().as_secs_f64(),
                 );
@@ -373,13 +373,13 @@ impl Handler {
                 // As for a cancellation, returning drops the call and kills its process tree;
                 // the client is answered, so it knows to send the call again elsewhere.
                 tracing::warn!(
-                    tool = %tool.name(),
+                    tool = %name,
                     outcome = "killed",
                     client = client_identity(context).as_deref().unwrap_or("stdio"),
                     "call killed: still running when the shutdown's grace period ended"
                 );
                 self.shared.metrics.call_ended(
-                    tool.name().as_str(),
+                    name.as_str(),
                     "killed",
                     audited.elapsed().as_secs_f64(),
                 );
@@ -398,13 +398,14 @@ impl Handler {
                 }
             },
         };
-        Ok(self.answered(tool, context, audited, &envelope))
+        Ok(self.answered(catalog, name, context, audited, &envelope))
     }
 
     /// Counts, logs and audits a call that ran to its envelope, and makes its result.
     fn answered(
         &self,
-        tool: &Tool,
+        catalog: &Catalog,
+        name: &ToolName,
         context: &RequestContext<RoleServer>,
         audited: OpenCall,
         envelope: &Envelope,
@@ -413,25 +414,23 @@ impl Handler {
             Body::Success { .. } => "ok",
             Body::Failure { error_code, .. } => error_code.as_str(),
         };
-        self.shared.metrics.call_ended(
-            tool.name().as_str(),
-            outcome,
-            audited.elapsed().as_secs_f64(),
-        );
+        self.shared
+            .metrics
+            .call_ended(name.as_str(), outcome, audited.elapsed().as_secs_f64());
         if let Some(sandbox) = &envelope.metadata.sandbox {
             self.shared
                 .metrics
                 .egress(sandbox.egress.iter().map(|record| record.verdict.as_str()));
         }
         tracing::info!(
-            tool = %tool.name(),
+            tool = %name,
             outcome,
             client = client_identity(context).as_deref().unwrap_or("stdio"),
             duration_ms = u64::try_from(audited.elapsed().as_millis()).unwrap_or(u64::MAX),
             "call answered"
         );
         audited.finish(envelope);
-        call_result(tool, envelope)
+        call_result(catalog.get(name), envelope)
     }
 }
 
@@ -453,12 +452,11 @@ impl Handler {
         let report = match Request::from_json(request) {
             Ok(request) => {
                 toolsmith_generator::generate(
-                    &shared.executor,
+                    &shared.toolsmith,
                     &request,
                     &existing,
                     Some(&shared.registry),
                     generator,
-                    &shared.config,
                 )
                 .await
             }
@@ -478,7 +476,7 @@ impl Handler {
         let unserved = match report.status {
             Status::Registered => why_not_served(
                 &self.shared.registry.snapshot(),
-                &self.shared.policy,
+                self.shared.toolsmith.policy(),
                 &report,
             ),
             Status::Scaffolded | Status::Rejected => None,
@@ -636,63 +634,20 @@ impl ServerHandler for Handler {
             .strip_prefix(self.shared.prefix.as_str())
             .and_then(|plain| ToolName::new(plain).ok())
             .filter(|name| listed_name(&self.shared.prefix, name) == request.name);
-        let tool = name.as_ref().and_then(|name| catalog.get(name));
-        // A file policy refused was never probed: the call is denied as any other would be.
-        if tool.is_none()
-            && let Some(denied) = name.as_ref().and_then(|name| catalog.get_denied(name))
-        {
-            let sentence = format!("Tool {} may not be called: {}.", denied.name, denied.denial);
-            self.shared.metrics.call_ended(
-                denied.name.as_str(),
-                ErrorCode::PolicyDenied.as_str(),
-                0.0,
-            );
-            let envelope = Envelope::failure(
-                ErrorCode::PolicyDenied,
-                sentence.clone(),
-                Metadata::not_started(),
-            );
-            let mut audited = audited;
-            audited.name(denied.name.as_str());
-            audited.finish(&envelope);
-            let mut meta = JsonObject::new();
-            meta.insert(
-                META_METADATA.to_owned(),
-                serde_json::to_value(&envelope.metadata).unwrap_or(Value::Null),
-            );
-            meta.insert(
-                META_ERROR_CODE.to_owned(),
-                Value::from(ErrorCode::PolicyDenied.as_str()),
-            );
-            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-                "{sentence} (error_code: {})",
-                ErrorCode::PolicyDenied
-            ))]);
-            result.meta = Some(MetaObject(meta));
-            return Ok(result.into());
-        }
-        let Some(tool) = tool else {
+        // A name the catalog knows neither as a tool nor as a file policy refused is a
+        // protocol error; every other refusal (a denied tool included) is the front door's
+        // envelope.
+        let Some(name) =
+            name.filter(|name| catalog.get(name).is_some() || catalog.get_denied(name).is_some())
+        else {
             audited.finish_as(ErrorCode::ToolNotFound.as_str());
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {}", request.name),
                 None,
             ));
         };
-        // A Kodelet tool's `config` is asked at its first call, through the registry's cache;
-        // a tool policy denies is not asked anything. Should the answer be invalid, the call
-        // goes on with the tool as listed, and `invoke` refuses it with the reason.
-        let ready = if self.shared.policy.check(tool).is_ok() {
-            self.shared.registry.ready_for_call(tool).await.ok()
-        } else {
-            None
-        };
         let result = self
-            .call(
-                ready.as_ref().unwrap_or(tool),
-                &arguments,
-                &context,
-                audited,
-            )
+            .call(&catalog, &name, &arguments, &context, audited)
             .await?;
         Ok(result.into())
     }

@@ -16,35 +16,18 @@
 //! The generator runs processes only through the registry and the executor,
 //! and knows nothing of command lines or MCP.
 //!
-//! ```no_run
-//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::path::PathBuf;
-//! use std::sync::Arc;
-//! use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-//! use toolsmith_generator::{GeneratorConfig, Request, generate};
-//! use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke};
+//! Generate a tool and call it through the same front door, without a second discovery:
 //!
-//! let executor = Arc::new(Executor::new(ExecutorConfig { backend: BackendChoice::Auto, max_concurrent: None })?);
-//! let run_config = RunConfig {
-//!     cwd: std::env::current_dir()?,
-//!     env: filtered_env(&["PATH".to_owned()], &[]),
-//!     limits: Limits::recommended(),
-//!     max_timeout: std::time::Duration::from_secs(300),
-//!     overrides: Default::default(),
-//!     sandbox: SandboxSettings::unrestricted(),
-//!     project_dir: std::env::current_dir()?,
-//!     protected: Vec::new(),
-//!     project_gate: None,
-//!     tool_caches: None,
-//!     read_masks: toolsmith_registry::ReadMasks::none(),
-//!     secrets: Default::default(),
-//! };
-//! let config = GeneratorConfig {
-//!     tools_dir: PathBuf::from(".toolsmith/tools"),
-//!     drafts_dir: PathBuf::from(".toolsmith/drafts"),
-//!     templates_dir: None,
-//!     may_replace: Vec::new(),
-//! };
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let project = tempfile::tempdir()?;
+//! # let project = project.path();
+//! use toolsmith_generator::{GeneratorConfig, Request, Status, generate};
+//! use toolsmith_registry::Toolsmith;
+//!
+//! let toolsmith = Toolsmith::new()?.with_project_dir(project);
+//! let config = GeneratorConfig::in_project(project);
 //! let request = Request::from_json(&serde_json::json!({
 //!     "name": "add_numbers",
 //!     "description": "Adds two numbers.",
@@ -52,15 +35,13 @@
 //!     "implementation": "return args['a'] + args['b']",
 //!     "tests": [{"input": {"a": 1, "b": 2}, "expect": {"result": 3}}],
 //! }))?;
-//! let existing = discover(&executor, &[config.tools_dir.clone()], &run_config).await;
-//! let report = generate(&executor, &request, &existing, None, &config, &run_config).await?;
-//! println!("{}", serde_json::to_string(&report)?);
-//! // The registered tool comes back with the report: no second discovery to call it.
-//! if let Some(tool) = &report.tool {
-//!     let arguments = serde_json::json!({"a": 2, "b": 3});
-//!     let envelope = invoke(&executor, tool, &arguments, &run_config, &Policy::allow_all()).await?;
-//!     println!("{}", serde_json::to_string(&envelope)?);
-//! }
+//! let existing = toolsmith.discover(&[&config.tools_dir]).await;
+//! let report = generate(&toolsmith, &request, &existing, None, &config).await?;
+//! assert_eq!(report.status, Status::Registered, "{report:?}");
+//! // The registered tool comes back with the report, ready to call.
+//! let tool = report.tool.as_ref().expect("a registered report carries its tool");
+//! let envelope = toolsmith.call_tool(tool, &serde_json::json!({"a": 2, "b": 3})).await?;
+//! assert_eq!(serde_json::to_value(&envelope)?["result"], 5, "{envelope:?}");
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]

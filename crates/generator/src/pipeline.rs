@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
     Catalog, DiscoveryCache, LayerDir, LiveRegistry, Policy, Registration, RunConfig, Tool,
-    ToolName, discover_one, error_chain,
+    ToolName, Toolsmith, discover_one, error_chain,
 };
 
 use crate::history;
@@ -38,6 +38,21 @@ pub struct GeneratorConfig {
     /// operator's consent. A tool the generator did not write is replaced (or shadowed from
     /// another layer) only when named here; a generated one needs no consent.
     pub may_replace: Vec<ToolName>,
+}
+
+impl GeneratorConfig {
+    /// The generator of `toolsmith` in the project `dir` without a config file: tools go to
+    /// `<dir>/.toolsmith/tools`, scaffolds to `<dir>/.toolsmith/drafts`, the embedded
+    /// templates are used, and no hand-written tool may be replaced.
+    pub fn in_project(dir: impl AsRef<Path>) -> GeneratorConfig {
+        let dir = dir.as_ref();
+        GeneratorConfig {
+            tools_dir: dir.join(".toolsmith/tools"),
+            drafts_dir: dir.join(".toolsmith/drafts"),
+            templates_dir: None,
+            may_replace: Vec::new(),
+        }
+    }
 }
 
 /// The outcome of a request.
@@ -196,15 +211,17 @@ pub async fn recover(tools_dir: &Path) -> Result<Vec<String>, Error> {
 /// request schema once). `existing` is the catalog the name is checked against; `live`, when
 /// given, gets the registered tool (with the record of the probe the checks ran, so no other
 /// tool file is probed again) and its subscribers (and MCP clients) hear of it. A registered
-/// report carries the tool ([`Report::tool`]), ready to call.
+/// report carries the tool ([`Report::tool`]), ready to call through the same `toolsmith`
+/// ([`Toolsmith::call_tool`]). The checks run with `toolsmith`'s executor and run
+/// configuration, under no operator's policy list (they are the generator's own calls).
 pub async fn generate(
-    executor: &Arc<Executor>,
+    toolsmith: &Toolsmith,
     request: &Request,
     existing: &Catalog,
     live: Option<&LiveRegistry>,
     config: &GeneratorConfig,
-    run_config: &RunConfig,
 ) -> Result<Report, Error> {
+    let (executor, run_config) = (toolsmith.executor(), toolsmith.config());
     let _serialized = serialize_name(request.name.as_str()).await;
     let mut checks = match checked_request(request, existing, config) {
         Ok(checks) => checks,

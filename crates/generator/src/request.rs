@@ -129,7 +129,7 @@ pub struct Request {
     pub tests: Vec<TestCase>,
     /// Replace an existing tool of the same name.
     pub replace: bool,
-    /// The declaration learned from the tests (see [`toolsmith_registry::learn_cases`]),
+    /// The declaration learned from the tests (see [`Toolsmith::learn_cases`](toolsmith_registry::Toolsmith::learn_cases)),
     /// which the registered file carries in place of the one `requires_network` and
     /// `requires_filesystem` suggest; `None` until the staged tool's tests were learned from.
     pub learned: Option<SandboxDeclaration>,

@@ -1,10 +1,8 @@
 //! Restoring a recorded version of a generated tool as a new version: only what the generator recorded after its checks, checked again before it goes live, through the same write-ahead registration as a generated tool.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use toolsmith_executor::Executor;
-use toolsmith_registry::{DiscoveryCache, LiveRegistry, RunConfig, ToolName};
+use toolsmith_registry::{DiscoveryCache, LiveRegistry, ToolName, Toolsmith};
 
 use crate::Error;
 use crate::history::{self, Version};
@@ -39,13 +37,13 @@ struct Target {
 /// target is read again and checked again. So concurrent rollbacks still restore distinct
 /// versions and each reports its own, and nobody waits for another's checks.
 pub async fn rollback(
-    executor: &Arc<Executor>,
+    toolsmith: &Toolsmith,
     tools_dir: &Path,
     name: &ToolName,
     to: Option<u32>,
     live: Option<&LiveRegistry>,
-    run_config: &RunConfig,
 ) -> Result<Version, Error> {
+    let (executor, run_config) = (toolsmith.executor(), toolsmith.config());
     let _serialized = serialize_name(name.as_str()).await;
     if !history::exists(tools_dir) {
         return Err(Error::NoHistory {

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use toolsmith_executor::Executor;
 use toolsmith_registry::{
     CaseOutcome, DiscoveryCache, Envelope, ErrorCode, LayerDir, Learning, NetworkSetting,
-    NetworkTarget, Policy, Problem, RunConfig, SandboxDeclaration, Tool, ToolName, discover_layers,
-    invoke, learn_cases, load_answered, resolve_config, run_tests,
+    NetworkTarget, Policy, Problem, RunConfig, SandboxDeclaration, Tool, ToolName, Toolsmith,
+    discover_layers, load_answered, resolve_config,
 };
 
 use crate::pipeline::CheckReport;
@@ -120,7 +120,13 @@ pub(crate) async fn check_restored(
         Err(problem) => return Ok(vec![CheckReport::failed("registry", problem)]),
     };
     let mut checks = vec![CheckReport::passed("registry", None)];
-    let outcomes = run_tests(executor, &tool, run_config, &Policy::allow_all()).await?;
+    // The checks' calls are the generator's own: no operator's policy lists decide them.
+    let toolsmith = Toolsmith::from_parts(
+        Arc::clone(executor),
+        run_config.clone(),
+        Policy::allow_all(),
+    );
+    let outcomes = toolsmith.run_tests(&tool).await?;
     let mut leftovers = 0;
     for outcome in outcomes {
         let name = format!("test: {}", outcome.name);
@@ -321,7 +327,12 @@ pub(crate) async fn check_in_sandbox(
     request: &Request,
     run_config: &RunConfig,
 ) -> Result<Sandboxed, Error> {
-    let policy = Policy::allow_all();
+    // The checks' calls are the generator's own: no operator's policy lists decide them.
+    let toolsmith = Toolsmith::from_parts(
+        Arc::clone(executor),
+        run_config.clone(),
+        Policy::allow_all(),
+    );
     let generated = tool.as_generated();
     let mut checks = Vec::new();
     let mut envelopes: Vec<Envelope> = Vec::new();
@@ -339,7 +350,7 @@ pub(crate) async fn check_in_sandbox(
 
     // The declaration is learned from the tests, within the grant of generated tools, and
     // the tests' checks are their runs under it: the registered file carries it.
-    let learning = learn_cases(executor, &generated, &request.tests, run_config, &policy).await?;
+    let learning = toolsmith.learn_cases(&generated, &request.tests).await?;
     let (outcomes, learned) = learned_check(learning, &mut checks);
     let tool = &match &learned {
         Some(declaration) => generated.with_sandbox(declaration.clone()),
@@ -365,14 +376,7 @@ pub(crate) async fn check_in_sandbox(
             .map(|case| case.input.clone())
             .unwrap_or_default();
         arguments.remove(&missing.name);
-        let envelope = invoke(
-            executor,
-            tool,
-            &Value::Object(arguments),
-            run_config,
-            &policy,
-        )
-        .await?;
+        let envelope = toolsmith.call_tool(tool, &Value::Object(arguments)).await?;
         checks.push(match envelope.error_code() {
             Some(ErrorCode::InvalidParams) => CheckReport::passed(
                 "missing_required",
@@ -397,14 +401,9 @@ pub(crate) async fn check_in_sandbox(
         // No test case and no required parameter: nothing has run yet, and the checks
         // below judge runs. One call without arguments (valid: nothing is required) gives
         // them a run to judge; its result is the tool's business, not a check.
-        let envelope = invoke(
-            executor,
-            tool,
-            &Value::Object(Map::new()),
-            run_config,
-            &policy,
-        )
-        .await?;
+        let envelope = toolsmith
+            .call_tool(tool, &Value::Object(Map::new()))
+            .await?;
         envelopes.push(envelope);
     }
 

@@ -1,6 +1,7 @@
 //! The generator's pipeline through a real executor: requests in each language are registered and callable, wrong ones are rejected with nothing left on disk, hostile strings cannot inject code, and versions are recorded without touching the user's git state.
 
 use std::fs;
+use std::future::IntoFuture as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,15 +11,14 @@ use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filter
 use toolsmith_generator::{
     GeneratorConfig, Report, Request, Status, generate, history, render, rollback, templates,
 };
-use toolsmith_registry::{
-    Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, discover, invoke, invoke_named,
-    run_tests, validate_paths,
-};
+use toolsmith_registry::{Body, Catalog, Policy, RunConfig, SandboxSettings, ToolName, Toolsmith};
 
 struct World {
     temp: tempfile::TempDir,
     executor: Arc<Executor>,
     run_config: RunConfig,
+    /// The front door over `executor` and `run_config`, admitting every tool.
+    toolsmith: Toolsmith,
     config: GeneratorConfig,
 }
 
@@ -66,20 +66,27 @@ impl World {
             templates_dir: None,
             may_replace: Vec::new(),
         };
+        let toolsmith = Toolsmith::from_parts(
+            Arc::clone(&executor),
+            run_config.clone(),
+            Policy::allow_all(),
+        );
         World {
             temp,
             executor,
             run_config,
+            toolsmith,
             config,
         }
     }
 
     async fn catalog(&self) -> Catalog {
-        discover(
-            &self.executor,
-            std::slice::from_ref(&self.config.tools_dir),
-            &self.run_config,
+        Toolsmith::from_parts(
+            Arc::clone(&self.executor),
+            self.run_config.clone(),
+            Policy::allow_all(),
         )
+        .discover(std::slice::from_ref(&self.config.tools_dir))
         .await
     }
 
@@ -89,30 +96,18 @@ impl World {
             Ok(request) => request,
             Err(error) => return Report::invalid_request(&request, &error),
         };
-        generate(
-            &self.executor,
-            &request,
-            &existing,
-            None,
-            &self.config,
-            &self.run_config,
-        )
-        .await
-        .unwrap()
+        generate(&self.toolsmith, &request, &existing, None, &self.config)
+            .await
+            .unwrap()
     }
 
     async fn call(&self, name: &str, arguments: Value) -> Value {
         let catalog = self.catalog().await;
-        let envelope = invoke_named(
-            &self.executor,
-            &catalog,
-            name,
-            &arguments,
-            &self.run_config,
-            &Policy::allow_all(),
-        )
-        .await
-        .unwrap();
+        let envelope = self
+            .toolsmith
+            .call(&catalog, name, &arguments)
+            .await
+            .unwrap();
         serde_json::to_value(&envelope).unwrap()
     }
 }
@@ -201,15 +196,11 @@ async fn each_language_registers_a_callable_tool() {
             .clone()
             .expect("a registered report has its tool");
         assert_eq!(registered.path(), path);
-        let envelope = invoke(
-            &world.executor,
-            &registered,
-            &json!({"text": "one two three"}),
-            &world.run_config,
-            &Policy::allow_all(),
-        )
-        .await
-        .unwrap();
+        let envelope = world
+            .toolsmith
+            .call_tool(&registered, &json!({"text": "one two three"}))
+            .await
+            .unwrap();
         let envelope = serde_json::to_value(&envelope).unwrap();
         assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
         let envelope = world
@@ -217,13 +208,7 @@ async fn each_language_registers_a_callable_tool() {
             .await;
         assert_eq!(envelope["result"], json!(3), "{language}: {envelope}");
 
-        let reports = validate_paths(
-            &world.executor,
-            &[path],
-            &world.run_config,
-            &Policy::allow_all(),
-        )
-        .await;
+        let reports = world.toolsmith.validate_paths(&[path]).await;
         assert!(reports[0].passed(), "{language}: {reports:?}");
 
         let catalog = world.catalog().await;
@@ -237,14 +222,7 @@ async fn each_language_registers_a_callable_tool() {
         assert_eq!(tool.sandbox(), registered.sandbox());
         assert_eq!(tool.annotations(), registered.annotations());
         assert_eq!(tool.path(), registered.path());
-        let outcomes = run_tests(
-            &world.executor,
-            tool,
-            &world.run_config,
-            &Policy::allow_all(),
-        )
-        .await
-        .unwrap();
+        let outcomes = world.toolsmith.run_tests(tool).await.unwrap();
         assert_eq!(outcomes.len(), 3);
         assert!(
             outcomes.iter().all(|outcome| outcome.passed()),
@@ -430,14 +408,7 @@ async fn a_cancelled_generation_leaves_nothing() {
         .unwrap();
         let cancelled = tokio::time::timeout(
             std::time::Duration::from_millis(after_ms),
-            generate(
-                &world.executor,
-                &request,
-                &existing,
-                None,
-                &world.config,
-                &world.run_config,
-            ),
+            generate(&world.toolsmith, &request, &existing, None, &world.config),
         )
         .await;
         assert!(cancelled.is_err(), "{after_ms} ms: {cancelled:?}");
@@ -610,16 +581,9 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
     assert_eq!(versions[0].commit, first.commit.clone().unwrap());
     assert_eq!(versions[1].commit, second.commit.clone().unwrap());
 
-    let restored = rollback(
-        &world.executor,
-        &world.config.tools_dir,
-        &name,
-        None,
-        None,
-        &world.run_config,
-    )
-    .await
-    .unwrap();
+    let restored = rollback(&world.toolsmith, &world.config.tools_dir, &name, None, None)
+        .await
+        .unwrap();
     assert_eq!(restored.version, 3);
     assert_eq!(restored.message, "tell_version v3: rollback to v1");
     assert_eq!(
@@ -628,12 +592,11 @@ async fn replace_history_and_rollback_leave_the_users_git_alone() {
     );
     assert!(matches!(
         rollback(
-            &world.executor,
+            &world.toolsmith,
             &world.config.tools_dir,
             &name,
             Some(9),
-            None,
-            &world.run_config
+            None
         )
         .await,
         Err(toolsmith_generator::Error::NoSuchVersion {
@@ -715,7 +678,7 @@ fn hostile_strings_are_declared_exactly_and_run_nothing() {
                 use std::os::unix::fs::PermissionsExt;
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
             }
-            let catalog = runtime.block_on(discover(&world.executor, std::slice::from_ref(&dir), &world.run_config));
+            let catalog = runtime.block_on(Toolsmith::from_parts(Arc::clone(&world.executor), world.run_config.clone(), Policy::allow_all()).discover(std::slice::from_ref(&dir)));
             prop_assert!(catalog.problems().is_empty(), "{language}: {:?}\n{}", catalog.problems().iter().map(|p| p.message()).collect::<Vec<_>>(), rendered.contents);
             let tool = catalog.get(&request.name).unwrap();
             let full_description = request.full_description();
@@ -727,9 +690,10 @@ fn hostile_strings_are_declared_exactly_and_run_nothing() {
                 &tool.input_schema().as_json()["properties"]["text"]["description"],
                 &Value::from(parameter.clone())
             );
-            let envelope = runtime.block_on(invoke_named(
-                &world.executor, &catalog, "echo_text", &json!({"text": "ok"}), &world.run_config, &Policy::allow_all(),
-            )).unwrap();
+            let arguments = json!({"text": "ok"});
+            let envelope = runtime.block_on(
+                world.toolsmith.call(&catalog, "echo_text", &arguments).into_future(),
+            ).unwrap();
             prop_assert!(matches!(envelope.body, Body::Success { .. }), "{language}: {:?}", envelope);
             prop_assert!(!Path::new(MARKER).exists(), "{language}: injected code ran");
         }
@@ -832,17 +796,13 @@ async fn a_generated_bash_tool_needs_no_jq() {
     let catalog = world.catalog().await;
     let tool = catalog.get(&ToolName::new("shout_text").unwrap()).unwrap();
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-    let envelope = toolsmith_registry::invoke_with_progress(
-        &world.executor,
-        tool,
-        &json!({"text": NASTY_MESSAGE, "mode": "fail"}),
-        &world.run_config,
-        &Policy::allow_all(),
-        &toolsmith_registry::CallIdentity::alone(),
-        Some(sender),
-    )
-    .await
-    .unwrap();
+    let arguments = json!({"text": NASTY_MESSAGE, "mode": "fail"});
+    let envelope = world
+        .toolsmith
+        .call_tool(tool, &arguments)
+        .with_progress(sender)
+        .await
+        .unwrap();
     let mut reports = Vec::new();
     while let Some(line) = receiver.recv().await {
         reports.extend(toolsmith_registry::Progress::parse(&line));
@@ -952,11 +912,14 @@ fn install(
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     }
-    runtime.block_on(discover(
-        &world.executor,
-        std::slice::from_ref(&dir),
-        &world.run_config,
-    ))
+    runtime.block_on(
+        Toolsmith::from_parts(
+            Arc::clone(&world.executor),
+            world.run_config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(std::slice::from_ref(&dir)),
+    )
 }
 
 /// A tool in each language that answers the digest of its `text` argument.
@@ -1003,14 +966,12 @@ fn argument_values_reach_the_tool_exactly() {
         .collect();
     let call = |catalog: &Catalog, text: &str| {
         let envelope = runtime
-            .block_on(invoke_named(
-                &world.executor,
-                catalog,
-                "digest_text",
-                &json!({"text": text}),
-                &world.run_config,
-                &Policy::allow_all(),
-            ))
+            .block_on(
+                world
+                    .toolsmith
+                    .call(catalog, "digest_text", &json!({"text": text}))
+                    .into_future(),
+            )
             .unwrap();
         serde_json::to_value(&envelope).unwrap()
     };

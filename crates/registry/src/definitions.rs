@@ -28,11 +28,11 @@ use crate::regular_file::{Links, MAX_CACHE_BYTES, read_regular};
 use crate::tool::Tool;
 
 /// The record's file name inside the cache directory.
-pub const DEFINITIONS_FILE: &str = "definitions.json";
+pub(crate) const DEFINITIONS_FILE: &str = "definitions.json";
 
 /// The SHA-256 (lowercase hex) of `tool`'s definition: its description, input and output
 /// schemas, annotations and declared sandbox, as canonical JSON.
-pub fn definition_sha256(tool: &Tool) -> String {
+pub(crate) fn definition_sha256(tool: &Tool) -> String {
     let annotations = tool.annotations();
     let sandbox = tool.sandbox();
     arguments_sha256(&json!({

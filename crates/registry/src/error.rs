@@ -53,6 +53,13 @@ pub enum Error {
         #[source]
         source: notify::Error,
     },
+    /// The executor could not start (see [`Executor::new`](toolsmith_executor::Executor::new)).
+    #[error("the executor could not start")]
+    Start {
+        /// The executor's error.
+        #[source]
+        source: toolsmith_executor::Error,
+    },
     /// The executor failed to run a tool for a reason of its own (not the
     /// tool's fault, e.g. a cgroup could not be created).
     #[error("the executor failed to run `{program}`", program = program.display())]

@@ -114,7 +114,7 @@ pub enum Layer {
     Project,
     /// A directory named in the config file.
     Config,
-    /// A directory given on the command line (`--tools-dir`) or to [`discover`](crate::discovery::discover::discover):
+    /// A directory given on the command line (`--tools-dir`) or to [`Toolsmith::discover`](crate::front::Toolsmith::discover):
     /// exactly the directories asked for, in their order.
     Explicit,
 }

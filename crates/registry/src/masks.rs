@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 /// Where credentials live below a home directory.
-pub const CREDENTIALS: [&str; 13] = [
+pub(crate) const CREDENTIALS: [&str; 13] = [
     ".ssh",
     ".gnupg",
     ".aws",
@@ -59,7 +59,7 @@ pub fn homes(extra: &[PathBuf]) -> Vec<PathBuf> {
     homes
 }
 
-/// [`CREDENTIALS`] below each of `homes`.
+/// `CREDENTIALS` below each of `homes`.
 pub fn credential_paths(homes: &[PathBuf]) -> Vec<PathBuf> {
     homes
         .iter()

@@ -9,10 +9,10 @@ pub const EXPOSED_PREFIX: &str = "custom_tool_";
 pub const RESERVED_NAME: &str = "custom_tool";
 
 /// The longest exposed name the strictest LLM API accepts.
-pub const MAX_EXPOSED_LEN: usize = 64;
+pub(crate) const MAX_EXPOSED_LEN: usize = 64;
 
 /// A valid tool name: `^[a-z][a-z0-9_]*$` once `-` is mapped to `_`, short
-/// enough that `custom_tool_<name>` fits in [`MAX_EXPOSED_LEN`] characters,
+/// enough that `custom_tool_<name>` fits in `MAX_EXPOSED_LEN` characters,
 /// and neither the meta-tool's name `custom_tool` nor starting with
 /// `custom_tool_` (so that an exposed name maps back to exactly one tool).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,7 +38,7 @@ pub enum NameError {
         /// The first character that is not allowed.
         character: char,
     },
-    /// `custom_tool_<name>` would be longer than [`MAX_EXPOSED_LEN`].
+    /// `custom_tool_<name>` would be longer than `MAX_EXPOSED_LEN`.
     #[error(
         "tool name `{name}` is too long: `custom_tool_{name}` has {len} characters, the limit is {MAX_EXPOSED_LEN}"
     )]

@@ -26,48 +26,48 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 /// `TOOLSMITH_ARGS`: set to [`ARGS_ENV`] when the arguments are passed out of band.
-pub const ARGS_VAR: &str = "TOOLSMITH_ARGS";
+pub(crate) const ARGS_VAR: &str = "TOOLSMITH_ARGS";
 
 /// The value of [`ARGS_VAR`].
-pub const ARGS_ENV: &str = "env";
+pub(crate) const ARGS_ENV: &str = "env";
 
 /// The prefix of the variable of one argument: `TOOLSMITH_ARG_<name>`.
-pub const ARG_VAR_PREFIX: &str = "TOOLSMITH_ARG_";
+pub(crate) const ARG_VAR_PREFIX: &str = "TOOLSMITH_ARG_";
 
 /// The prefix of the variable of one element of a manifest's array argument:
 /// `TOOLSMITH_ITEM_<name>_<index>`.
-pub const ITEM_VAR_PREFIX: &str = "TOOLSMITH_ITEM_";
+pub(crate) const ITEM_VAR_PREFIX: &str = "TOOLSMITH_ITEM_";
 
 /// The suffix of the variable that names the file of a large value.
-pub const FILE_SUFFIX: &str = "_FILE";
+pub(crate) const FILE_SUFFIX: &str = "_FILE";
 
 /// The largest value passed in a variable; a larger one goes to a file.
-pub const MAX_VARIABLE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_VARIABLE_BYTES: usize = 64 * 1024;
 
 /// The most the argument variables may take in all (names and values); a value
 /// that would go past it goes to a file.
-pub const MAX_TOTAL_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_TOTAL_BYTES: usize = 1024 * 1024;
 
 /// The most elements an array argument of a manifest may have: each becomes a variable of
 /// its own (or a file, past [`MAX_TOTAL_BYTES`]), and a script that expands them all one
 /// word each could not be passed to its shell beyond a few thousand anyway (one argument of
 /// `execve` is at most 128 KiB).
-pub const MAX_ITEMS: usize = 4096;
+pub(crate) const MAX_ITEMS: usize = 4096;
 
 /// The most files the values of one call may take (past [`MAX_TOTAL_BYTES`] of variables,
 /// each further value takes one): a call's arguments never make more than this much work on
 /// the disk, however many small values they hold.
-pub const MAX_FILES: usize = 1024;
+pub(crate) const MAX_FILES: usize = 1024;
 
 /// Why a call's arguments cannot be passed out of band; the call is `INVALID_PARAMS`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutOfBandError {
-    /// The values past [`MAX_TOTAL_BYTES`] would take more than [`MAX_FILES`] files.
+    /// The values past `MAX_TOTAL_BYTES` would take more than `MAX_FILES` files.
     #[error(
         "the arguments hold more values than fit in {MAX_TOTAL_BYTES} bytes of variables and {MAX_FILES} files"
     )]
     TooManyFiles,
-    /// An array argument of a manifest has more elements than [`MAX_ITEMS`].
+    /// An array argument of a manifest has more elements than `MAX_ITEMS`.
     #[error(
         "argument `{name}` has {count} elements; a manifest's array argument may have at most {MAX_ITEMS}"
     )]

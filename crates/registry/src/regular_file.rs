@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 /// The largest discovery cache read: far above the cache of thousands of tools, whose probe
 /// output is capped.
-pub const MAX_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The largest trust store read.
 pub const MAX_TRUST_STORE_BYTES: u64 = 16 * 1024 * 1024;
@@ -34,7 +34,7 @@ pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// The largest tool file toolsmith reads (a manifest, or the start of a script): a manifest
 /// is a page of YAML and a shell body.
-pub const MAX_TOOL_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_TOOL_FILE_BYTES: u64 = 1024 * 1024;
 
 /// How a symbolic link in the last component of a path is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub fn read_start(path: &Path, links: Links, len: u64) -> io::Result<Vec<u8>> {
 }
 
 /// The regular file at `path` (created with mode 0600 if absent) open for appending.
-pub fn open_append_regular(path: &Path, links: Links) -> io::Result<File> {
+pub(crate) fn open_append_regular(path: &Path, links: Links) -> io::Result<File> {
     open_regular(
         path,
         links,

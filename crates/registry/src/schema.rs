@@ -24,34 +24,34 @@ const ROOT_COMBINATORS: [&str; 3] = ["oneOf", "anyOf", "allOf"];
 /// The largest schema accepted, in bytes of compact JSON: generous for any real tool (the
 /// largest schemas LLM hosts send are a few KiB), small enough that compiling and sending it to
 /// every LLM request stays cheap.
-pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 
 /// The deepest nesting of objects and arrays accepted in a schema (each level of nested
 /// properties is 2: the `properties` object, then the property's schema), so 31 levels of
 /// object properties.
-pub const MAX_SCHEMA_DEPTH: usize = 64;
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// The longest `pattern` (or `patternProperties` key) accepted, in bytes.
-pub const MAX_PATTERN_BYTES: usize = 1024;
+pub(crate) const MAX_PATTERN_BYTES: usize = 1024;
 
 /// How many backtracking steps a pattern with backreferences or lookaround may take on one
 /// value before the value is refused (fancy-regex; other patterns run in linear time).
-pub const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
+pub(crate) const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
 
 /// The most memory a compiled pattern may take (the `regex` crate's size limits).
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
 /// The largest arguments a call accepts, in bytes of compact JSON.
-pub const MAX_ARGUMENTS_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_ARGUMENTS_BYTES: usize = 16 * 1024 * 1024;
 
 /// The deepest nesting of objects and arrays accepted in a call's arguments.
-pub const MAX_ARGUMENTS_DEPTH: usize = 64;
+pub(crate) const MAX_ARGUMENTS_DEPTH: usize = 64;
 
 /// The longest rendering of a received value in a violation; longer values are cut.
 const MAX_VALUE_CHARS: usize = 60;
 
 /// The most violations of one value described; the rest are counted in one more line.
-pub const MAX_VIOLATIONS: usize = 20;
+pub(crate) const MAX_VIOLATIONS: usize = 20;
 
 /// A tool's input schema: a JSON object schema (`"type": "object"`), checked
 /// against its meta-schema and the LLM APIs' rules, and compiled when the
@@ -105,16 +105,16 @@ pub enum SchemaError {
         /// Every place where the schema breaks the meta-schema; the paths point into the schema.
         violations: Vec<Violation>,
     },
-    /// The schema is larger than [`MAX_SCHEMA_BYTES`].
+    /// The schema is larger than `MAX_SCHEMA_BYTES`.
     #[error("the schema takes {bytes} bytes of JSON, more than the limit of {MAX_SCHEMA_BYTES}")]
     TooLarge {
         /// Its size in compact JSON.
         bytes: usize,
     },
-    /// The schema nests deeper than [`MAX_SCHEMA_DEPTH`].
+    /// The schema nests deeper than `MAX_SCHEMA_DEPTH`.
     #[error("the schema nests objects and arrays deeper than the limit of {MAX_SCHEMA_DEPTH}")]
     TooDeep,
-    /// A `pattern` is longer than [`MAX_PATTERN_BYTES`].
+    /// A `pattern` is longer than `MAX_PATTERN_BYTES`.
     #[error(
         "a pattern at {path} is {bytes} bytes long, more than the limit of {MAX_PATTERN_BYTES}"
     )]
@@ -211,7 +211,7 @@ impl InputSchema {
 
     /// Every way in which `arguments` fails the schema; empty when they are valid.
     ///
-    /// Arguments larger than [`MAX_ARGUMENTS_BYTES`] or deeper than [`MAX_ARGUMENTS_DEPTH`]
+    /// Arguments larger than `MAX_ARGUMENTS_BYTES` or deeper than `MAX_ARGUMENTS_DEPTH`
     /// get that one violation and are not validated further.
     pub fn violations(&self, arguments: &Value) -> Vec<Violation> {
         let bytes = json_len(arguments);

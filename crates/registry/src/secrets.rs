@@ -31,10 +31,10 @@ use toolsmith_executor::{Executor, Limits, Sandbox, Termination};
 
 /// The largest secret value: the largest value passed in one environment variable
 /// (see [`MAX_VARIABLE_BYTES`](crate::oob::MAX_VARIABLE_BYTES)).
-pub const MAX_SECRET_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_SECRET_BYTES: usize = 64 * 1024;
 
 /// How long a `command` source may take before the call fails.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The name of a secret: an environment variable name (`[A-Za-z_][A-Za-z0-9_]*`), never one
 /// of toolsmith's own (`TOOLSMITH_*`).

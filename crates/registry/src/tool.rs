@@ -13,7 +13,7 @@ use crate::schema::{InputSchema, OutputSchema};
 
 /// The longest description a tool may have (UTF-8 bytes): every listing sends every
 /// description, to every client.
-pub const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
 
 /// The parts a format's loader produces, from which a [`Tool`] is built.
 #[derive(Debug)]
@@ -144,8 +144,8 @@ impl Tool {
     }
 
     /// True for a Kodelet tool whose optional `config` (the timeout it requests) has not been
-    /// asked yet: [`discover_one`](crate::discovery::discover::discover_one) and
-    /// [`LiveRegistry::ready_for_call`](crate::discovery::live::LiveRegistry::ready_for_call) ask it.
+    /// asked yet: [`discover_one`](crate::discovery::discover::discover_one) and a
+    /// [`Call`](crate::front::Call) ask it, through the live registry's cache when given one.
     pub fn config_pending(&self) -> bool {
         self.config_pending
     }
@@ -175,7 +175,7 @@ impl Tool {
     }
 
     /// This tool declaring `sandbox` in place of what its file declares: the declarations
-    /// [`learn`](crate::learn) tries. The operator's grant still bounds every call.
+    /// [`Toolsmith::learn`](crate::front::Toolsmith::learn) tries. The operator's grant still bounds every call.
     pub fn with_sandbox(&self, sandbox: SandboxDeclaration) -> Tool {
         Tool {
             sandbox,
@@ -204,7 +204,7 @@ impl Tool {
     }
 
     /// The test cases it declares (`tests` in its description or frontmatter), for
-    /// [`run_tests`](crate::call::declared_tests::run_tests) and `toolsmith test`.
+    /// [`Toolsmith::run_tests`](crate::front::Toolsmith::run_tests) and `toolsmith test`.
     pub fn tests(&self) -> &[TestCase] {
         &self.tests
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke_named};
+use toolsmith_registry::{Policy, RunConfig, SandboxSettings, Toolsmith};
 
 const TOOL: &str = r#"#!/bin/sh
 case "$1" in
@@ -50,19 +50,16 @@ async fn call_after(change: impl FnOnce(&Path)) -> Value {
         read_masks: toolsmith_registry::ReadMasks::none(),
         secrets: Default::default(),
     };
-    let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
+    let catalog = Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())
+        .discover(&[dir.path().to_path_buf()])
+        .await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
     change(&tool);
-    let envelope = invoke_named(
-        &executor,
-        &catalog,
-        "echo_args",
-        &json!({"x": 1}),
-        &config,
-        &Policy::allow_all(),
-    )
-    .await
-    .unwrap();
+    let envelope =
+        Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())
+            .call(&catalog, "echo_args", &json!({"x": 1}))
+            .await
+            .unwrap();
     serde_json::to_value(&envelope).unwrap()
 }
 
@@ -165,18 +162,15 @@ async fn call_env_tool(tool: &str, arguments: Value, extra_env: &[(&str, &str)])
         read_masks: toolsmith_registry::ReadMasks::none(),
         secrets: Default::default(),
     };
-    let catalog = discover(&executor, &[dir.path().to_path_buf()], &config).await;
+    let catalog = Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())
+        .discover(&[dir.path().to_path_buf()])
+        .await;
     assert_eq!(catalog.tools().len(), 1, "{:?}", catalog.problems());
-    let envelope = invoke_named(
-        &executor,
-        &catalog,
-        "env_args",
-        &arguments,
-        &config,
-        &Policy::allow_all(),
-    )
-    .await
-    .unwrap();
+    let envelope =
+        Toolsmith::from_parts(Arc::clone(&executor), config.clone(), Policy::allow_all())
+            .call(&catalog, "env_args", &arguments)
+            .await
+            .unwrap();
     serde_json::to_value(&envelope).unwrap()
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
 use toolsmith_registry::{
     ChangeEvent, DiscoveryCache, Layer, LayerDir, LiveRegistry, Policy, RunConfig, SandboxSettings,
-    ToolName, invoke_named,
+    ToolName, Toolsmith, Watching,
 };
 
 /// A hang guard, not a speed claim: on a quiet machine a change is reported in a few hundred
@@ -102,15 +102,18 @@ impl World {
     }
 
     async fn start(&self) -> LiveRegistry {
-        LiveRegistry::start(
+        Toolsmith::from_parts(
             Arc::clone(&self.executor),
+            self.config.clone(),
+            Policy::allow_all(),
+        )
+        .live(
             vec![LayerDir {
                 layer: Layer::Project,
                 dir: self.tools.clone(),
             }],
             DiscoveryCache::in_memory(),
-            self.config.clone(),
-            Policy::allow_all(),
+            Watching::Events,
         )
         .await
         .unwrap()
@@ -137,14 +140,12 @@ async fn add_edit_delete_while_calls_run() {
             let mut n_calls = 0_u32;
             while !stop.load(Ordering::Relaxed) {
                 let snapshot = registry.snapshot();
-                let envelope = invoke_named(
-                    &executor,
-                    &snapshot,
-                    "steady",
-                    &json!({"n": n_calls}),
-                    &config,
-                    &Policy::allow_all(),
+                let envelope = Toolsmith::from_parts(
+                    Arc::clone(&executor),
+                    config.clone(),
+                    Policy::allow_all(),
                 )
+                .call(&snapshot, "steady", &json!({"n": n_calls}))
                 .await
                 .unwrap();
                 let envelope = serde_json::to_value(&envelope).unwrap();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, filtered_env};
-use toolsmith_registry::{Policy, RunConfig, SandboxSettings, discover, invoke_named};
+use toolsmith_registry::{Policy, RunConfig, SandboxSettings, Toolsmith};
 
 /// What a context must do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,13 @@ impl Harness {
         );
         fs::write(tools.join("t.md"), &manifest).unwrap();
         let config = self.config(&tools);
-        let catalog = discover(&self.executor, std::slice::from_ref(&tools), &config).await;
+        let catalog = Toolsmith::from_parts(
+            Arc::clone(&self.executor),
+            config.clone(),
+            Policy::allow_all(),
+        )
+        .discover(std::slice::from_ref(&tools))
+        .await;
         let label = format!("{shell}: {:?}", case.body);
         match case.expect {
             Refused(reason) => {
@@ -221,14 +227,12 @@ impl Harness {
                 for value in VALUES {
                     let marker = tools.join("M");
                     let value = value.replace('M', &marker.display().to_string());
-                    let envelope = invoke_named(
-                        &self.executor,
-                        &catalog,
-                        "t",
-                        &json!({ "v": value }),
-                        &config,
-                        &Policy::allow_all(),
+                    let envelope = Toolsmith::from_parts(
+                        Arc::clone(&self.executor),
+                        config.clone(),
+                        Policy::allow_all(),
                     )
+                    .call(&catalog, "t", &json!({ "v": value }))
                     .await
                     .unwrap();
                     if marker.exists() {
@@ -308,16 +312,20 @@ async fn arithmetic_admits_numbers() {
         )
         .unwrap();
         let config = harness.config(&tools);
-        let catalog = discover(&harness.executor, std::slice::from_ref(&tools), &config).await;
-        assert!(catalog.problems().is_empty(), "{:?}", catalog.problems());
-        let envelope = invoke_named(
-            &harness.executor,
-            &catalog,
-            "t",
-            &json!({ "v": argument }),
-            &config,
-            &Policy::allow_all(),
+        let catalog = Toolsmith::from_parts(
+            Arc::clone(&harness.executor),
+            config.clone(),
+            Policy::allow_all(),
         )
+        .discover(std::slice::from_ref(&tools))
+        .await;
+        assert!(catalog.problems().is_empty(), "{:?}", catalog.problems());
+        let envelope = Toolsmith::from_parts(
+            Arc::clone(&harness.executor),
+            config.clone(),
+            Policy::allow_all(),
+        )
+        .call(&catalog, "t", &json!({ "v": argument }))
         .await
         .unwrap();
         let envelope = serde_json::to_value(&envelope).unwrap();

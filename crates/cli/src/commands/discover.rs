@@ -1,11 +1,8 @@
 //! Discovery as the commands ask for it: through the discovery cache the settings name, which is saved afterwards.
 
-use std::sync::Arc;
-
-use toolsmith_executor::Executor;
 use toolsmith_registry::{
-    AuditLog, Catalog, DefinitionChange, Definitions, DiscoveryCache, DiscoveryProgress, Policy,
-    RunConfig, ToolName, error_chain,
+    AuditLog, Catalog, DefinitionChange, Definitions, DiscoveryCache, DiscoveryProgress, ToolName,
+    Toolsmith, error_chain,
 };
 
 use crate::settings::GlobalSettings;
@@ -20,24 +17,16 @@ pub(crate) fn discovery_cache(global: &GlobalSettings) -> DiscoveryCache {
 }
 
 /// Discovers every tool of the layers through the discovery cache, then saves the cache.
-/// A file `policy` refuses is never run: it is in the catalog's `denied`.
+/// A file the policy refuses is never run: it is in the catalog's `denied`.
 pub(crate) async fn discover(
     global: &GlobalSettings,
-    executor: &Arc<Executor>,
-    config: &RunConfig,
-    policy: &Policy,
+    toolsmith: &Toolsmith,
     progress: &(dyn Fn(DiscoveryProgress) + Sync),
 ) -> Catalog {
     let mut cache = discovery_cache(global);
-    let catalog = toolsmith_registry::discover_layers(
-        executor,
-        &global.layers,
-        &mut cache,
-        config,
-        policy,
-        progress,
-    )
-    .await;
+    let catalog = toolsmith
+        .discover_layers(&global.layers, &mut cache, progress)
+        .await;
     save_discovery_cache(&mut cache);
     catalog
 }
@@ -46,21 +35,13 @@ pub(crate) async fn discover(
 /// if it never was), through the discovery cache, then saves the cache.
 pub(crate) async fn discover_tool(
     global: &GlobalSettings,
-    executor: &Arc<Executor>,
+    toolsmith: &Toolsmith,
     name: &ToolName,
-    config: &RunConfig,
-    policy: &Policy,
 ) -> Catalog {
     let mut cache = discovery_cache(global);
-    let catalog = toolsmith_registry::discover_one(
-        executor,
-        &global.layers,
-        &mut cache,
-        name,
-        config,
-        policy,
-    )
-    .await;
+    let catalog = toolsmith
+        .discover_one(&global.layers, &mut cache, name)
+        .await;
     save_discovery_cache(&mut cache);
     catalog
 }

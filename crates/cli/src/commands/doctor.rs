@@ -121,15 +121,14 @@ pub(crate) async fn doctor(
 async fn gather<'run>(global: &'run GlobalSettings, executor: &'run Arc<Executor>) -> Report<'run> {
     let config = global.run_config(&global.cwd, None);
     let bar = DiscoveryBar::new();
-    let catalog = discover::discover(
-        global,
-        executor,
-        &config,
-        &global.policy(None),
-        &|progress| {
-            bar.update(progress);
-        },
-    )
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        global.policy(None),
+    );
+    let catalog = discover::discover(global, &toolsmith, &|progress| {
+        bar.update(progress);
+    })
     .await;
     bar.finish();
     let kernel = kernel_checks(executor);

@@ -21,7 +21,12 @@ pub(crate) async fn export(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
-    let catalog = discover::discover(global, executor, &config, &policy, &|_| {}).await;
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        policy.clone(),
+    );
+    let catalog = discover::discover(global, &toolsmith, &|_| {}).await;
     let admitted: Vec<&Tool> = catalog
         .tools()
         .iter()

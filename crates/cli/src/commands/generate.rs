@@ -70,17 +70,19 @@ pub(crate) async fn generate(
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
     refuse_untrusted(global)?;
-    let config = global.run_config(&global.cwd, None);
-    let existing =
-        discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        global.run_config(&global.cwd, None),
+        global.policy(None),
+    );
+    let existing = discover::discover(global, &toolsmith, &|_| {}).await;
     let report = match Request::from_json(request) {
         Ok(request) => toolsmith_generator::generate(
-            executor,
+            &toolsmith,
             &request,
             &existing,
             None,
             &generator_config(global),
-            &config,
         )
         .await
         .context("cannot generate the tool")?,
@@ -235,14 +237,17 @@ pub(crate) async fn rollback(
 ) -> anyhow::Result<ExitStatus> {
     let name = tool_name(&args.name)?;
     // The restored version's checks run as a registration's do: in the sandbox of every call.
-    let config = global.run_config(&global.cwd, None);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        global.run_config(&global.cwd, None),
+        global.policy(None),
+    );
     let version = toolsmith_generator::rollback(
-        executor,
+        &toolsmith,
         &global.generator_tools_dir,
         &name,
         args.to,
         None,
-        &config,
     )
     .await
     .context("cannot roll back")?;

@@ -1,5 +1,5 @@
 //! `toolsmith learn NAME [--json]`: the narrowest sandbox declaration under which the tool's
-//! declared tests pass, learned by [`toolsmith_registry::learn`]; status 1 when a test fails
+//! declared tests pass, learned by [`toolsmith_registry::Toolsmith::learn`]; status 1 when a test fails
 //! even in the recording sandbox (no declaration is printed).
 
 use std::fmt::Write as _;
@@ -23,9 +23,14 @@ pub(crate) async fn learn(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(None);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        policy.clone(),
+    );
     let name = ToolName::from_exposed_or_plain(&args.name)
         .with_context(|| format!("invalid tool name {:?}", args.name))?;
-    let catalog = discover::discover_tool(global, executor, &name, &config, &policy).await;
+    let catalog = discover::discover_tool(global, &toolsmith, &name).await;
     let tool = catalog
         .get(&name)
         .with_context(|| format!("no tool named {name}"))?;
@@ -33,7 +38,8 @@ pub(crate) async fn learn(
         !tool.tests().is_empty(),
         "tool {name} declares no tests (a `tests` list in its description or frontmatter): there is nothing to learn from"
     );
-    let learning = toolsmith_registry::learn(executor, tool, &config, &policy)
+    let learning = toolsmith
+        .learn(tool)
         .await
         .with_context(|| format!("cannot run the tests of {name}"))?;
     match learning {

@@ -27,11 +27,13 @@ pub(crate) async fn list(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        policy.clone(),
+    );
     let bar = DiscoveryBar::new();
-    let catalog = discover::discover(global, executor, &config, &policy, &|progress| {
-        bar.update(progress)
-    })
-    .await;
+    let catalog = discover::discover(global, &toolsmith, &|progress| bar.update(progress)).await;
     bar.finish();
     let audit = match global.audit_path.as_deref() {
         Some(path) => Some(AuditLog::open(path)?),

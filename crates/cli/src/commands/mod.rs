@@ -28,9 +28,12 @@ pub(crate) async fn unknown_tool_hint(
     global: &GlobalSettings,
     executor: &Arc<Executor>,
 ) -> String {
-    let config = global.run_config(&global.cwd, None);
-    let catalog =
-        discover::discover(global, executor, &config, &global.policy(None), &|_| {}).await;
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        global.run_config(&global.cwd, None),
+        global.policy(None),
+    );
+    let catalog = discover::discover(global, &toolsmith, &|_| {}).await;
     let names: Vec<&str> = catalog
         .tools()
         .iter()

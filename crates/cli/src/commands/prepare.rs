@@ -34,6 +34,11 @@ pub(crate) async fn prepare(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(None);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        policy.clone(),
+    );
     let wanted = args
         .name
         .as_deref()
@@ -42,7 +47,7 @@ pub(crate) async fn prepare(
                 .with_context(|| format!("invalid tool name {text:?}"))
         })
         .transpose()?;
-    let catalog = discover::discover(global, executor, &config, &policy, &|_| {}).await;
+    let catalog = discover::discover(global, &toolsmith, &|_| {}).await;
     let mut pending = preparations(&catalog);
     if let Some(name) = &wanted {
         pending.retain(|preparation| &preparation.name == name);
@@ -81,7 +86,7 @@ pub(crate) async fn prepare(
     }
     if !done.is_empty() {
         // Discovery again, offline as always: a prepared tool must now load.
-        let after = discover::discover(global, executor, &config, &policy, &|_| {}).await;
+        let after = discover::discover(global, &toolsmith, &|_| {}).await;
         for prepared in &mut done {
             if prepared.result.is_ok() {
                 prepared.result = loads(&after, &prepared.preparation);

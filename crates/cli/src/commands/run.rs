@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::Value;
+use std::future::IntoFuture as _;
 use toolsmith_executor::Executor;
+
 use toolsmith_registry::{
     AuditLog, AuditedCall, CallIdentity, Envelope, ErrorCode, Metadata, Progress, ToolName,
+    Toolsmith,
 };
 
 use crate::args::RunArgs;
@@ -64,38 +67,36 @@ pub(crate) async fn run(
     // One CLI invocation is one session of one call.
     let identity = CallIdentity::alone();
     let call = AuditedCall::start(tool_name, arguments, None, identity.call_id());
-    let config = &settings.run_config;
+    let toolsmith = Toolsmith::from_parts(
+        Arc::clone(executor),
+        settings.run_config.clone(),
+        settings.policy.clone(),
+    );
     let envelope = match &settings.tool {
         Ok(name) => {
-            let catalog =
-                discover::discover_tool(global, executor, name, config, &settings.policy).await;
-            match catalog.get(name) {
-                Some(tool) => {
-                    let bar = ToolBar::new();
-                    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-                    let call = toolsmith_registry::invoke_with_progress(
-                        executor,
-                        tool,
-                        arguments,
-                        config,
-                        &settings.policy,
-                        &identity,
-                        bar.shows().then_some(sender),
-                    );
-                    let show = async {
-                        while let Some(line) = receiver.recv().await {
-                            if let Some(progress) = Progress::parse(&line) {
-                                bar.update(&progress);
-                            }
-                        }
-                    };
-                    let (envelope, ()) = tokio::join!(call, show);
-                    bar.finish();
-                    envelope.context("cannot run the tool")?
-                }
-                // The registry words the sentence, naming files of that name that failed to load.
-                None => toolsmith_registry::unavailable(&catalog, name, &args.name),
+            let catalog = discover::discover_tool(global, &toolsmith, name).await;
+            let bar = ToolBar::new();
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+            // The front door words every refusal, an unknown name included (naming files of
+            // that name that failed to load).
+            let mut invocation = toolsmith
+                .call(&catalog, &args.name, arguments)
+                .in_session(&identity);
+            if bar.shows() {
+                invocation = invocation.with_progress(sender);
+            } else {
+                drop(sender);
             }
+            let show = async {
+                while let Some(line) = receiver.recv().await {
+                    if let Some(progress) = Progress::parse(&line) {
+                        bar.update(&progress);
+                    }
+                }
+            };
+            let (envelope, ()) = tokio::join!(invocation.into_future(), show);
+            bar.finish();
+            envelope.context("cannot run the tool")?
         }
         Err(error) => {
             let reason = format!(": {error}");

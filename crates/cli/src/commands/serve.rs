@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{AuditLog, LiveRegistry};
+use toolsmith_registry::{AuditLog, Toolsmith, Watching};
 
 use crate::admission::{ClientLimits, PerClient};
 use crate::args::ServeArgs;
@@ -99,30 +99,19 @@ async fn context(
         .map(AuditLog::open)
         .transpose()?;
     let discovery = std::time::Instant::now();
-    let registry = match args.poll_interval {
-        None => {
-            LiveRegistry::start(
-                Arc::clone(executor),
-                global.layers.clone(),
-                discover::discovery_cache(global),
-                config.clone(),
-                policy.clone(),
-            )
-            .await
-        }
-        Some(interval) => {
-            LiveRegistry::start_polling(
-                Arc::clone(executor),
-                global.layers.clone(),
-                discover::discovery_cache(global),
-                config.clone(),
-                policy.clone(),
-                interval,
-            )
-            .await
-        }
-    }
-    .context("cannot watch the tool directories")?;
+    let toolsmith = Toolsmith::from_parts(Arc::clone(executor), config, policy);
+    let watching = match args.poll_interval {
+        None => Watching::Events,
+        Some(interval) => Watching::Polls(interval),
+    };
+    let registry = toolsmith
+        .live(
+            global.layers.clone(),
+            discover::discovery_cache(global),
+            watching,
+        )
+        .await
+        .context("cannot watch the tool directories")?;
     let metrics = crate::metrics::Metrics::default();
     metrics.started(
         discovery.elapsed().as_secs_f64(),
@@ -143,15 +132,14 @@ async fn context(
     }
     // `custom_tool` obeys policy like every tool: the lists by its name, the profiles by
     // what it is (writing and running code is neither read-only nor approval-free).
-    let generator = policy
+    let generator = toolsmith
+        .policy()
         .check_meta_tool()
         .is_ok()
         .then(|| crate::commands::generate::generator_config(global));
     Ok(ServeContext {
-        executor: Arc::clone(executor),
+        toolsmith,
         registry,
-        config,
-        policy,
         prefix: args.prefix.clone(),
         audit,
         definitions: std::sync::Mutex::new(discover::definitions(global)),

@@ -27,8 +27,13 @@ pub(crate) async fn show(
     let name = ToolName::from_exposed_or_plain(&args.name);
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(args.profile);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        policy.clone(),
+    );
     let catalog = match &name {
-        Ok(name) => Some(discover::discover_tool(global, executor, name, &config, &policy).await),
+        Ok(name) => Some(discover::discover_tool(global, &toolsmith, name).await),
         Err(_) => None,
     };
     let denied = catalog

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use toolsmith_executor::Executor;
-use toolsmith_registry::{CaseOutcome, Tool, ToolName, run_tests};
+use toolsmith_registry::{CaseOutcome, Tool, ToolName};
 
 use crate::args::TestArgs;
 use crate::commands::discover;
@@ -21,13 +21,18 @@ pub(crate) async fn test(
 ) -> anyhow::Result<ExitStatus> {
     let config = global.run_config(&global.cwd, None);
     let policy = global.policy(None);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        config.clone(),
+        policy.clone(),
+    );
     let catalog = match &args.name {
         Some(text) => {
             let name = ToolName::from_exposed_or_plain(text)
                 .with_context(|| format!("invalid tool name {text:?}"))?;
-            discover::discover_tool(global, executor, &name, &config, &policy).await
+            discover::discover_tool(global, &toolsmith, &name).await
         }
-        None => discover::discover(global, executor, &config, &policy, &|_| {}).await,
+        None => discover::discover(global, &toolsmith, &|_| {}).await,
     };
     let tools: Vec<&Tool> = match &args.name {
         Some(text) => {
@@ -53,7 +58,8 @@ pub(crate) async fn test(
     }
     let mut results: Vec<(&Tool, Vec<CaseOutcome>)> = Vec::new();
     for tool in tools {
-        let outcomes = run_tests(executor, tool, &config, &policy)
+        let outcomes = toolsmith
+            .run_tests(tool)
             .await
             .with_context(|| format!("cannot run the tests of {}", tool.name()))?;
         results.push((tool, outcomes));

@@ -59,13 +59,14 @@ pub(crate) async fn validate(
     global: &GlobalSettings,
     executor: &Arc<Executor>,
 ) -> anyhow::Result<ExitStatus> {
-    let config = global.run_config(&global.cwd, None);
-    let policy = global.policy(None);
+    let toolsmith = toolsmith_registry::Toolsmith::from_parts(
+        Arc::clone(executor),
+        global.run_config(&global.cwd, None),
+        global.policy(None),
+    );
     let mut entries = Vec::new();
     if args.targets.is_empty() {
-        let reports =
-            toolsmith_registry::validate_dirs(executor, &global.layers, None, &config, &policy)
-                .await;
+        let reports = toolsmith.validate_dirs(&global.layers, None).await;
         if reports.is_empty() {
             entries.push(Entry::Unmatched {
                 target: "the tool directories".to_owned(),
@@ -77,20 +78,14 @@ pub(crate) async fn validate(
     for text in &args.targets {
         match target(text, global) {
             Target::Path(path) => entries.extend(
-                toolsmith_registry::validate_paths(executor, &[path], &config, &policy)
+                toolsmith
+                    .validate_paths(&[path])
                     .await
                     .into_iter()
                     .map(Entry::Report),
             ),
             Target::Name(name) => {
-                let reports = toolsmith_registry::validate_dirs(
-                    executor,
-                    &global.layers,
-                    Some(&name),
-                    &config,
-                    &policy,
-                )
-                .await;
+                let reports = toolsmith.validate_dirs(&global.layers, Some(&name)).await;
                 if reports.is_empty() {
                     entries.push(Entry::Unmatched {
                         target: text.clone(),

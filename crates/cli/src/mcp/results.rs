@@ -56,7 +56,7 @@ pub(super) fn page(names: &[&str], cursor: Option<&str>, size: usize) -> Option<
 /// - Failure (including invalid arguments and policy denials): `isError` with the sentence and
 ///   the error code; the code is also in `_meta`.
 /// - Always: the run's metadata in `_meta`.
-pub(super) fn call_result(tool: &Tool, envelope: &Envelope) -> CallToolResult {
+pub(super) fn call_result(tool: Option<&Tool>, envelope: &Envelope) -> CallToolResult {
     let mut meta = JsonObject::new();
     meta.insert(
         META_METADATA.to_owned(),
@@ -68,7 +68,7 @@ pub(super) fn call_result(tool: &Tool, envelope: &Envelope) -> CallToolResult {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
             };
-            match tool.output_schema() {
+            match tool.and_then(Tool::output_schema) {
                 Some(schema) if schema.violations(result).is_empty() => {
                     let mut structured = CallToolResult::structured(result.clone());
                     structured.content = vec![ContentBlock::text(text)];

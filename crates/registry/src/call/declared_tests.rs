@@ -1,17 +1,14 @@
-//! The runner of declared tests: calls a tool once per [`TestCase`] through [`invoke`] and
-//! compares each envelope with the case's expectation.
-
-use std::sync::Arc;
+//! The runner of declared tests: calls a tool once per [`TestCase`], as every call is made
+//! ([`invoke_target`]), and compares each envelope with the case's expectation.
 
 use serde_json::Value;
-use toolsmith_executor::Executor;
 
-use crate::call::invoke::invoke;
+use crate::call::identity::CallIdentity;
+use crate::call::invoke::{Target, invoke_target};
+use crate::context::Context;
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::formats::declared_tests::TestCase;
-use crate::overrides::RunConfig;
-use crate::policy::Policy;
 use crate::tool::Tool;
 
 /// How one declared test case went.
@@ -34,23 +31,22 @@ impl CaseOutcome {
     }
 }
 
-/// Runs `cases` against `tool`, one after the other, each through [`invoke`] (so under the
+/// Runs `cases` against `tool`, one after the other, each a call of its own (so under the
 /// tool's normal limits, environment and policy).
-pub async fn run_cases(
-    executor: &Arc<Executor>,
+pub(crate) async fn run_cases(
+    context: &Context,
     tool: &Tool,
     cases: &[TestCase],
-    config: &RunConfig,
-    policy: &Policy,
 ) -> Result<Vec<CaseOutcome>, Error> {
     let mut outcomes = Vec::with_capacity(cases.len());
     for (index, case) in cases.iter().enumerate() {
-        let envelope = invoke(
-            executor,
-            tool,
+        let envelope = invoke_target(
+            context,
+            Target::Tool(tool),
             &Value::Object(case.input.clone()),
-            config,
-            policy,
+            &CallIdentity::alone(),
+            None,
+            None,
         )
         .await?;
         outcomes.push(CaseOutcome {
@@ -61,14 +57,4 @@ pub async fn run_cases(
         });
     }
     Ok(outcomes)
-}
-
-/// Runs the tests `tool` declares (see [`Tool::tests`]).
-pub async fn run_tests(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    config: &RunConfig,
-    policy: &Policy,
-) -> Result<Vec<CaseOutcome>, Error> {
-    run_cases(executor, tool, tool.tests(), config, policy).await
 }

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolsmith_executor::{Executor, LimitKind, Limits, Network, Outcome, ReportSink, Termination};
 
+use crate::context::Context;
+use crate::discovery::live::LiveRegistry;
+
 use crate::call::identity::CallIdentity;
 use crate::call::progress::PROGRESS_FD_VAR;
 use crate::call::secrets::{self, CallSecrets};
@@ -25,39 +28,55 @@ use crate::message::{error_chain, first_line};
 use crate::name::ToolName;
 use crate::oob::{self, OutOfBand, PrepareError};
 use crate::overrides::{CallConfig, RunConfig};
-use crate::policy::Policy;
 use crate::tool::Tool;
 use crate::tool_cache::{Index, ToolCache};
 
-/// Calls the tool named `name` (plain, e.g. `hello`, or exposed, e.g.
-/// `custom_tool_hello`) with `arguments`.
-///
+/// What a call names: a tool in hand, or a name to look up in a catalog.
+pub(crate) enum Target<'a> {
+    /// A tool from a catalog, or the generator's report.
+    Tool(&'a Tool),
+    /// A name (plain, e.g. `hello`, or exposed, e.g. `custom_tool_hello`) in `catalog`.
+    Named {
+        /// Where the name is looked up.
+        catalog: &'a Catalog,
+        /// The name as the caller wrote it.
+        name: &'a str,
+    },
+}
+
+/// Calls `target` with `arguments`: the one path of every call (see [`Call`](crate::Call)).
 /// An unknown name is a `TOOL_NOT_FOUND` envelope, not an error.
-pub async fn invoke_named(
-    executor: &Arc<Executor>,
-    catalog: &Catalog,
-    name: &str,
+pub(crate) async fn invoke_target(
+    context: &Context,
+    target: Target<'_>,
     arguments: &Value,
-    config: &RunConfig,
-    policy: &Policy,
+    identity: &CallIdentity,
+    progress: Option<ReportSink>,
+    live: Option<&LiveRegistry>,
 ) -> Result<Envelope, Error> {
-    let Ok(tool_name) = ToolName::from_exposed_or_plain(name) else {
-        return Ok(Envelope::failure(
-            ErrorCode::ToolNotFound,
-            not_found_sentence(name, None, catalog),
-            Metadata::not_started(),
-        ));
+    let tool = match target {
+        Target::Tool(tool) => tool,
+        Target::Named { catalog, name } => {
+            let Ok(tool_name) = ToolName::from_exposed_or_plain(name) else {
+                return Ok(Envelope::failure(
+                    ErrorCode::ToolNotFound,
+                    not_found_sentence(name, None, catalog),
+                    Metadata::not_started(),
+                ));
+            };
+            match catalog.get(&tool_name) {
+                Some(tool) => tool,
+                None => return Ok(unavailable(catalog, &tool_name, name)),
+            }
+        }
     };
-    match catalog.get(&tool_name) {
-        Some(tool) => invoke(executor, tool, arguments, config, policy).await,
-        None => Ok(unavailable(catalog, &tool_name, name)),
-    }
+    invoke_tool(context, tool, arguments, identity, progress, live).await
 }
 
 /// The envelope of a call of `name` (as the caller wrote it: `shown`) that `catalog` has no
 /// callable tool for: `POLICY_DENIED` when policy kept discovery from asking the file (the
 /// reason said), else `TOOL_NOT_FOUND`, naming a file of that name that failed to load.
-pub fn unavailable(catalog: &Catalog, name: &ToolName, shown: &str) -> Envelope {
+pub(crate) fn unavailable(catalog: &Catalog, name: &ToolName, shown: &str) -> Envelope {
     match catalog.get_denied(name) {
         // Discovery did not even ask the file for its description.
         Some(denied) => Envelope::failure(
@@ -73,10 +92,8 @@ pub fn unavailable(catalog: &Catalog, name: &ToolName, shown: &str) -> Envelope 
     }
 }
 
-/// Calls `tool` with `arguments`.
-///
-/// When `policy` denies the tool, nothing is run and the envelope is
-/// `POLICY_DENIED` with the reason.
+/// Calls `tool` with `arguments`, checking policy, the project's trust and a pending
+/// Kodelet `config` (through `live`'s cache when given) once each, in that order.
 ///
 /// The declared defaults are filled in next
 /// ([`InputSchema::with_defaults`](crate::schema::InputSchema::with_defaults)), so a
@@ -84,40 +101,23 @@ pub fn unavailable(catalog: &Catalog, name: &ToolName, shown: &str) -> Envelope 
 /// are then checked against the tool's input schema; when they fail it,
 /// nothing is run and the envelope is `INVALID_PARAMS`, listing every
 /// violation with its JSON path. The tool receives exactly the arguments
-/// that were checked.
+/// that were checked, and `identity` in its environment (see [`CallIdentity`]); each line it
+/// writes on its progress descriptor goes to `progress`.
 /// Only a failure of the executor's own plumbing is an `Err`: everything the
 /// tool does, including failing to start, is an envelope.
-pub async fn invoke(
-    executor: &Arc<Executor>,
+async fn invoke_tool(
+    context: &Context,
     tool: &Tool,
     arguments: &Value,
-    config: &RunConfig,
-    policy: &Policy,
-) -> Result<Envelope, Error> {
-    let identity = CallIdentity::alone();
-    invoke_with_progress(executor, tool, arguments, config, policy, &identity, None).await
-}
-
-/// Like [`invoke`], and while the tool runs, sends each line it writes on its progress
-/// descriptor to `progress`: one channel from the tool's pipe to the caller, who reads each
-/// line with [`Progress::parse`](crate::Progress::parse) (a line that is not a report is
-/// `None`). The channel's sender is dropped when the call ends.
-///
-/// The tool finds the file descriptor to write JSON lines on in `TOOLSMITH_PROGRESS_FD`
-/// (see [`PROGRESS_FD_VAR`](crate::call::progress::PROGRESS_FD_VAR)); without `progress` the
-/// variable is not set.
-///
-/// The tool receives `identity` in its environment (see [`CallIdentity`]); [`invoke`] makes
-/// each call a session of its own.
-pub async fn invoke_with_progress(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    arguments: &Value,
-    config: &RunConfig,
-    policy: &Policy,
     identity: &CallIdentity,
     progress: Option<ReportSink>,
+    live: Option<&LiveRegistry>,
 ) -> Result<Envelope, Error> {
+    let Context {
+        executor,
+        config,
+        policy,
+    } = context;
     if let Err(denial) = policy.check(tool) {
         return Ok(Envelope::failure(
             ErrorCode::PolicyDenied,
@@ -142,12 +142,16 @@ pub async fn invoke_with_progress(
             Metadata::not_started(),
         ));
     }
-    // A Kodelet tool from a listing has not been asked for its `config` yet: ask now, so the
-    // timeout it requests applies. Callers that keep a cache ask through it first
-    // (`discover_one`, `LiveRegistry::ready_for_call`), and then this costs nothing.
+    // A Kodelet tool from a listing has not been asked for its `config` yet: ask now, once, so
+    // the timeout it requests applies, through the live registry's cache when the call came
+    // through one (the answer is then kept for the next calls of the same file).
     let resolved;
     let tool = if tool.config_pending() {
-        match resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), config).await {
+        let answer = match live {
+            Some(live) => live.ready_for_call(tool).await,
+            None => resolve_config(executor, tool, &mut DiscoveryCache::in_memory(), config).await,
+        };
+        match answer {
             Ok(ready) => {
                 resolved = ready;
                 &resolved

@@ -16,17 +16,16 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::Arc;
 
-use toolsmith_executor::{EgressVerdict, Executor};
+use toolsmith_executor::EgressVerdict;
 
 use crate::access::{FilesystemSetting, NetworkSetting};
 use crate::call::declared_tests::{CaseOutcome, run_cases};
+use crate::context::Context;
 use crate::error::Error;
 use crate::formats::declared_tests::TestCase;
 use crate::grant::NetworkTarget;
 use crate::overrides::RunConfig;
-use crate::policy::Policy;
 use crate::sandbox::SandboxDeclaration;
 use crate::tool::Tool;
 
@@ -56,26 +55,16 @@ pub enum Learning {
     },
 }
 
-/// Learns the declaration of `tool` from the tests it declares (see [`learn_cases`]).
-pub async fn learn(
-    executor: &Arc<Executor>,
-    tool: &Tool,
-    config: &RunConfig,
-    policy: &Policy,
-) -> Result<Learning, Error> {
-    learn_cases(executor, tool, tool.tests(), config, policy).await
-}
-
 /// Learns the narrowest declaration under which every one of `cases` passes for `tool`,
-/// within the operator's grant in `config` (see the module documentation). A tool with no
-/// case learns the narrowest declaration there is: `"none"` and `"read-only"`.
-pub async fn learn_cases(
-    executor: &Arc<Executor>,
+/// within the operator's grant in the context's configuration (see the module
+/// documentation). A tool with no case learns the narrowest declaration there is: `"none"`
+/// and `"read-only"`.
+pub(crate) async fn learn_cases(
+    context: &Context,
     tool: &Tool,
     cases: &[TestCase],
-    config: &RunConfig,
-    policy: &Policy,
 ) -> Result<Learning, Error> {
+    let config = &context.config;
     let recording = tool.with_sandbox(SandboxDeclaration {
         network: Some(NetworkSetting::Allow),
         filesystem: None,
@@ -84,11 +73,9 @@ pub async fn learn_cases(
         secrets: tool.sandbox().secrets.clone(),
     });
     let recorded = run_cases(
-        executor,
+        &context.with_config(recording_config(config)),
         &recording,
         cases,
-        &recording_config(config),
-        policy,
     )
     .await?;
     if recorded.iter().any(|outcome| !outcome.passed()) {
@@ -113,14 +100,7 @@ pub async fn learn_cases(
             read_reveal: tool.sandbox().read_reveal.clone(),
             secrets: tool.sandbox().secrets.clone(),
         };
-        let outcomes = run_cases(
-            executor,
-            &tool.with_sandbox(declaration.clone()),
-            cases,
-            config,
-            policy,
-        )
-        .await?;
+        let outcomes = run_cases(context, &tool.with_sandbox(declaration.clone()), cases).await?;
         if outcomes.iter().all(CaseOutcome::passed) {
             return Ok(Learning::Learned {
                 declaration,

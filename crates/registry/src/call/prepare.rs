@@ -35,13 +35,13 @@ use crate::sandbox::probe_sandbox;
 use crate::tool_cache::{Index, ToolCache};
 
 /// The longest a preparation may take: a download of the dependencies.
-pub const PREPARE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const PREPARE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The default index of uv and pip, when the environment names none.
-pub const DEFAULT_PYTHON_INDEX: &str = "https://pypi.org/simple";
+pub(crate) const DEFAULT_PYTHON_INDEX: &str = "https://pypi.org/simple";
 
 /// The default registry of npm, when the environment names none.
-pub const DEFAULT_NPM_REGISTRY: &str = "https://registry.npmjs.org";
+pub(crate) const DEFAULT_NPM_REGISTRY: &str = "https://registry.npmjs.org";
 
 /// A tool file that needs preparing: started by a package runner.
 #[derive(Debug, Clone, PartialEq, Eq)]

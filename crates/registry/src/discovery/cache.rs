@@ -42,7 +42,7 @@ use crate::regular_file::{Links, MAX_CACHE_BYTES, read_regular};
 ///
 /// 4: the fingerprint carries the status-change time (`ctime_secs`, `ctime_nanos`); an entry
 /// of version 3 cannot tell a rewrite whose modification time was set back.
-pub const CACHE_VERSION: u32 = 4;
+pub(crate) const CACHE_VERSION: u32 = 4;
 
 /// The cache file's name inside the cache directory.
 pub const CACHE_FILE: &str = "discovery.json";

@@ -155,7 +155,7 @@ pub enum ProblemError {
         /// The signal number.
         signal: i32,
     },
-    /// The probe printed more than [`PROBE_MAX_OUTPUT`] bytes.
+    /// The probe printed more than `PROBE_MAX_OUTPUT` bytes.
     #[error("`{probe}` printed {total} bytes, more than the {PROBE_MAX_OUTPUT} allowed")]
     OutputTooLarge {
         /// The probe's argument.
@@ -209,7 +209,7 @@ pub enum ProblemError {
     /// The tool's description is empty: the LLM would not know what it does.
     #[error("the tool's description is empty")]
     EmptyDescription,
-    /// The tool's description is longer than [`MAX_DESCRIPTION_BYTES`]: it would be sent in
+    /// The tool's description is longer than `MAX_DESCRIPTION_BYTES`: it would be sent in
     /// every listing.
     #[error(
         "the tool's description takes {bytes} bytes, more than the limit of {MAX_DESCRIPTION_BYTES}"

@@ -30,7 +30,7 @@ pub(crate) fn file_tool_name(file_name: &str) -> Option<ToolName> {
 }
 
 /// The wall-clock budget of one probe (`description`, `config`, `--schema`).
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The budget of a probe's second run when its first timed out under [`PROBE_TIMEOUT`]: a
 /// loaded machine, not the tool, is the likely cause of a one-second timeout.
@@ -39,10 +39,10 @@ pub(crate) const PROBE_RETRY_TIMEOUT: Duration = Duration::from_secs(3);
 /// The budget of a probe of a script started by a package runner (`uv run --script`, `npx`):
 /// before the script prints a line, the runner builds its environment in the tool's cache
 /// (about a second for uv's first run of a script on a busy machine), offline.
-pub const PROBE_RUNNER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PROBE_RUNNER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The most output a `description` probe may print.
-pub const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
+pub(crate) const PROBE_MAX_OUTPUT: u64 = 64 * 1024;
 
 /// The longest grace period between SIGTERM and SIGKILL for a probe.
 pub(crate) const PROBE_MAX_GRACE: Duration = Duration::from_millis(500);
@@ -93,27 +93,6 @@ pub(crate) struct Discovery {
     pub(crate) catalog: Catalog,
     /// The earliest moment a file left for later has settled, if any was.
     pub(crate) retry_at: Option<SystemTime>,
-}
-
-/// Scans `dirs` (relative ones are taken from `config.cwd`) and probes every
-/// candidate, at most as many at once as the machine has cores.
-///
-/// The directories are [`Layer::Explicit`], nothing is cached and every file is probed
-/// ([`Policy::allow_all`]); [`discover_layers`] takes layers, a [`DiscoveryCache`] and the
-/// policy in force.
-/// Never fails: whatever cannot be loaded is a [`Problem`] in the catalog.
-/// Cancel-safe: dropping the future kills the probes still running.
-pub async fn discover(executor: &Arc<Executor>, dirs: &[PathBuf], config: &RunConfig) -> Catalog {
-    let mut cache = DiscoveryCache::in_memory();
-    discover_layers(
-        executor,
-        &LayerDir::explicit(dirs),
-        &mut cache,
-        config,
-        &Policy::allow_all(),
-        &|_| {},
-    )
-    .await
 }
 
 /// Scans the directories of `layers`, lowest precedence first, and probes every candidate

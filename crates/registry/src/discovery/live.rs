@@ -33,8 +33,8 @@ use arc_swap::ArcSwap;
 use notify::RecursiveMode;
 use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
 use tokio::sync::{broadcast, mpsc};
-use toolsmith_executor::Executor;
 
+use crate::context::Context;
 use crate::discovery::cache::DiscoveryCache;
 use crate::discovery::catalog::{Catalog, ProblemError};
 use crate::discovery::discover::{Freshness, discover_matching};
@@ -44,7 +44,6 @@ use crate::error::Error;
 use crate::layer::BUNDLE_TOOLS_DIR;
 use crate::name::ToolName;
 use crate::overrides::RunConfig;
-use crate::policy::Policy;
 use crate::tool::Tool;
 
 /// How long a file must have been left alone before the watcher probes it, and the debounce of
@@ -120,11 +119,10 @@ pub struct LiveRegistry {
 
 #[derive(Debug)]
 struct Shared {
-    executor: Arc<Executor>,
+    /// The executor, the run configuration, and the policy that decides what discovery may
+    /// run: a file policy refuses is never probed, in any rescan.
+    context: Context,
     layers: Vec<LayerDir>,
-    config: RunConfig,
-    /// What discovery may run: a file policy refuses is never probed, in any rescan.
-    policy: Policy,
     current: ArcSwap<Catalog>,
     /// Held for the whole of a rescan, so rescans never interleave.
     cache: tokio::sync::Mutex<DiscoveryCache>,
@@ -135,94 +133,71 @@ struct Shared {
     current_is_good: std::sync::atomic::AtomicBool,
 }
 
+/// How a [`LiveRegistry`] learns that its directories changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watching {
+    /// The kernel's file events (inotify): a change is seen as it happens.
+    Events,
+    /// A scan of the directories' entries every interval instead of the kernel's events,
+    /// which never come for changes another machine makes on a shared network filesystem
+    /// (NFS, a Kubernetes ReadWriteMany volume): replicas on several machines see each
+    /// other's tools this way.
+    Polls(Duration),
+}
+
 impl LiveRegistry {
-    /// Starts watching `layers` with the kernel's file events (inotify), then discovers them
-    /// (with `cache`) before returning.
+    /// Starts watching `layers` as `watching` says, then discovers them (with `cache`) before
+    /// returning; [`Toolsmith::live`](crate::Toolsmith::live) is the public door.
     ///
     /// The watch is set up first, so a change during the first discovery is not missed.
-    /// No discovery, first or later, runs a file `policy` refuses.
-    pub async fn start(
-        executor: Arc<Executor>,
+    /// No discovery, first or later, runs a file the context's policy refuses.
+    pub(crate) async fn start(
+        context: Context,
         layers: Vec<LayerDir>,
         cache: DiscoveryCache,
-        config: RunConfig,
-        policy: Policy,
+        watching: Watching,
     ) -> Result<LiveRegistry, Error> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let debouncer = notify_debouncer_mini::new_debouncer_opt::<_, ChangesOnly>(
-            notify_debouncer_mini::Config::default().with_timeout(SETTLE),
-            move |result: DebounceEventResult| {
-                // The receiver is gone only when the registry is dropped; nothing is left to tell.
-                let _ignored = sender.send(result);
-            },
-        )
-        .map_err(|source| Error::Watch { source })?;
-        LiveRegistry::start_with(
-            executor,
-            layers,
-            cache,
-            config,
-            policy,
-            Watch::Events(debouncer),
-            receiver,
-        )
-        .await
-    }
-
-    /// As [`start`](LiveRegistry::start), but the directories are scanned every `interval`
-    /// (their entries' metadata) instead of waiting for the kernel's events, which never come
-    /// for changes another machine makes on a shared network filesystem (NFS, a Kubernetes
-    /// ReadWriteMany volume): replicas on several machines see each other's tools this way.
-    pub async fn start_polling(
-        executor: Arc<Executor>,
-        layers: Vec<LayerDir>,
-        cache: DiscoveryCache,
-        config: RunConfig,
-        policy: Policy,
-        interval: Duration,
-    ) -> Result<LiveRegistry, Error> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let debouncer = notify_debouncer_mini::new_debouncer_opt::<_, notify::PollWatcher>(
-            notify_debouncer_mini::Config::default()
-                .with_timeout(SETTLE)
-                .with_notify_config(notify::Config::default().with_poll_interval(interval)),
-            move |result: DebounceEventResult| {
-                // The receiver is gone only when the registry is dropped; nothing is left to tell.
-                let _ignored = sender.send(result);
-            },
-        )
-        .map_err(|source| Error::Watch { source })?;
-        LiveRegistry::start_with(
-            executor,
-            layers,
-            cache,
-            config,
-            policy,
-            Watch::Polls(debouncer),
-            receiver,
-        )
-        .await
+        // The receiver is gone only when the registry is dropped; nothing is left to tell.
+        let forward = move |result: DebounceEventResult| {
+            let _ignored = sender.send(result);
+        };
+        let debouncer = match watching {
+            Watching::Events => Watch::Events(
+                notify_debouncer_mini::new_debouncer_opt::<_, ChangesOnly>(
+                    notify_debouncer_mini::Config::default().with_timeout(SETTLE),
+                    forward,
+                )
+                .map_err(|source| Error::Watch { source })?,
+            ),
+            Watching::Polls(interval) => Watch::Polls(
+                notify_debouncer_mini::new_debouncer_opt::<_, notify::PollWatcher>(
+                    notify_debouncer_mini::Config::default()
+                        .with_timeout(SETTLE)
+                        .with_notify_config(notify::Config::default().with_poll_interval(interval)),
+                    forward,
+                )
+                .map_err(|source| Error::Watch { source })?,
+            ),
+        };
+        LiveRegistry::start_with(context, layers, cache, debouncer, receiver).await
     }
 
     async fn start_with(
-        executor: Arc<Executor>,
+        context: Context,
         layers: Vec<LayerDir>,
         cache: DiscoveryCache,
-        config: RunConfig,
-        policy: Policy,
         mut debouncer: Watch,
         receiver: mpsc::UnboundedReceiver<DebounceEventResult>,
     ) -> Result<LiveRegistry, Error> {
-        let targets = watch_targets(&layers, &config);
+        let targets = watch_targets(&layers, &context.config);
         let mut watched = HashSet::new();
         update_watches(&mut debouncer, &targets, &HashSet::new(), &mut watched)?;
 
         let (events, _) = broadcast::channel(EVENT_CAPACITY);
         let shared = Arc::new(Shared {
-            executor,
+            context,
             layers,
-            config,
-            policy,
             current: ArcSwap::from_pointee(Catalog::empty()),
             cache: tokio::sync::Mutex::new(cache),
             events,
@@ -284,13 +259,13 @@ impl LiveRegistry {
     /// whose `config` was never asked is asked now, once per version of its file (the answer
     /// is cached and saved with its description), so the timeout it requests applies from its
     /// first call on. An invalid answer is the error, and the call should not run.
-    pub async fn ready_for_call(&self, tool: &Tool) -> Result<Tool, ProblemError> {
+    pub(crate) async fn ready_for_call(&self, tool: &Tool) -> Result<Tool, ProblemError> {
         if !tool.config_pending() {
             return Ok(tool.clone());
         }
         let mut cache = self.shared.cache.lock().await;
-        let ready =
-            resolve_config(&self.shared.executor, tool, &mut cache, &self.shared.config).await;
+        let context = &self.shared.context;
+        let ready = resolve_config(&context.executor, tool, &mut cache, &context.config).await;
         if let Err(error) = cache.save() {
             tracing::warn!(
                 error = %crate::message::error_chain(&error),
@@ -345,7 +320,7 @@ impl Registration<'_> {
             .layers
             .iter()
             .filter(|layer_dir| !layer_dir.layer.holds_bundles())
-            .map(|layer_dir| self.shared.config.cwd.join(&layer_dir.dir))
+            .map(|layer_dir| self.shared.context.config.cwd.join(&layer_dir.dir))
             .find(|root| root == parent || identity(root) == Some(wanted))
             .map(|root| root.join(file_name))
     }
@@ -399,13 +374,13 @@ impl Shared {
             freshness
         };
         let discovery = discover_matching(
-            &self.executor,
+            &self.context.executor,
             &self.layers,
             None,
             &mut cache,
             freshness,
-            &self.config,
-            &self.policy,
+            &self.context.config,
+            &self.context.policy,
             &|_| {},
         )
         .await;
@@ -696,7 +671,7 @@ async fn watch_loop(
                     return;
                 };
                 // Everything already queued is handled by the same rescan.
-                let relevant_dirs = Watched::of(&shared.layers, &shared.config);
+                let relevant_dirs = Watched::of(&shared.layers, &shared.context.config);
                 let mut batch = vec![first];
                 while let Ok(more) = receiver.try_recv() {
                     batch.push(more);
@@ -731,7 +706,7 @@ async fn watch_loop(
         if !relevant {
             continue;
         }
-        let targets = watch_targets(&shared.layers, &shared.config);
+        let targets = watch_targets(&shared.layers, &shared.context.config);
         if let Err(error) = update_watches(&mut debouncer, &targets, &touched, &mut watched) {
             tracing::warn!(error = %crate::message::error_chain(&error), "a tool directory cannot be watched; its changes need an explicit refresh");
         }

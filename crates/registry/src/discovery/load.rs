@@ -59,13 +59,13 @@ pub(crate) fn load(probed: &Probed, candidate: &Candidate) -> Result<Tool, Probl
 
 /// The tool the Kodelet executable at `path` is, had its `description` probe printed
 /// `description` and its `config` probe printed `config`: the same classification, parsing
-/// and registration checks as [`discover`](crate::discovery::discover::discover) applies to a probed file (in [`Layer::Explicit`],
+/// and registration checks as [`discover_layers`](crate::discovery::discover::discover_layers) applies to a probed file (in [`Layer::Explicit`],
 /// from the file's directory), with nothing run. `Ok(None)` when discovery would not probe
 /// the file as a Kodelet tool (a manifest, an ikigai `NAME-tool`, a skipped file).
 ///
 /// For a caller that wrote the file and knows what it answers (the generator), so that it
 /// can call the tool while discovery's own probes of the file run. It proves nothing about
-/// what the file really answers: compare the result with the tool [`discover`](crate::discovery::discover::discover) loads.
+/// what the file really answers: compare the result with the tool [`discover_layers`](crate::discovery::discover::discover_layers) loads.
 pub fn load_answered(
     path: &Path,
     description: &[u8],

@@ -134,7 +134,7 @@ impl FileReport {
 
 /// Checks the files at `paths` (relative ones taken from `config.cwd`),
 /// each as discovery would if it found it in a directory; a file `policy` refuses is not run.
-pub async fn validate_paths(
+pub(crate) async fn validate_paths(
     executor: &Arc<Executor>,
     paths: &[PathBuf],
     config: &RunConfig,
@@ -171,7 +171,7 @@ pub async fn validate_paths(
 /// `only`, when given), including the files discovery reports as problems
 /// before probing. A missing directory is reported only where discovery would
 /// report it ([`Layer::missing_is_problem`]). A file `policy` refuses is not run.
-pub async fn validate_dirs(
+pub(crate) async fn validate_dirs(
     executor: &Arc<Executor>,
     layers: &[LayerDir],
     only: Option<&ToolName>,

@@ -280,11 +280,11 @@ fn frontmatter_mapping(
 
 /// How deep flow collections (`[…]`, `{…}`) may nest in a frontmatter; the YAML parser's
 /// time grew with the square of the depth (a 200 KB manifest took a minute).
-pub const MAX_YAML_DEPTH: usize = 64;
+pub(crate) const MAX_YAML_DEPTH: usize = 64;
 
 /// How far into a line (indentation and `- ` indicators) a frontmatter's block nesting may
 /// reach: `- - - - x` nests one level per indicator on a single line.
-pub const MAX_YAML_INDENT: usize = 512;
+pub(crate) const MAX_YAML_INDENT: usize = 512;
 
 /// The (0-based) frontmatter line where flow collections nest deeper than [`MAX_YAML_DEPTH`]
 /// or block nesting reaches past [`MAX_YAML_INDENT`], in one pass. Quoted scalars and

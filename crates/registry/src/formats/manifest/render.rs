@@ -161,13 +161,13 @@ pub enum TemplateError {
         /// Where it was opened.
         line: usize,
     },
-    /// Quotes, substitutions, groups and expansions nest deeper than [`MAX_SHELL_NESTING`].
+    /// Quotes, substitutions, groups and expansions nest deeper than `MAX_SHELL_NESTING`.
     #[error("line {line}: quotes, substitutions and groups nest deeper than {MAX_SHELL_NESTING}")]
     TooDeep {
         /// Where the limit was passed.
         line: usize,
     },
-    /// One simple command has more than [`MAX_COMMAND_WORDS`] words.
+    /// One simple command has more than `MAX_COMMAND_WORDS` words.
     #[error("line {line}: a command has more than {MAX_COMMAND_WORDS} words")]
     TooManyWords {
         /// Where the limit was passed.
@@ -177,11 +177,11 @@ pub enum TemplateError {
 
 /// How deep quotes, command substitutions, groups and expansions may nest in a manifest's
 /// body: the scan of the body does work in proportion to the depth at each character.
-pub const MAX_SHELL_NESTING: usize = 64;
+pub(crate) const MAX_SHELL_NESTING: usize = 64;
 
 /// How many words one simple command of a manifest's body may have: the scan looks at the
 /// command's first words again at the end of each word.
-pub const MAX_COMMAND_WORDS: usize = 4096;
+pub(crate) const MAX_COMMAND_WORDS: usize = 4096;
 
 /// One tag as found in the text, before nesting.
 pub(crate) struct Tag<'a> {
