@@ -14,12 +14,17 @@ use crate::toolbox::{Body, Envelope, ErrorCode, ToolSpec, Toolbox};
 
 /// A rig tool set holding every tool of `toolbox`, in the toolbox's order.
 pub fn tool_set(toolbox: &Arc<Toolbox>) -> anyhow::Result<ToolSet> {
-    let tools = toolbox
+    Ok(ToolSet::from_dynamic_tools(dynamic_tools(toolbox)?))
+}
+
+/// Every tool of `toolbox` as a rig tool, in the toolbox's order: what rig-agent's
+/// `AgentBuilder::dynamic_tools` takes.
+pub fn dynamic_tools(toolbox: &Arc<Toolbox>) -> anyhow::Result<Vec<DynamicTool>> {
+    toolbox
         .tools()
         .into_iter()
         .map(|spec| dynamic_tool(toolbox, spec))
-        .collect::<anyhow::Result<Vec<DynamicTool>>>()?;
-    Ok(ToolSet::from_dynamic_tools(tools))
+        .collect()
 }
 
 /// `spec` as a rig tool whose call runs the toolsmith tool of that name in `toolbox`.

@@ -2,6 +2,7 @@
 //! prints: the definitions rig would send to a model carry each tool's JSON Schema, and a call
 //! through rig's `ToolSet` returns what the tool computed, or the envelope's code and sentence.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,16 +13,28 @@ fn tools_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools")
 }
 
-/// Runs the example in a fresh project directory (its working directory, the only place a
-/// tool may write), with `args` after the tools directory.
-fn toolsmith_rig(args: &[&str]) -> Output {
+/// Runs the example with `args` in a fresh project directory (its working directory, the only
+/// place a tool may write).
+fn run_in_fresh_project(args: &[&OsStr]) -> Output {
     let project = tempfile::tempdir().expect("a temporary project directory");
-    std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith-rig"))
-        .arg(tools_dir())
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a black-box test starts the program under test"
+    )]
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith-rig"));
+    command
         .args(args)
         .current_dir(project.path())
         .output()
         .expect("toolsmith-rig runs")
+}
+
+/// Runs the example on toolsmith's `examples/tools`, with `args` after the directory.
+fn toolsmith_rig(args: &[&str]) -> Output {
+    let dir = tools_dir();
+    let mut all: Vec<&OsStr> = vec![dir.as_os_str()];
+    all.extend(args.iter().map(OsStr::new));
+    run_in_fresh_project(&all)
 }
 
 /// A word no tool could know in advance.
@@ -103,11 +116,7 @@ fn definitions_carry_each_tools_schema_and_the_call_returns_the_tools_result() {
 
 #[test]
 fn the_default_run_calls_hello_through_the_tool_set() {
-    let project = tempfile::tempdir().expect("a temporary project directory");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolsmith-rig"))
-        .current_dir(project.path())
-        .output()
-        .expect("toolsmith-rig runs");
+    let output = run_in_fresh_project(&[]);
     assert!(output.status.success(), "{output:?}");
     let (definitions, result) = split_output(&output);
     assert!(definitions.len() >= 2, "{definitions:#?}");
