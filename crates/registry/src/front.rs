@@ -34,7 +34,7 @@ use crate::masks::{ReadMasks, credential_paths, homes};
 use crate::name::ToolName;
 use crate::overrides::RunConfig;
 use crate::policy::Policy;
-use crate::sandbox::{SandboxProfile, SandboxSettings};
+use crate::sandbox::{SandboxProfile, SandboxSettings, protected_paths};
 use crate::tool::Tool;
 
 /// The longest timeout a tool may ask for by default ([`RunConfig::max_timeout`]): five
@@ -53,6 +53,8 @@ impl RunConfig {
     /// - the least-privilege sandbox ([`SandboxProfile::Default`]: writes only below the
     ///   project, network only to what a tool declares);
     /// - the usual credential files of every home directory (`.ssh`, `.aws`, ...) hidden;
+    /// - the project's `.git`, `.toolsmith` and the peers' project directories read-only to
+    ///   tools, whether or not they exist (and every tool's own directory, at its call);
     /// - no per-tool override, no secret, no tool cache, no project trust check.
     ///
     /// Change a field after, or use the [`Toolsmith`] builder's `with_*` methods.
@@ -70,8 +72,8 @@ impl RunConfig {
             max_timeout: DEFAULT_MAX_TIMEOUT,
             overrides: Default::default(),
             sandbox: SandboxSettings::of_profile(SandboxProfile::Default),
+            protected: protected_paths(&project_dir, &[], &[]),
             project_dir,
-            protected: Vec::new(),
             project_gate: None,
             tool_caches: None,
             read_masks: ReadMasks {
@@ -151,6 +153,7 @@ impl Toolsmith {
         let config = &mut Arc::make_mut(&mut self.context).config;
         config.cwd = fresh.cwd;
         config.project_dir = fresh.project_dir;
+        config.protected = fresh.protected;
         self
     }
 

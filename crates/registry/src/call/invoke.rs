@@ -390,7 +390,7 @@ fn prepare(
     }
     let mut sandbox = call
         .sandbox
-        .to_executor(&config.project_dir, &config.protected);
+        .to_executor(&config.project_dir, &own_layer_protected(config, tool));
     if let Some(caches) = &config.tool_caches {
         // Set by toolsmith after the operator's environment and the manifest's `env`: the
         // tool's cache is the one directory it may write outside its grant, so the variables
@@ -945,4 +945,23 @@ mod tests {
             })
         );
     }
+}
+
+/// The run configuration's protected paths, plus the directory `tool` was found in when it
+/// lies in the project: whoever built the configuration (an embedder's `RunConfig::new`
+/// knows no tool directory), a tool never rewrites its own layer, where it would plant code
+/// that runs at the next call of any tool of that directory.
+fn own_layer_protected(config: &RunConfig, tool: &Tool) -> Vec<PathBuf> {
+    let mut protected = config.protected.clone();
+    let source = tool.source();
+    if !protected.iter().any(|path| source.starts_with(path)) {
+        protected.extend(crate::sandbox::protected_paths(
+            &config.project_dir,
+            &[],
+            &[source.to_path_buf()],
+        ));
+        protected.sort();
+        protected.dedup();
+    }
+    protected
 }
