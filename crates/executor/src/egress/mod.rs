@@ -3,9 +3,11 @@
 
 mod check;
 mod destination;
+mod hosts;
 mod listen;
 mod protocol;
 mod proxy;
+mod relay;
 
 pub use destination::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,

@@ -2,7 +2,8 @@
 //! (`listen.rs`), reads what each connection asks for (HTTP with an absolute
 //! URI, HTTP `CONNECT`, or SOCKS5 `CONNECT`, told apart by the first byte),
 //! resolves the name itself, checks every address (`check.rs`), connects to
-//! exactly the address it checked and relays the bytes, counting them. Every
+//! exactly the address it checked and relays the bytes (`relay.rs`: spliced
+//! socket to socket, never through toolsmith's memory), counting them. Every
 //! connection becomes an [`EgressEvent`].
 
 use std::net::{IpAddr, SocketAddr};
@@ -11,58 +12,50 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::check::{check_address, name_granted};
+use super::hosts::HostsFile;
 use super::protocol::{Request, read_request};
+use super::relay::relay;
 use crate::{Egress, EgressEvent, EgressProtocol, EgressVerdict, Error};
 
 /// At most this many connections of one run are recorded; later ones are refused.
 const MAX_CONNECTIONS: usize = 4096;
-/// The relay's buffer.
-const BUFFER: usize = 256 * 1024;
 
 /// How the proxy resolves names: the system resolver, or a hosts-format file
-/// (`TOOLSMITH_EGRESS_HOSTS`), read at each lookup as the system reads `/etc/hosts`.
+/// (`TOOLSMITH_EGRESS_HOSTS`), kept and read again only when it may have
+/// changed (`hosts.rs`), shared by every run of the executor.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Resolver {
-    pub(crate) hosts: Option<PathBuf>,
+    hosts: Option<Arc<HostsFile>>,
 }
 
 impl Resolver {
+    pub(crate) fn new(hosts: Option<PathBuf>) -> Resolver {
+        Resolver {
+            hosts: hosts.map(|path| Arc::new(HostsFile::new(path))),
+        }
+    }
+
     async fn resolve(&self, name: &str, port: u16) -> Result<Vec<IpAddr>, String> {
-        let Some(path) = &self.hosts else {
+        let Some(hosts) = &self.hosts else {
             return tokio::net::lookup_host((name, port))
                 .await
                 .map(|found| found.map(|address| address.ip()).collect())
                 .map_err(|error| format!("{name} does not resolve: {error}"));
         };
-        // A small file, read the way the system resolver reads /etc/hosts.
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("reading {}: {error}", path.display()))?;
-        let found = hosts_lookup(&text, name);
+        let found = hosts.lookup(name)?;
         if found.is_empty() {
-            return Err(format!("{name} does not resolve ({})", path.display()));
+            return Err(format!(
+                "{name} does not resolve ({})",
+                hosts.path().display()
+            ));
         }
         Ok(found)
     }
-}
-
-/// The addresses of `name` in a hosts-format text (`address name...`, `#` comments).
-pub(crate) fn hosts_lookup(text: &str, name: &str) -> Vec<IpAddr> {
-    let name = name.strip_suffix('.').unwrap_or(name);
-    text.lines()
-        .filter_map(|line| {
-            let line = line.split('#').next().unwrap_or_default();
-            let mut fields = line.split_whitespace();
-            let address: IpAddr = fields.next()?.parse().ok()?;
-            fields
-                .any(|field| field.eq_ignore_ascii_case(name))
-                .then_some(address)
-        })
-        .collect()
 }
 
 /// One connection's event, its byte counts kept apart so that a connection
@@ -212,10 +205,9 @@ async fn serve(mut client: TcpStream, shared: Arc<(Egress, Resolver)>, record: A
             .out
             .fetch_add(request.forward.len() as u64, Ordering::Relaxed);
     }
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut upstream_read, mut upstream_write) = upstream.split();
-    let out = relay(&mut client_read, &mut upstream_write, &record.out);
-    let into = relay(&mut upstream_read, &mut client_write, &record.into);
+    // Both directions in this one task, on shared references: no split, no task hop.
+    let out = relay(&client, &upstream, &record.out);
+    let into = relay(&upstream, &client, &record.into);
     let _both = tokio::join!(out, into);
 }
 
@@ -281,46 +273,4 @@ async fn connect_checked(
     Err(EgressVerdict::Denied(first_refusal.unwrap_or_else(|| {
         format!("{} has no address", request.host)
     })))
-}
-
-async fn relay(
-    from: &mut (impl AsyncRead + Unpin),
-    to: &mut (impl AsyncWrite + Unpin),
-    counter: &AtomicU64,
-) {
-    let mut buffer = vec![0u8; BUFFER];
-    loop {
-        let read = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
-        if to.write_all(&buffer[..read]).await.is_err() {
-            break;
-        }
-        counter.fetch_add(read as u64, Ordering::Relaxed);
-    }
-    let _ignored = to.shutdown().await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_hosts_file_names_addresses() {
-        let text = "# test hosts\n203.0.113.10 a.test A2.test\n127.0.0.1 local.test # loop\n::1 six.test\n";
-        assert_eq!(
-            hosts_lookup(text, "a.test"),
-            ["203.0.113.10".parse::<IpAddr>().unwrap()]
-        );
-        assert_eq!(
-            hosts_lookup(text, "a2.TEST."),
-            ["203.0.113.10".parse::<IpAddr>().unwrap()]
-        );
-        assert_eq!(
-            hosts_lookup(text, "six.test"),
-            ["::1".parse::<IpAddr>().unwrap()]
-        );
-        assert!(hosts_lookup(text, "loop").is_empty());
-    }
 }
