@@ -46,6 +46,9 @@ pub(crate) struct BenchSettings {
     discovery_repetitions: usize,
     /// Calls of each tool in the generated vs hand-written section.
     generated_calls: usize,
+    /// Transfers of each variant in the egress section: each costs a sandboxed call and a
+    /// millisecond of transfer, so there are enough for a steady median on a loaded machine.
+    egress_transfers: usize,
     /// `--only discovery`: measure and report the discovery section alone.
     only_discovery: bool,
     /// `--only filter`: measure and report the system-call filter section alone.
@@ -71,6 +74,7 @@ impl BenchSettings {
             rounds: calls_large_parent.min(10),
             discovery_repetitions: if quick { 1 } else { 5 },
             generated_calls: if quick { 10 } else { 100 },
+            egress_transfers: if quick { 30 } else { 100 },
             only_discovery: false,
             only_filter: false,
             only_generate: false,
@@ -88,7 +92,7 @@ impl BenchSettings {
 
     /// Transfers of each variant in the egress section.
     fn egress_transfers(&self) -> usize {
-        self.generated_calls.min(50)
+        self.egress_transfers
     }
 
     /// The same settings, measuring the discovery section alone (`--only discovery`).
@@ -742,6 +746,62 @@ fn render_report(
     }
     let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
     report.push_str(&render_table(&header, &table, 2));
+    report.push_str(&default_against_strictest(rows));
+    report
+}
+
+/// How far above the strictest profile the default may measure and still be called equal:
+/// the spread of one variant's median between two runs of this bench on a loaded machine.
+const WITHIN_NOISE: f64 = 1.05;
+
+/// Issue 23's first half of acceptance 6: the default profile's prepared per-call cost over
+/// the strictest's, per parent, back to back and apart.
+fn default_against_strictest(rows: &[Row]) -> String {
+    let median_of = |variant: Variant, parent: &str| {
+        rows.iter()
+            .find(|row| row.parent == parent && row.variant == variant)
+            .map(|row| row.stats.median)
+    };
+    let strictest = MECHANISMS.len();
+    let mut report = String::new();
+    for (label, default, strict) in [
+        (
+            "default / strictest (prepared)",
+            Variant::Prepared(DEFAULT_PROFILE),
+            Variant::Prepared(strictest),
+        ),
+        (
+            "default / strictest (prepared, calls 10 ms apart)",
+            Variant::PreparedApart(DEFAULT_PROFILE),
+            Variant::PreparedApart(strictest),
+        ),
+    ] {
+        let mut ratios = Vec::new();
+        for parent in ["small", "1 GiB"] {
+            if let (Some(default), Some(strict)) =
+                (median_of(default, parent), median_of(strict, parent))
+            {
+                ratios.push((parent, default / strict));
+            }
+        }
+        let shown: Vec<String> = ratios
+            .iter()
+            .map(|(parent, ratio)| format!("{ratio:.2} ({parent} parent)"))
+            .collect();
+        let worst = ratios.iter().map(|(_, ratio)| *ratio).fold(0.0, f64::max);
+        let verdict = if worst <= 1.0 {
+            "met"
+        } else if worst <= WITHIN_NOISE {
+            "met within noise"
+        } else {
+            "NOT met"
+        };
+        let _ = writeln!(
+            report,
+            "{label}: {}, target <= 1.0 (within noise, {WITHIN_NOISE}): {verdict}",
+            shown.join(", ")
+        );
+    }
     report
 }
 
