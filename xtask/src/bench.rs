@@ -57,6 +57,8 @@ pub(crate) struct BenchSettings {
     only_generate: bool,
     /// `--only egress`: measure and report the egress proxy section alone.
     only_egress: bool,
+    /// `--only spawn`: measure and report the per-call section alone (both parents).
+    only_spawn: bool,
 }
 
 impl BenchSettings {
@@ -79,6 +81,15 @@ impl BenchSettings {
             only_filter: false,
             only_generate: false,
             only_egress: false,
+            only_spawn: false,
+        }
+    }
+
+    /// The same settings, measuring the per-call section alone (`--only spawn`).
+    pub(crate) fn only_spawn(self) -> BenchSettings {
+        BenchSettings {
+            only_spawn: true,
+            ..self
         }
     }
 
@@ -585,6 +596,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if settings.only_egress {
         return print_report(&crate::egress_bench::measure(settings.egress_transfers())?.render());
     }
+    if settings.only_spawn {
+        return run_spawn_only(settings);
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -648,6 +662,22 @@ fn print_report(report: &str) -> anyhow::Result<()> {
         .write_all(report.as_bytes())
         .context("could not write the report")?;
     stdout.flush().context("could not write the report")
+}
+
+/// `--only spawn`: the per-call section alone (both parents), for work on a profile's cost.
+fn run_spawn_only(settings: &BenchSettings) -> anyhow::Result<()> {
+    let harness = Harness::new()?;
+    let facts = machine_facts();
+    let mut rows = measure_pass(&harness, settings, "small", settings.calls_small_parent)?;
+    let ballast = allocate_large_parent_memory()?;
+    rows.extend(measure_pass(
+        &harness,
+        settings,
+        "1 GiB",
+        settings.calls_large_parent,
+    )?);
+    drop(std::hint::black_box(ballast));
+    print_report(&render_report(&harness, settings, &facts, &rows))
 }
 
 /// `--only discovery`: the discovery section alone, for work on discovery's speed.
