@@ -12,7 +12,6 @@
 //! to `vfork`/`posix_spawn`) must copy page tables and slows down by an order of magnitude.
 //! Only ratios against the baseline of the same run mean anything across machines.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -23,8 +22,11 @@ use anyhow::Context;
 use toolsmith_executor::{BackendChoice, Executor, ExecutorConfig, Limits, Outcome, Sandbox};
 
 use crate::CheckFailed;
-use crate::measure::{Stats, micros, render_table, settle};
+use crate::measure::{Stats, micros, settle};
 use crate::mechanisms::{MECHANISMS, make_scratch};
+
+mod report;
+use report::render_report;
 
 /// The trivial program every variant runs.
 const PROGRAM: &str = "/bin/true";
@@ -46,6 +48,9 @@ pub(crate) struct BenchSettings {
     discovery_repetitions: usize,
     /// Calls of each tool in the generated vs hand-written section.
     generated_calls: usize,
+    /// Transfers of each variant in the egress section: each costs a sandboxed call and a
+    /// millisecond of transfer, so there are enough for a steady median on a loaded machine.
+    egress_transfers: usize,
     /// `--only discovery`: measure and report the discovery section alone.
     only_discovery: bool,
     /// `--only filter`: measure and report the system-call filter section alone.
@@ -54,6 +59,8 @@ pub(crate) struct BenchSettings {
     only_generate: bool,
     /// `--only egress`: measure and report the egress proxy section alone.
     only_egress: bool,
+    /// `--only spawn`: measure and report the per-call section alone (both parents).
+    only_spawn: bool,
 }
 
 impl BenchSettings {
@@ -71,10 +78,20 @@ impl BenchSettings {
             rounds: calls_large_parent.min(10),
             discovery_repetitions: if quick { 1 } else { 5 },
             generated_calls: if quick { 10 } else { 100 },
+            egress_transfers: if quick { 30 } else { 100 },
             only_discovery: false,
             only_filter: false,
             only_generate: false,
             only_egress: false,
+            only_spawn: false,
+        }
+    }
+
+    /// The same settings, measuring the per-call section alone (`--only spawn`).
+    pub(crate) fn only_spawn(self) -> BenchSettings {
+        BenchSettings {
+            only_spawn: true,
+            ..self
         }
     }
 
@@ -88,7 +105,7 @@ impl BenchSettings {
 
     /// Transfers of each variant in the egress section.
     fn egress_transfers(&self) -> usize {
-        self.generated_calls.min(50)
+        self.egress_transfers
     }
 
     /// The same settings, measuring the discovery section alone (`--only discovery`).
@@ -581,6 +598,9 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if settings.only_egress {
         return print_report(&crate::egress_bench::measure(settings.egress_transfers())?.render());
     }
+    if settings.only_spawn {
+        return run_spawn_only(settings);
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -646,6 +666,22 @@ fn print_report(report: &str) -> anyhow::Result<()> {
     stdout.flush().context("could not write the report")
 }
 
+/// `--only spawn`: the per-call section alone (both parents), for work on a profile's cost.
+fn run_spawn_only(settings: &BenchSettings) -> anyhow::Result<()> {
+    let harness = Harness::new()?;
+    let facts = machine_facts();
+    let mut rows = measure_pass(&harness, settings, "small", settings.calls_small_parent)?;
+    let ballast = allocate_large_parent_memory()?;
+    rows.extend(measure_pass(
+        &harness,
+        settings,
+        "1 GiB",
+        settings.calls_large_parent,
+    )?);
+    drop(std::hint::black_box(ballast));
+    print_report(&render_report(&harness, settings, &facts, &rows))
+}
+
 /// `--only discovery`: the discovery section alone, for work on discovery's speed.
 fn run_discovery_only(settings: &BenchSettings) -> anyhow::Result<()> {
     let harness = Harness::new()?;
@@ -676,73 +712,6 @@ fn run_release_build(root: &Path) -> anyhow::Result<()> {
         ))
         .into())
     }
-}
-
-fn render_report(
-    harness: &Harness,
-    settings: &BenchSettings,
-    facts: &MachineFacts,
-    rows: &[Row],
-) -> String {
-    let mut report = String::new();
-    let backend = harness.executor.backend();
-    // Writing to a String cannot fail.
-    let _ = writeln!(report, "toolsmith spawn bench: `{PROGRAM}` per call, µs");
-    let _ = writeln!(
-        report,
-        "executor: toolsmith_executor::Executor::run, backend {backend}, Limits::recommended()"
-    );
-    let _ = writeln!(
-        report,
-        "machine: {} cpus, {}, {}",
-        facts.n_cpus, facts.kernel, facts.cpu_model
-    );
-    let _ = writeln!(
-        report,
-        "method: {} warm-ups per variant, then {} interleaved rounds; ratio = median / median of the baseline with the same parent",
-        settings.warmups, settings.rounds
-    );
-    let _ = writeln!(report);
-    let header = [
-        "variant",
-        "parent",
-        "parent RSS",
-        "calls",
-        "median µs",
-        "p90 µs",
-        "p99 µs",
-        "ratio",
-        "share µs",
-    ];
-    let median_of = |variant: Variant, parent: &str| {
-        rows.iter()
-            .find(|other| other.parent == parent && other.variant == variant)
-            .map_or(f64::NAN, |other| other.stats.median)
-    };
-    let mut table: Vec<[String; 9]> = Vec::new();
-    for row in rows {
-        let baseline = median_of(row.variant.baseline(), row.parent);
-        // What this mechanism adds to the ones above it.
-        let share = row
-            .variant
-            .previous_layer()
-            .map(|previous| format!("{:+.1}", row.stats.median - median_of(previous, row.parent)))
-            .unwrap_or_default();
-        table.push([
-            row.variant.label().to_owned(),
-            row.parent.to_owned(),
-            format!("{} MiB", row.parent_rss_mib),
-            row.calls.to_string(),
-            format!("{:.1}", row.stats.median),
-            format!("{:.1}", row.stats.p90),
-            format!("{:.1}", row.stats.p99),
-            format!("{:.2}", row.stats.median / baseline),
-            share,
-        ]);
-    }
-    let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
-    report.push_str(&render_table(&header, &table, 2));
-    report
 }
 
 #[cfg(test)]

@@ -15,11 +15,13 @@ tasks:
   codegen [--check]        write the generated files (docs/config.md, from the config
                            file's schema; docs/environment.md, from EnvVars and the
                            executor's variables); --check: fail if one is stale
-  bench [--quick] [--calls N] [--only discovery|filter|generate|egress]
+  bench [--quick] [--calls N] [--only spawn|discovery|filter|generate|egress]
                            per-call cost of an isolated run through the executor,
                            against plain std::process::Command in the same run;
                            N calls per variant with a small parent (default 2000),
-                           N/4 with a 1 GiB parent (default 500);
+                           N/4 with a 1 GiB parent (default 500), with the
+                           default / strictest (prepared) ratio;
+                           --only spawn: that section alone;
                            then cold and warm discovery of 500 tiny tools against
                            the floor of 500 plain spawns / cores (median of 5);
                            --quick: a few calls and one discovery, for a smoke run;
@@ -115,6 +117,7 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut only_filter = false;
     let mut only_generate = false;
     let mut only_egress = false;
+    let mut only_spawn = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -138,14 +141,15 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
                 Some("filter") => only_filter = true,
                 Some("generate") => only_generate = true,
                 Some("egress") => only_egress = true,
+                Some("spawn") => only_spawn = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the sections `discovery`, `filter`, `generate` and `egress`, not `{section}`"
+                        "`--only` knows the sections `spawn`, `discovery`, `filter`, `generate` and `egress`, not `{section}`"
                     ));
                 }
                 None => {
                     return Err(
-                        "`--only` needs a section (`discovery`, `filter`, `generate` or `egress`)"
+                        "`--only` needs a section (`spawn`, `discovery`, `filter`, `generate` or `egress`)"
                             .to_owned(),
                     );
                 }
@@ -155,12 +159,19 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     }
     let settings = BenchSettings::resolve(quick, calls);
     Ok(
-        match (only_discovery, only_filter, only_generate, only_egress) {
-            (true, false, false, false) => settings.only_discovery(),
-            (false, true, false, false) => settings.only_filter(),
-            (false, false, true, false) => settings.only_generate(),
-            (false, false, false, true) => settings.only_egress(),
-            (false, false, false, false) => settings,
+        match (
+            only_spawn,
+            only_discovery,
+            only_filter,
+            only_generate,
+            only_egress,
+        ) {
+            (true, false, false, false, false) => settings.only_spawn(),
+            (false, true, false, false, false) => settings.only_discovery(),
+            (false, false, true, false, false) => settings.only_filter(),
+            (false, false, false, true, false) => settings.only_generate(),
+            (false, false, false, false, true) => settings.only_egress(),
+            (false, false, false, false, false) => settings,
             _ => return Err("`--only` takes one section".to_owned()),
         },
     )
@@ -249,6 +260,10 @@ mod tests {
                 BenchSettings::resolve(true, None).only_egress(),
             )),
         );
+        check(
+            &["bench", "--quick", "--only", "spawn"],
+            Ok(Task::Bench(BenchSettings::resolve(true, None).only_spawn())),
+        );
     }
 
     #[test]
@@ -280,12 +295,14 @@ mod tests {
         );
         check(
             &["bench", "--only"],
-            Err("`--only` needs a section (`discovery`, `filter`, `generate` or `egress`)"),
+            Err(
+                "`--only` needs a section (`spawn`, `discovery`, `filter`, `generate` or `egress`)",
+            ),
         );
         check(
             &["bench", "--only", "mcp"],
             Err(
-                "`--only` knows the sections `discovery`, `filter`, `generate` and `egress`, not `mcp`",
+                "`--only` knows the sections `spawn`, `discovery`, `filter`, `generate` and `egress`, not `mcp`",
             ),
         );
         check(

@@ -35,7 +35,7 @@ impl EnvVars {
     pub const TOOLSMITH_LOG_FORMAT: &'static str = "TOOLSMITH_LOG_FORMAT";
 
     /// A hosts-format file (`address name...` per line) from which toolsmith's egress proxy
-    /// resolves the names tools ask for, instead of the system resolver; read at each lookup.
+    /// resolves the names tools ask for, instead of the system resolver; read again whenever it changes.
     /// For tests and air-gapped hosts.
     pub const TOOLSMITH_EGRESS_HOSTS: &'static str = "TOOLSMITH_EGRESS_HOSTS";
 

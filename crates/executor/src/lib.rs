@@ -186,11 +186,11 @@ impl Executor {
     }
 
     /// Has the egress proxies of [`Network::Proxy`] runs resolve names from
-    /// this hosts-format file (read at each lookup) instead of the system
+    /// this hosts-format file (read again whenever it may have changed) instead of the system
     /// resolver: `TOOLSMITH_EGRESS_HOSTS`, for tests and air-gapped hosts.
     #[must_use]
     pub fn with_egress_hosts(mut self, hosts: Option<std::path::PathBuf>) -> Executor {
-        self.resolver = crate::egress::Resolver { hosts };
+        self.resolver = crate::egress::Resolver::new(hosts);
         self
     }
 

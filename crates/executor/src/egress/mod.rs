@@ -3,10 +3,12 @@
 
 mod check;
 mod destination;
+mod hosts;
 mod identity;
 mod listen;
 mod protocol;
 mod proxy;
+mod relay;
 mod unix;
 
 pub use destination::{

@@ -2,67 +2,60 @@
 //! (`listen.rs`), reads what each connection asks for (HTTP with an absolute
 //! URI, HTTP `CONNECT`, or SOCKS5 `CONNECT`, told apart by the first byte),
 //! resolves the name itself, checks every address (`check.rs`), connects to
-//! exactly the address it checked and relays the bytes, counting them. Every
+//! exactly the address it checked and relays the bytes (`relay.rs`: spliced
+//! socket to socket, never through toolsmith's memory), counting them. Every
 //! connection becomes an [`EgressEvent`].
 
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::check::{check_address, name_granted};
+use super::hosts::HostsFile;
 use super::protocol::{Request, read_request};
+use super::relay::relay;
 use crate::{Egress, EgressEvent, EgressProtocol, EgressVerdict, Error};
 
 /// At most this many connections of one run are recorded; later ones are refused.
 const MAX_CONNECTIONS: usize = 4096;
-/// The relay's buffer.
-const BUFFER: usize = 256 * 1024;
 
 /// How the proxy resolves names: the system resolver, or a hosts-format file
-/// (`TOOLSMITH_EGRESS_HOSTS`), read at each lookup as the system reads `/etc/hosts`.
+/// (`TOOLSMITH_EGRESS_HOSTS`), kept and read again only when it may have
+/// changed (`hosts.rs`), shared by every run of the executor.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Resolver {
-    pub(crate) hosts: Option<PathBuf>,
+    hosts: Option<Arc<HostsFile>>,
 }
 
 impl Resolver {
+    pub(crate) fn new(hosts: Option<PathBuf>) -> Resolver {
+        Resolver {
+            hosts: hosts.map(|path| Arc::new(HostsFile::new(path))),
+        }
+    }
+
     async fn resolve(&self, name: &str, port: u16) -> Result<Vec<IpAddr>, String> {
-        let Some(path) = &self.hosts else {
+        let Some(hosts) = &self.hosts else {
             return tokio::net::lookup_host((name, port))
                 .await
                 .map(|found| found.map(|address| address.ip()).collect())
                 .map_err(|error| format!("{name} does not resolve: {error}"));
         };
-        // A small file, read the way the system resolver reads /etc/hosts.
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("reading {}: {error}", path.display()))?;
-        let found = hosts_lookup(&text, name);
+        let found = hosts.lookup(name)?;
         if found.is_empty() {
-            return Err(format!("{name} does not resolve ({})", path.display()));
+            return Err(format!(
+                "{name} does not resolve ({})",
+                hosts.path().display()
+            ));
         }
         Ok(found)
     }
-}
-
-/// The addresses of `name` in a hosts-format text (`address name...`, `#` comments).
-pub(crate) fn hosts_lookup(text: &str, name: &str) -> Vec<IpAddr> {
-    let name = name.strip_suffix('.').unwrap_or(name);
-    text.lines()
-        .filter_map(|line| {
-            let line = line.split('#').next().unwrap_or_default();
-            let mut fields = line.split_whitespace();
-            let address: IpAddr = fields.next()?.parse().ok()?;
-            fields
-                .any(|field| field.eq_ignore_ascii_case(name))
-                .then_some(address)
-        })
-        .collect()
 }
 
 /// One connection's event, its byte counts kept apart so that a connection
@@ -87,6 +80,7 @@ impl Proxy {
         egress: Egress,
         resolver: Resolver,
     ) -> Result<Proxy, Error> {
+        defer_accept(&listener);
         let listener = std::net::TcpListener::from(listener);
         let listener = listener
             .set_nonblocking(true)
@@ -122,6 +116,29 @@ impl Proxy {
                 event
             })
             .collect()
+    }
+}
+
+/// How long the kernel holds a connection that has sent nothing before
+/// queueing it for `accept` anyway.
+const DEFER_ACCEPT_SECONDS: libc::c_int = 10;
+
+/// Has the listener wake the proxy only once a connection has sent its first
+/// bytes (`TCP_DEFER_ACCEPT`): in every protocol the proxy speaks the client
+/// speaks first, so the accept and the request take one wake-up of the
+/// proxy's thread instead of two. A kernel that refuses it leaves the
+/// listener as it was: the proxy then reads the request after its own wait.
+fn defer_accept(listener: &OwnedFd) {
+    let seconds = DEFER_ACCEPT_SECONDS;
+    // SAFETY: setsockopt on a descriptor we own, from a live `c_int`.
+    unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&raw const seconds).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
@@ -212,10 +229,9 @@ async fn serve(mut client: TcpStream, shared: Arc<(Egress, Resolver)>, record: A
             .out
             .fetch_add(request.forward.len() as u64, Ordering::Relaxed);
     }
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut upstream_read, mut upstream_write) = upstream.split();
-    let out = relay(&mut client_read, &mut upstream_write, &record.out);
-    let into = relay(&mut upstream_read, &mut client_write, &record.into);
+    // Both directions in this one task, on shared references: no split, no task hop.
+    let out = relay(&client, &upstream, &record.out);
+    let into = relay(&upstream, &client, &record.into);
     let _both = tokio::join!(out, into);
 }
 
@@ -283,44 +299,30 @@ async fn connect_checked(
     })))
 }
 
-async fn relay(
-    from: &mut (impl AsyncRead + Unpin),
-    to: &mut (impl AsyncWrite + Unpin),
-    counter: &AtomicU64,
-) {
-    let mut buffer = vec![0u8; BUFFER];
-    loop {
-        let read = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
-        };
-        if to.write_all(&buffer[..read]).await.is_err() {
-            break;
-        }
-        counter.fetch_add(read as u64, Ordering::Relaxed);
-    }
-    let _ignored = to.shutdown().await;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The proxy's listener queues a connection only once it has spoken.
     #[test]
-    fn the_hosts_file_names_addresses() {
-        let text = "# test hosts\n203.0.113.10 a.test A2.test\n127.0.0.1 local.test # loop\n::1 six.test\n";
-        assert_eq!(
-            hosts_lookup(text, "a.test"),
-            ["203.0.113.10".parse::<IpAddr>().unwrap()]
-        );
-        assert_eq!(
-            hosts_lookup(text, "a2.TEST."),
-            ["203.0.113.10".parse::<IpAddr>().unwrap()]
-        );
-        assert_eq!(
-            hosts_lookup(text, "six.test"),
-            ["::1".parse::<IpAddr>().unwrap()]
-        );
-        assert!(hosts_lookup(text, "loop").is_empty());
+    fn the_listener_defers_accept_until_the_first_bytes() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = OwnedFd::from(listener);
+        defer_accept(&listener);
+        let mut seconds: libc::c_int = 0;
+        let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt into a live `c_int` of the length given.
+        let read = unsafe {
+            libc::getsockopt(
+                listener.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_DEFER_ACCEPT,
+                (&raw mut seconds).cast(),
+                &raw mut length,
+            )
+        };
+        assert_eq!(read, 0);
+        // The kernel rounds the time to its retransmissions of the handshake.
+        assert!(seconds > 0, "{seconds}");
     }
 }
