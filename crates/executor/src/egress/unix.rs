@@ -24,9 +24,10 @@
 //!   run's has nothing but loopback and the proxy's port, so this reaches
 //!   exactly what the call would have reached without the supervisor.
 //!
-//! The supervisor replies with the result of its own `connect`. A connect of
-//! a blocking socket is bounded by [`CONNECT_TIMEOUT`] (through the socket's
-//! send timeout, restored afterwards), so no tool can hold the supervisor.
+//! The supervisor replies with the result of its own `connect`, which a timer
+//! of its own thread bounds by
+//! [`CONNECT_TIMEOUT`](super::bounded::CONNECT_TIMEOUT) whatever the tool does to
+//! its socket (`bounded.rs`), so no tool can hold the supervisor.
 
 use std::ffi::CString;
 use std::io;
@@ -36,13 +37,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
+use super::bounded::{connect_bounded, prepare_thread};
 use super::identity::{Identity, Switch, as_caller};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
-
-/// How long the supervisor waits for the connect of a blocking socket.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// At most this many connects of one run are recorded (each is still decided).
 const MAX_RECORDS: usize = 4096;
@@ -170,6 +168,12 @@ struct Supervisor {
 
 impl Supervisor {
     fn serve(mut self) {
+        // Only its own timer may interrupt this thread's connects: without
+        // that bound no connect is made (the listener closes, and every
+        // waiting connect fails with ENOSYS).
+        if prepare_thread().is_err() {
+            return;
+        }
         // Read on this thread: the identity the connects switch from and back to.
         self.own = Identity::own().ok();
         while !self.stuck.get() {
@@ -591,60 +595,6 @@ fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
             errno,
             format!("connecting: {}", io::Error::from_raw_os_error(errno)),
         )),
-    }
-}
-
-/// Connects `socket` to `address` and returns 0 or the errno. A blocking
-/// socket without a send timeout gets [`CONNECT_TIMEOUT`] for the call (the
-/// kernel bounds a blocking connect by it), restored afterwards.
-fn connect_bounded(socket: &OwnedFd, address: &[u8]) -> i32 {
-    let fd = socket.as_raw_fd();
-    // SAFETY: F_GETFL on our descriptor.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    let blocking = flags >= 0 && flags & libc::O_NONBLOCK == 0;
-    let mut saved: libc::timeval = libc::timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    };
-    let mut size = size_of::<libc::timeval>() as libc::socklen_t;
-    // SAFETY: SO_SNDTIMEO reads and writes one timeval.
-    let bounded = blocking
-        && unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_SNDTIMEO,
-                (&raw mut saved).cast(),
-                &raw mut size,
-            ) == 0
-        }
-        && saved.tv_sec == 0
-        && saved.tv_usec == 0
-        && set_send_timeout(fd, CONNECT_TIMEOUT.as_secs());
-    let length = libc::socklen_t::try_from(address.len()).unwrap_or(0);
-    // SAFETY: the address buffer has `length` bytes.
-    let connected = unsafe { libc::connect(fd, address.as_ptr().cast(), length) };
-    let errno = if connected == 0 { 0 } else { last_errno() };
-    if bounded {
-        set_send_timeout(fd, 0);
-    }
-    errno
-}
-
-fn set_send_timeout(fd: RawFd, seconds: u64) -> bool {
-    let timeout = libc::timeval {
-        tv_sec: libc::time_t::try_from(seconds).unwrap_or(libc::time_t::MAX),
-        tv_usec: 0,
-    };
-    // SAFETY: SO_SNDTIMEO reads one timeval.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&raw const timeout).cast(),
-            size_of::<libc::timeval>() as libc::socklen_t,
-        ) == 0
     }
 }
 
