@@ -19,11 +19,18 @@
 //! signal ([`prepare_thread`]), so nothing else ends its connects early.
 //! A thread that cannot be prepared, or a timer that cannot be armed, makes no
 //! connect at all (fail closed).
+//!
+//! At the run's end ([`Stopper`]) no connect starts any more, and the one in
+//! progress is ended at once: the supervisor signals its thread through a
+//! pidfd of that very thread (`PIDFD_THREAD`, Linux 6.9), so a signal can
+//! never reach another thread that took its id; without it, the run's end
+//! waits for the connect's own bound.
 
 use std::io;
 use std::mem::zeroed;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How long a connect the supervisor makes may wait.
@@ -128,10 +135,59 @@ impl Drop for Timer {
     }
 }
 
+/// Ends a supervisor's connects when its run ends.
+#[derive(Debug, Default)]
+pub(crate) struct Stopper {
+    stopping: AtomicBool,
+    /// A pidfd of the supervisor thread itself.
+    thread: OnceLock<OwnedFd>,
+}
+
+impl Stopper {
+    /// Remembers the calling thread (the supervisor's), to interrupt it later.
+    pub(crate) fn register(&self) {
+        const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
+        // SAFETY: pidfd_open returns a fresh descriptor or -1; gettid cannot fail.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::gettid(), PIDFD_THREAD) };
+        if let Ok(fd) = RawFd::try_from(fd)
+            && fd >= 0
+        {
+            // SAFETY: fresh and ours.
+            let _first = self.thread.set(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+    }
+
+    /// From now on no connect starts.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends the connect in progress, if any (sent until the thread has ended:
+    /// a signal that comes just before a connect begins does not end it).
+    pub(crate) fn interrupt(&self) {
+        if let Some(thread) = self.thread.get() {
+            // SAFETY: our pidfd; no siginfo. ESRCH: the thread is gone.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    thread.as_raw_fd(),
+                    signal(),
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+        }
+    }
+}
+
 /// Connects `socket` to `address` on the calling (prepared) thread and
-/// returns 0 or the errno: `ETIMEDOUT` when it waited [`CONNECT_TIMEOUT`],
-/// `EAGAIN` (and no connect) when the timer cannot be armed.
-pub(crate) fn connect_bounded(socket: &OwnedFd, address: &[u8]) -> i32 {
+/// returns 0 or the errno: `ETIMEDOUT` when it waited [`CONNECT_TIMEOUT`] or
+/// the run ended meanwhile, `EAGAIN` (and no connect) when the timer cannot
+/// be armed.
+pub(crate) fn connect_bounded(socket: &OwnedFd, address: &[u8], stopper: &Stopper) -> i32 {
+    if stopper.stopping.load(Ordering::SeqCst) {
+        return libc::ETIMEDOUT;
+    }
     let Ok(timer) = Timer::arm() else {
         return libc::EAGAIN;
     };

@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-use super::bounded::{connect_bounded, prepare_thread};
+use super::bounded::{Stopper, connect_bounded, prepare_thread};
 use super::identity::{Identity, Switch, as_caller};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
 
@@ -91,6 +91,7 @@ pub(crate) struct UnixSupervisor {
     stop: OwnedFd,
     thread: JoinHandle<()>,
     events: Arc<Mutex<Vec<EgressEvent>>>,
+    stopper: Arc<Stopper>,
 }
 
 impl UnixSupervisor {
@@ -111,6 +112,7 @@ impl UnixSupervisor {
             source,
         })?;
         let events = Arc::new(Mutex::new(Vec::new()));
+        let stopper = Arc::new(Stopper::default());
         let supervisor = Supervisor {
             listener,
             stop: stop_copy,
@@ -121,6 +123,7 @@ impl UnixSupervisor {
             events: Arc::clone(&events),
             own: None,
             stuck: std::cell::Cell::new(false),
+            stopper: Arc::clone(&stopper),
         };
         let thread = std::thread::Builder::new()
             .name("unix-grants".to_owned())
@@ -133,6 +136,7 @@ impl UnixSupervisor {
             stop,
             thread,
             events,
+            stopper,
         })
     }
 
@@ -140,11 +144,20 @@ impl UnixSupervisor {
     /// the kernel answers a notification no one listens to) and returns
     /// every connect the run's Unix sockets asked for.
     pub(crate) async fn finish(self) -> Vec<EgressEvent> {
+        self.stopper.stop();
         let one = 1_u64;
         // SAFETY: an eventfd takes an 8-byte write.
         unsafe { libc::write(self.stop.as_raw_fd(), (&raw const one).cast(), 8) };
-        let thread = self.thread;
-        let _joined = tokio::task::spawn_blocking(move || thread.join()).await;
+        let (thread, stopper) = (self.thread, Arc::clone(&self.stopper));
+        // A connect in progress is ended at once (bounded.rs), not at its bound.
+        let _joined = tokio::task::spawn_blocking(move || {
+            while !thread.is_finished() {
+                stopper.interrupt();
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            thread.join()
+        })
+        .await;
         std::mem::take(
             &mut *self
                 .events
@@ -164,6 +177,7 @@ struct Supervisor {
     own: Option<Identity>,
     /// The thread could not take its own identity back: it answers no more.
     stuck: std::cell::Cell<bool>,
+    stopper: Arc<Stopper>,
 }
 
 impl Supervisor {
@@ -174,6 +188,7 @@ impl Supervisor {
         if prepare_thread().is_err() {
             return;
         }
+        self.stopper.register();
         // Read on this thread: the identity the connects switch from and back to.
         self.own = Identity::own().ok();
         while !self.stuck.get() {
@@ -299,8 +314,10 @@ impl Supervisor {
             // capability (a netlink socket's to a group or port), which
             // toolsmith must not lend.
             return Some(
-                self.as_caller(&caller, || connect_bounded(&socket, &address))
-                    .unwrap_or_else(|(errno, _)| errno),
+                self.as_caller(&caller, || {
+                    connect_bounded(&socket, &address, &self.stopper)
+                })
+                .unwrap_or_else(|(errno, _)| errno),
             );
         }
         Some(self.connect_unix(&socket, &address, caller))
@@ -359,7 +376,7 @@ impl Supervisor {
             return libc::EACCES;
         };
         let connected = self
-            .as_caller(&caller, || connect_granted(socket, path))
+            .as_caller(&caller, || connect_granted(socket, path, &self.stopper))
             .and_then(|connected| connected);
         match connected {
             Ok(()) => {
@@ -528,7 +545,7 @@ fn socket_family(socket: &OwnedFd) -> Result<i32, i32> {
 /// Opens the granted `path` in toolsmith's view without crossing a symbolic
 /// link (a link in a directory the tool may write could point anywhere),
 /// checks that it is a socket, and connects `socket` to that very inode.
-fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
+fn connect_granted(socket: &OwnedFd, path: &[u8], stopper: &Stopper) -> Result<(), (i32, String)> {
     let c_path = CString::new(path).map_err(|_| (libc::EINVAL, "a NUL in the path".to_owned()))?;
     // SAFETY: a plain C structure; zero is "no flags".
     let mut how: libc::open_how = unsafe { zeroed() };
@@ -589,7 +606,7 @@ fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
     let length = size_of::<libc::sa_family_t>() + through.len() + 1;
     // SAFETY: the address is a plain C structure of at least `length` bytes.
     let bytes = unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length) };
-    match connect_bounded(socket, bytes) {
+    match connect_bounded(socket, bytes, stopper) {
         0 => Ok(()),
         errno => Err((
             errno,
