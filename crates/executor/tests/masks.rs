@@ -451,3 +451,127 @@ fn a_flood_of_reads_is_capped() {
     );
     assert_eq!(outcome.reads_denied.len() + outcome.reads_denied_more, 100);
 }
+
+/// Red team, the read-mask server: run A floods its masks from 32 processes (lookups of
+/// fresh names, which are never cached, names with terminal escapes, newlines, quotes and
+/// bytes that are not UTF-8, listings, a descriptor of the mask held open, children killed
+/// in the middle of a lookup so that the kernel sends `INTERRUPT`s and `FORGET`s) until its
+/// deadline kills it. Meanwhile run B, whose masks include a path never masked before (its
+/// node needs a round trip to the server to be set up), must start, finish within a
+/// liveness bound, and have its own attempts recorded, none of A's; A's record none of B's.
+/// After A was killed mid-flood, run C's attempt is still recorded (the server was not
+/// wedged by the killed requests). Checked from outside: the outcomes' records and times.
+#[test]
+fn a_flood_on_the_masks_neither_stalls_nor_reaches_another_run() {
+    let executor = executor();
+    let test = "a_flood_on_the_masks_neither_stalls_nor_reaches_another_run";
+    if !usable(&executor, test) || !watched(&executor, test) {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("home");
+    for dir in [".ssh", ".aws", ".kube"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    let masks = |names: &[&str]| Sandbox {
+        hidden: names.iter().map(|name| home.join(name)).collect(),
+        private_pids: true,
+        private_mounts: true,
+        ..Sandbox::none()
+    };
+    let code = r#"
+import os, signal, sys, time
+home = sys.argv[1]
+held = os.open(home + "/.ssh", os.O_RDONLY | os.O_DIRECTORY)
+hostile = [b"\x1b]52;c;aGk=\x07", b"line\nbreak", b'"},{"kind":"write"', b"\xff\xfe", b"x" * 255]
+def worker(n):
+    i = 0
+    while True:
+        i += 1
+        for name in [("a-%d-%d" % (n, i)).encode()] + hostile:
+            try: os.stat(os.path.join(home.encode(), b".ssh", name))
+            except OSError: pass
+        os.listdir(home + "/.aws")
+        os.listdir("/proc/self/fd/%d" % held)
+for n in range(32):
+    if os.fork() == 0:
+        worker(n)
+while True:
+    child = os.fork()
+    if child == 0:
+        worker(99)
+    time.sleep(0.005)
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+"#;
+    let mut flood = Command::new(Path::new("/usr/bin/python3"), Path::new("/")).unwrap();
+    flood
+        .arg(OsStr::new("-c"))
+        .arg(OsStr::new(code))
+        .arg(home.as_os_str());
+    flood.sandbox(masks(&[".ssh", ".aws"]));
+    let flood_limits = Limits {
+        timeout: Duration::from_secs(6),
+        ..limits()
+    };
+    let rt = runtime();
+    let (flooded, beside) = rt.block_on(async {
+        let beside = async {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let started = std::time::Instant::now();
+            let outcome = executor
+                .run(
+                    &command(
+                        r#"cat "$1/.kube/b-key" "$1/.ssh/b-key" 2>/dev/null; true"#,
+                        &[home.as_os_str()],
+                        masks(&[".ssh", ".kube"]),
+                    ),
+                    &limits(),
+                )
+                .await;
+            (outcome, started.elapsed())
+        };
+        tokio::join!(executor.run(&flood, &flood_limits), beside)
+    });
+    let flooded = flooded.unwrap();
+    let (beside, took) = (beside.0.unwrap(), beside.1);
+    assert_eq!(flooded.limit, Some(toolsmith_executor::LimitKind::Timeout));
+    assert!(
+        flooded.reads_denied.len() + flooded.reads_denied_more > 100,
+        "the flood reached the server: {flooded:?}"
+    );
+    assert!(
+        flooded
+            .reads_denied
+            .iter()
+            .all(|attempt| !attempt.path.to_string_lossy().contains("b-key")),
+        "{:?}",
+        flooded.reads_denied
+    );
+    eprintln!(
+        "B took {took:?} beside a flood of {} recorded attempts",
+        flooded.reads_denied.len() + flooded.reads_denied_more
+    );
+    assert!(beside.success(), "{beside:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "B took {took:?} beside the flood"
+    );
+    assert_eq!(
+        attempts(&beside, &home),
+        vec![
+            (".kube".to_owned(), ".kube/b-key".to_owned()),
+            (".ssh".to_owned(), ".ssh/b-key".to_owned()),
+        ]
+    );
+    let after = sh(
+        &executor,
+        r#"cat "$1/.ssh/c-key" 2>/dev/null; true"#,
+        &[home.as_os_str()],
+        masks(&[".ssh"]),
+    );
+    assert_eq!(
+        attempts(&after, &home),
+        vec![(".ssh".to_owned(), ".ssh/c-key".to_owned())]
+    );
+}

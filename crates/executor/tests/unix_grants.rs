@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use toolsmith_executor::{
     BackendChoice, Command, Egress, EgressEvent, EgressProtocol, EgressVerdict, Enforcement, Error,
-    Executor, ExecutorConfig, Limits, Network, Outcome, Privileges, RunAs, Sandbox, Syscalls,
+    Executor, ExecutorConfig, LimitKind, Limits, Network, Outcome, Privileges, RunAs, Sandbox,
+    Syscalls,
 };
 
 fn script(name: &str) -> PathBuf {
@@ -617,4 +618,99 @@ fn a_unix_grant_without_the_filter_fails_closed() {
         matches!(&refused, Error::SandboxUnavailable { reason, .. } if reason.contains("filter is off")),
         "{refused}"
     );
+}
+
+/// A listener at `path` that never accepts, with the smallest backlog: the
+/// second connection to it waits until the connecting side gives up.
+fn never_accepts(path: &Path) -> UnixListener {
+    let listener = UnixListener::bind(path).unwrap();
+    // SAFETY: listen again on our socket, to shrink its backlog.
+    assert_eq!(
+        unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 0) },
+        0
+    );
+    listener
+}
+
+/// Red team (`tests/hostile/egress/unix_wedge.py`): the supervisor makes each
+/// connect itself, so a connect that never ends would hold it, and the call
+/// with it. A socket with its own three-year send timeout, another thread
+/// rewriting the timeout and `O_NONBLOCK` during the connect, and 200 threads
+/// connecting at once to a granted server that never accepts must each end
+/// within the supervisor's bound (10 s); the run must end soon after its
+/// deadline, the connect then in progress ended at once (checked from
+/// outside), and a concurrent run granted another socket is served meanwhile. It failed before the fix: the
+/// supervisor bounded only sockets without a timeout of their own, and the
+/// run never returned.
+#[test]
+fn no_connect_holds_the_supervisor_or_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (slow, path_a, other) = (
+        dir.path().join("slow.sock"),
+        dir.path().join("a.sock"),
+        dir.path().join("other.sock"),
+    );
+    let _slow = never_accepts(&slow);
+    let a = Server::at(&path_a, "a");
+    let other_server = Server::at(&other, "other");
+    let (slow, path_a, other) = (
+        slow.to_str().unwrap().to_owned(),
+        path_a.to_str().unwrap().to_owned(),
+        other.to_str().unwrap().to_owned(),
+    );
+    let executor = Arc::new(executor());
+    let deadline = Duration::from_secs(24);
+    let wedged = {
+        let (executor, slow, other) = (Arc::clone(&executor), slow.clone(), other.clone());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut command = command(
+                &script("unix_wedge.py"),
+                &[&slow, &other],
+                granted(&[&format!("unix:{slow}")]),
+            );
+            command.env(OsStr::new("PYTHONDONTWRITEBYTECODE"), OsStr::new("1"));
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let limits = Limits {
+                timeout: deadline,
+                ..limits()
+            };
+            let _ignored = sender.send(runtime.block_on(executor.run(&command, &limits)));
+        });
+        receiver
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let started = Instant::now();
+    let Some(beside) = python(
+        &executor,
+        CONNECT,
+        &[&path_a],
+        granted(&[&format!("unix:{path_a}")]),
+    ) else {
+        return;
+    };
+    assert_eq!(beside.stdout.text_lossy(), "reached a\n", "{beside:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{beside:?}");
+    assert_eq!(a.hits(), 1);
+    // The deadline + slack for this loaded machine: the connect in progress at the run's end
+    // is ended then, not at its own bound.
+    let outcome = match wedged.recv_timeout(deadline + Duration::from_secs(8)) {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(error)) => panic!("{error}"),
+        Err(_) => panic!("the wedged run did not return within its deadline plus 8 s"),
+    };
+    eprintln!("the wedged run took {:?}", outcome.wall_time);
+    let stdout = outcome.stdout.text_lossy();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(outcome.limit, Some(LimitKind::Timeout), "{outcome:?}");
+    assert_eq!(lines.len(), 5, "{stdout}\n{}", outcome.stderr.text_lossy());
+    assert!(
+        lines[..4].iter().all(|line| line.starts_with("held: ")),
+        "{stdout}"
+    );
+    assert_eq!(lines[4], "flooding");
+    assert_eq!(other_server.hits(), 0);
 }

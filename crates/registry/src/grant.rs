@@ -230,13 +230,23 @@ pub struct SandboxDenial {
     pub grant: String,
 }
 
-/// A TOML string literal of `text` (the key a denial names).
+/// A TOML string literal of `text` (the key a denial names): one line that parses back to
+/// exactly `text`. The text can be the tool's (a Unix socket path it tried, a path it
+/// declares), so every character a TOML basic string may not hold raw is escaped: the quote,
+/// the backslash and every control character (`\u{7f}` and all below `\u{20}`, tab and
+/// newline included), which also keeps a pasted grant line one line.
 pub(crate) fn toml_string(text: &str) -> String {
+    use std::fmt::Write as _;
     let mut quoted = String::from("\"");
     for character in text.chars() {
         match character {
             '"' => quoted.push_str("\\\""),
             '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            control if control.is_ascii_control() => {
+                let _infallible = write!(quoted, "\\u{:04X}", u32::from(control));
+            }
             other => quoted.push(other),
         }
     }
@@ -249,6 +259,25 @@ mod tests {
     use std::path::PathBuf;
 
     use crate::grant::{NetworkTarget, intersect_roots};
+
+    /// Red team: a denial's grant line can carry text the tool chose (a Unix socket path it
+    /// tried); pasted into a config it must be one valid TOML line naming exactly that text.
+    #[test]
+    fn a_grant_line_is_one_toml_line_that_names_exactly_its_text() {
+        for text in [
+            "/run/a.sock",
+            "/tmp/x\n[sandbox]\nfilesystem = \"full\"",
+            "/tmp/\"quoted\\",
+            "\u{1b}]52;c;aGk=\u{7}\r\t\u{0}\u{7f}\u{9b}\u{202e}",
+        ] {
+            let line = format!("key = {}", super::toml_string(text));
+            assert_eq!(line.lines().count(), 1, "{line}");
+            let parsed: toml::Table = toml::from_str(&line).unwrap_or_else(|error| {
+                panic!("{line:?}: {error}");
+            });
+            assert_eq!(parsed["key"].as_str(), Some(text), "{line:?}");
+        }
+    }
 
     fn check(text: &str, expect: &str) {
         let shown = match NetworkTarget::parse(text) {

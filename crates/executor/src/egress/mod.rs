@@ -1,6 +1,7 @@
 //! Per-run egress: the grant a run with [`Network::Proxy`](crate::Network::Proxy)
 //! has, and the proxy that enforces it (see `docs/executor.md`).
 
+mod bounded;
 mod check;
 mod destination;
 mod hosts;

@@ -24,9 +24,10 @@
 //!   run's has nothing but loopback and the proxy's port, so this reaches
 //!   exactly what the call would have reached without the supervisor.
 //!
-//! The supervisor replies with the result of its own `connect`. A connect of
-//! a blocking socket is bounded by [`CONNECT_TIMEOUT`] (through the socket's
-//! send timeout, restored afterwards), so no tool can hold the supervisor.
+//! The supervisor replies with the result of its own `connect`, which a timer
+//! of its own thread bounds by
+//! [`CONNECT_TIMEOUT`](super::bounded::CONNECT_TIMEOUT) whatever the tool does to
+//! its socket (`bounded.rs`), so no tool can hold the supervisor.
 
 use std::ffi::CString;
 use std::io;
@@ -36,13 +37,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
+use super::bounded::{Stopper, connect_bounded, prepare_thread};
 use super::identity::{Identity, Switch, as_caller};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
-
-/// How long the supervisor waits for the connect of a blocking socket.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// At most this many connects of one run are recorded (each is still decided).
 const MAX_RECORDS: usize = 4096;
@@ -93,6 +91,7 @@ pub(crate) struct UnixSupervisor {
     stop: OwnedFd,
     thread: JoinHandle<()>,
     events: Arc<Mutex<Vec<EgressEvent>>>,
+    stopper: Arc<Stopper>,
 }
 
 impl UnixSupervisor {
@@ -113,6 +112,7 @@ impl UnixSupervisor {
             source,
         })?;
         let events = Arc::new(Mutex::new(Vec::new()));
+        let stopper = Arc::new(Stopper::default());
         let supervisor = Supervisor {
             listener,
             stop: stop_copy,
@@ -123,6 +123,7 @@ impl UnixSupervisor {
             events: Arc::clone(&events),
             own: None,
             stuck: std::cell::Cell::new(false),
+            stopper: Arc::clone(&stopper),
         };
         let thread = std::thread::Builder::new()
             .name("unix-grants".to_owned())
@@ -135,6 +136,7 @@ impl UnixSupervisor {
             stop,
             thread,
             events,
+            stopper,
         })
     }
 
@@ -142,11 +144,20 @@ impl UnixSupervisor {
     /// the kernel answers a notification no one listens to) and returns
     /// every connect the run's Unix sockets asked for.
     pub(crate) async fn finish(self) -> Vec<EgressEvent> {
+        self.stopper.stop();
         let one = 1_u64;
         // SAFETY: an eventfd takes an 8-byte write.
         unsafe { libc::write(self.stop.as_raw_fd(), (&raw const one).cast(), 8) };
-        let thread = self.thread;
-        let _joined = tokio::task::spawn_blocking(move || thread.join()).await;
+        let (thread, stopper) = (self.thread, Arc::clone(&self.stopper));
+        // A connect in progress is ended at once (bounded.rs), not at its bound.
+        let _joined = tokio::task::spawn_blocking(move || {
+            while !thread.is_finished() {
+                stopper.interrupt();
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            thread.join()
+        })
+        .await;
         std::mem::take(
             &mut *self
                 .events
@@ -166,10 +177,18 @@ struct Supervisor {
     own: Option<Identity>,
     /// The thread could not take its own identity back: it answers no more.
     stuck: std::cell::Cell<bool>,
+    stopper: Arc<Stopper>,
 }
 
 impl Supervisor {
     fn serve(mut self) {
+        // Only its own timer may interrupt this thread's connects: without
+        // that bound no connect is made (the listener closes, and every
+        // waiting connect fails with ENOSYS).
+        if prepare_thread().is_err() {
+            return;
+        }
+        self.stopper.register();
         // Read on this thread: the identity the connects switch from and back to.
         self.own = Identity::own().ok();
         while !self.stuck.get() {
@@ -295,8 +314,10 @@ impl Supervisor {
             // capability (a netlink socket's to a group or port), which
             // toolsmith must not lend.
             return Some(
-                self.as_caller(&caller, || connect_bounded(&socket, &address))
-                    .unwrap_or_else(|(errno, _)| errno),
+                self.as_caller(&caller, || {
+                    connect_bounded(&socket, &address, &self.stopper)
+                })
+                .unwrap_or_else(|(errno, _)| errno),
             );
         }
         Some(self.connect_unix(&socket, &address, caller))
@@ -355,7 +376,7 @@ impl Supervisor {
             return libc::EACCES;
         };
         let connected = self
-            .as_caller(&caller, || connect_granted(socket, path))
+            .as_caller(&caller, || connect_granted(socket, path, &self.stopper))
             .and_then(|connected| connected);
         match connected {
             Ok(()) => {
@@ -524,7 +545,7 @@ fn socket_family(socket: &OwnedFd) -> Result<i32, i32> {
 /// Opens the granted `path` in toolsmith's view without crossing a symbolic
 /// link (a link in a directory the tool may write could point anywhere),
 /// checks that it is a socket, and connects `socket` to that very inode.
-fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
+fn connect_granted(socket: &OwnedFd, path: &[u8], stopper: &Stopper) -> Result<(), (i32, String)> {
     let c_path = CString::new(path).map_err(|_| (libc::EINVAL, "a NUL in the path".to_owned()))?;
     // SAFETY: a plain C structure; zero is "no flags".
     let mut how: libc::open_how = unsafe { zeroed() };
@@ -585,66 +606,12 @@ fn connect_granted(socket: &OwnedFd, path: &[u8]) -> Result<(), (i32, String)> {
     let length = size_of::<libc::sa_family_t>() + through.len() + 1;
     // SAFETY: the address is a plain C structure of at least `length` bytes.
     let bytes = unsafe { std::slice::from_raw_parts((&raw const address).cast::<u8>(), length) };
-    match connect_bounded(socket, bytes) {
+    match connect_bounded(socket, bytes, stopper) {
         0 => Ok(()),
         errno => Err((
             errno,
             format!("connecting: {}", io::Error::from_raw_os_error(errno)),
         )),
-    }
-}
-
-/// Connects `socket` to `address` and returns 0 or the errno. A blocking
-/// socket without a send timeout gets [`CONNECT_TIMEOUT`] for the call (the
-/// kernel bounds a blocking connect by it), restored afterwards.
-fn connect_bounded(socket: &OwnedFd, address: &[u8]) -> i32 {
-    let fd = socket.as_raw_fd();
-    // SAFETY: F_GETFL on our descriptor.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    let blocking = flags >= 0 && flags & libc::O_NONBLOCK == 0;
-    let mut saved: libc::timeval = libc::timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    };
-    let mut size = size_of::<libc::timeval>() as libc::socklen_t;
-    // SAFETY: SO_SNDTIMEO reads and writes one timeval.
-    let bounded = blocking
-        && unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_SNDTIMEO,
-                (&raw mut saved).cast(),
-                &raw mut size,
-            ) == 0
-        }
-        && saved.tv_sec == 0
-        && saved.tv_usec == 0
-        && set_send_timeout(fd, CONNECT_TIMEOUT.as_secs());
-    let length = libc::socklen_t::try_from(address.len()).unwrap_or(0);
-    // SAFETY: the address buffer has `length` bytes.
-    let connected = unsafe { libc::connect(fd, address.as_ptr().cast(), length) };
-    let errno = if connected == 0 { 0 } else { last_errno() };
-    if bounded {
-        set_send_timeout(fd, 0);
-    }
-    errno
-}
-
-fn set_send_timeout(fd: RawFd, seconds: u64) -> bool {
-    let timeout = libc::timeval {
-        tv_sec: libc::time_t::try_from(seconds).unwrap_or(libc::time_t::MAX),
-        tv_usec: 0,
-    };
-    // SAFETY: SO_SNDTIMEO reads one timeval.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&raw const timeout).cast(),
-            size_of::<libc::timeval>() as libc::socklen_t,
-        ) == 0
     }
 }
 
