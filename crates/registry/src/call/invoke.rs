@@ -724,6 +724,25 @@ fn not_found_sentence(name: &str, wanted: Option<&ToolName>, catalog: &Catalog) 
     }
 }
 
+/// The run configuration's protected paths, plus the directory `tool` was found in when it
+/// lies in the project: whoever built the configuration (an embedder's `RunConfig::new`
+/// knows no tool directory), a tool never rewrites its own layer, where it would plant code
+/// that runs at the next call of any tool of that directory.
+fn own_layer_protected(config: &RunConfig, tool: &Tool) -> Vec<PathBuf> {
+    let mut protected = config.protected.clone();
+    let source = tool.source();
+    if !protected.iter().any(|path| source.starts_with(path)) {
+        protected.extend(crate::sandbox::protected_paths(
+            &config.project_dir,
+            &[],
+            &[source.to_path_buf()],
+        ));
+        protected.sort();
+        protected.dedup();
+    }
+    protected
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -945,23 +964,4 @@ mod tests {
             })
         );
     }
-}
-
-/// The run configuration's protected paths, plus the directory `tool` was found in when it
-/// lies in the project: whoever built the configuration (an embedder's `RunConfig::new`
-/// knows no tool directory), a tool never rewrites its own layer, where it would plant code
-/// that runs at the next call of any tool of that directory.
-fn own_layer_protected(config: &RunConfig, tool: &Tool) -> Vec<PathBuf> {
-    let mut protected = config.protected.clone();
-    let source = tool.source();
-    if !protected.iter().any(|path| source.starts_with(path)) {
-        protected.extend(crate::sandbox::protected_paths(
-            &config.project_dir,
-            &[],
-            &[source.to_path_buf()],
-        ));
-        protected.sort();
-        protected.dedup();
-    }
-    protected
 }
