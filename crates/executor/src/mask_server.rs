@@ -6,7 +6,9 @@
 //! - One filesystem per process, mounted *detached* (`fsopen("fuse")`, `fsconfig`,
 //!   `fsmount`): nothing is attached in the host's mount namespace, and nothing stays behind
 //!   when toolsmith dies (its `/dev/fuse` descriptor closes, the connection aborts, and any
-//!   request still waiting fails with `ENOTCONN`).
+//!   request still waiting fails with `ENOTCONN`). The device lives only in the server
+//!   thread's own descriptor table ([`keep_only`]): no process that could wait on a mask
+//!   (toolsmith's other threads, a run's init sharing its table) holds it.
 //! - One node per masked path, interned: the root holds the node `<id>` for every path any
 //!   run ever masked, a directory or an empty file as the path was. A run's child clones its
 //!   nodes (`open_tree(OPEN_TREE_CLONE)`) and attaches each exactly where `masks.rs` puts an
@@ -130,10 +132,26 @@ impl MaskServer {
         drop(unsafe { OwnedFd::from_raw_fd(clone as RawFd) });
         let state = Arc::new(State::default());
         let served = Arc::clone(&state);
+        let device = dev.as_raw_fd();
+        let (unshared, alone) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("toolsmith-masks".to_owned())
-            .spawn(move || serve(&dev, &served))
+            .spawn(move || {
+                let alone_with_the_device = keep_only(device);
+                let _ = unshared.send(alone_with_the_device.clone());
+                if alone_with_the_device.is_ok() {
+                    // SAFETY: the device, in this thread's own table now.
+                    let dev = unsafe { File::from_raw_fd(device) };
+                    serve(&dev, &served);
+                }
+            })
             .map_err(|error| format!("starting the mask server: {error}"))?;
+        match alone.recv() {
+            // The process's table lets its copy go: the thread's is the only one left.
+            Ok(Ok(())) => drop(dev),
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err("the mask server's thread ended at once".to_owned()),
+        }
         Ok(MaskServer { mount, state })
     }
 
@@ -312,6 +330,45 @@ const READDIRPLUS: u32 = 44;
 
 /// The size of `fuse_in_header`.
 const IN_HEADER: usize = 40;
+
+/// Gives the calling thread a descriptor table of its own holding only stdio and `device`.
+///
+/// Why: a process that holds a FUSE device must never wait on a request of that device. A
+/// request the server has read waits uninterruptibly for its answer, so if toolsmith is
+/// killed while one of its threads, or a run's init (which shares toolsmith's descriptor
+/// table, `CLONE_FILES`), waits on a lookup in a mask, that waiter keeps the table, hence the
+/// device, hence the connection alive: nobody answers, nobody can kill it, and the process
+/// stays in `D` state for good (seen: a registration killed mid-spawn left its init so).
+/// With the device in the server thread's table alone, the server's death closes it, the
+/// connection aborts, and every waiter gets `ENOTCONN`.
+fn keep_only(device: RawFd) -> Result<(), String> {
+    // SAFETY: unshare and close_range act on this thread's own table.
+    unsafe {
+        if libc::unshare(libc::CLONE_FILES) != 0 {
+            return Err(format!(
+                "a descriptor table of the mask server's own: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        let ranges = [(3, device - 1), (device + 1, RawFd::MAX)];
+        for (first, last) in ranges {
+            if first <= last
+                && libc::syscall(
+                    libc::SYS_close_range,
+                    first as libc::c_uint,
+                    last as libc::c_uint,
+                    0,
+                ) != 0
+            {
+                return Err(format!(
+                    "closing the mask server's copies: {}",
+                    io::Error::last_os_error()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Answers requests until the connection ends (`ENODEV`: the filesystem is gone).
 fn serve(dev: &File, state: &State) {

@@ -575,3 +575,58 @@ while True:
         vec![(".ssh".to_owned(), ".ssh/c-key".to_owned())]
     );
 }
+
+/// Whether the descriptor table at `fd_dir` (`/proc/<pid>/fd` or `/proc/<pid>/task/<tid>/fd`)
+/// holds `/dev/fuse`.
+fn holds_fuse(fd_dir: &Path) -> bool {
+    std::fs::read_dir(fd_dir).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            std::fs::read_link(entry.path()).is_ok_and(|target| target == Path::new("/dev/fuse"))
+        })
+    })
+}
+
+/// A process that holds the FUSE device must never wait on a request of it: a request the
+/// server has read waits uninterruptibly for its answer, so a toolsmith killed while a run's
+/// init (which shares toolsmith's descriptor table) looked up a mask left that init in `D`
+/// state for good, holding the device and so the connection (seen once in the registration
+/// kill test). By construction the device lives only in the server thread's own table:
+/// checked from outside, in `/proc`, after runs with masks.
+#[test]
+fn only_the_mask_servers_thread_holds_the_fuse_device() {
+    let executor = executor();
+    let test = "only_the_mask_servers_thread_holds_the_fuse_device";
+    if !usable(&executor, test) || !watched(&executor, test) {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(temp.path().join(".ssh")).unwrap();
+    let sandbox = Sandbox {
+        hidden: vec![temp.path().join(".ssh")],
+        private_pids: true,
+        private_mounts: true,
+        ..Sandbox::none()
+    };
+    let outcome = sh(
+        &executor,
+        "ls -A \"$1/.ssh\"; true",
+        &[temp.path().as_os_str()],
+        sandbox,
+    );
+    assert!(outcome.success(), "{outcome:?}");
+    assert!(
+        !outcome.reads_denied.is_empty(),
+        "the run was not served by the mask server: {outcome:?}"
+    );
+    assert!(
+        !holds_fuse(Path::new("/proc/self/fd")),
+        "the process's own table holds the FUSE device"
+    );
+    let holders: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|task| holds_fuse(&task.path().join("fd")))
+        .map(|task| std::fs::read_to_string(task.path().join("comm")).unwrap_or_default())
+        .collect();
+    assert_eq!(holders, ["toolsmith-masks\n"]);
+}
