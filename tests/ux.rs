@@ -384,6 +384,7 @@ fn doctor_with_a_problem_without_color() {
           mount namespace         ok  read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR: a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc (as root)
           ipc and uts namespaces  ok  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
           seccomp                 ok  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
+          read-mask server        ok  a tool's attempts to read a masked path (~/.ssh, ~/.aws, toolsmith's state) are reported as `kind: "read"` denials naming the `read_reveal` to add; without it the masks hide the same, silently: a detached FUSE mount serves the read masks and records what runs try
           secrets: private-proc (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
           probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
           read masks: every home's credentials and toolsmith's own state hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, "Read masks")
@@ -469,6 +470,7 @@ fn doctor_with_color() {
           mount namespace         [ESC][32mok[ESC][0m  read-only /sys and cgroups, a minimal /dev, nodev mounts, and under project | read-only read-only mounts, protected paths and a capped tmpfs TMPDIR: a mount namespace with read-only, nodev mounts, a minimal /dev, a tmpfs TMPDIR and a masked /proc (as root)
           ipc and uts namespaces  [ESC][32mok[ESC][0m  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
           seccomp                 [ESC][32mok[ESC][0m  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
+          read-mask server        [ESC][32mok[ESC][0m  a tool's attempts to read a masked path (~/.ssh, ~/.aws, toolsmith's state) are reported as `kind: "read"` denials naming the `read_reveal` to add; without it the masks hide the same, silently: a detached FUSE mount serves the read masks and records what runs try
           secrets: [ESC][36mprivate-proc[ESC][0m (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
           probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
           read masks: every home's credentials and toolsmith's own state hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, "Read masks")
