@@ -7,8 +7,10 @@
 //! 100-tool catalog within 1.2 times the empty one).
 //!
 //! The pipeline can check a tool rendered from an embedded template with the answers it
-//! predicts for the file's `description` and `config` (its test runs start while discovery
-//! probes the file), or, as for an overriding template, after discovery (the plain path).
+//! predicts for the file's `description` and `config` (its test runs start with nothing
+//! probed, and the one probe of the final file confirms the prediction), or, as for an
+//! overriding template, after discovery and a `config` probe (the plain path, which probes
+//! the file twice).
 //! The plain path is measured with an overriding template that is the embedded one.
 //!
 //! The four variants run in interleaved rounds, in rotating order, each with its own live

@@ -297,23 +297,24 @@ pub async fn generate(
         None => None,
     };
     let sandboxed = staged_checks?;
-    checks.extend(sandboxed.checks);
-    if checks.iter().any(|check| !check.ok) {
+    if sandboxed.checks.iter().any(|check| !check.ok) {
+        // Not `predicted`: the checks start with `registry`.
+        checks.extend(sandboxed.checks);
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
     synced?;
-    // The registered file carries the declaration its tests passed under.
-    let (rendered, check) = carry_learned(
+    // The registered file carries the declaration its tests were learned under; the checks
+    // from `registry` on are final once its probe compared it with the predicted tool.
+    let (rendered, staged_checks) = carry_learned(
         executor,
         &tera,
-        request,
-        &implementation,
-        sandboxed.learned,
+        (request, &implementation),
+        sandboxed,
         (&staging.dir, &staged),
         (run_config, &mut probes),
     )
     .await?;
-    checks.push(check);
+    checks.extend(staged_checks);
     if checks.iter().any(|check| !check.ok) {
         return Ok(Report::rejected(name.as_str().to_owned(), exposed, checks));
     }
@@ -766,6 +767,7 @@ mod tests {
     use toolsmith_registry::{SandboxSettings, load_answered};
 
     use super::*;
+    use crate::staged_checks::carry_learned;
     use crate::staged_checks::{configured, described_difference, discover_staged};
 
     struct Staged {
@@ -871,9 +873,48 @@ mod tests {
         }
     }
 
-    /// When discovery loads another tool than the answers describe, the checks are those of
-    /// discovery's tool: here the answers claim the network, the file declares none; either
-    /// way the runs are under the declaration learned from the tests, which reached nothing.
+    /// The checks of `staged` from `registry` on, as the pipeline runs them: `answers` for the
+    /// checks before learning, then the file rewritten from `tera` with the learned declaration
+    /// and probed once.
+    async fn staged_and_carried(
+        staged: &Staged,
+        answers: (String, String),
+        tera: &tera::Tera,
+    ) -> Vec<CheckReport> {
+        let mut probes = DiscoveryCache::in_memory();
+        let sandboxed = check_staged(
+            &staged.executor,
+            &staged.dir,
+            &staged.file,
+            &staged.request,
+            Some(answers),
+            &staged.run_config,
+            &mut probes,
+        )
+        .await
+        .unwrap();
+        // Every check passed on the predicted tool, and nothing was probed yet.
+        assert!(sandboxed.predicted.is_some(), "{:?}", sandboxed.checks);
+        assert!(probes.is_empty());
+        let implementation = staged.request.implementation.clone().unwrap();
+        let (_rendered, checks) = carry_learned(
+            &staged.executor,
+            tera,
+            (&staged.request, &implementation),
+            sandboxed,
+            (&staged.dir, &staged.file),
+            (&staged.run_config, &mut probes),
+        )
+        .await
+        .unwrap();
+        assert_eq!(checks[0].name, "registry", "{checks:?}");
+        assert_eq!(checks.last().unwrap().name, "declaration", "{checks:?}");
+        checks
+    }
+
+    /// When the checks ran on a predicted tool that discovery does not load from the file (the
+    /// answers forged: another description), they prove nothing: the file's `config` is asked
+    /// and they run again on discovery's tool, which passes them here.
     #[tokio::test]
     async fn checks_are_discoverys_when_the_answers_differ() {
         let staged = stage(json!({
@@ -883,23 +924,47 @@ mod tests {
         }));
         let (description, config) = render::kodelet_answers(&staged.request).unwrap();
         let mut forged: Value = serde_json::from_str(&description).unwrap();
-        forged["sandbox"]["network"] = json!("allow");
-        let checks = check_staged(
-            &staged.executor,
-            &staged.dir,
-            &staged.file,
-            &staged.request,
-            Some((forged.to_string(), config)),
-            &staged.run_config,
-            &mut DiscoveryCache::in_memory(),
-        )
-        .await
-        .unwrap()
-        .checks;
+        forged["description"] = json!("Says bye.");
+        let tera = render::template_of(None, Language::Bash).unwrap();
+        let checks = staged_and_carried(&staged, (forged.to_string(), config), &tera).await;
         let failing: Vec<&CheckReport> = checks.iter().filter(|check| !check.ok).collect();
         assert!(failing.is_empty(), "{failing:?}");
         let network = checks.iter().find(|check| check.name == "network").unwrap();
         assert_eq!(network.detail.as_deref(), Some("network none"));
-        assert_eq!(checks[0].name, "registry");
+    }
+
+    /// A file that, rewritten with its learned declaration, is not the predicted tool (here a
+    /// template that changes the description and the behaviour) is checked again as
+    /// discovery loads it, so the request is rejected by its failing test: a wrong prediction
+    /// never registers a tool nobody checked.
+    #[tokio::test]
+    async fn a_wrong_prediction_never_registers_an_unchecked_tool() {
+        let staged = stage(json!({
+            "name": "say_hi", "description": "Says hi.", "language": "bash",
+            "implementation": "echo hi",
+            "tests": [{"input": {}, "expect": {"result": "hi"}}],
+        }));
+        let answers = render::kodelet_answers(&staged.request).unwrap();
+        let embedded = include_str!("../../../templates/bash.tera")
+            .replace(
+                "{{ description_json | shell_quote }}",
+                "{{ description_json | replace(from=\"Says hi.\", to=\"Says bye.\") | shell_quote }}",
+            )
+            .replace("{{ implementation }}", "echo bye");
+        let templates = tempfile::tempdir().unwrap();
+        fs::write(templates.path().join(Language::Bash.template()), embedded).unwrap();
+        let tera = render::template_of(Some(templates.path()), Language::Bash).unwrap();
+        let checks = staged_and_carried(&staged, answers, &tera).await;
+        assert!(checks[0].ok, "{checks:?}");
+        let test = checks
+            .iter()
+            .find(|check| check.name.starts_with("test: "))
+            .unwrap();
+        assert!(!test.ok, "{checks:?}");
+        assert!(
+            test.detail.as_deref().unwrap_or_default().contains("bye"),
+            "{checks:?}"
+        );
+        assert!(!checks.last().unwrap().ok, "{checks:?}");
     }
 }

@@ -132,7 +132,8 @@ pub fn render(tera: &Tera, request: &Request, implementation: &str) -> Result<Re
 }
 
 /// What a rendered executable answers its Kodelet probes, `description` and `config`, for
-/// the pipeline to load it while discovery probes the file (`None` for a manifest, which is
+/// the pipeline to check the tool they describe before anything probes the file, then to
+/// compare it with what discovery loads from the final file (`None` for a manifest, which is
 /// read, not run). The embedded templates print exactly these (a test of the pipeline runs
 /// both probes to compare); the pipeline never assumes it of an overriding template.
 pub(crate) fn kodelet_answers(request: &Request) -> Option<(String, String)> {

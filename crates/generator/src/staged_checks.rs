@@ -17,20 +17,23 @@ use crate::render::{self, RenderedTool};
 use crate::staging::{sync_file, write_unsynced};
 use crate::{Error, Request};
 
-/// The checks of the staged file from `registry` on: discovery loads it as any tool (its
-/// `description` probe), and [`check_in_sandbox`] calls it as its first caller would (its
-/// `config` answered, then its runs).
+/// The checks of the staged file before its learned declaration is written: discovery loads
+/// it as any tool (its `description` probe, the `registry` check), and [`check_in_sandbox`]
+/// calls it as its first caller would (its `config` answered, then its runs).
 ///
 /// A file rendered from an embedded template answers its probes what the generator rendered
 /// (`answers`: the description, and the request's timeout for `config`), so the registry's
-/// own loader turns those answers into the tool at once and the sandbox checks run while
-/// discovery probes the file. They count only if discovery then loads the very same tool from
-/// the file; when it does not, its `config` is asked and the checks run again on the tool
-/// discovery loaded. Without `answers` (a manifest, which discovery reads without running
-/// anything; an overriding template, whose answers only the file knows) the file's
-/// `config` is asked after its description and the checks run on discovery's tool.
-/// When discovery refuses the file, the `registry` check says why and the runs still under
-/// way are dropped (the executor kills them).
+/// own loader turns those answers into the predicted tool and the sandbox checks run on it
+/// with nothing probed: when they all pass and a declaration was learned, the result is
+/// [`Sandboxed::predicted`], without a `registry` line, and [`carry_learned`] probes the file
+/// once, rewritten with that declaration, and compares. When a check fails, the file is probed
+/// now all the same, so the rejected report says whether discovery loads it; the checks count
+/// only if discovery loads the very same tool, and are run again on discovery's tool (its
+/// `config` asked) when it does not. Without `answers` (a manifest, which discovery reads
+/// without running anything; an overriding template, whose answers only the file knows) the
+/// file's `config` is asked after its description and the checks run on discovery's tool.
+/// When discovery refuses the file, the `registry` check says why and nothing else is
+/// reported.
 pub(crate) async fn check_staged(
     executor: &Arc<Executor>,
     staging_dir: &Path,
@@ -40,60 +43,67 @@ pub(crate) async fn check_staged(
     run_config: &RunConfig,
     probes: &mut DiscoveryCache,
 ) -> Result<Sandboxed, Error> {
-    // A staged tool is a generated tool: it gets no `[tools.NAME]` grant, whatever its name
-    // (the live registry does the same by its history ref, `Tool::generated`), so a request
-    // named like a tool the operator granted a secret cannot read it in its test report.
-    // Nor any secret's definition: a staged tool's runs cannot read one by any name.
-    let run_config = &RunConfig {
-        overrides: Default::default(),
-        secrets: Default::default(),
-        ..run_config.clone()
-    };
+    let run_config = &staged_run_config(run_config);
     let answered = answers.and_then(|(description, config)| {
         load_answered(staged, description.as_bytes(), config.as_bytes())
             .ok()
             .flatten()
     });
     let Some(answered) = answered else {
-        let discovered =
-            match discover_staged(executor, staging_dir, &request.name, run_config, probes).await {
-                Ok(tool) => configured(executor, &tool, run_config, probes).await,
-                Err(problem) => Err(problem),
-            };
-        return match discovered {
-            Ok(tool) => with_registry(check_in_sandbox(executor, &tool, request, run_config).await),
+        return match discover_staged(executor, staging_dir, &request.name, run_config, probes).await
+        {
+            Ok(tool) => checked(executor, &tool, request, run_config, probes).await,
             Err(problem) => Ok(Sandboxed::refused(problem)),
         };
     };
-    let (discovered, early) = {
-        let discovery = discover_staged(executor, staging_dir, &request.name, run_config, probes);
-        let early = check_in_sandbox(executor, &answered, request, run_config);
-        tokio::pin!(discovery, early);
-        tokio::select! {
-            discovered = &mut discovery => match discovered {
-                Ok(tool) => (tool, early.await),
-                Err(problem) => return Ok(Sandboxed::refused(problem)),
-            },
-            early = &mut early => match discovery.await {
-                Ok(tool) => (tool, early),
-                Err(problem) => return Ok(Sandboxed::refused(problem)),
-            },
-        }
-    };
-    match described_difference(&discovered, &answered) {
-        None => with_registry(early),
-        Some(field) => {
-            tracing::debug!(
-                field,
-                "discovery loaded another tool than the generator rendered; checking it instead"
-            );
-            match configured(executor, &discovered, run_config, probes).await {
-                Ok(tool) => {
-                    with_registry(check_in_sandbox(executor, &tool, request, run_config).await)
-                }
-                Err(problem) => Ok(Sandboxed::refused(problem)),
+    let early = check_in_sandbox(executor, &answered, request, run_config).await?;
+    if early.learned.is_some() && early.checks.iter().all(|check| check.ok) {
+        return Ok(Sandboxed {
+            predicted: Some(answered),
+            ..early
+        });
+    }
+    match discover_staged(executor, staging_dir, &request.name, run_config, probes).await {
+        Ok(tool) => match described_difference(&tool, &answered) {
+            None => with_registry(Ok(early)),
+            Some(field) => {
+                tracing::debug!(
+                    field,
+                    "discovery loaded another tool than the generator rendered; checking it instead"
+                );
+                checked(executor, &tool, request, run_config, probes).await
             }
-        }
+        },
+        Err(problem) => Ok(Sandboxed::refused(problem)),
+    }
+}
+
+/// The run configuration of a staged tool's probes and runs. A staged tool is a generated
+/// tool: it gets no `[tools.NAME]` grant, whatever its name (the live registry does the same
+/// by its history ref, `Tool::generated`), so a request named like a tool the operator granted
+/// a secret cannot read it in its test report. Nor any secret's definition: a staged tool's
+/// runs cannot read one by any name.
+fn staged_run_config(run_config: &RunConfig) -> RunConfig {
+    RunConfig {
+        overrides: Default::default(),
+        secrets: Default::default(),
+        ..run_config.clone()
+    }
+}
+
+/// The checks of `tool`, which discovery loaded from the staged file: its `config` asked (the
+/// answer recorded in `probes`), then the passed `registry` check and the sandbox checks; or
+/// the failed `registry` check when it cannot be called.
+async fn checked(
+    executor: &Arc<Executor>,
+    tool: &Tool,
+    request: &Request,
+    run_config: &RunConfig,
+    probes: &mut DiscoveryCache,
+) -> Result<Sandboxed, Error> {
+    match configured(executor, tool, run_config, probes).await {
+        Ok(tool) => with_registry(check_in_sandbox(executor, &tool, request, run_config).await),
+        Err(problem) => Ok(Sandboxed::refused(problem)),
     }
 }
 
@@ -147,29 +157,40 @@ pub(crate) async fn check_restored(
     Ok(checks)
 }
 
-/// Rewrites the staged file with the `learned` declaration (the request's own otherwise:
-/// nothing was learned only when a check already failed), and checks that discovery reads
-/// exactly that declaration back from it (`declaration`): the registered file declares what
-/// its tests passed under, in whatever place its format declares `sandbox`.
+/// Rewrites the staged file with the declaration `sandboxed` learned (the request's own
+/// otherwise: nothing was learned only when a check already failed), probes it, and returns
+/// the checks from `registry` on, `declaration` last: the registered file declares what its
+/// tests passed under, in whatever place its format declares `sandbox`.
+///
+/// This probe is the registration's only one when the checks ran on the predicted tool
+/// ([`Sandboxed::predicted`]): discovery must load from the rewritten file, in full
+/// ([`described_difference`]), the tool predicted from the answers rendered with the learned
+/// declaration, which is also the tool the checks ran on (under that declaration). Then the checks stand (`registry` passes), and the predicted `config` answer
+/// is recorded with the probe in `probes`, which the registration hands to the live registry:
+/// the tool's first call asks nothing. Otherwise the prediction was wrong and proves nothing:
+/// the file's `config` is asked and every check runs again on the tool discovery loaded, as
+/// for an overriding template, so a wrong prediction never registers an unchecked tool.
 pub(crate) async fn carry_learned(
     executor: &Arc<Executor>,
     tera: &tera::Tera,
-    request: &Request,
-    implementation: &str,
-    learned: Option<SandboxDeclaration>,
+    (request, implementation): (&Request, &str),
+    sandboxed: Sandboxed,
     (staging_dir, staged): (&Path, &Path),
     (run_config, probes): (&RunConfig, &mut DiscoveryCache),
-) -> Result<(RenderedTool, CheckReport), Error> {
-    let request = Request {
+) -> Result<(RenderedTool, Vec<CheckReport>), Error> {
+    let Sandboxed {
+        mut checks,
+        learned,
+        predicted,
+    } = sandboxed;
+    let learned_request = Request {
         learned: learned.clone(),
         ..request.clone()
     };
-    let rendered = render::render(tera, &request, implementation)?;
+    let rendered = render::render(tera, &learned_request, implementation)?;
     let Some(learned) = learned else {
-        return Ok((
-            rendered,
-            CheckReport::failed("declaration", "no declaration was learned".to_owned()),
-        ));
+        checks.push(declaration_check(Err(&String::new()), None));
+        return Ok((rendered, checks));
     };
     std::fs::remove_file(staged).map_err(|source| Error::Io {
         path: staged.to_path_buf(),
@@ -181,34 +202,89 @@ pub(crate) async fn carry_learned(
         Ok(synced) => synced?,
         Err(join_error) => std::panic::resume_unwind(join_error.into_panic()),
     }
-    let run_config = &RunConfig {
-        overrides: Default::default(),
-        ..run_config.clone()
+    let run_config = &staged_run_config(run_config);
+    let discovered =
+        discover_staged(executor, staging_dir, &request.name, run_config, probes).await;
+    let Some(checked_tool) = predicted else {
+        checks.push(declaration_check(
+            discovered.as_ref().map(Tool::sandbox),
+            Some(&learned),
+        ));
+        return Ok((rendered, checks));
     };
-    let check =
-        match discover_staged(executor, staging_dir, &request.name, run_config, probes).await {
-            Ok(tool) if *tool.sandbox() == learned => CheckReport::passed(
-                "declaration",
-                Some(format!("the file declares {}", learned.to_json())),
+    let tool = match discovered {
+        Ok(tool) => tool,
+        Err(problem) => return Ok((rendered, Sandboxed::refused(problem).checks)),
+    };
+    let prediction = render::kodelet_answers(&learned_request).and_then(|(description, config)| {
+        let tool = load_answered(staged, description.as_bytes(), config.as_bytes()).ok()??;
+        Some((tool, config))
+    });
+    // The file must be the tool predicted now, and the tool the checks ran on (whose runs
+    // were under the learned declaration): a prediction that changed meanwhile proves nothing.
+    let difference = match &prediction {
+        Some((predicted, _)) => described_difference(&tool, predicted)
+            .or_else(|| described_difference(&tool, &checked_tool.with_sandbox(learned.clone()))),
+        None => Some("everything (nothing was predicted)"),
+    };
+    match (difference, prediction) {
+        (None, Some((_, config))) if *tool.sandbox() == learned => {
+            probes.record_config(staged, config.as_bytes());
+            let mut all = vec![CheckReport::passed("registry", None)];
+            all.append(&mut checks);
+            all.push(declaration_check(Ok(tool.sandbox()), Some(&learned)));
+            Ok((rendered, all))
+        }
+        (difference, _) => {
+            tracing::debug!(
+                field = difference.unwrap_or("sandbox"),
+                "discovery loaded another tool than the generator predicted; checking it instead"
+            );
+            let rechecked = checked(executor, &tool, request, run_config, probes).await?;
+            let mut all = rechecked.checks;
+            all.push(declaration_check(
+                Ok(tool.sandbox()),
+                rechecked.learned.as_ref(),
+            ));
+            Ok((rendered, all))
+        }
+    }
+}
+
+/// `declaration`: the file declares (`declared`, or why discovery refused it) exactly what
+/// its tests passed under (`learned`).
+fn declaration_check(
+    declared: Result<&SandboxDeclaration, &String>,
+    learned: Option<&SandboxDeclaration>,
+) -> CheckReport {
+    match (declared, learned) {
+        (_, None) => CheckReport::failed("declaration", "no declaration was learned".to_owned()),
+        (Ok(declared), Some(learned)) if declared == learned => CheckReport::passed(
+            "declaration",
+            Some(format!("the file declares {}", learned.to_json())),
+        ),
+        (Ok(declared), Some(learned)) => CheckReport::failed(
+            "declaration",
+            format!(
+                "the file declares {}, not the learned {}",
+                declared.to_json(),
+                learned.to_json()
             ),
-            Ok(tool) => CheckReport::failed(
-                "declaration",
-                format!(
-                    "the file declares {}, not the learned {}",
-                    tool.sandbox().to_json(),
-                    learned.to_json()
-                ),
-            ),
-            Err(problem) => CheckReport::failed("declaration", problem),
-        };
-    Ok((rendered, check))
+        ),
+        (Err(problem), Some(_)) => CheckReport::failed("declaration", problem.clone()),
+    }
 }
 
 /// The checks of a staged tool, and the declaration learned from its tests when they pass
 /// under one.
 pub(crate) struct Sandboxed {
+    /// The checks from `registry` on; without `registry` when `predicted`.
     pub(crate) checks: Vec<CheckReport>,
     pub(crate) learned: Option<SandboxDeclaration>,
+    /// The tool predicted from an embedded template's answers, when the checks ran on it with
+    /// nothing probed yet: only when every check passed and a declaration was learned, so that
+    /// [`carry_learned`]'s probe of the final file is the only one, and decides `registry`.
+    pub(crate) predicted: Option<Tool>,
 }
 
 impl Sandboxed {
@@ -217,6 +293,7 @@ impl Sandboxed {
         Sandboxed {
             checks: vec![CheckReport::failed("registry", problem)],
             learned: None,
+            predicted: None,
         }
     }
 }
@@ -229,6 +306,7 @@ fn with_registry(sandboxed: Result<Sandboxed, Error>) -> Result<Sandboxed, Error
     Ok(Sandboxed {
         checks,
         learned: sandboxed.learned,
+        predicted: None,
     })
 }
 
@@ -421,7 +499,11 @@ pub(crate) async fn check_in_sandbox(
     });
 
     checks.push(network_check(request, learned.as_ref(), &envelopes));
-    Ok(Sandboxed { checks, learned })
+    Ok(Sandboxed {
+        checks,
+        learned,
+        predicted: None,
+    })
 }
 
 /// `learned`: passes with the declaration every test passed under, or fails saying why

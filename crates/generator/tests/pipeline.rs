@@ -330,8 +330,9 @@ async fn the_registry_check_explains_a_broken_manifest() {
 }
 
 /// An executable that discovery refuses fails the `registry` check alone, though its test
-/// cases start while discovery probes it: a Python body that does not compile fails its
-/// `description` probe, and nothing is registered or left on disk.
+/// cases ran first on the tool predicted from the template's answers: a failed check has the
+/// file probed all the same, a Python body that does not compile fails its `description`
+/// probe, and nothing is registered or left on disk.
 #[tokio::test]
 async fn the_registry_check_refuses_an_executable_whose_probe_fails() {
     let world = World::new();

@@ -374,6 +374,28 @@ impl DiscoveryCache {
         }
     }
 
+    /// Records `printed` as what the Kodelet file at `path` answers `config`, for a caller that
+    /// wrote the file and knows its answer (the generator, for a file of an embedded template
+    /// whose `description` probe printed exactly what it predicted), so that the tool's first
+    /// call asks nothing. Only into the entry of the file as it is now (same fingerprint) and
+    /// only when `config` was never asked: a real answer is never replaced. Returns whether
+    /// it was recorded.
+    pub fn record_config(&mut self, path: &Path, printed: &[u8]) -> bool {
+        let Ok(metadata) = fs::metadata(path) else {
+            return false;
+        };
+        let fingerprint = Fingerprint::of(&metadata);
+        let pending = self.entries.get(path).is_some_and(|entry| {
+            entry.fingerprint == fingerprint
+                && entry.probed.protocol == Protocol::KodeletDescription
+                && entry.probed.config == ConfigAnswer::NotAsked
+        });
+        if pending {
+            self.set_config(path, &fingerprint, ConfigAnswer::Printed(printed.to_vec()));
+        }
+        pending
+    }
+
     /// What `config` answered for the file at `path` identified by `fingerprint`, if it was
     /// asked and the entry was made in the probes' sandbox `sandbox`.
     pub(crate) fn config_of(
@@ -683,6 +705,46 @@ mod tests {
             ..output("{}")
         };
         check(with_config.clone(), |_, _| {}, Some(with_config));
+    }
+
+    /// `record_config` fills a pending `config` of the file as it is, and nothing else: not a
+    /// real answer already asked, not a file changed since its probe, not a file never probed.
+    #[test]
+    fn a_known_config_answer_is_recorded_only_for_the_unchanged_pending_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let tool = temp.path().join("tool");
+        let answer = br#"{"timeout": "30s"}"#;
+        let mut cache = DiscoveryCache::in_memory();
+        assert!(!cache.record_config(&tool, answer), "no file");
+        let fingerprint = old_file(&tool, "#!/bin/sh\n");
+        assert!(!cache.record_config(&tool, answer), "never probed");
+        cache.insert(
+            tool.clone(),
+            fingerprint,
+            SystemTime::now(),
+            SANDBOX.to_owned(),
+            output("{}"),
+        );
+        assert!(cache.record_config(&tool, answer));
+        let expect = ConfigAnswer::Printed(answer.to_vec());
+        assert_eq!(cache.config_of(&tool, &fingerprint, SANDBOX), Some(&expect));
+        assert!(!cache.record_config(&tool, b"{}"), "already answered");
+        assert_eq!(cache.config_of(&tool, &fingerprint, SANDBOX), Some(&expect));
+
+        let changed = temp.path().join("changed");
+        let fingerprint = old_file(&changed, "#!/bin/sh\n");
+        cache.insert(
+            changed.clone(),
+            fingerprint,
+            SystemTime::now(),
+            SANDBOX.to_owned(),
+            output("{}"),
+        );
+        old_file(&changed, "#!/bin/sh\nexit 1\n");
+        assert!(
+            !cache.record_config(&changed, answer),
+            "changed since its probe"
+        );
     }
 
     #[test]
