@@ -21,9 +21,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use toolsmith_executor::{
-    BackendChoice, Command, Egress, EgressEvent, EgressVerdict, Enforcement, Executor,
-    ExecutorConfig, Limits, Network, Outcome, Sandbox, Syscalls,
+    BackendChoice, Command, EgressEvent, EgressVerdict, Executor, ExecutorConfig, Limits, Outcome,
+    Sandbox,
 };
+
+#[path = "support/proxied.rs"]
+mod proxied;
+use proxied::{command, proxied};
 
 const A: &str = "203.0.113.10";
 const B: &str = "203.0.113.20";
@@ -140,24 +144,6 @@ fn executor(hosts: &Hosts) -> Executor {
     })
     .unwrap()
     .with_egress_hosts(Some(hosts.file.path().to_path_buf()))
-}
-
-fn proxied(entries: &[&str]) -> Sandbox {
-    Sandbox {
-        network: Network::Proxy(Egress::from_entries(entries.iter().copied()).unwrap()),
-        syscalls: Syscalls::Filtered(Enforcement::Required),
-        ..Sandbox::none()
-    }
-}
-
-fn command(program: &Path, args: &[&str], sandbox: Sandbox) -> Command {
-    let mut command = Command::new(program, Path::new("/")).unwrap();
-    for arg in args {
-        command.arg(OsStr::new(arg));
-    }
-    command.env(OsStr::new("PATH"), OsStr::new("/usr/bin:/bin"));
-    command.sandbox(sandbox);
-    command
 }
 
 fn limits() -> Limits {

@@ -19,10 +19,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use toolsmith_executor::{
-    BackendChoice, Command, Egress, EgressEvent, EgressProtocol, EgressVerdict, Enforcement, Error,
-    Executor, ExecutorConfig, LimitKind, Limits, Network, Outcome, Privileges, RunAs, Sandbox,
-    Syscalls,
+    BackendChoice, Command, EgressEvent, EgressProtocol, EgressVerdict, Error, Executor,
+    ExecutorConfig, LimitKind, Limits, Outcome, Privileges, RunAs, Sandbox, Syscalls,
 };
+
+#[path = "support/proxied.rs"]
+mod proxied;
+use proxied::{command, proxied};
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -91,24 +94,6 @@ impl Server {
     }
 }
 
-fn granted(entries: &[&str]) -> Sandbox {
-    Sandbox {
-        network: Network::Proxy(Egress::from_entries(entries.iter().copied()).unwrap()),
-        syscalls: Syscalls::Filtered(Enforcement::Required),
-        ..Sandbox::none()
-    }
-}
-
-fn command(program: &Path, args: &[&str], sandbox: Sandbox) -> Command {
-    let mut command = Command::new(program, Path::new("/")).unwrap();
-    for arg in args {
-        command.arg(OsStr::new(arg));
-    }
-    command.env(OsStr::new("PATH"), OsStr::new("/usr/bin:/bin"));
-    command.sandbox(sandbox);
-    command
-}
-
 fn executor() -> Executor {
     Executor::new(ExecutorConfig {
         backend: BackendChoice::Auto,
@@ -171,7 +156,7 @@ fn a_granted_unix_socket_is_reached_and_nothing_else() {
         &command(
             &script("unix_grants.py"),
             &args,
-            granted(&[&format!("unix:{path_a}")]),
+            proxied(&[&format!("unix:{path_a}")]),
         ),
     ) else {
         return;
@@ -282,7 +267,7 @@ fn a_symlink_grant_is_taken_literally() {
         &executor,
         &code,
         &[link, path_c],
-        granted(&[&format!("unix:{link}"), &format!("unix:{path_c}")]),
+        proxied(&[&format!("unix:{link}"), &format!("unix:{path_c}")]),
     ) else {
         return;
     };
@@ -320,7 +305,7 @@ fn a_hard_link_to_another_socket_at_a_granted_path_is_refused() {
         &executor,
         &code,
         &[granted_path],
-        granted(&[&format!("unix:{granted_path}")]),
+        proxied(&[&format!("unix:{granted_path}")]),
     ) else {
         return;
     };
@@ -375,7 +360,7 @@ fn a_granted_connect_survives_signals() {
         &executor,
         UNDER_SIGNALS,
         &[path],
-        granted(&[&format!("unix:{path}")]),
+        proxied(&[&format!("unix:{path}")]),
     ) else {
         return;
     };
@@ -412,7 +397,7 @@ fn ip_sockets_keep_working_beside_a_unix_grant() {
     let path = dir.path().join("a.sock");
     let _a = Server::at(&path, "a");
     let executor = executor();
-    let grant = granted(&[&format!("unix:{}", path.display())]);
+    let grant = proxied(&[&format!("unix:{}", path.display())]);
     // With its capabilities a tool may connect a netlink socket to a group.
     let Some(outcome) = python(&executor, INET, &[], grant.clone()) else {
         return;
@@ -446,7 +431,7 @@ fn a_prepared_sandbox_enforces_its_unix_grant() {
     executor.keep_prepared(true);
     let sandbox = Sandbox {
         private_pids: true,
-        ..granted(&[&format!("unix:{path_a}")])
+        ..proxied(&[&format!("unix:{path_a}")])
     };
     // The first call prepares the next one's sandbox, which the second call uses.
     for _ in 0..3 {
@@ -487,7 +472,7 @@ fn a_granted_connect_latency_is_reported() {
         &executor,
         LATENCY,
         &[path],
-        granted(&[&format!("unix:{path}")]),
+        proxied(&[&format!("unix:{path}")]),
     ) else {
         return;
     };
@@ -525,7 +510,7 @@ fn a_granted_connect_is_made_with_the_tools_identity() {
     let (open_path, closed_path) = (open_path.to_str().unwrap(), closed_path.to_str().unwrap());
     let sandbox = Sandbox {
         privileges: Privileges::Drop(Some(RunAs::new(65534, 65534))),
-        ..granted(&[&format!("unix:{open_path}"), &format!("unix:{closed_path}")])
+        ..proxied(&[&format!("unix:{open_path}"), &format!("unix:{closed_path}")])
     };
     let executor = executor();
     let Some(outcome) = python(&executor, CONNECT, &[open_path, closed_path], sandbox) else {
@@ -543,7 +528,7 @@ fn a_granted_connect_is_made_with_the_tools_identity() {
         &executor,
         CONNECT,
         &[open_path, closed_path],
-        granted(&[&format!("unix:{open_path}"), &format!("unix:{closed_path}")]),
+        proxied(&[&format!("unix:{open_path}"), &format!("unix:{closed_path}")]),
     )
     .unwrap();
     assert_eq!(
@@ -569,7 +554,7 @@ fn each_run_of_a_session_is_supervised() {
         .unwrap();
     let sandbox = Sandbox {
         private_pids: true,
-        ..granted(&[&format!("unix:{path_a}")])
+        ..proxied(&[&format!("unix:{path_a}")])
     };
     for round in 1..=3 {
         let mut all = vec!["-c", CONNECT];
@@ -605,7 +590,7 @@ fn each_run_of_a_session_is_supervised() {
 fn a_unix_grant_without_the_filter_fails_closed() {
     let sandbox = Sandbox {
         syscalls: Syscalls::Unfiltered,
-        ..granted(&["unix:/run/a.sock"])
+        ..proxied(&["unix:/run/a.sock"])
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -667,7 +652,7 @@ fn no_connect_holds_the_supervisor_or_the_call() {
             let mut command = command(
                 &script("unix_wedge.py"),
                 &[&slow, &other],
-                granted(&[&format!("unix:{slow}")]),
+                proxied(&[&format!("unix:{slow}")]),
             );
             command.env(OsStr::new("PYTHONDONTWRITEBYTECODE"), OsStr::new("1"));
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -688,7 +673,7 @@ fn no_connect_holds_the_supervisor_or_the_call() {
         &executor,
         CONNECT,
         &[&path_a],
-        granted(&[&format!("unix:{path_a}")]),
+        proxied(&[&format!("unix:{path_a}")]),
     ) else {
         return;
     };
