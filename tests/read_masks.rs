@@ -310,15 +310,7 @@ fn c04_a_full_call_cannot_touch_a_concurrent_calls_tmpdir() {
             ),
         ),
     );
-    let spawn = |tool: &str| {
-        context
-            .with_tools()
-            .args(["run", tool, "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let spawn = |tool: &str| spawn_run(&context, tool);
     let victim = spawn("victim");
     // The victim's TMPDIR exists before the attacker starts: the runs' directory is there.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -561,15 +553,7 @@ fn c07_a_concurrent_calls_reads_are_not_attributed_to_another() {
             ),
         );
     }
-    let spawn = |tool: &str| {
-        context
-            .with_tools()
-            .args(["run", tool, "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let spawn = |tool: &str| spawn_run(&context, tool);
     let (first, second) = (spawn("first"), spawn("second"));
     for (name, child) in [("first", first), ("second", second)] {
         let output = child.wait_with_output().unwrap();
@@ -700,4 +684,15 @@ fn c09_toolsmith_killed_while_its_tool_reads_masks_leaves_nothing_waiting() {
         4,
         "{envelope:#}"
     );
+}
+
+/// `toolsmith run TOOL --json` started in `context`, its output piped, not waited for.
+fn spawn_run(context: &TestContext, tool: &str) -> std::process::Child {
+    context
+        .with_tools()
+        .args(["run", tool, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
