@@ -396,16 +396,18 @@ unsafe fn confine(setup: &InitPlan, plan: &SpawnPlan) -> Result<(), Stage> {
     Ok(())
 }
 
-/// Installs the run's filter. A filter that sends `connect` to the
-/// supervisor (`seccomp::Sockets::ProxiedUnix`) is installed with a listener,
-/// which goes to the executor on the egress channel, after the proxy's
-/// listener, and is closed here before any program of the run exists (a
-/// program holding it could answer its own notifications).
+/// Installs the run's filter. A filter that sends calls to the supervisor
+/// (`connect` under `seccomp::Sockets::ProxiedUnix`, the calls that make a
+/// name under supervised creations) is installed with a listener, which goes
+/// to the executor on the notify channel (the egress channel, after the
+/// proxy's listener, or a channel of its own), and is closed here before any
+/// program of the run exists (a program holding it could answer its own
+/// notifications).
 ///
 /// # Safety
 /// In the clone child: raw system calls only.
 unsafe fn install_filter(setup: &InitPlan, filter: &libc::sock_fprog) -> bool {
-    let Some(channel) = setup.egress_channel.filter(|_| setup.seccomp_listener) else {
+    let Some(channel) = setup.notify_channel else {
         // SAFETY: as the caller's.
         return unsafe { seccomp::install(filter) };
     };

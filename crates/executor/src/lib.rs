@@ -31,6 +31,7 @@ mod cgroup;
 mod child;
 mod command;
 mod containment;
+mod creations;
 mod egress;
 mod environ;
 mod error;
@@ -77,6 +78,7 @@ pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environ
 pub use crate::error::{Error, Stage};
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
+pub use crate::creations::{MAX_WRITE_ATTEMPTS, WriteAttempt, WriteRefusal};
 pub use crate::mask_server::{MAX_READ_ATTEMPTS, ReadAttempt};
 pub use crate::outcome::{Capture, Outcome, Termination};
 pub use crate::prepared::Session;

@@ -116,14 +116,22 @@ pub(crate) async fn run(
         )?),
         None => None,
     };
-    // The supervisor of the run's Unix socket grants: its program waits in
-    // `connect` until the supervisor answers, so it may start after the program.
-    let unix_grants = match &sandbox.egress {
-        Some(channel) if sandbox.seccomp_listener => Some(crate::egress::UnixSupervisor::start(
-            channel.notifier()?,
-            channel.egress.unix_sockets.clone(),
-        )?),
-        _ => None,
+    // The supervisor of the run's Unix socket grants and of its creations:
+    // its program waits in the call until the supervisor answers, so it may
+    // start after the program.
+    let supervisor = if sandbox.seccomp_listener {
+        let granted = sandbox
+            .egress
+            .as_ref()
+            .map(|channel| channel.egress.unix_sockets.clone())
+            .unwrap_or_default();
+        Some(crate::egress::UnixSupervisor::start(
+            sandbox.notifier()?,
+            granted,
+            sandbox.creations.clone(),
+        )?)
+    } else {
+        None
     };
     let Some(leader) = guard.leader.as_ref() else {
         return Err(lost("the run lost its leader"));
@@ -168,11 +176,15 @@ pub(crate) async fn run(
         Some(proxy) => proxy.finish().await,
         None => Vec::new(),
     };
-    if let Some(unix_grants) = unix_grants {
-        egress.extend(unix_grants.finish().await);
+    let mut writes_denied = Vec::new();
+    if let Some(supervisor) = supervisor {
+        let (events, writes) = supervisor.finish().await;
+        egress.extend(events);
+        writes_denied = writes;
     }
     let mut outcome = outcome(executor, limits, supervised, streams, settled, wall_time)?;
     outcome.egress = egress;
+    outcome.writes_denied = writes_denied;
     if let Some(watch) = watch {
         (outcome.reads_denied, outcome.reads_denied_more) = watch.finish();
     }
@@ -592,6 +604,7 @@ fn outcome(
         egress: Vec::new(),
         reads_denied: Vec::new(),
         reads_denied_more: 0,
+        writes_denied: Vec::new(),
     };
     executor.release(containment);
     Ok(outcome)

@@ -264,12 +264,40 @@ pub(crate) struct SandboxPlan {
     /// The mask server's nodes of the run's masks, each with the hidden entry it masks: kept
     /// here for the run's watch when the spawn plan takes `mounts`.
     pub(crate) mask_nodes: Vec<(u64, std::path::PathBuf)>,
-    /// The filter sends `connect` to a supervisor and is installed with a
-    /// listener (a run with Unix socket grants).
+    /// The filter sends calls to a supervisor and is installed with a
+    /// listener (a run with Unix socket grants or supervised creations).
     pub(crate) seccomp_listener: bool,
+    /// What the run may not create, when its creations are supervised (`creations.rs`).
+    pub(crate) creations: Option<Arc<crate::creations::Creations>>,
+    /// The channel of the filter's listener when there is no egress channel to carry it.
+    pub(crate) notify: Option<crate::egress::NotifyChannel>,
 }
 
 impl SandboxPlan {
+    /// A duplicate of the filter's listener, for the run's supervisor.
+    pub(crate) fn notifier(&self) -> Result<OwnedFd, Error> {
+        match (&self.egress, &self.notify) {
+            (Some(channel), _) => channel.notifier(),
+            (None, Some(channel)) => channel.listener(),
+            (None, None) => Err(Error::Sys {
+                call: "receiving the filter's listener",
+                source: std::io::Error::other("the run has no channel for it"),
+            }),
+        }
+    }
+
+    /// The child's end of the channel the filter's listener goes to, if any.
+    pub(crate) fn notify_fd(&self) -> Option<std::os::fd::RawFd> {
+        if !self.seccomp_listener {
+            return None;
+        }
+        match (&self.egress, &self.notify) {
+            (Some(channel), _) => Some(channel.child_fd()),
+            (None, Some(channel)) => Some(channel.child_fd()),
+            (None, None) => None,
+        }
+    }
+
     /// The environment the program gets on top of its command's.
     pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
         let mut env = match &self.temp_dir {
@@ -365,6 +393,7 @@ pub(crate) fn plan(
     let restricted = applied.filesystem != FilesystemAccess::Full;
     let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
     let hiding = !sandbox.hidden.is_empty();
+    let mut creations = None;
     let mounts = if (sandbox.private_mounts || restricted || hiding) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
@@ -372,7 +401,17 @@ pub(crate) fn plan(
             FilesystemAccess::Project | FilesystemAccess::Paths => writable_roots,
             _ => Vec::new(),
         };
-        let (sealed, reopened) = sealing_below(&writable_roots, &sandbox.protected);
+        creations = plan_creations(
+            sandbox,
+            &writable_roots,
+            seccomp_program.is_some(),
+            &mut applied,
+        );
+        let (sealed, reopened) = if creations.is_some() {
+            (Vec::new(), Vec::new())
+        } else {
+            sealing_below(&writable_roots, &sandbox.protected)
+        };
         Some(MountPlan {
             proc: private_pids,
             host_proc: !private_pids,
@@ -410,10 +449,19 @@ pub(crate) fn plan(
         .map(|masks| masks.nodes.clone())
         .unwrap_or_default();
     let sockets = sockets(&sandbox.network, &applied);
+    let egress = plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?;
+    let supervised = creations.is_some();
+    let notify = match (&creations, &egress) {
+        (Some(_), None) => Some(crate::egress::NotifyChannel::new()?),
+        _ => None,
+    };
     Ok(SandboxPlan {
         mask_nodes,
-        egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
-        seccomp_listener: seccomp_program.is_some() && sockets == seccomp::Sockets::ProxiedUnix,
+        egress,
+        notify,
+        seccomp_listener: seccomp_program.is_some()
+            && (sockets == seccomp::Sockets::ProxiedUnix || creations.is_some()),
+        creations,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -421,7 +469,9 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program.map(|()| seccomp::program(sockets, applied.private_pids)),
+        seccomp: seccomp_program.map(|()| {
+            seccomp::program(sockets, applied.private_pids, supervised)
+        }),
         applied,
     })
 }
@@ -465,6 +515,36 @@ fn plan_masks(
     applied.hidden = masks.hidden();
     applied.relaxed.extend(notes);
     Ok(masks)
+}
+
+/// The supervision of a run's creations (`creations.rs`): for a run that writes
+/// below `roots` under the filter, when the kernel has what the supervisor
+/// needs. Without it the protected paths that do not exist are sealed
+/// instead (`mounts::sealing`), and nested repositories are not refused.
+fn plan_creations(
+    sandbox: &Sandbox,
+    roots: &[&Path],
+    filtered: bool,
+    applied: &mut AppliedSandbox,
+) -> Option<Arc<crate::creations::Creations>> {
+    if roots.is_empty() {
+        return None;
+    }
+    let unsupported = if filtered {
+        crate::egress::unix_grants_supported().err()
+    } else {
+        Some("the system-call filter is off for this run".to_owned())
+    };
+    if let Some(reason) = unsupported {
+        applied.relaxed.push(format!(
+            "new repositories (.git, HEAD) not refused in the writable roots: {reason}"
+        ));
+        return None;
+    }
+    Some(Arc::new(crate::creations::Creations::plan(
+        roots,
+        &sandbox.protected,
+    )))
 }
 
 /// Which sockets the filter lets a run make (`seccomp::Sockets`).

@@ -30,16 +30,12 @@ pub(crate) struct Identity {
 impl Identity {
     /// The credentials of thread `tid` (the effective ids).
     pub(crate) fn of_thread(tid: u32) -> Result<Identity, i32> {
-        Identity::parse(
-            &std::fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| libc::ESRCH)?,
-        )
+        Identity::parse(&proc_status(&format!("{tid}/status"))?)
     }
 
     /// The calling thread's credentials.
     pub(crate) fn own() -> Result<Identity, i32> {
-        Identity::parse(
-            &std::fs::read_to_string("/proc/thread-self/status").map_err(|_| libc::ESRCH)?,
-        )
+        Identity::parse(&proc_status("thread-self/status")?)
     }
 
     fn parse(status: &str) -> Result<Identity, i32> {
@@ -70,6 +66,35 @@ impl Identity {
                 .map_err(|_| libc::ESRCH)?,
         })
     }
+}
+
+/// Reads `path` below toolsmith's `/proc`, through a descriptor opened once:
+/// a supervisor thread may be inside a run's root (`creations.rs`), where
+/// `/proc` is the run's own.
+pub(crate) fn proc_status(path: &str) -> Result<String, i32> {
+    use std::io::Read;
+    let proc = host_proc().ok_or(libc::ESRCH)?;
+    let path = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a descriptor and a NUL-terminated path; a fresh descriptor or -1.
+    let fd = unsafe { libc::openat(proc, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(libc::ESRCH);
+    }
+    // SAFETY: fresh and ours.
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(|_| libc::ESRCH)?;
+    Ok(text)
+}
+
+/// toolsmith's `/proc`, opened by the first thread that asks (in toolsmith's root).
+pub(crate) fn host_proc() -> Option<libc::c_int> {
+    static PROC: std::sync::OnceLock<Option<std::os::fd::OwnedFd>> = std::sync::OnceLock::new();
+    PROC.get_or_init(|| {
+        std::fs::File::open("/proc").ok().map(std::os::fd::OwnedFd::from)
+    })
+    .as_ref()
+    .map(std::os::fd::AsRawFd::as_raw_fd)
 }
 
 /// Why [`as_caller`] did not run its action, or did and could not restore.

@@ -18,6 +18,8 @@ pub use destination::{
 };
 
 pub use listen::PROXY_PORT;
-pub(crate) use listen::{EgressChannel, listen_and_send, proxy_env, send_descriptor};
+pub(crate) use listen::{
+    EgressChannel, NotifyChannel, listen_and_send, proxy_env, send_descriptor,
+};
 pub(crate) use proxy::{Proxy, Resolver};
-pub(crate) use unix::{UnixSupervisor, supported as unix_grants_supported};
+pub(crate) use unix::{UnixSupervisor, read_memory, supported as unix_grants_supported};

@@ -39,7 +39,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use super::bounded::{Stopper, connect_bounded, prepare_thread};
-use super::identity::{Identity, Switch, as_caller};
+use super::identity::{Identity, Switch, as_caller, host_proc, proc_status};
+use crate::creations::{Creations, Made, View, WriteAttempt};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
 
 /// At most this many connects of one run are recorded (each is still decided).
@@ -91,12 +92,26 @@ pub(crate) struct UnixSupervisor {
     stop: OwnedFd,
     thread: JoinHandle<()>,
     events: Arc<Mutex<Vec<EgressEvent>>>,
+    writes: Arc<Mutex<Vec<WriteAttempt>>>,
     stopper: Arc<Stopper>,
 }
 
 impl UnixSupervisor {
-    /// Answers the notifications of `listener` on a thread of its own.
-    pub(crate) fn start(listener: OwnedFd, granted: Vec<PathBuf>) -> Result<Self, Error> {
+    /// Answers the notifications of `listener` on a thread of its own: the
+    /// `connect`s of a run with Unix socket grants (`granted`), and the calls
+    /// that make a name of a run with supervised creations (`creations.rs`).
+    pub(crate) fn start(
+        listener: OwnedFd,
+        granted: Vec<PathBuf>,
+        creations: Option<Arc<Creations>>,
+    ) -> Result<Self, Error> {
+        // Opened here, in toolsmith's root, for the supervisor's reads of /proc.
+        if host_proc().is_none() {
+            return Err(Error::Sys {
+                call: "opening /proc (supervisor)",
+                source: io::Error::last_os_error(),
+            });
+        }
         // SAFETY: eventfd returns a fresh descriptor or -1.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
         if stop < 0 {
@@ -112,8 +127,12 @@ impl UnixSupervisor {
             source,
         })?;
         let events = Arc::new(Mutex::new(Vec::new()));
+        let writes = Arc::new(Mutex::new(Vec::new()));
         let stopper = Arc::new(Stopper::default());
         let supervisor = Supervisor {
+            creations,
+            writes: Arc::clone(&writes),
+            host_root: None,
             listener,
             stop: stop_copy,
             granted: granted
@@ -136,6 +155,7 @@ impl UnixSupervisor {
             stop,
             thread,
             events,
+            writes,
             stopper,
         })
     }
@@ -143,7 +163,7 @@ impl UnixSupervisor {
     /// Stops answering (a call still waiting then fails with `ENOSYS`, as
     /// the kernel answers a notification no one listens to) and returns
     /// every connect the run's Unix sockets asked for.
-    pub(crate) async fn finish(self) -> Vec<EgressEvent> {
+    pub(crate) async fn finish(self) -> (Vec<EgressEvent>, Vec<WriteAttempt>) {
         self.stopper.stop();
         let one = 1_u64;
         // SAFETY: an eventfd takes an 8-byte write.
@@ -158,17 +178,20 @@ impl UnixSupervisor {
             thread.join()
         })
         .await;
-        std::mem::take(
-            &mut *self
-                .events
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+        fn take<T>(held: &Mutex<Vec<T>>) -> Vec<T> {
+            std::mem::take(&mut *held.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        }
+        (take(&self.events), take(&self.writes))
     }
 }
 
 /// The supervisor's side: the listener, the granted paths as bytes, the events.
 struct Supervisor {
+    /// What the run may not create, when its creations are supervised.
+    creations: Option<Arc<Creations>>,
+    writes: Arc<Mutex<Vec<WriteAttempt>>>,
+    /// toolsmith's root, to come back to after a creation in the caller's.
+    host_root: Option<OwnedFd>,
     listener: OwnedFd,
     stop: OwnedFd,
     granted: Vec<Vec<u8>>,
@@ -191,6 +214,9 @@ impl Supervisor {
         self.stopper.register();
         // Read on this thread: the identity the connects switch from and back to.
         self.own = Identity::own().ok();
+        if self.creations.is_some() {
+            self.host_root = own_root();
+        }
         while !self.stuck.get() {
             let mut polled = [
                 libc::pollfd {
@@ -236,10 +262,130 @@ impl Supervisor {
                     _ => return,
                 }
             }
-            if let Some(errno) = self.answer(&notification) {
-                self.reply(notification.id, errno);
+            let answer = match (&self.creations, crate::creations::shape(i64::from(notification.data.nr), notification.data.args)) {
+                (Some(creations), Some(shape)) => self.create(&Arc::clone(creations), &notification, &shape),
+                _ => self.answer(&notification).map(Answer::Errno),
+            };
+            match answer {
+                Some(Answer::Errno(errno)) => self.reply(notification.id, errno),
+                Some(Answer::Value(value)) => self.send(notification.id, value, 0),
+                Some(Answer::File(file, cloexec)) => self.hand_over(notification.id, &file, cloexec),
+                None => {}
             }
         }
+    }
+
+    /// Sends a successful result.
+    fn send(&self, id: u64, val: i64, error: i32) {
+        let response = libc::seccomp_notif_resp {
+            id,
+            val,
+            error,
+            flags: 0,
+        };
+        // SAFETY: SEND reads one seccomp_notif_resp; ENOENT leaves nothing to do.
+        unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                &raw const response,
+            )
+        };
+    }
+
+    /// Installs `file` in the caller's descriptor table and answers with its
+    /// number, in one step (`SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14), or in two.
+    fn hand_over(&self, id: u64, file: &OwnedFd, cloexec: bool) {
+        let mut add = libc::seccomp_notif_addfd {
+            id,
+            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+            srcfd: file.as_raw_fd() as u32,
+            newfd: 0,
+            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+        };
+        // SAFETY: ADDFD reads one seccomp_notif_addfd.
+        let added = unsafe {
+            libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &raw const add)
+        };
+        if added >= 0 || last_errno() != libc::EINVAL {
+            return;
+        }
+        add.flags = 0;
+        // SAFETY: as above.
+        let added = unsafe {
+            libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &raw const add)
+        };
+        if added >= 0 {
+            self.send(id, i64::from(added), 0);
+        } else {
+            self.reply(id, last_errno());
+        }
+    }
+
+    /// A call that makes a name (`creations.rs`): read once, made in the
+    /// caller's root with its identity and umask, or refused. `None` when
+    /// the call ended before the answer.
+    fn create(&self, creations: &Creations, notification: &libc::seccomp_notif, shape: &crate::creations::Shape) -> Option<Answer> {
+        let pid = notification.pid;
+        let call = match shape.read(pid) {
+            Ok(call) => call,
+            Err(errno) => return self.still_waiting(notification.id).then_some(Answer::Errno(errno)),
+        };
+        let caller = Identity::of_thread(pid);
+        let umask = umask_of(pid);
+        let root = open_in_proc(&format!("{pid}/root"));
+        let cwd = open_in_proc(&format!("{pid}/cwd"));
+        let process = open_pidfd(pid);
+        if !self.still_waiting(notification.id) {
+            return None;
+        }
+        let (Ok(root), Ok(cwd), Ok(process), Some(host_root)) = (root, cwd, process, &self.host_root) else {
+            return Some(Answer::Errno(libc::ESRCH));
+        };
+        let mut taken = Vec::new();
+        for fd in call.descriptors() {
+            match take_descriptor(&process, fd) {
+                Ok(copy) => taken.push((fd, copy)),
+                Err(errno) => return Some(Answer::Errno(errno)),
+            }
+        }
+        let view = View { root, cwd, taken };
+        let Some(proc) = host_proc().map(|fd| {
+            // SAFETY: the process-wide /proc descriptor lives as long as toolsmith.
+            unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+        }) else {
+            return Some(Answer::Errno(libc::ESRCH));
+        };
+        let proc = match proc.try_clone_to_owned() {
+            Ok(proc) => proc,
+            Err(_) => return Some(Answer::Errno(libc::EMFILE)),
+        };
+        if !enter_root(&view.root) {
+            if !enter_root(host_root) {
+                self.stuck.set(true);
+            }
+            return Some(Answer::Errno(libc::EACCES));
+        }
+        let mut refused = Vec::new();
+        let made = self.as_caller(&caller, || {
+            with_umask(umask, || crate::creations::make(creations, &view, &call, &proc, &mut refused))
+        });
+        if !enter_root(host_root) {
+            self.stuck.set(true);
+        }
+        if !refused.is_empty() {
+            let mut writes = self.writes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            for attempt in refused {
+                if writes.len() < crate::creations::MAX_WRITE_ATTEMPTS && !writes.contains(&attempt) {
+                    writes.push(attempt);
+                }
+            }
+        }
+        Some(match made {
+            Ok(Ok(Made::Value(value))) => Answer::Value(value),
+            Ok(Ok(Made::File(file, cloexec))) => Answer::File(file, cloexec),
+            Ok(Err(errno)) | Err((errno, _)) => Answer::Errno(errno),
+        })
     }
 
     /// Sends the result of the caller's `connect`: 0, or `-1` with `errno`.
@@ -409,6 +555,72 @@ impl Supervisor {
     }
 }
 
+/// The supervisor's answer to one notification.
+enum Answer {
+    /// Failure with this errno, or success with 0.
+    Errno(i32),
+    /// Success with this value.
+    Value(i64),
+    /// Success: this file, installed in the caller's table (close-on-exec when asked).
+    File(OwnedFd, bool),
+}
+
+/// toolsmith's root, and this thread's own root and working directory from
+/// here on (`unshare(CLONE_FS)`), so that entering a caller's root moves no
+/// other thread. `None` when that cannot be done: creations then fail.
+fn own_root() -> Option<OwnedFd> {
+    // SAFETY: unshare of this thread's file system attributes.
+    if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+        return None;
+    }
+    std::fs::File::open("/").ok().map(OwnedFd::from)
+}
+
+/// Makes `directory` this thread's root and working directory.
+fn enter_root(directory: &OwnedFd) -> bool {
+    // SAFETY: fchdir and chroot of this thread alone (its own fs attributes).
+    unsafe { libc::fchdir(directory.as_raw_fd()) == 0 && libc::chroot(c".".as_ptr()) == 0 }
+}
+
+/// Opens `path` below toolsmith's `/proc` (a thread's root or working directory).
+fn open_in_proc(path: &str) -> Result<OwnedFd, i32> {
+    let proc = host_proc().ok_or(libc::ESRCH)?;
+    let path = CString::new(path).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a descriptor and a NUL-terminated path; a fresh descriptor or -1.
+    let fd = unsafe {
+        libc::openat(proc, path.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+    };
+    if fd < 0 {
+        return Err(libc::ESRCH);
+    }
+    // SAFETY: fresh and ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The umask of thread `tid` (`Umask:` of its status, Linux 4.7), 022 when unknown.
+fn umask_of(tid: u32) -> libc::mode_t {
+    proc_status(&format!("{tid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Umask:"))
+                .and_then(|mask| libc::mode_t::from_str_radix(mask.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+/// Runs `action` with this thread's umask set to `mask` (per thread once
+/// `unshare(CLONE_FS)` made its file system attributes its own).
+fn with_umask<T>(mask: libc::mode_t, action: impl FnOnce() -> T) -> T {
+    // SAFETY: umask of this thread's own fs attributes.
+    let old = unsafe { libc::umask(mask) };
+    let result = action();
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    result
+}
+
 /// What a Unix socket address names, parsed from the supervisor's copy.
 #[derive(Debug, PartialEq, Eq)]
 enum UnixTarget {
@@ -460,7 +672,7 @@ fn last_errno() -> i32 {
 }
 
 /// Copies `length` bytes at `at` in process `pid`, once.
-fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i32> {
+pub(crate) fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i32> {
     let mut copy = vec![0_u8; length];
     if length == 0 {
         return Ok(copy);
@@ -500,7 +712,7 @@ fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
 
 /// The thread group of `tid`, from `/proc`.
 fn thread_group(tid: u32) -> Result<u32, i32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| libc::ESRCH)?;
+    let status = proc_status(&format!("{tid}/status"))?;
     status
         .lines()
         .find_map(|line| line.strip_prefix("Tgid:"))
