@@ -129,8 +129,7 @@ impl Creations {
         {
             return Some(WriteRefusal::Protected);
         }
-        let repository =
-            name.eq_ignore_ascii_case(b".git") || name.eq_ignore_ascii_case(b"HEAD");
+        let repository = name.eq_ignore_ascii_case(b".git") || name.eq_ignore_ascii_case(b"HEAD");
         (repository && self.inside_a_root(directory)).then_some(WriteRefusal::Repository)
     }
 
@@ -145,10 +144,9 @@ impl Creations {
             if self.roots.contains(&here) {
                 return true;
             }
-            let Some(parent) = current
-                .as_ref()
-                .and_then(|fd| open_at(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY).ok())
-            else {
+            let Some(parent) = current.as_ref().and_then(|fd| {
+                open_at(fd.as_raw_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY).ok()
+            }) else {
                 // Unreadable: count it as inside, the refusal is the safe side.
                 return true;
             };
@@ -186,12 +184,42 @@ pub(crate) enum Call {
 /// What a call's arguments are, before its paths are read: each path's
 /// argument index and its directory descriptor.
 pub(crate) enum Shape {
-    Mkdir { dirfd: i32, path: u64, mode: u32 },
-    Mknod { dirfd: i32, path: u64, mode: u32, device: u64 },
-    Open { dirfd: i32, path: u64, flags: i32, mode: u32 },
-    Symlink { target: u64, dirfd: i32, path: u64 },
-    Link { old_dirfd: i32, old: u64, dirfd: i32, path: u64, flags: i32 },
-    Rename { old_dirfd: i32, old: u64, dirfd: i32, path: u64, flags: u32 },
+    Mkdir {
+        dirfd: i32,
+        path: u64,
+        mode: u32,
+    },
+    Mknod {
+        dirfd: i32,
+        path: u64,
+        mode: u32,
+        device: u64,
+    },
+    Open {
+        dirfd: i32,
+        path: u64,
+        flags: i32,
+        mode: u32,
+    },
+    Symlink {
+        target: u64,
+        dirfd: i32,
+        path: u64,
+    },
+    Link {
+        old_dirfd: i32,
+        old: u64,
+        dirfd: i32,
+        path: u64,
+        flags: i32,
+    },
+    Rename {
+        old_dirfd: i32,
+        old: u64,
+        dirfd: i32,
+        path: u64,
+        flags: u32,
+    },
 }
 
 /// The shape of call `nr` with arguments `args`, or `None` when it makes no name.
@@ -200,7 +228,11 @@ pub(crate) fn shape(nr: i64, args: [u64; 6]) -> Option<Shape> {
     let low = |value: u64| value as u32;
     let cwd = libc::AT_FDCWD;
     Some(match nr {
-        libc::SYS_mkdirat => Shape::Mkdir { dirfd: fd(args[0]), path: args[1], mode: low(args[2]) },
+        libc::SYS_mkdirat => Shape::Mkdir {
+            dirfd: fd(args[0]),
+            path: args[1],
+            mode: low(args[2]),
+        },
         libc::SYS_mknodat => Shape::Mknod {
             dirfd: fd(args[0]),
             path: args[1],
@@ -213,7 +245,11 @@ pub(crate) fn shape(nr: i64, args: [u64; 6]) -> Option<Shape> {
             flags: low(args[2]) as i32,
             mode: low(args[3]),
         },
-        libc::SYS_symlinkat => Shape::Symlink { target: args[0], dirfd: fd(args[1]), path: args[2] },
+        libc::SYS_symlinkat => Shape::Symlink {
+            target: args[0],
+            dirfd: fd(args[1]),
+            path: args[2],
+        },
         libc::SYS_linkat => Shape::Link {
             old_dirfd: fd(args[0]),
             old: args[1],
@@ -237,9 +273,18 @@ pub(crate) fn shape(nr: i64, args: [u64; 6]) -> Option<Shape> {
             flags: 0,
         },
         #[cfg(target_arch = "x86_64")]
-        libc::SYS_mkdir => Shape::Mkdir { dirfd: cwd, path: args[0], mode: low(args[1]) },
+        libc::SYS_mkdir => Shape::Mkdir {
+            dirfd: cwd,
+            path: args[0],
+            mode: low(args[1]),
+        },
         #[cfg(target_arch = "x86_64")]
-        libc::SYS_mknod => Shape::Mknod { dirfd: cwd, path: args[0], mode: low(args[1]), device: args[2] },
+        libc::SYS_mknod => Shape::Mknod {
+            dirfd: cwd,
+            path: args[0],
+            mode: low(args[1]),
+            device: args[2],
+        },
         #[cfg(target_arch = "x86_64")]
         libc::SYS_open if low(args[1]) & libc::O_CREAT as u32 != 0 => Shape::Open {
             dirfd: cwd,
@@ -255,11 +300,27 @@ pub(crate) fn shape(nr: i64, args: [u64; 6]) -> Option<Shape> {
             mode: low(args[1]),
         },
         #[cfg(target_arch = "x86_64")]
-        libc::SYS_rename => Shape::Rename { old_dirfd: cwd, old: args[0], dirfd: cwd, path: args[1], flags: 0 },
+        libc::SYS_rename => Shape::Rename {
+            old_dirfd: cwd,
+            old: args[0],
+            dirfd: cwd,
+            path: args[1],
+            flags: 0,
+        },
         #[cfg(target_arch = "x86_64")]
-        libc::SYS_link => Shape::Link { old_dirfd: cwd, old: args[0], dirfd: cwd, path: args[1], flags: 0 },
+        libc::SYS_link => Shape::Link {
+            old_dirfd: cwd,
+            old: args[0],
+            dirfd: cwd,
+            path: args[1],
+            flags: 0,
+        },
         #[cfg(target_arch = "x86_64")]
-        libc::SYS_symlink => Shape::Symlink { target: args[0], dirfd: cwd, path: args[1] },
+        libc::SYS_symlink => Shape::Symlink {
+            target: args[0],
+            dirfd: cwd,
+            path: args[1],
+        },
         _ => return None,
     })
 }
@@ -268,18 +329,63 @@ impl Shape {
     /// The call, with every path copied once from process `pid`'s memory.
     pub(crate) fn read(&self, pid: u32) -> Result<Call, i32> {
         let path = |at: u64| read_path(pid, at);
-        let place = |dirfd: i32, at: u64| -> Result<Place, i32> { Ok(Place { dirfd, path: path(at)? }) };
+        let place = |dirfd: i32, at: u64| -> Result<Place, i32> {
+            Ok(Place {
+                dirfd,
+                path: path(at)?,
+            })
+        };
         Ok(match *self {
-            Shape::Mkdir { dirfd, path, mode } => Call::Mkdir { at: place(dirfd, path)?, mode },
-            Shape::Mknod { dirfd, path, mode, device } => Call::Mknod { at: place(dirfd, path)?, mode, device },
-            Shape::Open { dirfd, path, flags, mode } => Call::Open { at: place(dirfd, path)?, flags, mode },
-            Shape::Symlink { target, dirfd, path: at } => Call::Symlink { target: path(target)?, at: place(dirfd, at)? },
-            Shape::Link { old_dirfd, old, dirfd, path, flags } => Call::Link {
+            Shape::Mkdir { dirfd, path, mode } => Call::Mkdir {
+                at: place(dirfd, path)?,
+                mode,
+            },
+            Shape::Mknod {
+                dirfd,
+                path,
+                mode,
+                device,
+            } => Call::Mknod {
+                at: place(dirfd, path)?,
+                mode,
+                device,
+            },
+            Shape::Open {
+                dirfd,
+                path,
+                flags,
+                mode,
+            } => Call::Open {
+                at: place(dirfd, path)?,
+                flags,
+                mode,
+            },
+            Shape::Symlink {
+                target,
+                dirfd,
+                path: at,
+            } => Call::Symlink {
+                target: path(target)?,
+                at: place(dirfd, at)?,
+            },
+            Shape::Link {
+                old_dirfd,
+                old,
+                dirfd,
+                path,
+                flags,
+            } => Call::Link {
                 from: place(old_dirfd, old)?,
                 at: place(dirfd, path)?,
                 flags,
             },
-            Shape::Rename { old_dirfd, old, dirfd, path, flags } => Call::Rename {
+            Shape::Rename {
+                old_dirfd,
+                old,
+                dirfd,
+                path,
+                flags,
+            } => Call::Rename {
                 from: place(old_dirfd, old)?,
                 at: place(dirfd, path)?,
                 flags,
@@ -346,9 +452,10 @@ impl Call {
                 .then_some(place.dirfd)
         };
         let mut fds: Vec<i32> = match self {
-            Call::Mkdir { at, .. } | Call::Mknod { at, .. } | Call::Open { at, .. } | Call::Symlink { at, .. } => {
-                relative(at).into_iter().collect()
-            }
+            Call::Mkdir { at, .. }
+            | Call::Mknod { at, .. }
+            | Call::Open { at, .. }
+            | Call::Symlink { at, .. } => relative(at).into_iter().collect(),
             Call::Link { from, at, flags } => {
                 let mut fds: Vec<i32> = relative(at).into_iter().collect();
                 // `AT_EMPTY_PATH`: the old descriptor is the file itself.
@@ -359,7 +466,9 @@ impl Call {
                 }
                 fds
             }
-            Call::Rename { from, at, .. } => relative(from).into_iter().chain(relative(at)).collect(),
+            Call::Rename { from, at, .. } => {
+                relative(from).into_iter().chain(relative(at)).collect()
+            }
         };
         fds.sort_unstable();
         fds.dedup();
@@ -416,9 +525,7 @@ pub(crate) fn make(
         Call::Symlink { target, at } => {
             let (directory, name) = checker.check(view.dirfd(at), &at.path)?;
             // SAFETY: as above.
-            value(unsafe {
-                libc::symlinkat(target.as_ptr(), directory.as_raw_fd(), name.as_ptr())
-            })
+            value(unsafe { libc::symlinkat(target.as_ptr(), directory.as_raw_fd(), name.as_ptr()) })
         }
         Call::Link { from, at, flags } => {
             let (directory, name) = checker.check(view.dirfd(at), &at.path)?;
@@ -579,7 +686,12 @@ fn read_link(directory: &OwnedFd, name: &CString) -> Result<CString, i32> {
     let mut buffer = vec![0_u8; PATH_MAX];
     // SAFETY: the buffer has PATH_MAX bytes.
     let length = unsafe {
-        libc::readlinkat(directory.as_raw_fd(), name.as_ptr(), buffer.as_mut_ptr().cast(), PATH_MAX)
+        libc::readlinkat(
+            directory.as_raw_fd(),
+            name.as_ptr(),
+            buffer.as_mut_ptr().cast(),
+            PATH_MAX,
+        )
     };
     let length = usize::try_from(length).map_err(|_| last_errno())?;
     buffer.truncate(length);
@@ -608,5 +720,104 @@ fn descriptor_path(proc: &OwnedFd, directory: &OwnedFd) -> PathBuf {
 }
 
 fn last_errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+
+    use super::{Creations, WriteRefusal, parent};
+
+    fn name_of(dirfd: i32, path: &str) -> (std::path::PathBuf, String) {
+        let (directory, name) = parent(dirfd, &CString::new(path).unwrap()).unwrap();
+        let at = std::fs::read_link(format!("/proc/self/fd/{}", directory.as_raw_fd())).unwrap();
+        (at, String::from_utf8(name.as_bytes().to_vec()).unwrap())
+    }
+
+    /// The last component is the name; a trailing slash is part of none, and
+    /// the directory is resolved as the kernel resolves it (links followed).
+    #[test]
+    fn a_path_splits_into_its_directory_and_its_last_name() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("docs/sub")).unwrap();
+        std::os::unix::fs::symlink("docs", root.path().join("link")).unwrap();
+        let dir = std::fs::File::open(root.path()).unwrap();
+        let fd = dir.as_raw_fd();
+        let docs = root.path().join("docs");
+        assert_eq!(name_of(fd, "docs/.git"), (docs.clone(), ".git".to_owned()));
+        assert_eq!(name_of(fd, "docs/.git/"), (docs.clone(), ".git".to_owned()));
+        assert_eq!(
+            name_of(fd, "docs//sub/x"),
+            (docs.join("sub"), "x".to_owned())
+        );
+        assert_eq!(name_of(fd, "link/.git"), (docs.clone(), ".git".to_owned()));
+        assert_eq!(
+            name_of(fd, "x"),
+            (root.path().to_path_buf(), "x".to_owned())
+        );
+        let absolute = format!("{}/HEAD", docs.display());
+        assert_eq!(name_of(-1, &absolute), (docs, "HEAD".to_owned()));
+        assert_eq!(
+            parent(fd, &CString::new("").unwrap()).map(|_| ()),
+            Err(libc::ENOENT)
+        );
+        assert_eq!(
+            parent(fd, &CString::new("missing/x").unwrap()).map(|_| ()),
+            Err(libc::ENOENT)
+        );
+    }
+
+    /// `.git` and `HEAD`, in any case, are refused at any depth inside a root and
+    /// nowhere else; a missing protected path's first missing component is
+    /// refused in its own directory only.
+    #[test]
+    fn repositories_are_refused_inside_the_roots_and_protected_names_where_they_belong() {
+        let top = tempfile::tempdir().unwrap();
+        let project = top.path().join("project");
+        let outside = top.path().join("outside");
+        std::fs::create_dir_all(project.join("docs/deep")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let creations = Creations::plan(
+            &[project.as_path()],
+            &[project.join(".toolsmith"), project.join(".kodelet/tools")],
+        );
+        let open = |path: &std::path::Path| -> std::os::fd::OwnedFd {
+            std::fs::File::open(path).unwrap().into()
+        };
+        let refusal =
+            |path: &std::path::Path, name: &str| creations.refusal(&open(path), name.as_bytes());
+        for name in [".git", ".GIT", ".Git", "HEAD", "head"] {
+            assert_eq!(
+                refusal(&project, name),
+                Some(WriteRefusal::Repository),
+                "{name}"
+            );
+            assert_eq!(
+                refusal(&project.join("docs/deep"), name),
+                Some(WriteRefusal::Repository)
+            );
+            assert_eq!(refusal(&outside, name), None, "{name} outside the roots");
+        }
+        assert_eq!(
+            refusal(&project, ".toolsmith"),
+            Some(WriteRefusal::Protected)
+        );
+        assert_eq!(refusal(&project, ".kodelet"), Some(WriteRefusal::Protected));
+        assert_eq!(refusal(&project.join("docs"), ".toolsmith"), None);
+        for name in [
+            "README",
+            ".gitignore",
+            ".github",
+            "git",
+            "HEADS",
+            "objects",
+            "refs",
+        ] {
+            assert_eq!(refusal(&project, name), None, "{name}");
+        }
+    }
 }

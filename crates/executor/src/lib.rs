@@ -70,6 +70,7 @@ pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{
     Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, ReportSink, filtered_env,
 };
+pub use crate::creations::{MAX_WRITE_ATTEMPTS, WriteAttempt, WriteRefusal};
 pub use crate::egress::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
     EgressVerdict, HostPattern, PROXY_PORT,
@@ -78,7 +79,6 @@ pub use crate::environ::{forbid_dumping, scrub_environment, seal_initial_environ
 pub use crate::error::{Error, Stage};
 pub use crate::features::{DISABLE_FEATURES_VAR, Features, Probe, probe_features};
 pub use crate::limits::{LimitKind, Limits};
-pub use crate::creations::{MAX_WRITE_ATTEMPTS, WriteAttempt, WriteRefusal};
 pub use crate::mask_server::{MAX_READ_ATTEMPTS, ReadAttempt};
 pub use crate::outcome::{Capture, Outcome, Termination};
 pub use crate::prepared::Session;

@@ -469,9 +469,8 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program.map(|()| {
-            seccomp::program(sockets, applied.private_pids, supervised)
-        }),
+        seccomp: seccomp_program
+            .map(|()| seccomp::program(sockets, applied.private_pids, supervised)),
         applied,
     })
 }
@@ -527,15 +526,12 @@ fn plan_creations(
     filtered: bool,
     applied: &mut AppliedSandbox,
 ) -> Option<Arc<crate::creations::Creations>> {
-    if roots.is_empty() {
+    // Without the filter (`syscalls = "allow"`, reported as such) nothing
+    // goes to a supervisor; the missing protected paths are sealed.
+    if roots.is_empty() || !filtered {
         return None;
     }
-    let unsupported = if filtered {
-        crate::egress::unix_grants_supported().err()
-    } else {
-        Some("the system-call filter is off for this run".to_owned())
-    };
-    if let Some(reason) = unsupported {
+    if let Err(reason) = crate::egress::unix_grants_supported() {
         applied.relaxed.push(format!(
             "new repositories (.git, HEAD) not refused in the writable roots: {reason}"
         ));

@@ -1279,6 +1279,58 @@ mod tests {
         }
     }
 
+    /// With supervised creations, every call that makes a name goes to the
+    /// supervisor (`open`/`openat` only with `O_CREAT`), and every other call
+    /// gets what the same kind of run without supervision gets.
+    #[test]
+    fn with_supervised_creations_every_call_that_makes_a_name_is_supervised() {
+        use crate::bpf::build_for;
+        use crate::seccomp::{CREATING, Sockets};
+        let open_calls: Vec<(libc::c_long, usize)> = {
+            let mut calls = vec![(libc::SYS_openat, 2)];
+            #[cfg(target_arch = "x86_64")]
+            calls.push((libc::SYS_open, 1));
+            calls
+        };
+        for sockets in [
+            Sockets::Any,
+            Sockets::Proxied,
+            Sockets::ProxiedUnix,
+            Sockets::None,
+        ] {
+            for private_pids in [false, true] {
+                let supervised = build_for(sockets, private_pids, true);
+                let plain = build(sockets, private_pids);
+                check_jumps(&supervised);
+                for nr in numbers() {
+                    for args in argument_sets() {
+                        let data = Data {
+                            nr,
+                            arch: AUDIT_ARCH,
+                            args,
+                        };
+                        let verdict = Verdict::from_return(interpret(&supervised, &data));
+                        let call = libc::c_long::from(nr);
+                        let expected = if CREATING.contains(&call) {
+                            Verdict::Notify
+                        } else if let Some(&(_, flags)) =
+                            open_calls.iter().find(|&&(open, _)| open == call)
+                        {
+                            if args[flags] & 0o100 != 0 {
+                                Verdict::Notify
+                            } else {
+                                Verdict::from_return(interpret(&plain, &data))
+                            }
+                        } else {
+                            Verdict::from_return(interpret(&plain, &data))
+                        };
+                        assert_eq!(verdict, expected, "{sockets:?}, nr {nr}, args {args:x?}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn runs_without_unix_grants_never_wait_for_the_supervisor() {
         use crate::seccomp::Sockets;

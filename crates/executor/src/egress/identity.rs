@@ -91,7 +91,9 @@ pub(crate) fn proc_status(path: &str) -> Result<String, i32> {
 pub(crate) fn host_proc() -> Option<libc::c_int> {
     static PROC: std::sync::OnceLock<Option<std::os::fd::OwnedFd>> = std::sync::OnceLock::new();
     PROC.get_or_init(|| {
-        std::fs::File::open("/proc").ok().map(std::os::fd::OwnedFd::from)
+        std::fs::File::open("/proc")
+            .ok()
+            .map(std::os::fd::OwnedFd::from)
     })
     .as_ref()
     .map(std::os::fd::AsRawFd::as_raw_fd)

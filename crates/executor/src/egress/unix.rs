@@ -262,14 +262,21 @@ impl Supervisor {
                     _ => return,
                 }
             }
-            let answer = match (&self.creations, crate::creations::shape(i64::from(notification.data.nr), notification.data.args)) {
-                (Some(creations), Some(shape)) => self.create(&Arc::clone(creations), &notification, &shape),
+            let answer = match (
+                &self.creations,
+                crate::creations::shape(i64::from(notification.data.nr), notification.data.args),
+            ) {
+                (Some(creations), Some(shape)) => {
+                    self.create(&Arc::clone(creations), &notification, &shape)
+                }
                 _ => self.answer(&notification).map(Answer::Errno),
             };
             match answer {
                 Some(Answer::Errno(errno)) => self.reply(notification.id, errno),
                 Some(Answer::Value(value)) => self.send(notification.id, value, 0),
-                Some(Answer::File(file, cloexec)) => self.hand_over(notification.id, &file, cloexec),
+                Some(Answer::File(file, cloexec)) => {
+                    self.hand_over(notification.id, &file, cloexec)
+                }
                 None => {}
             }
         }
@@ -305,7 +312,11 @@ impl Supervisor {
         };
         // SAFETY: ADDFD reads one seccomp_notif_addfd.
         let added = unsafe {
-            libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &raw const add)
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+                &raw const add,
+            )
         };
         if added >= 0 || last_errno() != libc::EINVAL {
             return;
@@ -313,7 +324,11 @@ impl Supervisor {
         add.flags = 0;
         // SAFETY: as above.
         let added = unsafe {
-            libc::ioctl(self.listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &raw const add)
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+                &raw const add,
+            )
         };
         if added >= 0 {
             self.send(id, i64::from(added), 0);
@@ -325,11 +340,20 @@ impl Supervisor {
     /// A call that makes a name (`creations.rs`): read once, made in the
     /// caller's root with its identity and umask, or refused. `None` when
     /// the call ended before the answer.
-    fn create(&self, creations: &Creations, notification: &libc::seccomp_notif, shape: &crate::creations::Shape) -> Option<Answer> {
+    fn create(
+        &self,
+        creations: &Creations,
+        notification: &libc::seccomp_notif,
+        shape: &crate::creations::Shape,
+    ) -> Option<Answer> {
         let pid = notification.pid;
         let call = match shape.read(pid) {
             Ok(call) => call,
-            Err(errno) => return self.still_waiting(notification.id).then_some(Answer::Errno(errno)),
+            Err(errno) => {
+                return self
+                    .still_waiting(notification.id)
+                    .then_some(Answer::Errno(errno));
+            }
         };
         let caller = Identity::of_thread(pid);
         let umask = umask_of(pid);
@@ -339,7 +363,9 @@ impl Supervisor {
         if !self.still_waiting(notification.id) {
             return None;
         }
-        let (Ok(root), Ok(cwd), Ok(process), Some(host_root)) = (root, cwd, process, &self.host_root) else {
+        let (Ok(root), Ok(cwd), Ok(process), Some(host_root)) =
+            (root, cwd, process, &self.host_root)
+        else {
             return Some(Answer::Errno(libc::ESRCH));
         };
         let mut taken = Vec::new();
@@ -368,15 +394,21 @@ impl Supervisor {
         }
         let mut refused = Vec::new();
         let made = self.as_caller(&caller, || {
-            with_umask(umask, || crate::creations::make(creations, &view, &call, &proc, &mut refused))
+            with_umask(umask, || {
+                crate::creations::make(creations, &view, &call, &proc, &mut refused)
+            })
         });
         if !enter_root(host_root) {
             self.stuck.set(true);
         }
         if !refused.is_empty() {
-            let mut writes = self.writes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut writes = self
+                .writes
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             for attempt in refused {
-                if writes.len() < crate::creations::MAX_WRITE_ATTEMPTS && !writes.contains(&attempt) {
+                if writes.len() < crate::creations::MAX_WRITE_ATTEMPTS && !writes.contains(&attempt)
+                {
                     writes.push(attempt);
                 }
             }
@@ -588,7 +620,11 @@ fn open_in_proc(path: &str) -> Result<OwnedFd, i32> {
     let path = CString::new(path).map_err(|_| libc::EINVAL)?;
     // SAFETY: a descriptor and a NUL-terminated path; a fresh descriptor or -1.
     let fd = unsafe {
-        libc::openat(proc, path.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        libc::openat(
+            proc,
+            path.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
     };
     if fd < 0 {
         return Err(libc::ESRCH);

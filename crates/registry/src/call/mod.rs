@@ -17,5 +17,5 @@ pub(crate) mod learn;
 pub(crate) mod prepare;
 pub(crate) mod progress;
 pub(crate) mod reads;
-pub(crate) mod writes;
 pub(crate) mod secrets;
+pub(crate) mod writes;

@@ -54,11 +54,7 @@ mod tests {
             path: PathBuf::from("/work/project/docs/.git"),
             reason: WriteRefusal::Repository,
         };
-        super::report(
-            &mut report,
-            "[tools.demo]",
-            &[attempt.clone(), attempt],
-        );
+        super::report(&mut report, "[tools.demo]", &[attempt.clone(), attempt]);
         assert_eq!(report.denied.len(), 1);
         let denial = &report.denied[0];
         assert_eq!(denial.kind, DenialKind::Write);
