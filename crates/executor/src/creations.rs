@@ -416,10 +416,9 @@ fn read_path(pid: u32, at: u64) -> Result<CString, i32> {
 }
 
 /// A call's directory descriptors, taken from the caller: what `AT_FDCWD`
-/// and absolute paths mean for it, and its other descriptors.
+/// means for it, and its other descriptors (absolute paths start at the
+/// supervisor's root, which is the caller's while it decides).
 pub(crate) struct View {
-    /// The caller's root.
-    pub(crate) root: OwnedFd,
     /// The caller's working directory.
     pub(crate) cwd: OwnedFd,
     /// Descriptors the call names, taken with `pidfd_getfd`.

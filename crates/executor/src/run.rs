@@ -118,14 +118,14 @@ pub(crate) async fn run(
     };
     // The supervisor of the run's Unix socket grants and of its creations:
     // its program waits in the call until the supervisor answers, so it may
-    // start after the program.
+    // start after the program, and starts only when first needed.
     let supervisor = if sandbox.seccomp_listener {
         let granted = sandbox
             .egress
             .as_ref()
             .map(|channel| channel.egress.unix_sockets.clone())
             .unwrap_or_default();
-        Some(crate::egress::UnixSupervisor::start(
+        Some(crate::egress::LazySupervisor::start(
             sandbox.notifier()?,
             granted,
             sandbox.creations.clone(),

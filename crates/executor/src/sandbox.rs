@@ -405,6 +405,7 @@ pub(crate) fn plan(
             sandbox,
             &writable_roots,
             seccomp_program.is_some(),
+            host.is_root,
             &mut applied,
         );
         let (sealed, reopened) = if creations.is_some() {
@@ -517,13 +518,16 @@ fn plan_masks(
 }
 
 /// The supervision of a run's creations (`creations.rs`): for a run that writes
-/// below `roots` under the filter, when the kernel has what the supervisor
-/// needs. Without it the protected paths that do not exist are sealed
-/// instead (`mounts::sealing`), and nested repositories are not refused.
+/// below `roots` under the filter (`filtered`), of a root executor (the
+/// supervisor enters the run's mount namespace, which a non-root executor's
+/// user namespace owns), when the kernel has what the supervisor needs.
+/// Without it the protected paths that do not exist are sealed instead
+/// (`mounts::sealing`), and new repositories are not refused.
 fn plan_creations(
     sandbox: &Sandbox,
     roots: &[&Path],
     filtered: bool,
+    is_root: bool,
     applied: &mut AppliedSandbox,
 ) -> Option<Arc<crate::creations::Creations>> {
     // Without the filter (`syscalls = "allow"`, reported as such) nothing
@@ -531,7 +535,12 @@ fn plan_creations(
     if roots.is_empty() || !filtered {
         return None;
     }
-    if let Err(reason) = crate::egress::unix_grants_supported() {
+    let unsupported = if is_root {
+        crate::egress::unix_grants_supported().err()
+    } else {
+        Some("toolsmith is not root (the supervisor enters the run's mount namespace)".to_owned())
+    };
+    if let Some(reason) = unsupported {
         applied.relaxed.push(format!(
             "new repositories (.git, HEAD) not refused in the writable roots: {reason}"
         ));

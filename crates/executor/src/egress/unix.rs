@@ -40,7 +40,7 @@ use std::thread::JoinHandle;
 
 use super::bounded::{Stopper, connect_bounded, prepare_thread};
 use super::identity::{Identity, Switch, as_caller, host_proc, proc_status};
-use crate::creations::{Creations, Made, View, WriteAttempt};
+use crate::creations::{Creations, WriteAttempt};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
 
 /// At most this many connects of one run are recorded (each is still decided).
@@ -132,7 +132,7 @@ impl UnixSupervisor {
         let supervisor = Supervisor {
             creations,
             writes: Arc::clone(&writes),
-            host_root: None,
+            host: None,
             listener,
             stop: stop_copy,
             granted: granted
@@ -185,13 +185,69 @@ impl UnixSupervisor {
     }
 }
 
+/// A supervisor started only when its run first needs it: most runs make no
+/// call the filter sends to it (a tool that only reads and prints), and a
+/// thread per run would cost every call. A task of the runtime waits for the
+/// listener to become readable (a notification, or every process gone), then
+/// starts the [`UnixSupervisor`] on it.
+#[derive(Debug)]
+pub(crate) struct LazySupervisor {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Option<UnixSupervisor>>,
+}
+
+impl LazySupervisor {
+    pub(crate) fn start(
+        listener: OwnedFd,
+        granted: Vec<PathBuf>,
+        creations: Option<Arc<Creations>>,
+    ) -> Result<Self, Error> {
+        // SAFETY: the registration is dropped (in the task) before `listener`
+        // is handed on or closed.
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(
+                listener.as_raw_fd(),
+                tokio::io::Interest::READABLE,
+            )
+        }
+        .map_err(|source| Error::Sys {
+            call: "registering the seccomp listener with the runtime",
+            source: io::Error::from(source),
+        })?;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let needed = tokio::select! {
+                biased;
+                ready = registered.readable() => ready.is_ok(),
+                _ = stopped => false,
+            };
+            drop(registered);
+            if !needed {
+                return None;
+            }
+            UnixSupervisor::start(listener, granted, creations).ok()
+        });
+        Ok(LazySupervisor { stop, task })
+    }
+
+    /// Stops the supervisor, if it started, and returns what it recorded.
+    pub(crate) async fn finish(self) -> (Vec<EgressEvent>, Vec<WriteAttempt>) {
+        let _ignored = self.stop.send(());
+        match self.task.await {
+            Ok(Some(supervisor)) => supervisor.finish().await,
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
+}
+
 /// The supervisor's side: the listener, the granted paths as bytes, the events.
-struct Supervisor {
+pub(super) struct Supervisor {
     /// What the run may not create, when its creations are supervised.
     creations: Option<Arc<Creations>>,
-    writes: Arc<Mutex<Vec<WriteAttempt>>>,
-    /// toolsmith's root, to come back to after a creation in the caller's.
-    host_root: Option<OwnedFd>,
+    pub(super) writes: Arc<Mutex<Vec<WriteAttempt>>>,
+    /// toolsmith's mount namespace and root, to come back to after a creation
+    /// in the caller's (`creating.rs`).
+    pub(super) host: Option<super::creating::Place>,
     listener: OwnedFd,
     stop: OwnedFd,
     granted: Vec<Vec<u8>>,
@@ -199,7 +255,7 @@ struct Supervisor {
     /// The supervisor thread's own identity, taken back after each connect.
     own: Option<Identity>,
     /// The thread could not take its own identity back: it answers no more.
-    stuck: std::cell::Cell<bool>,
+    pub(super) stuck: std::cell::Cell<bool>,
     stopper: Arc<Stopper>,
 }
 
@@ -215,7 +271,7 @@ impl Supervisor {
         // Read on this thread: the identity the connects switch from and back to.
         self.own = Identity::own().ok();
         if self.creations.is_some() {
-            self.host_root = own_root();
+            self.host = super::creating::Place::own();
         }
         while !self.stuck.get() {
             let mut polled = [
@@ -337,89 +393,6 @@ impl Supervisor {
         }
     }
 
-    /// A call that makes a name (`creations.rs`): read once, made in the
-    /// caller's root with its identity and umask, or refused. `None` when
-    /// the call ended before the answer.
-    fn create(
-        &self,
-        creations: &Creations,
-        notification: &libc::seccomp_notif,
-        shape: &crate::creations::Shape,
-    ) -> Option<Answer> {
-        let pid = notification.pid;
-        let call = match shape.read(pid) {
-            Ok(call) => call,
-            Err(errno) => {
-                return self
-                    .still_waiting(notification.id)
-                    .then_some(Answer::Errno(errno));
-            }
-        };
-        let caller = Identity::of_thread(pid);
-        let umask = umask_of(pid);
-        let root = open_in_proc(&format!("{pid}/root"));
-        let cwd = open_in_proc(&format!("{pid}/cwd"));
-        let process = open_pidfd(pid);
-        if !self.still_waiting(notification.id) {
-            return None;
-        }
-        let (Ok(root), Ok(cwd), Ok(process), Some(host_root)) =
-            (root, cwd, process, &self.host_root)
-        else {
-            return Some(Answer::Errno(libc::ESRCH));
-        };
-        let mut taken = Vec::new();
-        for fd in call.descriptors() {
-            match take_descriptor(&process, fd) {
-                Ok(copy) => taken.push((fd, copy)),
-                Err(errno) => return Some(Answer::Errno(errno)),
-            }
-        }
-        let view = View { root, cwd, taken };
-        let Some(proc) = host_proc().map(|fd| {
-            // SAFETY: the process-wide /proc descriptor lives as long as toolsmith.
-            unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
-        }) else {
-            return Some(Answer::Errno(libc::ESRCH));
-        };
-        let proc = match proc.try_clone_to_owned() {
-            Ok(proc) => proc,
-            Err(_) => return Some(Answer::Errno(libc::EMFILE)),
-        };
-        if !enter_root(&view.root) {
-            if !enter_root(host_root) {
-                self.stuck.set(true);
-            }
-            return Some(Answer::Errno(libc::EACCES));
-        }
-        let mut refused = Vec::new();
-        let made = self.as_caller(&caller, || {
-            with_umask(umask, || {
-                crate::creations::make(creations, &view, &call, &proc, &mut refused)
-            })
-        });
-        if !enter_root(host_root) {
-            self.stuck.set(true);
-        }
-        if !refused.is_empty() {
-            let mut writes = self
-                .writes
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            for attempt in refused {
-                if writes.len() < crate::creations::MAX_WRITE_ATTEMPTS && !writes.contains(&attempt)
-                {
-                    writes.push(attempt);
-                }
-            }
-        }
-        Some(match made {
-            Ok(Ok(Made::Value(value))) => Answer::Value(value),
-            Ok(Ok(Made::File(file, cloexec))) => Answer::File(file, cloexec),
-            Ok(Err(errno)) | Err((errno, _)) => Answer::Errno(errno),
-        })
-    }
-
     /// Sends the result of the caller's `connect`: 0, or `-1` with `errno`.
     fn reply(&self, id: u64, errno: i32) {
         let response = libc::seccomp_notif_resp {
@@ -441,7 +414,7 @@ impl Supervisor {
 
     /// Whether the notification `id` still waits for its answer: its caller
     /// is alive and still in the call, so what was read of it was its own.
-    fn still_waiting(&self, id: u64) -> bool {
+    pub(super) fn still_waiting(&self, id: u64) -> bool {
         // SAFETY: ID_VALID reads one u64.
         unsafe {
             libc::ioctl(
@@ -503,7 +476,7 @@ impl Supervisor {
 
     /// Runs `action` on this thread with the caller's identity
     /// (`identity.rs`); the errno and reason when that cannot be done.
-    fn as_caller<T>(
+    pub(super) fn as_caller<T>(
         &self,
         caller: &Result<Identity, i32>,
         action: impl FnOnce() -> T,
@@ -588,73 +561,13 @@ impl Supervisor {
 }
 
 /// The supervisor's answer to one notification.
-enum Answer {
+pub(super) enum Answer {
     /// Failure with this errno, or success with 0.
     Errno(i32),
     /// Success with this value.
     Value(i64),
     /// Success: this file, installed in the caller's table (close-on-exec when asked).
     File(OwnedFd, bool),
-}
-
-/// toolsmith's root, and this thread's own root and working directory from
-/// here on (`unshare(CLONE_FS)`), so that entering a caller's root moves no
-/// other thread. `None` when that cannot be done: creations then fail.
-fn own_root() -> Option<OwnedFd> {
-    // SAFETY: unshare of this thread's file system attributes.
-    if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
-        return None;
-    }
-    std::fs::File::open("/").ok().map(OwnedFd::from)
-}
-
-/// Makes `directory` this thread's root and working directory.
-fn enter_root(directory: &OwnedFd) -> bool {
-    // SAFETY: fchdir and chroot of this thread alone (its own fs attributes).
-    unsafe { libc::fchdir(directory.as_raw_fd()) == 0 && libc::chroot(c".".as_ptr()) == 0 }
-}
-
-/// Opens `path` below toolsmith's `/proc` (a thread's root or working directory).
-fn open_in_proc(path: &str) -> Result<OwnedFd, i32> {
-    let proc = host_proc().ok_or(libc::ESRCH)?;
-    let path = CString::new(path).map_err(|_| libc::EINVAL)?;
-    // SAFETY: a descriptor and a NUL-terminated path; a fresh descriptor or -1.
-    let fd = unsafe {
-        libc::openat(
-            proc,
-            path.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(libc::ESRCH);
-    }
-    // SAFETY: fresh and ours.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// The umask of thread `tid` (`Umask:` of its status, Linux 4.7), 022 when unknown.
-fn umask_of(tid: u32) -> libc::mode_t {
-    proc_status(&format!("{tid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Umask:"))
-                .and_then(|mask| libc::mode_t::from_str_radix(mask.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
-}
-
-/// Runs `action` with this thread's umask set to `mask` (per thread once
-/// `unshare(CLONE_FS)` made its file system attributes its own).
-fn with_umask<T>(mask: libc::mode_t, action: impl FnOnce() -> T) -> T {
-    // SAFETY: umask of this thread's own fs attributes.
-    let old = unsafe { libc::umask(mask) };
-    let result = action();
-    // SAFETY: as above.
-    unsafe { libc::umask(old) };
-    result
 }
 
 /// What a Unix socket address names, parsed from the supervisor's copy.
@@ -732,7 +645,7 @@ pub(crate) fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i
 
 /// A pidfd of thread `tid` (`PIDFD_THREAD`, Linux 6.9), or of its thread
 /// group on older kernels.
-fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
+pub(super) fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
     let open = |pid: u32, flags: libc::c_uint| -> Result<OwnedFd, i32> {
         // SAFETY: pidfd_open returns a fresh descriptor or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) };
@@ -757,7 +670,7 @@ fn thread_group(tid: u32) -> Result<u32, i32> {
 }
 
 /// The caller's descriptor `fd`: the same open file, now also ours.
-fn take_descriptor(process: &OwnedFd, fd: i32) -> Result<OwnedFd, i32> {
+pub(super) fn take_descriptor(process: &OwnedFd, fd: i32) -> Result<OwnedFd, i32> {
     // SAFETY: pidfd_getfd returns a fresh descriptor (close-on-exec) or -1.
     let taken = unsafe { libc::syscall(libc::SYS_pidfd_getfd, process.as_raw_fd(), fd, 0_u32) };
     let taken = RawFd::try_from(taken).map_err(|_| libc::EBADF)?;
