@@ -119,8 +119,8 @@ impl Creations {
     }
 
     /// Why `name` may not be made in `directory` (a descriptor in the
-    /// caller's view), or `None`.
-    fn refusal(&self, directory: &OwnedFd, name: &[u8]) -> Option<WriteRefusal> {
+    /// caller's view, whose path there is `at`), or `None`.
+    fn refusal(&self, directory: &OwnedFd, at: &Path, name: &[u8]) -> Option<WriteRefusal> {
         let (device, inode) = stat(directory.as_raw_fd()).ok()?;
         if self
             .reserved
@@ -129,7 +129,14 @@ impl Creations {
         {
             return Some(WriteRefusal::Protected);
         }
-        let repository = name.eq_ignore_ascii_case(b".git") || name.eq_ignore_ascii_case(b"HEAD");
+        let git = |name: &[u8]| name.eq_ignore_ascii_case(b".git");
+        // A new name inside an existing `.git` (a nested repository's hooks
+        // or config) is a repository's too; the project's own is read-only.
+        let repository = git(name)
+            || name.eq_ignore_ascii_case(b"HEAD")
+            || at
+                .components()
+                .any(|component| git(component.as_os_str().as_bytes()));
         (repository && self.inside_a_root(directory)).then_some(WriteRefusal::Repository)
     }
 
@@ -394,6 +401,49 @@ impl Shape {
     }
 }
 
+impl Call {
+    /// Rewrites `/proc/self/...` and `/proc/thread-self/...` to the caller's
+    /// own entries in its `/proc` (`tgid` and `tid` as its PID namespace
+    /// numbers them): the supervisor is not the caller, and in the caller's
+    /// `/proc` it has no `self`. So `linkat` of an `O_TMPFILE` through
+    /// `/proc/self/fd/N` makes the file the caller holds.
+    pub(crate) fn rewrite_self(&mut self, tgid: u32, tid: u32) {
+        let rewrite = |path: &mut CString| {
+            let bytes = path.as_bytes();
+            let rest = if let Some(rest) = bytes.strip_prefix(b"/proc/self/") {
+                Some(
+                    format!("/proc/{tgid}/")
+                        .into_bytes()
+                        .into_iter()
+                        .chain(rest.iter().copied()),
+                )
+            } else {
+                bytes.strip_prefix(b"/proc/thread-self/").map(|rest| {
+                    format!("/proc/{tgid}/task/{tid}/")
+                        .into_bytes()
+                        .into_iter()
+                        .chain(rest.iter().copied())
+                })
+            };
+            if let Some(rewritten) = rest.map(Iterator::collect::<Vec<u8>>)
+                && let Ok(rewritten) = CString::new(rewritten)
+            {
+                *path = rewritten;
+            }
+        };
+        match self {
+            Call::Mkdir { at, .. }
+            | Call::Mknod { at, .. }
+            | Call::Open { at, .. }
+            | Call::Symlink { at, .. } => rewrite(&mut at.path),
+            Call::Link { from, at, .. } | Call::Rename { from, at, .. } => {
+                rewrite(&mut from.path);
+                rewrite(&mut at.path);
+            }
+        }
+    }
+}
+
 /// Copies a NUL-terminated path from process `pid`'s memory, once, a page at
 /// a time (a path may end just before an unmapped page).
 fn read_path(pid: u32, at: u64) -> Result<CString, i32> {
@@ -583,12 +633,12 @@ impl Checker<'_> {
     /// name, or `EACCES` when the name is refused there.
     fn check(&self, dirfd: RawFd, path: &CString) -> Result<(OwnedFd, CString), i32> {
         let (directory, name) = parent(dirfd, path)?;
-        if let Some(reason) = self.creations.refusal(&directory, name.as_bytes()) {
+        let at = descriptor_path(self.proc, &directory);
+        if let Some(reason) = self.creations.refusal(&directory, &at, name.as_bytes()) {
             let mut refused = self.refused.borrow_mut();
             if refused.len() < MAX_WRITE_ATTEMPTS {
                 refused.push(WriteAttempt {
-                    path: descriptor_path(self.proc, &directory)
-                        .join(OsStr::from_bytes(name.as_bytes())),
+                    path: at.join(OsStr::from_bytes(name.as_bytes())),
                     reason,
                 });
             }

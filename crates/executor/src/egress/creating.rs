@@ -58,7 +58,7 @@ impl Supervisor {
         shape: &Shape,
     ) -> Option<Answer> {
         let pid = notification.pid;
-        let call = match shape.read(pid) {
+        let mut call = match shape.read(pid) {
             Ok(call) => call,
             Err(errno) => {
                 return self
@@ -67,7 +67,11 @@ impl Supervisor {
             }
         };
         let caller = Identity::of_thread(pid);
-        let umask = umask_of(pid);
+        let status = proc_status(&format!("{pid}/status")).unwrap_or_default();
+        let umask = umask_of(&status);
+        if let Some((tgid, tid)) = namespace_ids(&status) {
+            call.rewrite_self(tgid, tid);
+        }
         let directory = libc::O_PATH | libc::O_DIRECTORY;
         let place = open_in_proc(&format!("{pid}/ns/mnt"), libc::O_RDONLY).and_then(|mounts| {
             Ok(Place {
@@ -149,17 +153,28 @@ fn open_in_proc(path: &str, flags: i32) -> Result<OwnedFd, i32> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// The umask of thread `tid` (`Umask:` of its status, Linux 4.7), 022 when unknown.
-fn umask_of(tid: u32) -> libc::mode_t {
-    proc_status(&format!("{tid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Umask:"))
-                .and_then(|mask| libc::mode_t::from_str_radix(mask.trim(), 8).ok())
-        })
+/// The umask in a thread's `status` (`Umask:`, Linux 4.7), 022 when unknown.
+fn umask_of(status: &str) -> libc::mode_t {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Umask:"))
+        .and_then(|mask| libc::mode_t::from_str_radix(mask.trim(), 8).ok())
         .unwrap_or(0o022)
+}
+
+/// A thread's process and thread ids in its own PID namespace (the last of
+/// `NStgid:` and `NSpid:` in its `status`, Linux 4.1).
+fn namespace_ids(status: &str) -> Option<(u32, u32)> {
+    let innermost = |name: &str| -> Option<u32> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))?
+            .split_whitespace()
+            .last()?
+            .parse()
+            .ok()
+    };
+    Some((innermost("NStgid:")?, innermost("NSpid:")?))
 }
 
 /// Runs `action` with this thread's umask set to `mask` (per thread once
