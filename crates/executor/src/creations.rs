@@ -837,8 +837,9 @@ mod tests {
         let open = |path: &std::path::Path| -> std::os::fd::OwnedFd {
             std::fs::File::open(path).unwrap().into()
         };
-        let refusal =
-            |path: &std::path::Path, name: &str| creations.refusal(&open(path), name.as_bytes());
+        let refusal = |path: &std::path::Path, name: &str| {
+            creations.refusal(&open(path), path, name.as_bytes())
+        };
         for name in [".git", ".GIT", ".Git", "HEAD", "head"] {
             assert_eq!(
                 refusal(&project, name),
