@@ -705,6 +705,18 @@ fn toolsmiths_state_in_the_project_is_read_only() {
 /// is left on the host.
 #[test]
 fn protected_paths_that_do_not_exist_cannot_be_created() {
+    protected_paths_that_do_not_exist_cannot_be_created_when(true);
+}
+
+/// The same attempts without the seccomp supervisor (an older kernel): the nearest existing
+/// directory of each missing protected path is sealed instead, so nothing new can be made
+/// at the project's root either, and the sandbox report says new repositories are not refused.
+#[test]
+fn protected_paths_that_do_not_exist_cannot_be_created_without_the_supervisor() {
+    protected_paths_that_do_not_exist_cannot_be_created_when(false);
+}
+
+fn protected_paths_that_do_not_exist_cannot_be_created_when(supervised: bool) {
     let context = TestContext::new();
     context.own_project();
     let project = &context.project;
@@ -750,13 +762,17 @@ fn protected_paths_that_do_not_exist_cannot_be_created() {
             "if ( {attempt} ) 2>/dev/null; then echo \"ESCAPED: {name}\"; else echo \"held: {name}\"; fi; "
         ));
     }
+    body.push_str("if echo new > new-at-root 2>/dev/null; then echo made-at-root; fi; ");
     body.push_str("echo changed >> src/main.rs && echo changed >> README && echo wrote-existing");
     context.tool(
         "planter",
         &shell_tool("planter", r#"{"type": "object"}"#, &body),
     );
-    let output = context
-        .with_tools()
+    let mut command = context.with_tools();
+    if !supervised {
+        command.env("TOOLSMITH_DISABLE_FEATURES", "supervisor");
+    }
+    let output = command
         .arg("--config")
         .arg(&config)
         .args(["run", "planter", "--input", "{}"])
@@ -765,6 +781,23 @@ fn protected_paths_that_do_not_exist_cannot_be_created() {
     let envelope = stdout_json(&output);
     let result = envelope["result"].as_str().unwrap_or_default();
     assert!(!result.contains("ESCAPED"), "{envelope:#}");
+    assert_eq!(result.contains("made-at-root"), supervised, "{envelope:#}");
+    let report = envelope["metadata"]["sandbox"].to_string();
+    assert_eq!(
+        report.contains("new repositories (.git, HEAD) not refused"),
+        !supervised,
+        "{envelope:#}"
+    );
+    if supervised {
+        let denied = envelope["metadata"]["sandbox"]["denied"]
+            .as_array()
+            .unwrap();
+        assert!(
+            denied.iter().any(|denial| denial["kind"] == "write"
+                && denial["target"].as_str().unwrap().ends_with("/.toolsmith")),
+            "{envelope:#}"
+        );
+    }
     assert_eq!(
         result.matches("held: ").count(),
         attempts.len(),
@@ -784,9 +817,10 @@ fn protected_paths_that_do_not_exist_cannot_be_created() {
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
-    assert_eq!(
-        left,
-        ["README", "src"],
-        "the call left something in the project"
-    );
+    let expected: &[&str] = if supervised {
+        &["README", "new-at-root", "src"]
+    } else {
+        &["README", "src"]
+    };
+    assert_eq!(left, expected, "the call left something in the project");
 }

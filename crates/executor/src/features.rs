@@ -56,13 +56,18 @@ pub struct Features {
     /// to read its masks are recorded ([`Outcome::reads_denied`](crate::Outcome)). Without
     /// it the masks are empty `tmpfs` and files that refuse the same, silently.
     pub read_watch: Probe,
+    /// toolsmith's seccomp supervisor (user notifications, `pidfd_getfd`, `openat2`): Unix
+    /// socket grants, and the supervised creations that refuse new repositories and missing
+    /// protected paths at any depth of a writable root (`creations.rs`). Without it Unix
+    /// socket grants fail closed and the missing protected paths' directories are sealed.
+    pub supervisor: Probe,
     /// The Landlock ABI version, when Landlock is available.
     pub landlock_abi: Option<u32>,
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
 /// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`, `fuse` (the
-/// read-mask server). For tests of fallbacks.
+/// read-mask server), `supervisor` (the seccomp supervisor). For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 pub(crate) fn disabled(feature: &str) -> Option<Probe> {
@@ -93,6 +98,7 @@ impl Features {
             ("landlock", &self.landlock),
             ("seccomp", &self.seccomp),
             ("read-mask server", &self.read_watch),
+            ("seccomp supervisor", &self.supervisor),
         ]
     }
 }
@@ -155,6 +161,18 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
                 available: false,
                 detail: reason,
             },
+        }),
+        supervisor: disabled("supervisor").unwrap_or_else(|| {
+            match crate::egress::supervisor_supported() {
+                Ok(()) => Probe {
+                    available: true,
+                    detail: "seccomp user notifications, pidfd_getfd and openat2".to_owned(),
+                },
+                Err(reason) => Probe {
+                    available: false,
+                    detail: reason,
+                },
+            }
         }),
         landlock_abi: None,
     };

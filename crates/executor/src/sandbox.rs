@@ -403,6 +403,7 @@ pub(crate) fn plan(
         };
         creations = plan_creations(
             sandbox,
+            features,
             &writable_roots,
             seccomp_program.is_some(),
             host.is_root,
@@ -450,7 +451,12 @@ pub(crate) fn plan(
         .map(|masks| masks.nodes.clone())
         .unwrap_or_default();
     let sockets = sockets(&sandbox.network, &applied);
-    let egress = plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?;
+    let egress = plan_egress(
+        &sandbox.network,
+        features,
+        seccomp_program.is_some(),
+        &mut applied,
+    )?;
     let supervised = creations.is_some();
     let notify = match (&creations, &egress) {
         (Some(_), None) => Some(crate::egress::NotifyChannel::new()?),
@@ -525,6 +531,7 @@ fn plan_masks(
 /// (`mounts::sealing`), and new repositories are not refused.
 fn plan_creations(
     sandbox: &Sandbox,
+    features: &Features,
     roots: &[&Path],
     filtered: bool,
     is_root: bool,
@@ -536,7 +543,7 @@ fn plan_creations(
         return None;
     }
     let unsupported = if is_root {
-        crate::egress::unix_grants_supported().err()
+        (!features.supervisor.available).then(|| features.supervisor.detail.clone())
     } else {
         Some("toolsmith is not root (the supervisor enters the run's mount namespace)".to_owned())
     };
@@ -569,6 +576,7 @@ fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
 /// run refused) with the other namespaces.
 fn plan_egress(
     network: &Network,
+    features: &Features,
     filtered: bool,
     applied: &mut AppliedSandbox,
 ) -> Result<Option<crate::egress::EgressChannel>, Error> {
@@ -579,7 +587,7 @@ fn plan_egress(
         // Fail closed: only the filter's notifications and the supervisor
         // (`egress/unix.rs`) keep a run's Unix sockets to the granted paths.
         let unsupported = if filtered {
-            crate::egress::unix_grants_supported().err()
+            (!features.supervisor.available).then(|| features.supervisor.detail.clone())
         } else {
             Some("the system-call filter is off for this run".to_owned())
         };

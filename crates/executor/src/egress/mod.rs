@@ -23,4 +23,4 @@ pub(crate) use listen::{
     EgressChannel, NotifyChannel, listen_and_send, proxy_env, send_descriptor,
 };
 pub(crate) use proxy::{Proxy, Resolver};
-pub(crate) use unix::{LazySupervisor, read_memory, supported as unix_grants_supported};
+pub(crate) use unix::{LazySupervisor, read_memory, supported as supervisor_supported};

@@ -50,7 +50,8 @@ const MAX_RECORDS: usize = 4096;
 const MAX_ADDRESS: usize = size_of::<libc::sockaddr_storage>();
 
 /// Whether this kernel has what the supervisor needs: user notifications
-/// (Linux 5.0), `pidfd_getfd` (5.6) and `openat2` (5.6); the reason when not.
+/// (Linux 5.0), `pidfd_getfd` (5.6), `openat2` (5.6) and the notification's
+/// `ADDFD` (5.9); the reason when not.
 pub(crate) fn supported() -> Result<(), String> {
     static SUPPORTED: OnceLock<Result<(), String>> = OnceLock::new();
     SUPPORTED.get_or_init(probe).clone()
@@ -73,6 +74,10 @@ fn probe() -> Result<(), String> {
             io::Error::last_os_error()
         ));
     }
+    // SECCOMP_IOCTL_NOTIF_ADDFD (Linux 5.9) has no probe short of a listener.
+    if kernel_release() < (5, 9) {
+        return Err("seccomp's ADDFD is unavailable (Linux 5.9)".to_owned());
+    }
     for (call, name) in [
         (libc::SYS_pidfd_getfd, "pidfd_getfd (Linux 5.6)"),
         (libc::SYS_openat2, "openat2 (Linux 5.6)"),
@@ -84,6 +89,26 @@ fn probe() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The running kernel's major and minor version (0.0 when unknown).
+fn kernel_release() -> (u32, u32) {
+    // SAFETY: uname fills a zeroed utsname.
+    let mut name: libc::utsname = unsafe { zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::uname(&raw mut name) } != 0 {
+        return (0, 0);
+    }
+    let release: String = name
+        .release
+        .iter()
+        .take_while(|&&byte| byte != 0)
+        .map(|&byte| byte as u8 as char)
+        .collect();
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|part| part.parse().ok());
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
 }
 
 /// A running supervisor; [`UnixSupervisor::finish`] stops it and returns its events.
