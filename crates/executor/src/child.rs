@@ -444,15 +444,16 @@ pub(crate) unsafe fn mount_private_proc() -> bool {
     }
 }
 
-/// Mounts a fresh `/proc` on `/proc` with [`PROC_OPTIONS`], or without
-/// them on a kernel older than 5.8, which does not know them (there
-/// `/proc/1` stays visible: `docs/security.md`).
+/// Mounts a fresh `/proc` on `/proc` with [`PROC_OPTIONS`], or, on a kernel
+/// older than 5.8, which does not know them, without them and with `/proc/1`
+/// (toolsmith's init in a private PID namespace) behind an empty read-only
+/// `tmpfs`, so that nothing under it shows or changes toolsmith there either.
 ///
 /// # Safety
-/// Async-signal-safe: only `mount`.
+/// Async-signal-safe: only `mount`, and an atomic load.
 pub(crate) unsafe fn mount_proc() -> bool {
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    [PROC_OPTIONS.as_ptr(), ptr::null()].iter().any(|&options| {
+    let mount = |options: *const libc::c_char| {
         // SAFETY: mount with static NUL-terminated strings.
         unsafe {
             libc::mount(
@@ -463,8 +464,29 @@ pub(crate) unsafe fn mount_proc() -> bool {
                 options.cast(),
             ) == 0
         }
-    })
+    };
+    let hidepid = !PROC_WITHOUT_HIDEPID.load(std::sync::atomic::Ordering::Relaxed);
+    if hidepid && mount(PROC_OPTIONS.as_ptr()) {
+        return true;
+    }
+    // SAFETY: mount with static NUL-terminated strings.
+    mount(ptr::null())
+        && unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                c"/proc/1".as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"size=0,nr_inodes=1,mode=0555".as_ptr().cast(),
+            ) == 0
+        }
 }
+
+/// Set (before any run) when `hidepid` is turned off by
+/// `TOOLSMITH_DISABLE_FEATURES=hidepid`, to test the fallback of kernels
+/// older than 5.8; the clone child reads it (it shares the executor's memory).
+pub(crate) static PROC_WITHOUT_HIDEPID: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// The options of a run's `/proc`: `hidepid=4` (`ptraceable`, Linux 5.8)
 /// shows a process only to those who may ptrace it, with no exemption for a

@@ -634,11 +634,12 @@ impl Checker<'_> {
     fn check(&self, dirfd: RawFd, path: &CString) -> Result<(OwnedFd, CString), i32> {
         let (directory, name) = parent(dirfd, path)?;
         let at = descriptor_path(self.proc, &directory);
-        if let Some(reason) = self.creations.refusal(&directory, &at, name.as_bytes()) {
+        let bare = bare(name.as_bytes());
+        if let Some(reason) = self.creations.refusal(&directory, &at, bare) {
             let mut refused = self.refused.borrow_mut();
             if refused.len() < MAX_WRITE_ATTEMPTS {
                 refused.push(WriteAttempt {
-                    path: at.join(OsStr::from_bytes(name.as_bytes())),
+                    path: at.join(OsStr::from_bytes(bare)),
                     reason,
                 });
             }
@@ -697,7 +698,7 @@ fn open_creating(
 }
 
 /// The directory `path` (relative to `dirfd`) names its last component in,
-/// opened, and that component. A trailing slash is part of no name.
+/// opened, and that component (with its trailing slashes, which the checks ignore).
 fn parent(dirfd: RawFd, path: &CString) -> Result<(OwnedFd, CString), i32> {
     let bytes = path.as_bytes();
     if bytes.is_empty() {
@@ -710,15 +711,26 @@ fn parent(dirfd: RawFd, path: &CString) -> Result<(OwnedFd, CString), i32> {
         }
         &bytes[..end]
     };
+    // The name keeps its trailing slashes: the kernel gives them their meaning
+    // (`EISDIR` for a file, `ENOTDIR`), the checks ignore them (`bare`).
     let (directory, name): (&[u8], &[u8]) = match trimmed.iter().rposition(|&byte| byte == b'/') {
-        Some(0) => (b"/", &trimmed[1..]),
-        Some(at) => (&trimmed[..at], &trimmed[at + 1..]),
-        None => (b".", trimmed),
+        Some(0) => (b"/", &bytes[1..]),
+        Some(at) => (&trimmed[..at], &bytes[at + 1..]),
+        None => (b".", bytes),
     };
     let name = if name.is_empty() { b"." as &[u8] } else { name };
     let directory = CString::new(directory).map_err(|_| libc::EINVAL)?;
     let opened = open_at(dirfd, &directory, libc::O_PATH | libc::O_DIRECTORY)?;
     Ok((opened, CString::new(name).map_err(|_| libc::EINVAL)?))
+}
+
+/// A name without its trailing slashes.
+fn bare(name: &[u8]) -> &[u8] {
+    let mut end = name.len();
+    while end > 1 && name[end - 1] == b'/' {
+        end -= 1;
+    }
+    &name[..end]
 }
 
 fn open_at(dirfd: RawFd, path: &std::ffi::CStr, flags: i32) -> Result<OwnedFd, i32> {
@@ -787,7 +799,7 @@ mod tests {
         (at, String::from_utf8(name.as_bytes().to_vec()).unwrap())
     }
 
-    /// The last component is the name; a trailing slash is part of none, and
+    /// The last component is the name (trailing slashes kept for the kernel), and
     /// the directory is resolved as the kernel resolves it (links followed).
     #[test]
     fn a_path_splits_into_its_directory_and_its_last_name() {
@@ -798,7 +810,11 @@ mod tests {
         let fd = dir.as_raw_fd();
         let docs = root.path().join("docs");
         assert_eq!(name_of(fd, "docs/.git"), (docs.clone(), ".git".to_owned()));
-        assert_eq!(name_of(fd, "docs/.git/"), (docs.clone(), ".git".to_owned()));
+        assert_eq!(
+            name_of(fd, "docs/.git/"),
+            (docs.clone(), ".git/".to_owned())
+        );
+        assert_eq!(super::bare(b".git//"), b".git");
         assert_eq!(
             name_of(fd, "docs//sub/x"),
             (docs.join("sub"), "x".to_owned())

@@ -67,7 +67,8 @@ pub struct Features {
 
 /// The environment variable naming probes to treat as unavailable, separated
 /// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`, `fuse` (the
-/// read-mask server), `supervisor` (the seccomp supervisor). For tests of fallbacks.
+/// read-mask server), `supervisor` (the seccomp supervisor), `hidepid` (a run's `/proc`
+/// mounted as on a kernel older than 5.8). For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 pub(crate) fn disabled(feature: &str) -> Option<Probe> {
@@ -110,6 +111,9 @@ pub fn probe_features() -> Features {
 
 /// Probes the kernel, keeping the cgroup directories for an executor.
 pub(crate) fn probe() -> (Option<Cgroups>, Features) {
+    if disabled("hidepid").is_some() {
+        crate::child::PROC_WITHOUT_HIDEPID.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let (cgroups, cgroup_probes) = Cgroups::create();
     let features = Features {
         cgroup_kill: cgroup_probes.kill,

@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn a_refused_repository_names_the_grant_and_is_listed_once() {
-        let mut report = SandboxReport::default();
+        let mut report = SandboxReport::refused(Vec::new());
         let attempt = WriteAttempt {
             path: PathBuf::from("/work/project/docs/.git"),
             reason: WriteRefusal::Repository,
