@@ -168,9 +168,15 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
         }),
         supervisor: disabled("supervisor").unwrap_or_else(|| {
             match crate::egress::supervisor_supported() {
-                Ok(()) => Probe {
+                // The supervisor's `/proc` is opened now, with the executor's
+                // other descriptors, not at a first run's.
+                Ok(()) if crate::egress::host_proc().is_some() => Probe {
                     available: true,
                     detail: "seccomp user notifications, pidfd_getfd and openat2".to_owned(),
+                },
+                Ok(()) => Probe {
+                    available: false,
+                    detail: "/proc cannot be opened".to_owned(),
                 },
                 Err(reason) => Probe {
                     available: false,

@@ -58,6 +58,23 @@ impl Drop for RunGuard<'_> {
     }
 }
 
+/// The supervisor of the run's Unix socket grants and of its creations, when
+/// its filter has a listener: its program waits in the call until the
+/// supervisor answers, so it may start after the program, and it starts only
+/// when first needed.
+fn start_supervisor(sandbox: &SandboxPlan) -> Result<Option<crate::egress::LazySupervisor>, Error> {
+    if !sandbox.seccomp_listener {
+        return Ok(None);
+    }
+    let granted = sandbox
+        .egress
+        .as_ref()
+        .map(|channel| channel.egress.unix_sockets.clone())
+        .unwrap_or_default();
+    crate::egress::LazySupervisor::start(sandbox.notifier()?, granted, sandbox.creations.clone())
+        .map(Some)
+}
+
 /// Runs `command` to completion. See [`Executor::run`].
 ///
 /// Four steps: [`start`] (the sandbox, the container, the pipes and the
@@ -116,23 +133,7 @@ pub(crate) async fn run(
         )?),
         None => None,
     };
-    // The supervisor of the run's Unix socket grants and of its creations:
-    // its program waits in the call until the supervisor answers, so it may
-    // start after the program, and starts only when first needed.
-    let supervisor = if sandbox.seccomp_listener {
-        let granted = sandbox
-            .egress
-            .as_ref()
-            .map(|channel| channel.egress.unix_sockets.clone())
-            .unwrap_or_default();
-        Some(crate::egress::LazySupervisor::start(
-            sandbox.notifier()?,
-            granted,
-            sandbox.creations.clone(),
-        )?)
-    } else {
-        None
-    };
+    let supervisor = start_supervisor(&sandbox)?;
     let Some(leader) = guard.leader.as_ref() else {
         return Err(lost("the run lost its leader"));
     };

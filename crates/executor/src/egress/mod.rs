@@ -7,6 +7,7 @@ mod creating;
 mod destination;
 mod hosts;
 mod identity;
+mod lazy;
 mod listen;
 mod protocol;
 mod proxy;
@@ -18,9 +19,11 @@ pub use destination::{
     EgressVerdict, HostPattern,
 };
 
+pub(crate) use identity::host_proc;
+pub(crate) use lazy::LazySupervisor;
 pub use listen::PROXY_PORT;
 pub(crate) use listen::{
     EgressChannel, NotifyChannel, listen_and_send, proxy_env, send_descriptor,
 };
 pub(crate) use proxy::{Proxy, Resolver};
-pub(crate) use unix::{LazySupervisor, read_memory, supported as supervisor_supported};
+pub(crate) use unix::{read_memory, supported as supervisor_supported};

@@ -113,7 +113,7 @@ fn kernel_release() -> (u32, u32) {
 
 /// A running supervisor; [`UnixSupervisor::finish`] stops it and returns its events.
 #[derive(Debug)]
-pub(crate) struct UnixSupervisor {
+pub(super) struct UnixSupervisor {
     stop: OwnedFd,
     thread: JoinHandle<()>,
     events: Arc<Mutex<Vec<EgressEvent>>>,
@@ -207,61 +207,6 @@ impl UnixSupervisor {
             std::mem::take(&mut *held.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
         }
         (take(&self.events), take(&self.writes))
-    }
-}
-
-/// A supervisor started only when its run first needs it: most runs make no
-/// call the filter sends to it (a tool that only reads and prints), and a
-/// thread per run would cost every call. A task of the runtime waits for the
-/// listener to become readable (a notification, or every process gone), then
-/// starts the [`UnixSupervisor`] on it.
-#[derive(Debug)]
-pub(crate) struct LazySupervisor {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Option<UnixSupervisor>>,
-}
-
-impl LazySupervisor {
-    pub(crate) fn start(
-        listener: OwnedFd,
-        granted: Vec<PathBuf>,
-        creations: Option<Arc<Creations>>,
-    ) -> Result<Self, Error> {
-        // SAFETY: the registration is dropped (in the task) before `listener`
-        // is handed on or closed.
-        let registered = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(
-                listener.as_raw_fd(),
-                tokio::io::Interest::READABLE,
-            )
-        }
-        .map_err(|source| Error::Sys {
-            call: "registering the seccomp listener with the runtime",
-            source: io::Error::from(source),
-        })?;
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(async move {
-            let needed = tokio::select! {
-                biased;
-                ready = registered.readable() => ready.is_ok(),
-                _ = stopped => false,
-            };
-            drop(registered);
-            if !needed {
-                return None;
-            }
-            UnixSupervisor::start(listener, granted, creations).ok()
-        });
-        Ok(LazySupervisor { stop, task })
-    }
-
-    /// Stops the supervisor, if it started, and returns what it recorded.
-    pub(crate) async fn finish(self) -> (Vec<EgressEvent>, Vec<WriteAttempt>) {
-        let _ignored = self.stop.send(());
-        match self.task.await {
-            Ok(Some(supervisor)) => supervisor.finish().await,
-            _ => (Vec::new(), Vec::new()),
-        }
     }
 }
 
