@@ -2179,8 +2179,9 @@ fn assert_no_nested_repository(sandbox: &str) {
     assert!(
         problems.is_empty(),
         "the tool made a repository below the project, or an ordinary creation failed: \
-         {problems:#?}\n{}",
-        call.result_text()
+         {problems:#?}\n{}\nsandbox: {:#}",
+        call.result_text(),
+        call.metadata("sandbox")
     );
     call.assert_clean(bound(30_000, 300));
 }
