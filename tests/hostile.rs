@@ -1957,7 +1957,8 @@ const NESTED_ATTEMPTS: &[&str] = &[
     "symlinkat HEAD",
     "mknodat FIFO HEAD",
     "mknodat regular .git",
-    "race on mkdir's path",
+    "race on mkdir's path, flipped by another thread",
+    "race on mkdir's path, flipped by another process",
 ];
 
 /// The attempts through git itself, made where the sandbox can run git.
@@ -1993,10 +1994,11 @@ const NESTED_CONTROLS: &[&str] = &[
     "linkat of a file to an ordinary name",
     "symlinkat plain",
     "mknodat FIFO plain",
-    "the race made ordinary directories",
+    "the thread race made ordinary directories",
+    "the process race made ordinary directories",
 ];
 
-/// The fixture's shell and python start-up, its many small processes and the 1.5 s race.
+/// The fixture's shell and python start-up, its many small processes and the two 1.5 s races.
 const NESTED_LIMITS: &str = "timeout = \"30s\"\ngrace = \"300ms\"";
 
 /// Makes the scenario's project a git work tree with `docs/README` and `docs/sub/notes` and
