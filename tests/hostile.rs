@@ -1920,10 +1920,11 @@ fn b22_toolsmiths_own_state_in_the_project_stays_read_only() {
 // Issue 22, finding 2: nested repositories (`b23-nested-repository`; its header lists the
 // attempts). Each attempt must be held and each ordinary counterpart must work, under
 // `project` and under the default profile (no `[sandbox]` table), in a git project without
-// `.toolsmith` (so no seal of the project's root could be what holds them).
+// `.toolsmith`: sealing the project's root against new entries (today's way for a missing
+// protected path) fails the control `new file at the project root`, and holds nothing below.
 
 /// The attempts of the fixture's shell part, its system calls (`python3`, which
-/// [`attacks_can_run`] requires) and the race.
+/// [`attacks_can_run`] requires) and the races.
 const NESTED_ATTEMPTS: &[&str] = &[
     "mkdir docs/.git with core.fsmonitor",
     ".git file with gitdir",
