@@ -14,6 +14,7 @@ mod bench;
 mod cargo;
 mod ci;
 mod codegen;
+mod creations_bench;
 mod discovery_bench;
 mod egress_bench;
 mod filter_bench;
