@@ -5,7 +5,8 @@
 //! One thread, blocking calls, one connection at a time (the bench makes one at a time): it
 //! accepts, reads the request head in as few `recv`s as the client's writes allow, rewrites
 //! the absolute URI to the origin form, connects to the bench's server (no name, no check,
-//! no record), sends the head and splices the response to the client through a pipe. No
+//! no record) from a socket whose receive buffer is fixed as the proxy's, sends the head
+//! and splices the response to the client through a pipe. No
 //! runtime, no task, no wake-up but the kernel's own. What it still pays is what every
 //! proxy that terminates TCP pays: a second loopback TCP connection (its handshake, and the
 //! sending and receiving of every byte a second time) and the wake-ups of one more thread.
@@ -38,7 +39,7 @@ pub(crate) fn start(upstream: u16) -> anyhow::Result<u16> {
 fn serve(mut client: TcpStream, upstream: u16) -> std::io::Result<()> {
     client.set_nodelay(true)?;
     let head = read_head(&mut client)?;
-    let mut server = TcpStream::connect(("127.0.0.1", upstream))?;
+    let mut server = connect(upstream)?;
     server.set_nodelay(true)?;
     server.write_all(&origin_form(&head)?)?;
     let pipe = pipe()?;
@@ -57,6 +58,43 @@ fn serve(mut client: TcpStream, upstream: u16) -> std::io::Result<()> {
         }
     }
     client.shutdown(Shutdown::Write)
+}
+
+/// The receive buffer of the upstream socket, fixed before `connect` as the proxy's is
+/// (`egress/proxy.rs`, `UPSTREAM_RECEIVE_BYTES`): the cheapest relay known, so a floor.
+const RECEIVE_BYTES: libc::c_int = 4 << 20;
+
+/// A connection to `127.0.0.1:port` from a socket whose receive buffer is fixed first.
+fn connect(port: u16) -> std::io::Result<TcpStream> {
+    // SAFETY: socket, setsockopt and connect on a descriptor we own, from live values.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let socket = OwnedFd::from_raw_fd(fd);
+        let size = RECEIVE_BYTES;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw const size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let mut address: libc::sockaddr_in = std::mem::zeroed();
+        address.sin_family = libc::AF_INET as libc::sa_family_t;
+        address.sin_port = port.to_be();
+        address.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        if libc::connect(
+            fd,
+            (&raw const address).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(TcpStream::from(socket))
+    }
 }
 
 /// The request head, read until its blank line.
