@@ -11,6 +11,7 @@ mod protocol;
 mod proxy;
 mod relay;
 mod unix;
+mod window;
 
 pub use destination::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
@@ -21,3 +22,4 @@ pub use listen::PROXY_PORT;
 pub(crate) use listen::{EgressChannel, listen_and_send, proxy_env, send_descriptor};
 pub(crate) use proxy::{Proxy, Resolver};
 pub(crate) use unix::{UnixSupervisor, supported as unix_grants_supported};
+pub(crate) use window::widen_receive_window;
