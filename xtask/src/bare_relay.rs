@@ -1,6 +1,6 @@
-//! The egress bench's floor: the least any HTTP proxy does for one request, with nothing
-//! of toolsmith's in it, so that the report can tell the proxy's own cost from the cost of
-//! relaying at all.
+//! The egress bench's bare relay: the least any HTTP proxy does for one request, with
+//! nothing of toolsmith's in it, so that the report can tell the proxy's own cost from the
+//! cost of relaying at all.
 //!
 //! One thread, blocking calls, one connection at a time (the bench makes one at a time): it
 //! accepts, reads the request head in as few `recv`s as the client's writes allow, rewrites
@@ -61,7 +61,8 @@ fn serve(mut client: TcpStream, upstream: u16) -> std::io::Result<()> {
 }
 
 /// The receive buffer of the upstream socket, fixed before `connect` as the proxy's is
-/// (`egress/proxy.rs`, `UPSTREAM_RECEIVE_BYTES`): the cheapest relay known, so a floor.
+/// (`egress/proxy.rs`, `UPSTREAM_RECEIVE_BYTES`): the relay is as cheap as it can be made
+/// from the host's namespace.
 const RECEIVE_BYTES: libc::c_int = 4 << 20;
 
 /// A connection to `127.0.0.1:port` from a socket whose receive buffer is fixed first.

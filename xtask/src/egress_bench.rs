@@ -9,14 +9,17 @@
 //! same request, the same server and the same body. What is compared is curl's own timing of
 //! the transfer, not the call (the sandbox's cost is the spawn bench's business): the time
 //! to the first byte of the response, which holds the proxy's fixed cost per connection
-//! (accept, parse, check, connect upstream), and the whole transfer. The two variants
+//! (accept, parse, check, connect upstream), and the whole transfer. The variants
 //! alternate in rounds whose order turns and flips each time, so the kernel's deferred work
 //! left by one call (a network namespace torn down) falls on all alike.
 //!
-//! A third variant is the floor: the same call as "direct", curl told to use a bare relay of
+//! A third variant is a bare relay: the same call as "direct", curl told to use a relay of
 //! this process (`bare_relay.rs`: one blocking thread, no checks, no runtime) as its proxy.
-//! What the bare relay adds to "direct" is what relaying through a second TCP connection costs
-//! on this machine whoever does it; what the proxy adds to the bare relay is the proxy's own.
+//! What it adds to "direct" is what relaying through a second TCP connection costs on this
+//! machine with the host's TCP defaults; the proxy can do better than it only through what
+//! its run's own network namespace has and the host's has not (`egress/window.rs`: the run's
+//! sockets start with a wide receive window), and its first byte shows the proxy's own
+//! fixed cost (runtime, checks, records) over the least a relay does.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -227,7 +230,7 @@ impl EgressReport {
                 &self.direct,
             ),
             (
-                "bare relay (floor: no checks, one blocking thread)",
+                "bare relay (no checks, one blocking thread)",
                 &self.bare_first_byte,
                 &self.bare,
             ),
@@ -257,7 +260,7 @@ impl EgressReport {
         );
         let _ = writeln!(
             report,
-            "proxy / bare relay: {:.2} (the proxy's own cost); bare relay / direct: {:.2} (relaying at all)",
+            "proxy / bare relay: {:.2}; bare relay / direct: {:.2} (relaying at all, with the host's TCP defaults)",
             self.proxied.median / self.bare.median,
             self.bare.median / self.direct.median,
         );
