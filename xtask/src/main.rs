@@ -10,6 +10,7 @@
     reason = "xtask is a terminal tool: it reports progress, violations and errors on stderr"
 )]
 
+mod bare_relay;
 mod bench;
 mod cargo;
 mod ci;

@@ -82,6 +82,13 @@ pub(crate) extern "C" fn child_main(argument: *mut c_void) -> c_int {
         }
         // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
         // here, in the namespace's first process, before the program starts.
+        // In the run's own network namespace, before `/proc/sys` becomes read-only
+        // (`mounts`): its sockets start with a wide receive window (`egress/window.rs`).
+        // Only in a namespace of the run's own: never the host's `tcp_rmem`. Refused, the
+        // kernel's default stays and the run is only slower.
+        if setup.egress_channel.is_some() && setup.clone_flags & libc::CLONE_NEWNET != 0 {
+            crate::egress::widen_receive_window();
+        }
         if setup.mount_proc && !mount_private_proc() {
             return fail(context, Stage::MountProc);
         }

@@ -13,6 +13,7 @@ mod protocol;
 mod proxy;
 mod relay;
 mod unix;
+mod window;
 
 pub use destination::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
@@ -27,3 +28,4 @@ pub(crate) use listen::{
 };
 pub(crate) use proxy::{Proxy, Resolver};
 pub(crate) use unix::{read_memory, supported as supervisor_supported};
+pub(crate) use window::widen_receive_window;
