@@ -66,44 +66,44 @@ impl Supervisor {
                     .then_some(Answer::Errno(errno));
             }
         };
-        let caller = Identity::of_thread(pid);
-        let status = proc_status(&format!("{pid}/status")).unwrap_or_default();
-        let umask = umask_of(&status);
-        if let Some((tgid, tid)) = namespace_ids(&status) {
-            call.rewrite_self(tgid, tid);
-        }
+        let status = proc_status(&format!("{pid}/status"));
         let directory = libc::O_PATH | libc::O_DIRECTORY;
-        let place = open_in_proc(&format!("{pid}/ns/mnt"), libc::O_RDONLY).and_then(|mounts| {
-            Ok(Place {
-                mounts,
-                root: open_in_proc(&format!("{pid}/root"), directory)?,
-            })
-        });
         let cwd = open_in_proc(&format!("{pid}/cwd"), directory);
-        let process = open_pidfd(pid);
+        let descriptors = call.descriptors();
+        let process = if descriptors.is_empty() {
+            None
+        } else {
+            Some(open_pidfd(pid))
+        };
+        let opened = self.run_view.borrow().is_some() || self.open_run_view(pid);
         if !self.still_waiting(notification.id) {
             return None;
         }
-        let (Ok(place), Ok(cwd), Ok(process), Some(host)) = (place, cwd, process, &self.host)
-        else {
+        let (Ok(status), Ok(cwd), true, Some(proc)) = (status, cwd, opened, &self.proc) else {
             return Some(Answer::Errno(libc::ESRCH));
         };
+        let caller = Identity::parse(&status);
+        if let Some((tgid, tid)) = namespace_ids(&status) {
+            call.rewrite_self(tgid, tid);
+        }
         let mut taken = Vec::new();
-        for fd in call.descriptors() {
-            match take_descriptor(&process, fd) {
+        for fd in descriptors {
+            let copy = match &process {
+                Some(Ok(process)) => take_descriptor(process, fd),
+                Some(Err(errno)) => Err(*errno),
+                None => Err(libc::EBADF),
+            };
+            match copy {
                 Ok(copy) => taken.push((fd, copy)),
                 Err(errno) => return Some(Answer::Errno(errno)),
             }
         }
-        let Ok(proc) = open_in_proc(".", libc::O_PATH | libc::O_DIRECTORY) else {
-            return Some(Answer::Errno(libc::ESRCH));
-        };
         let view = View { cwd, taken };
         let mut refused = Vec::new();
-        let made = if place.enter() {
+        let made = if self.enter_run_view() {
             self.as_caller(&caller, || {
-                with_umask(umask, || {
-                    crate::creations::make(creations, &view, &call, &proc, &mut refused)
+                with_umask(umask_of(&status), || {
+                    crate::creations::make(creations, &view, &call, proc, &mut refused)
                 })
             })
         } else {
@@ -112,15 +112,60 @@ impl Supervisor {
                 "entering the caller's mount namespace".to_owned(),
             ))
         };
-        if !host.enter() {
-            self.stuck.set(true);
-        }
         self.record_writes(refused);
         Some(match made {
             Ok(Ok(Made::Value(value))) => Answer::Value(value),
             Ok(Ok(Made::File(file, cloexec))) => Answer::File(file, cloexec),
             Ok(Err(errno)) | Err((errno, _)) => Answer::Errno(errno),
         })
+    }
+
+    /// Opens the run's view (mount namespace and root) from its process `pid`.
+    fn open_run_view(&self, pid: u32) -> bool {
+        let directory = libc::O_PATH | libc::O_DIRECTORY;
+        let place = open_in_proc(&format!("{pid}/ns/mnt"), libc::O_RDONLY).and_then(|mounts| {
+            Ok(Place {
+                mounts,
+                root: open_in_proc(&format!("{pid}/root"), directory)?,
+            })
+        });
+        match place {
+            Ok(place) => {
+                *self.run_view.borrow_mut() = Some(place);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Moves this thread into the run's view, unless it is there already.
+    fn enter_run_view(&self) -> bool {
+        if self.in_run_view.get() {
+            return true;
+        }
+        let entered = self.run_view.borrow().as_ref().is_some_and(Place::enter);
+        // Entering may stop half way (in the namespace, not yet the root):
+        // counted as inside, so that leaving puts both back.
+        self.in_run_view.set(true);
+        if !entered {
+            self.leave_run_view();
+        }
+        entered
+    }
+
+    /// Moves this thread back into toolsmith's view, unless it is there
+    /// already; false (and the supervisor stops) when it cannot.
+    pub(super) fn leave_run_view(&self) -> bool {
+        if !self.in_run_view.get() {
+            return true;
+        }
+        let left = self.host.as_ref().is_some_and(Place::enter);
+        if left {
+            self.in_run_view.set(false);
+        } else {
+            self.stuck.set(true);
+        }
+        left
     }
 
     fn record_writes(&self, refused: Vec<crate::WriteAttempt>) {

@@ -158,6 +158,9 @@ impl UnixSupervisor {
             creations,
             writes: Arc::clone(&writes),
             host: None,
+            run_view: std::cell::RefCell::new(None),
+            in_run_view: std::cell::Cell::new(false),
+            proc: None,
             listener,
             stop: stop_copy,
             granted: granted
@@ -218,6 +221,15 @@ pub(super) struct Supervisor {
     /// toolsmith's mount namespace and root, to come back to after a creation
     /// in the caller's (`creating.rs`).
     pub(super) host: Option<super::creating::Place>,
+    /// The run's mount namespace and root, opened at its first creation: every
+    /// process of a run shares them (the filter refuses `setns`, `chroot`,
+    /// `pivot_root` and new mount namespaces).
+    pub(super) run_view: std::cell::RefCell<Option<super::creating::Place>>,
+    /// The thread is in the run's view (it stays there between creations, and
+    /// goes back to toolsmith's for a Unix socket's connect).
+    pub(super) in_run_view: std::cell::Cell<bool>,
+    /// toolsmith's `/proc`, to read the callers' and name descriptors.
+    pub(super) proc: Option<OwnedFd>,
     listener: OwnedFd,
     stop: OwnedFd,
     granted: Vec<Vec<u8>>,
@@ -242,6 +254,12 @@ impl Supervisor {
         self.own = Identity::own().ok();
         if self.creations.is_some() {
             self.host = super::creating::Place::own();
+            self.proc = host_proc().and_then(|proc| {
+                // SAFETY: the process-wide descriptor outlives this thread; this is a copy.
+                unsafe { std::os::fd::BorrowedFd::borrow_raw(proc) }
+                    .try_clone_to_owned()
+                    .ok()
+            });
         }
         while !self.stuck.get() {
             let mut polled = [
@@ -400,6 +418,10 @@ impl Supervisor {
     fn answer(&self, notification: &libc::seccomp_notif) -> Option<i32> {
         if i64::from(notification.data.nr) != libc::SYS_connect {
             return Some(libc::ENOSYS);
+        }
+        // A connect opens granted paths in toolsmith's view.
+        if !self.leave_run_view() {
+            return Some(libc::EACCES);
         }
         let [descriptor, address_at, length, ..] = notification.data.args;
         let Ok(length) = usize::try_from(length as u32 as i32) else {
