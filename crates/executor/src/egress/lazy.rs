@@ -41,10 +41,14 @@ impl LazySupervisor {
         })?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
+            // A notification makes the listener readable; the end of every
+            // process of the run only closes it (`EPOLLHUP`), which needs no supervisor.
             let needed = tokio::select! {
                 biased;
-                ready = registered.readable() => ready.is_ok(),
                 _ = stopped => false,
+                ready = registered.readable() => {
+                    ready.is_ok_and(|guard| guard.ready().is_readable())
+                }
             };
             drop(registered);
             if !needed {

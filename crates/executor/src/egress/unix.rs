@@ -199,9 +199,11 @@ impl UnixSupervisor {
         let (thread, stopper) = (self.thread, Arc::clone(&self.stopper));
         // A connect in progress is ended at once (bounded.rs), not at its bound.
         let _joined = tokio::task::spawn_blocking(move || {
+            // The thread sees the eventfd at once unless a connect holds it;
+            // a short pause keeps the call's end from waiting long for it.
             while !thread.is_finished() {
                 stopper.interrupt();
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(std::time::Duration::from_micros(200));
             }
             thread.join()
         })
