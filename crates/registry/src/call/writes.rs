@@ -11,8 +11,8 @@ use crate::sandbox::SandboxReport;
 fn denial(section: &str, attempt: &WriteAttempt) -> SandboxDenial {
     let reason = match attempt.reason {
         WriteRefusal::Repository => {
-            "a new repository (.git or HEAD) in a writable root: git would run its configuration \
-             (core.fsmonitor, hooks) at the user's next command there"
+            "a repository's name (.git, HEAD) or a name inside a .git, in a writable root: git \
+             would run what it holds (core.fsmonitor, hooks) at the user's next command there"
         }
         WriteRefusal::Protected => {
             "a protected path (toolsmith's layers and config, a peer's tool directory, \
