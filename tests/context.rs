@@ -113,8 +113,9 @@ impl TestContext {
     }
 
     /// A directory below the project where tools may leave markers under the default profile
-    /// (which lets a tool write only below the project; the project's root itself is sealed
-    /// while its `.git` is missing, so markers go in a directory of their own).
+    /// (which lets a tool write only below the project; markers go in a directory of their own,
+    /// which also holds where the seccomp supervisor is unavailable and the project's root is
+    /// sealed while its `.git` is missing).
     pub(crate) fn outbox(&self) -> PathBuf {
         let outbox = self.project.join("outbox");
         fs::create_dir_all(&outbox).unwrap();

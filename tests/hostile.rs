@@ -1917,6 +1917,330 @@ fn b22_toolsmiths_own_state_in_the_project_stays_read_only() {
     call.assert_clean(bound(1000, 300));
 }
 
+// Issue 22, finding 2: nested repositories (`b23-nested-repository`; its header lists the
+// attempts). Each attempt must be held and each ordinary counterpart must work, under
+// `project` and under the default profile (no `[sandbox]` table), in a git project without
+// `.toolsmith`: sealing the project's root against new entries (today's way for a missing
+// protected path) fails the control `new file at the project root`, and holds nothing below.
+
+/// The attempts of the fixture's shell part, its system calls (`python3`, which
+/// [`attacks_can_run`] requires) and the races.
+const NESTED_ATTEMPTS: &[&str] = &[
+    "mkdir docs/.git with core.fsmonitor",
+    ".git file with gitdir",
+    "implicit bare repository",
+    "copy of the root .git as docs/copy/clone",
+    "repository built in TMPDIR and moved in",
+    "mv x .git",
+    "ln -s /tmp .git",
+    "ln file .git",
+    "mkdir .GIT",
+    "mkdir .Git",
+    "mkdir .GIT at the project root",
+    "mkdir -p a/b/c/.git",
+    "ln -s at the root, mkdir through it",
+    "ln -s to a directory, mkdir through it",
+    "mkdir /proc/self/cwd/docs/.git",
+    "mkdir .git with an absolute path",
+    "mkdir x/../.git/",
+    "mkdirat .git",
+    "mkdirat .git relative to an O_PATH descriptor",
+    "openat O_CREAT .git",
+    "openat O_CREAT HEAD",
+    "openat2 O_CREAT .git",
+    "renameat2 RENAME_NOREPLACE x .git",
+    "renameat2 RENAME_WHITEOUT x .git",
+    "renameat2 RENAME_NOREPLACE file HEAD",
+    "renameat2 RENAME_EXCHANGE x with the root .git",
+    "linkat of an O_TMPFILE through /proc/self/fd to .git",
+    "linkat of an O_TMPFILE with AT_EMPTY_PATH to .git",
+    "symlinkat .git",
+    "symlinkat HEAD",
+    "mknodat FIFO HEAD",
+    "mknodat regular .git",
+    "race on mkdir's path, flipped by another thread",
+    "race on mkdir's path, flipped by another process",
+];
+
+/// The attempts through git itself, made where the sandbox can run git.
+const NESTED_GIT_ATTEMPTS: &[&str] = &["git init", "git init --bare"];
+
+/// The attempts through the old x86_64 calls (aarch64 has none of them).
+const NESTED_OLD_CALL_ATTEMPTS: &[&str] = &[
+    "mkdir(2) .git",
+    "open(2) O_CREAT .git",
+    "creat(2) HEAD",
+    "rename(2) x .git",
+    "link(2) file .git",
+    "symlink(2) .git",
+    "mknod(2) FIFO HEAD",
+];
+
+/// The same operations with ordinary names, which must still work.
+const NESTED_CONTROLS: &[&str] = &[
+    "new directory and file in docs/",
+    "new file at the project root",
+    "file with a gitdir line",
+    "mv x y and back",
+    "ln -s /tmp link",
+    "ln file linked",
+    "mkdir through a symbolic link to a directory",
+    "mkdir through /proc/self/cwd",
+    "mkdir with an absolute path",
+    "mkdirat plain",
+    "O_EXCL file written and read",
+    "renameat2 RENAME_NOREPLACE file renamed",
+    "renameat2 RENAME_EXCHANGE x with y",
+    "linkat of an O_TMPFILE to an ordinary name",
+    "linkat of a file to an ordinary name",
+    "symlinkat plain",
+    "mknodat FIFO plain",
+    "the thread race made ordinary directories",
+    "the process race made ordinary directories",
+];
+
+/// The fixture's shell and python start-up, its many small processes and the two 1.5 s races.
+const NESTED_LIMITS: &str = "timeout = \"30s\"\ngrace = \"300ms\"";
+
+/// Makes the scenario's project a git work tree with `docs/README` and `docs/sub/notes` and
+/// nothing else (no `.toolsmith`), and returns its whole tree.
+fn git_project(scenario: &Scenario) -> Vec<(PathBuf, Vec<u8>)> {
+    let project = &scenario.context.project;
+    let status = git(project).args(["init", "-q"]).status().unwrap();
+    assert!(status.success());
+    fs::create_dir_all(project.join("docs/sub")).unwrap();
+    fs::write(project.join("docs/README"), "docs\n").unwrap();
+    fs::write(project.join("docs/sub/notes"), "notes\n").unwrap();
+    project_tree(project)
+}
+
+/// `git -C dir` with an environment of the test's own: no system or global config.
+fn git(dir: &Path) -> Command {
+    #[expect(clippy::disallowed_methods, reason = "the test checks from outside")]
+    let mut command = Command::new("git");
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .arg("-C")
+        .arg(dir);
+    command
+}
+
+/// Every entry below `project` (symbolic links not followed) with its bytes, a link's target
+/// or its kind.
+fn project_tree(project: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut entries = Vec::new();
+    let mut pending = vec![project.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let file_type = entry.file_type().unwrap();
+            let content = if file_type.is_dir() {
+                pending.push(path.clone());
+                b"<dir>".to_vec()
+            } else if file_type.is_symlink() {
+                let target = fs::read_link(&path).unwrap();
+                [b"<symlink> ".as_slice(), target.as_os_str().as_bytes()].concat()
+            } else if file_type.is_file() {
+                fs::read(&path).unwrap()
+            } else {
+                b"<special>".to_vec()
+            };
+            entries.push((path, content));
+        }
+    }
+    entries.sort();
+    entries
+}
+
+/// The entries named `.git` or `HEAD` (any case) in the project, but the root's `.git`.
+fn repository_names(project: &Path) -> Vec<PathBuf> {
+    let root_git = project.join(".git");
+    project_tree(project)
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| !path.starts_with(&root_git))
+        .filter(|path| {
+            path.file_name().is_some_and(|name| {
+                let name = name.to_string_lossy();
+                name.eq_ignore_ascii_case(".git") || name.eq_ignore_ascii_case("head")
+            })
+        })
+        .collect()
+}
+
+/// The directories of the project (outside the root's `.git`) from which git finds another
+/// repository than the root's, with the one it finds.
+fn foreign_repositories(project: &Path) -> Vec<(PathBuf, String)> {
+    let root_git = project.join(".git");
+    let mut dirs = vec![project.to_path_buf()];
+    dirs.extend(
+        project_tree(project)
+            .into_iter()
+            .map(|(path, _)| path)
+            .filter(|path| !path.starts_with(&root_git))
+            .filter(|path| fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir())),
+    );
+    dirs.into_iter()
+        .filter_map(|dir| match git_dir_of(&dir) {
+            Ok(found) if Path::new(&found) == root_git => None,
+            Ok(found) | Err(found) => Some((dir, found)),
+        })
+        .collect()
+}
+
+/// The repository git finds from `dir` (`rev-parse --absolute-git-dir`), or why it found
+/// none: its error, or that it hung (a FIFO named HEAD blocks git's read of it), after which
+/// it is killed.
+fn git_dir_of(dir: &Path) -> Result<String, String> {
+    let mut child = git(dir)
+        .args(["rev-parse", "--absolute-git-dir"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("git hung".to_owned());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    }
+}
+
+/// What the call's text says went wrong: an `ESCAPED` or `FAILED` line, an attempt of
+/// `held` not reported held, an ordinary creation of `controls` not reported made.
+fn nested_report(call: &Call, held: &[&str], controls: &[&str]) -> Vec<String> {
+    let text = call.result_text();
+    let printed = |line: String| text.lines().any(|printed| printed == line);
+    let mut problems: Vec<String> = text
+        .lines()
+        .filter(|line| line.starts_with("ESCAPED") || line.starts_with("FAILED"))
+        .map(str::to_owned)
+        .collect();
+    for attempt in held {
+        if !printed(format!("held: {attempt}")) && !printed(format!("ESCAPED: {attempt}")) {
+            problems.push(format!("attempt `{attempt}` was not made"));
+        }
+    }
+    for control in controls {
+        if !printed(format!("ok: {control}")) && !printed(format!("FAILED: {control}")) {
+            problems.push(format!("ordinary creation `{control}` was not made"));
+        }
+    }
+    problems
+}
+
+/// The nested-repository attempts under the config's `sandbox` table `sandbox`, checked by
+/// the tool and from outside; every problem is reported at once.
+fn assert_no_nested_repository(sandbox: &str) {
+    let scenario = Scenario::with_config("b23-nested-repository", NESTED_LIMITS, "", sandbox);
+    let project = scenario.context.project.clone();
+    let before = git_project(&scenario);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({"tool_success": true}));
+    let mut attempts = NESTED_ATTEMPTS.to_vec();
+    if call
+        .result_text()
+        .contains("WARNING: no git in the sandbox")
+    {
+        eprintln!("WARNING: b23 could not run git in the sandbox: `git init` not tried");
+    } else {
+        attempts.extend(NESTED_GIT_ATTEMPTS);
+    }
+    let mut controls = NESTED_CONTROLS.to_vec();
+    if cfg!(target_arch = "x86_64") {
+        attempts.extend(NESTED_OLD_CALL_ATTEMPTS);
+        controls.push("mkdir(2) plain");
+    }
+    let mut problems = nested_report(&call, &attempts, &controls);
+    for path in repository_names(&project) {
+        problems.push(format!("repository name made: {}", path.display()));
+    }
+    for (dir, found) in foreign_repositories(&project) {
+        problems.push(format!("git in {} finds: {found}", dir.display()));
+    }
+    let after = project_tree(&project);
+    for (path, _) in after.iter().filter(|entry| !before.contains(entry)) {
+        problems.push(format!("made or changed: {}", path.display()));
+    }
+    for (path, _) in before.iter().filter(|entry| !after.contains(entry)) {
+        problems.push(format!("removed or changed: {}", path.display()));
+    }
+    assert!(
+        problems.is_empty(),
+        "the tool made a repository below the project, or an ordinary creation failed: \
+         {problems:#?}\n{}\nsandbox: {:#}",
+        call.result_text(),
+        call.metadata("sandbox")
+    );
+    call.assert_clean(bound(30_000, 300));
+}
+
+#[test]
+fn b23_no_nested_repository_under_project() {
+    if !attacks_can_run("b23") {
+        return;
+    }
+    assert_no_nested_repository(PROJECT);
+}
+
+#[test]
+fn b23_no_nested_repository_under_the_default_profile() {
+    if !attacks_can_run("b23") {
+        return;
+    }
+    assert_no_nested_repository("");
+}
+
+/// A refused creation is in the envelope: `metadata.sandbox.denied` has a `write` entry
+/// naming the `.git` the tool tried to make.
+#[test]
+fn b23_a_refused_nested_repository_is_reported() {
+    if !attacks_can_run("b23") {
+        return;
+    }
+    let scenario = Scenario::with_config(
+        "b23-nested-repository",
+        NESTED_LIMITS,
+        "HOSTILE_ONLY = \"report\", ",
+        PROJECT,
+    );
+    let project = scenario.context.project.clone();
+    git_project(&scenario);
+    let call = scenario.call(&[]);
+    call.assert_envelope(&json!({"tool_success": true}));
+    assert_held(&call, &["mkdir docs/.git with core.fsmonitor"]);
+    assert!(repository_names(&project).is_empty(), "{:#}", call.envelope);
+    let denied = call.metadata("sandbox")["denied"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        denied.iter().any(|entry| {
+            entry["kind"] == "write"
+                && entry["target"]
+                    .as_str()
+                    .is_some_and(|target| target.ends_with("report/.git"))
+        }),
+        "no `write` denial of docs/report/.git: {:#}",
+        call.envelope
+    );
+    call.assert_clean(bound(30_000, 300));
+}
+
 #[test]
 fn b15_the_cgroup_release_agent_is_out_of_reach() {
     if !attacks_can_run("b15") {

@@ -238,12 +238,14 @@ async fn c02_a_tool_of_serve_http_reads_neither_the_token_nor_toolsmiths_command
 /// and every process it can list): any command line naming `--tools-dir` is toolsmith's, and
 /// it tries to raise that process's `oom_score_adj` (only toolsmith's: the test must not
 /// touch the host's other processes).
-const PID_ONE: &str = "for p in /proc/1 /proc/$PPID /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case \"$c\" in *--tools-dir*) echo \"ESCAPED-cmdline $p\"; echo 1000 > $p/oom_score_adj 2>/dev/null && echo ESCAPED-oom-$p ;; esac; done; echo ran-pid-one";
+const PID_ONE: &str = "for p in /proc/1 /proc/1/task/1 /proc/$PPID /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case \"$c\" in *--tools-dir*) echo \"ESCAPED-cmdline $p\"; echo 1000 > $p/oom_score_adj 2>/dev/null && echo ESCAPED-oom-$p ;; esac; done; echo 1 > /proc/1/coredump_filter 2>/dev/null && echo ESCAPED-coredump; ls /proc/1/ 2>/dev/null | grep -q . && echo ESCAPED-listed; echo ran-pid-one";
 
 /// Issue 23: nothing under `/proc/1` reveals or changes toolsmith, under `full` and with
 /// `[sandbox] user` (the existing `hidepid=4` protection, checked under the new default), and
 /// in the fallback without a private PID namespace, where PID 1 is the host's init, not
-/// toolsmith (the envelope says the namespace did not apply).
+/// toolsmith (the envelope says the namespace did not apply), and in the fallback of a
+/// kernel without `hidepid=4` (`TOOLSMITH_DISABLE_FEATURES=hidepid`), where `/proc/1` is
+/// covered by an empty read-only tmpfs.
 #[test]
 fn c03_pid_one_reveals_nothing_of_toolsmith_under_full_user_and_the_fallback() {
     if !as_root("c03") {
@@ -258,6 +260,8 @@ fn c03_pid_one_reveals_nothing_of_toolsmith_under_full_user_and_the_fallback() {
         ("full", "", ""),
         ("user", "[sandbox]\nuser = \"65534:65534\"\n", ""),
         ("fallback", "", "private-proc"),
+        // A kernel older than 5.8 (no `hidepid=4`): `/proc/1` is an empty read-only tmpfs.
+        ("old kernel", "", "hidepid"),
     ] {
         context.user_config(config);
         let output = context
@@ -271,7 +275,7 @@ fn c03_pid_one_reveals_nothing_of_toolsmith_under_full_user_and_the_fallback() {
         assert!(shown.contains("ran-pid-one"), "{name}: {envelope:#}");
         assert!(!shown.contains("ESCAPED"), "{name}: {shown}");
         let private = envelope["metadata"]["sandbox"]["pid_namespace"] == json!(true);
-        assert_eq!(private, disabled.is_empty(), "{name}: {envelope:#}");
+        assert_eq!(private, disabled != "private-proc", "{name}: {envelope:#}");
     }
 }
 

@@ -385,6 +385,7 @@ fn doctor_with_a_problem_without_color() {
           ipc and uts namespaces  ok  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
           seccomp                 ok  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
           read-mask server        ok  a tool's attempts to read a masked path (~/.ssh, ~/.aws, toolsmith's state) are reported as `kind: "read"` denials naming the `read_reveal` to add; without it the masks hide the same, silently: a detached FUSE mount serves the read masks and records what runs try
+          seccomp supervisor      ok  network = ["unix:/path"] grants, and no new repository (.git, HEAD) or absent protected path made at any depth of a writable root; without it Unix socket grants fail closed and an absent protected path's directory is sealed against every new entry: seccomp user notifications, pidfd_getfd and openat2
           secrets: private-proc (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
           probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
           read masks: every home's credentials and toolsmith's own state hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, "Read masks")
@@ -471,6 +472,7 @@ fn doctor_with_color() {
           ipc and uts namespaces  [ESC][32mok[ESC][0m  SysV objects and POSIX queues die with each call, the host's stay out of sight: new IPC and UTS namespaces (as root)
           seccomp                 [ESC][32mok[ESC][0m  syscalls = filter (keyrings, bpf, mounts, namespaces, ptrace, modules, ... denied): a seccomp filter can be installed
           read-mask server        [ESC][32mok[ESC][0m  a tool's attempts to read a masked path (~/.ssh, ~/.aws, toolsmith's state) are reported as `kind: "read"` denials naming the `read_reveal` to add; without it the masks hide the same, silently: a detached FUSE mount serves the read masks and records what runs try
+          seccomp supervisor      [ESC][32mok[ESC][0m  network = ["unix:/path"] grants, and no new repository (.git, HEAD) or absent protected path made at any depth of a writable root; without it Unix socket grants fail closed and an absent protected path's directory is sealed against every new entry: seccomp user notifications, pidfd_getfd and openat2
           secrets: [ESC][36mprivate-proc[ESC][0m (every call has its own PID namespace and /proc; also toolsmith's initial environment was blanked at start)
           probes: network deny, filesystem read-only, own PID namespace, whatever the settings above
           read masks: every home's credentials and toolsmith's own state hidden from every tool under every profile (`read_reveal` shows a path; docs/security.md, "Read masks")

@@ -61,6 +61,8 @@ pub(crate) struct BenchSettings {
     only_egress: bool,
     /// `--only spawn`: measure and report the per-call section alone (both parents).
     only_spawn: bool,
+    /// `--only creations`: measure and report the supervised creations section alone.
+    only_creations: bool,
 }
 
 impl BenchSettings {
@@ -84,6 +86,15 @@ impl BenchSettings {
             only_generate: false,
             only_egress: false,
             only_spawn: false,
+            only_creations: false,
+        }
+    }
+
+    /// The same settings, measuring the supervised creations section alone (`--only creations`).
+    pub(crate) fn only_creations(self) -> BenchSettings {
+        BenchSettings {
+            only_creations: true,
+            ..self
         }
     }
 
@@ -601,6 +612,11 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     if settings.only_spawn {
         return run_spawn_only(settings);
     }
+    if settings.only_creations {
+        return print_report(
+            &crate::creations_bench::measure(settings.egress_transfers())?.render(),
+        );
+    }
     let server_binary = crate::mcp_bench::build_server(root)?;
     let harness = Harness::new()?;
     let facts = machine_facts();
@@ -632,6 +648,7 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     )?;
     let filter = crate::filter_bench::measure(settings)?;
     let egress = crate::egress_bench::measure(settings.egress_transfers())?;
+    let creations = crate::creations_bench::measure(settings.egress_transfers())?;
     let ballast = allocate_large_parent_memory()?;
     rows.extend(measure_pass(
         &harness,
@@ -654,6 +671,8 @@ pub(crate) fn run(settings: &BenchSettings, root: &Path) -> anyhow::Result<()> {
     report.push_str(&filter.render());
     report.push('\n');
     report.push_str(&egress.render());
+    report.push('\n');
+    report.push_str(&creations.render());
     print_report(&report)
 }
 

@@ -4,14 +4,22 @@
 //! The server is this process's own, on the host's loopback (no other address is ever
 //! used). Each call runs `curl` in a sandbox: "direct" with the executor's network,
 //! "proxied" with `Network::Proxy` granting exactly `127.0.0.1:PORT` (a literal grant, the
-//! one way the proxy reaches loopback), `curl` told to use the proxy. Both variants pay the
+//! one way the proxy reaches loopback), `curl` told to use the proxy. All variants pay the
 //! same client work: one fresh connection per transfer (no keep-alive on either side), the
 //! same request, the same server and the same body. What is compared is curl's own timing of
 //! the transfer, not the call (the sandbox's cost is the spawn bench's business): the time
 //! to the first byte of the response, which holds the proxy's fixed cost per connection
-//! (accept, parse, check, connect upstream), and the whole transfer. The two variants
-//! alternate in pairs whose order flips each time (ABBA), so the kernel's deferred work
-//! left by one call (a network namespace torn down) falls on both alike.
+//! (accept, parse, check, connect upstream), and the whole transfer. The variants
+//! alternate in rounds whose order turns and flips each time, so the kernel's deferred work
+//! left by one call (a network namespace torn down) falls on all alike.
+//!
+//! A third variant is a bare relay: the same call as "direct", curl told to use a relay of
+//! this process (`bare_relay.rs`: one blocking thread, no checks, no runtime) as its proxy.
+//! What it adds to "direct" is what relaying through a second TCP connection costs on this
+//! machine with the host's TCP defaults; the proxy can do better than it only through what
+//! its run's own network namespace has and the host's has not (`egress/window.rs`: the run's
+//! sockets start with a wide receive window), and its first byte shows the proxy's own
+//! fixed cost (runtime, checks, records) over the least a relay does.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -47,10 +55,12 @@ impl Timings {
     }
 }
 
-/// The distributions of both variants.
+/// The distributions of the three variants.
 pub(crate) struct EgressReport {
     direct_first_byte: Stats,
     direct: Stats,
+    bare_first_byte: Stats,
+    bare: Stats,
     proxied_first_byte: Stats,
     proxied: Stats,
     transfers: usize,
@@ -83,14 +93,14 @@ fn serve() -> anyhow::Result<u16> {
     Ok(port)
 }
 
-fn curl(port: u16, sandbox: Sandbox, proxied: bool) -> anyhow::Result<Command> {
+/// A curl call fetching from `port`, through the proxy on `proxy_port` or directly.
+fn curl(port: u16, sandbox: Sandbox, proxy_port: Option<u16>) -> anyhow::Result<Command> {
     let mut command = Command::new(Path::new("/usr/bin/curl"), Path::new("/"))
         .context("could not plan a curl call")?;
-    let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
-    let via: &[&str] = if proxied {
-        &["--proxy", &proxy, "--noproxy", ""]
-    } else {
-        &["--noproxy", "*"]
+    let proxy = proxy_port.map(|proxy_port| format!("http://127.0.0.1:{proxy_port}"));
+    let via: &[&str] = match &proxy {
+        Some(proxy) => &["--proxy", proxy, "--noproxy", ""],
+        None => &["--noproxy", "*"],
     };
     for arg in via.iter().copied().chain([
         "-sf",
@@ -134,10 +144,11 @@ fn transfer(
     })
 }
 
-/// Measures `transfers` transfers of each variant, in pairs of alternating order, after a
-/// few warm-ups.
+/// Measures `transfers` transfers of each variant, in rounds of turning and flipping order,
+/// after a few warm-ups.
 pub(crate) fn measure(transfers: usize) -> anyhow::Result<EgressReport> {
     let port = serve()?;
+    let bare_port = crate::bare_relay::start(port)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -152,38 +163,47 @@ pub(crate) fn measure(transfers: usize) -> anyhow::Result<EgressReport> {
     };
     let grant = format!("127.0.0.1:{port}");
     let egress = Egress::from_entries([grant.as_str()]).context("the bench's own grant")?;
-    let direct = curl(port, Sandbox::none(), false)?;
-    let proxied = curl(
-        port,
-        Sandbox {
-            network: Network::Proxy(egress),
-            ..Sandbox::none()
-        },
-        true,
-    )?;
+    // Direct, through the bare relay, through the call's proxy.
+    let commands = [
+        curl(port, Sandbox::none(), None)?,
+        curl(port, Sandbox::none(), Some(bare_port))?,
+        curl(
+            port,
+            Sandbox {
+                network: Network::Proxy(egress),
+                ..Sandbox::none()
+            },
+            Some(PROXY_PORT),
+        )?,
+    ];
     let limits = Limits {
         timeout: Duration::from_secs(30),
         ..Limits::recommended()
     };
     for _ in 0..3 {
-        transfer(&runtime, &executor, &direct, &limits)?;
-        transfer(&runtime, &executor, &proxied, &limits)?;
-    }
-    let (mut direct_samples, mut proxied_samples) = (Timings::default(), Timings::default());
-    for pair in 0..transfers {
-        if pair % 2 == 0 {
-            direct_samples.push(transfer(&runtime, &executor, &direct, &limits)?);
-            proxied_samples.push(transfer(&runtime, &executor, &proxied, &limits)?);
-        } else {
-            proxied_samples.push(transfer(&runtime, &executor, &proxied, &limits)?);
-            direct_samples.push(transfer(&runtime, &executor, &direct, &limits)?);
+        for command in &commands {
+            transfer(&runtime, &executor, command, &limits)?;
         }
     }
+    let mut samples: [Timings; 3] = Default::default();
+    for round in 0..transfers {
+        let mut order = [0, 1, 2];
+        order.rotate_left(round % 3);
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for variant in order {
+            samples[variant].push(transfer(&runtime, &executor, &commands[variant], &limits)?);
+        }
+    }
+    let [direct, bare, proxied] = samples;
     Ok(EgressReport {
-        direct_first_byte: Stats::of(&direct_samples.first_byte),
-        direct: Stats::of(&direct_samples.total),
-        proxied_first_byte: Stats::of(&proxied_samples.first_byte),
-        proxied: Stats::of(&proxied_samples.total),
+        direct_first_byte: Stats::of(&direct.first_byte),
+        direct: Stats::of(&direct.total),
+        bare_first_byte: Stats::of(&bare.first_byte),
+        bare: Stats::of(&bare.total),
+        proxied_first_byte: Stats::of(&proxied.first_byte),
+        proxied: Stats::of(&proxied.total),
         transfers,
     })
 }
@@ -199,7 +219,7 @@ impl EgressReport {
         let mut report = String::new();
         let _ = writeln!(
             report,
-            "egress proxy: a 1 MiB HTTP transfer, curl's timing (µs), {} transfers per variant, alternating (ABBA), one fresh connection each",
+            "egress proxy: a 1 MiB HTTP transfer, curl's timing (µs), {} transfers per variant, alternating, one fresh connection each",
             self.transfers
         );
         let header = ["variant", "first byte median", "median", "p90", "ratio"].map(str::to_owned);
@@ -208,30 +228,41 @@ impl EgressReport {
                 "direct (network allowed)",
                 &self.direct_first_byte,
                 &self.direct,
-                1.0,
+            ),
+            (
+                "bare relay (no checks, one blocking thread)",
+                &self.bare_first_byte,
+                &self.bare,
             ),
             (
                 "through the call's egress proxy",
                 &self.proxied_first_byte,
                 &self.proxied,
-                self.ratio(),
             ),
         ]
-        .map(|(label, first_byte, stats, ratio)| {
+        .map(|(label, first_byte, stats)| {
             [
                 label.to_owned(),
                 format!("{:.0}", first_byte.median),
                 format!("{:.0}", stats.median),
                 format!("{:.0}", stats.p90),
-                format!("{ratio:.2}"),
+                format!("{:.2}", stats.median / self.direct.median),
             ]
         });
         report.push_str(&render_table(&header, &rows, 1));
         let _ = writeln!(
             report,
-            "the proxy adds {:+.0} µs to the first byte (its fixed cost per connection) and {:+.0} µs to the whole transfer (medians)",
+            "the proxy adds {:+.0} µs to the first byte (its fixed cost per connection) and {:+.0} µs to the whole transfer (medians); the bare relay adds {:+.0} µs and {:+.0} µs",
             self.proxied_first_byte.median - self.direct_first_byte.median,
             self.proxied.median - self.direct.median,
+            self.bare_first_byte.median - self.direct_first_byte.median,
+            self.bare.median - self.direct.median,
+        );
+        let _ = writeln!(
+            report,
+            "proxy / bare relay: {:.2}; bare relay / direct: {:.2} (relaying at all, with the host's TCP defaults)",
+            self.proxied.median / self.bare.median,
+            self.bare.median / self.direct.median,
         );
         let _ = writeln!(
             report,

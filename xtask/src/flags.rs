@@ -118,6 +118,7 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
     let mut only_generate = false;
     let mut only_egress = false;
     let mut only_spawn = false;
+    let mut only_creations = false;
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
@@ -142,14 +143,15 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
                 Some("generate") => only_generate = true,
                 Some("egress") => only_egress = true,
                 Some("spawn") => only_spawn = true,
+                Some("creations") => only_creations = true,
                 Some(section) => {
                     return Err(format!(
-                        "`--only` knows the sections `spawn`, `discovery`, `filter`, `generate` and `egress`, not `{section}`"
+                        "`--only` knows the sections `spawn`, `discovery`, `filter`, `generate`, `egress` and `creations`, not `{section}`"
                     ));
                 }
                 None => {
                     return Err(
-                        "`--only` needs a section (`spawn`, `discovery`, `filter`, `generate` or `egress`)"
+                        "`--only` needs a section (`spawn`, `discovery`, `filter`, `generate`, `egress` or `creations`)"
                             .to_owned(),
                     );
                 }
@@ -158,6 +160,14 @@ fn parse_bench(args: &mut impl Iterator<Item = String>) -> Result<BenchSettings,
         }
     }
     let settings = BenchSettings::resolve(quick, calls);
+    if only_creations {
+        let others = only_spawn || only_discovery || only_filter || only_generate || only_egress;
+        return if others {
+            Err("`--only` takes one section".to_owned())
+        } else {
+            Ok(settings.only_creations())
+        };
+    }
     Ok(
         match (
             only_spawn,
@@ -264,6 +274,12 @@ mod tests {
             &["bench", "--quick", "--only", "spawn"],
             Ok(Task::Bench(BenchSettings::resolve(true, None).only_spawn())),
         );
+        check(
+            &["bench", "--quick", "--only", "creations"],
+            Ok(Task::Bench(
+                BenchSettings::resolve(true, None).only_creations(),
+            )),
+        );
     }
 
     #[test]
@@ -296,13 +312,13 @@ mod tests {
         check(
             &["bench", "--only"],
             Err(
-                "`--only` needs a section (`spawn`, `discovery`, `filter`, `generate` or `egress`)",
+                "`--only` needs a section (`spawn`, `discovery`, `filter`, `generate`, `egress` or `creations`)",
             ),
         );
         check(
             &["bench", "--only", "mcp"],
             Err(
-                "`--only` knows the sections `spawn`, `discovery`, `filter`, `generate` and `egress`, not `mcp`",
+                "`--only` knows the sections `spawn`, `discovery`, `filter`, `generate`, `egress` and `creations`, not `mcp`",
             ),
         );
         check(

@@ -10,10 +10,12 @@
     reason = "xtask is a terminal tool: it reports progress, violations and errors on stderr"
 )]
 
+mod bare_relay;
 mod bench;
 mod cargo;
 mod ci;
 mod codegen;
+mod creations_bench;
 mod discovery_bench;
 mod egress_bench;
 mod filter_bench;

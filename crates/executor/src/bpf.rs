@@ -4,9 +4,12 @@
 //! compiles that table), whose leaves run each number's rule.
 
 use crate::seccomp::{
-    AF_UNIX, LAST_CLASSIFIED, PROXIED_FAMILIES, Rule, SOCK_TYPE_MASK, SOCKETPAIR_TYPES,
-    named_rules, rules,
+    AF_UNIX, LAST_CLASSIFIED, PROXIED_FAMILIES, Rule, SET_ID_BITS, SOCK_TYPE_MASK,
+    SOCKETPAIR_TYPES, named_rules, rules_for,
 };
+
+/// `O_CREAT`, the same on every architecture the filter supports.
+const O_CREAT: u32 = 0o100;
 
 /// `AUDIT_ARCH_X86_64`: EM_X86_64 | 64-bit | little-endian.
 #[cfg(target_arch = "x86_64")]
@@ -108,12 +111,22 @@ pub(crate) const LEAF_SIZE: usize = 8;
 /// Installing also translates and compiles every instruction, so the leaves
 /// keep the program small: consecutive numbers share a comparison, and the
 /// rules of a leaf share its returns.
+#[cfg(test)]
 pub(crate) fn build(
     network_denied: impl Into<crate::seccomp::Sockets>,
     private_pids: bool,
 ) -> Vec<libc::sock_filter> {
+    build_for(network_denied, private_pids, false)
+}
+
+/// [`build`], with the calls that make a name sent to the supervisor when `creations`.
+pub(crate) fn build_for(
+    network_denied: impl Into<crate::seccomp::Sockets>,
+    private_pids: bool,
+    creations: bool,
+) -> Vec<libc::sock_filter> {
     let mut program = header();
-    program.extend(search(&table(network_denied, private_pids)));
+    program.extend(search(&table_for(network_denied, private_pids, creations)));
     program
 }
 
@@ -134,11 +147,21 @@ pub(crate) fn build_deny_list(
 /// The spans the search runs over: those of `rules`, which classify every
 /// number up to `LAST_CLASSIFIED`, and one more refusing every number above
 /// with `ENOSYS` (on x86_64 the header has refused the x32 numbers already).
+#[cfg(test)]
 pub(crate) fn table(
     network_denied: impl Into<crate::seccomp::Sockets>,
     private_pids: bool,
 ) -> Vec<Span> {
-    let mut table = spans(&rules(network_denied, private_pids));
+    table_for(network_denied, private_pids, false)
+}
+
+/// [`table`], with the calls that make a name sent to the supervisor when `creations`.
+pub(crate) fn table_for(
+    network_denied: impl Into<crate::seccomp::Sockets>,
+    private_pids: bool,
+    creations: bool,
+) -> Vec<Span> {
+    let mut table = spans(&rules_for(network_denied, private_pids, creations));
     let first = LAST_CLASSIFIED + 1;
     let last = if cfg!(target_arch = "x86_64") {
         X32_SYSCALL_BIT - 1
@@ -365,6 +388,12 @@ pub(crate) fn check(rule: Rule) -> Vec<Op> {
             ops.extend(allow_only(&SOCKETPAIR_TYPES, refuse));
             ops
         }
+        Rule::NotifyCreate { flags, mode } => vec![
+            op(BPF_LD_W_ABS, argument_low(flags)),
+            op_jump(BPF_JSET_K, O_CREAT, Goto::Notify, Goto::Next),
+            op(BPF_LD_W_ABS, argument_low(mode)),
+            op_jump(BPF_JSET_K, SET_ID_BITS, refuse, Goto::Allow),
+        ],
         Rule::AllowOnly {
             argument,
             values,

@@ -82,6 +82,13 @@ pub(crate) extern "C" fn child_main(argument: *mut c_void) -> c_int {
         }
         // C1 step 2 (`mounts`): the call's mount layout and UTS set-up go
         // here, in the namespace's first process, before the program starts.
+        // In the run's own network namespace, before `/proc/sys` becomes read-only
+        // (`mounts`): its sockets start with a wide receive window (`egress/window.rs`).
+        // Only in a namespace of the run's own: never the host's `tcp_rmem`. Refused, the
+        // kernel's default stays and the run is only slower.
+        if setup.egress_channel.is_some() && setup.clone_flags & libc::CLONE_NEWNET != 0 {
+            crate::egress::widen_receive_window();
+        }
         if setup.mount_proc && !mount_private_proc() {
             return fail(context, Stage::MountProc);
         }
@@ -396,16 +403,18 @@ unsafe fn confine(setup: &InitPlan, plan: &SpawnPlan) -> Result<(), Stage> {
     Ok(())
 }
 
-/// Installs the run's filter. A filter that sends `connect` to the
-/// supervisor (`seccomp::Sockets::ProxiedUnix`) is installed with a listener,
-/// which goes to the executor on the egress channel, after the proxy's
-/// listener, and is closed here before any program of the run exists (a
-/// program holding it could answer its own notifications).
+/// Installs the run's filter. A filter that sends calls to the supervisor
+/// (`connect` under `seccomp::Sockets::ProxiedUnix`, the calls that make a
+/// name under supervised creations) is installed with a listener, which goes
+/// to the executor on the notify channel (the egress channel, after the
+/// proxy's listener, or a channel of its own), and is closed here before any
+/// program of the run exists (a program holding it could answer its own
+/// notifications).
 ///
 /// # Safety
 /// In the clone child: raw system calls only.
 unsafe fn install_filter(setup: &InitPlan, filter: &libc::sock_fprog) -> bool {
-    let Some(channel) = setup.egress_channel.filter(|_| setup.seccomp_listener) else {
+    let Some(channel) = setup.notify_channel else {
         // SAFETY: as the caller's.
         return unsafe { seccomp::install(filter) };
     };
@@ -442,15 +451,16 @@ pub(crate) unsafe fn mount_private_proc() -> bool {
     }
 }
 
-/// Mounts a fresh `/proc` on `/proc` with [`PROC_OPTIONS`], or without
-/// them on a kernel older than 5.8, which does not know them (there
-/// `/proc/1` stays visible: `docs/security.md`).
+/// Mounts a fresh `/proc` on `/proc` with [`PROC_OPTIONS`], or, on a kernel
+/// older than 5.8, which does not know them, without them and with `/proc/1`
+/// (toolsmith's init in a private PID namespace) behind an empty read-only
+/// `tmpfs`, so that nothing under it shows or changes toolsmith there either.
 ///
 /// # Safety
-/// Async-signal-safe: only `mount`.
+/// Async-signal-safe: only `mount`, and an atomic load.
 pub(crate) unsafe fn mount_proc() -> bool {
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    [PROC_OPTIONS.as_ptr(), ptr::null()].iter().any(|&options| {
+    let mount = |options: *const libc::c_char| {
         // SAFETY: mount with static NUL-terminated strings.
         unsafe {
             libc::mount(
@@ -461,8 +471,29 @@ pub(crate) unsafe fn mount_proc() -> bool {
                 options.cast(),
             ) == 0
         }
-    })
+    };
+    let hidepid = !PROC_WITHOUT_HIDEPID.load(std::sync::atomic::Ordering::Relaxed);
+    if hidepid && mount(PROC_OPTIONS.as_ptr()) {
+        return true;
+    }
+    // SAFETY: mount with static NUL-terminated strings.
+    mount(ptr::null())
+        && unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                c"/proc/1".as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"size=0,nr_inodes=1,mode=0555".as_ptr().cast(),
+            ) == 0
+        }
 }
+
+/// Set (before any run) when `hidepid` is turned off by
+/// `TOOLSMITH_DISABLE_FEATURES=hidepid`, to test the fallback of kernels
+/// older than 5.8; the clone child reads it (it shares the executor's memory).
+pub(crate) static PROC_WITHOUT_HIDEPID: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// The options of a run's `/proc`: `hidepid=4` (`ptraceable`, Linux 5.8)
 /// shows a process only to those who may ptrace it, with no exemption for a

@@ -56,13 +56,19 @@ pub struct Features {
     /// to read its masks are recorded ([`Outcome::reads_denied`](crate::Outcome)). Without
     /// it the masks are empty `tmpfs` and files that refuse the same, silently.
     pub read_watch: Probe,
+    /// toolsmith's seccomp supervisor (user notifications, `pidfd_getfd`, `openat2`): Unix
+    /// socket grants, and the supervised creations that refuse new repositories and missing
+    /// protected paths at any depth of a writable root (`creations.rs`). Without it Unix
+    /// socket grants fail closed and the missing protected paths' directories are sealed.
+    pub supervisor: Probe,
     /// The Landlock ABI version, when Landlock is available.
     pub landlock_abi: Option<u32>,
 }
 
 /// The environment variable naming probes to treat as unavailable, separated
 /// by commas: `netns`, `private-proc`, `mounts`, `ipc`, `landlock`, `seccomp`, `fuse` (the
-/// read-mask server). For tests of fallbacks.
+/// read-mask server), `supervisor` (the seccomp supervisor), `hidepid` (a run's `/proc`
+/// mounted as on a kernel older than 5.8). For tests of fallbacks.
 pub const DISABLE_FEATURES_VAR: &str = "TOOLSMITH_DISABLE_FEATURES";
 
 pub(crate) fn disabled(feature: &str) -> Option<Probe> {
@@ -93,6 +99,7 @@ impl Features {
             ("landlock", &self.landlock),
             ("seccomp", &self.seccomp),
             ("read-mask server", &self.read_watch),
+            ("seccomp supervisor", &self.supervisor),
         ]
     }
 }
@@ -104,6 +111,9 @@ pub fn probe_features() -> Features {
 
 /// Probes the kernel, keeping the cgroup directories for an executor.
 pub(crate) fn probe() -> (Option<Cgroups>, Features) {
+    if disabled("hidepid").is_some() {
+        crate::child::PROC_WITHOUT_HIDEPID.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let (cgroups, cgroup_probes) = Cgroups::create();
     let features = Features {
         cgroup_kill: cgroup_probes.kill,
@@ -155,6 +165,24 @@ pub(crate) fn probe() -> (Option<Cgroups>, Features) {
                 available: false,
                 detail: reason,
             },
+        }),
+        supervisor: disabled("supervisor").unwrap_or_else(|| {
+            match crate::egress::supervisor_supported() {
+                // The supervisor's `/proc` is opened now, with the executor's
+                // other descriptors, not at a first run's.
+                Ok(()) if crate::egress::host_proc().is_some() => Probe {
+                    available: true,
+                    detail: "seccomp user notifications, pidfd_getfd and openat2".to_owned(),
+                },
+                Ok(()) => Probe {
+                    available: false,
+                    detail: "/proc cannot be opened".to_owned(),
+                },
+                Err(reason) => Probe {
+                    available: false,
+                    detail: reason,
+                },
+            }
         }),
         landlock_abi: None,
     };

@@ -31,6 +31,7 @@ mod cgroup;
 mod child;
 mod command;
 mod containment;
+mod creations;
 mod egress;
 mod environ;
 mod error;
@@ -69,6 +70,7 @@ pub use crate::backend::{Backend, BackendChoice, UnknownBackend};
 pub use crate::command::{
     Command, DEFAULT_ENV_ALLOW, MAX_REPORT_LINE, REPORT_FD, ReportSink, filtered_env,
 };
+pub use crate::creations::{MAX_WRITE_ATTEMPTS, WriteAttempt, WriteRefusal};
 pub use crate::egress::{
     DEFAULT_PORTS, Destination, DestinationError, Egress, EgressEvent, EgressProtocol,
     EgressVerdict, HostPattern, PROXY_PORT,

@@ -71,6 +71,10 @@ pub struct Outcome {
     pub reads_denied: Vec<crate::ReadAttempt>,
     /// How many more attempts there were beyond `reads_denied`.
     pub reads_denied_more: usize,
+    /// Every name the run tried to make and was refused (supervised creations,
+    /// `Sandbox::protected`), at most [`MAX_WRITE_ATTEMPTS`](crate::MAX_WRITE_ATTEMPTS),
+    /// deduplicated, in order.
+    pub writes_denied: Vec<crate::WriteAttempt>,
 }
 
 impl Outcome {

@@ -92,9 +92,10 @@ pub(crate) struct InitPlan {
     /// The child end of the run's egress channel: the namespace's first
     /// process listens on the proxy's port and sends the socket on it.
     pub(crate) egress_channel: Option<RawFd>,
-    /// The filter is installed with a listener for the supervisor of the
-    /// run's Unix socket grants, sent on the egress channel (`child.rs`).
-    pub(crate) seccomp_listener: bool,
+    /// The channel the filter's listener goes to (the egress channel, or a
+    /// channel of its own): the filter is installed with a listener, which
+    /// goes to the executor's supervisor (Unix socket grants, supervised creations).
+    pub(crate) notify_channel: Option<RawFd>,
 }
 
 // SAFETY: the seccomp program is static; the plan is never mutated after construction.

@@ -284,7 +284,7 @@ impl Planner {
                 .egress
                 .as_ref()
                 .map(crate::egress::EgressChannel::child_fd),
-            seccomp_listener: sandbox.seccomp_listener,
+            notify_channel: sandbox.notify_fd(),
         })
     }
 

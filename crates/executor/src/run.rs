@@ -58,6 +58,23 @@ impl Drop for RunGuard<'_> {
     }
 }
 
+/// The supervisor of the run's Unix socket grants and of its creations, when
+/// its filter has a listener: its program waits in the call until the
+/// supervisor answers, so it may start after the program, and it starts only
+/// when first needed.
+fn start_supervisor(sandbox: &SandboxPlan) -> Result<Option<crate::egress::LazySupervisor>, Error> {
+    if !sandbox.seccomp_listener {
+        return Ok(None);
+    }
+    let granted = sandbox
+        .egress
+        .as_ref()
+        .map(|channel| channel.egress.unix_sockets.clone())
+        .unwrap_or_default();
+    crate::egress::LazySupervisor::start(sandbox.notifier()?, granted, sandbox.creations.clone())
+        .map(Some)
+}
+
 /// Runs `command` to completion. See [`Executor::run`].
 ///
 /// Four steps: [`start`] (the sandbox, the container, the pipes and the
@@ -116,15 +133,7 @@ pub(crate) async fn run(
         )?),
         None => None,
     };
-    // The supervisor of the run's Unix socket grants: its program waits in
-    // `connect` until the supervisor answers, so it may start after the program.
-    let unix_grants = match &sandbox.egress {
-        Some(channel) if sandbox.seccomp_listener => Some(crate::egress::UnixSupervisor::start(
-            channel.notifier()?,
-            channel.egress.unix_sockets.clone(),
-        )?),
-        _ => None,
-    };
+    let supervisor = start_supervisor(&sandbox)?;
     let Some(leader) = guard.leader.as_ref() else {
         return Err(lost("the run lost its leader"));
     };
@@ -168,11 +177,15 @@ pub(crate) async fn run(
         Some(proxy) => proxy.finish().await,
         None => Vec::new(),
     };
-    if let Some(unix_grants) = unix_grants {
-        egress.extend(unix_grants.finish().await);
+    let mut writes_denied = Vec::new();
+    if let Some(supervisor) = supervisor {
+        let (events, writes) = supervisor.finish().await;
+        egress.extend(events);
+        writes_denied = writes;
     }
     let mut outcome = outcome(executor, limits, supervised, streams, settled, wall_time)?;
     outcome.egress = egress;
+    outcome.writes_denied = writes_denied;
     if let Some(watch) = watch {
         (outcome.reads_denied, outcome.reads_denied_more) = watch.finish();
     }
@@ -592,6 +605,7 @@ fn outcome(
         egress: Vec::new(),
         reads_denied: Vec::new(),
         reads_denied_more: 0,
+        writes_denied: Vec::new(),
     };
     executor.release(containment);
     Ok(outcome)

@@ -25,7 +25,7 @@
 
 use std::sync::OnceLock;
 
-use crate::bpf::{build, build_deny_list};
+use crate::bpf::{build_deny_list, build_for};
 
 /// Whether the filter of a network-denied run refuses `socket` for every
 /// family, and `socketpair` but for connected Unix stream and seqpacket
@@ -213,8 +213,13 @@ pub(crate) enum Rule {
     /// which could `sendto` any named socket without a `connect`).
     ProxiedOrUnixStream,
     /// Sent to toolsmith's supervisor (`SECCOMP_RET_USER_NOTIF`), which
-    /// answers it (`egress/unix.rs`): `connect` in a run with Unix socket grants.
+    /// answers it: `connect` in a run with Unix socket grants (`egress/unix.rs`),
+    /// the calls that make a name in a run with supervised creations (`creations.rs`).
     Notify,
+    /// `open`/`openat` in a run with supervised creations: sent to the
+    /// supervisor when argument `flags` has `O_CREAT`; else refused with
+    /// `EPERM` when argument `mode` has a `SET_ID_BITS` bit (`O_TMPFILE`).
+    NotifyCreate { flags: u32, mode: u32 },
 }
 
 /// Which sockets a run may make: the filter's one network-dependent part.
@@ -252,23 +257,38 @@ impl From<bool> for Sockets {
 pub(crate) const PROXIED_FAMILIES: [u32; 3] = [2, 10, 16];
 
 /// The filter program, built once per kind: with `network_denied`, sockets
-/// are refused too; without `private_pids`, tracing (`TRACING`) too.
+/// are refused too; without `private_pids`, tracing (`TRACING`) too; with
+/// `creations`, the calls that make a name go to the supervisor
+/// (`supervise_creations`).
 pub(crate) fn program(
     sockets: impl Into<Sockets>,
     private_pids: bool,
+    creations: bool,
 ) -> &'static [libc::sock_filter] {
-    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 8] = [const { OnceLock::new() }; 8];
+    static PROGRAMS: [OnceLock<Vec<libc::sock_filter>>; 16] = [const { OnceLock::new() }; 16];
     let sockets = sockets.into();
-    let index = sockets as usize * 2 + usize::from(private_pids);
-    PROGRAMS[index].get_or_init(|| build(sockets, private_pids))
+    let index = (sockets as usize * 2 + usize::from(private_pids)) * 2 + usize::from(creations);
+    PROGRAMS[index].get_or_init(|| build_for(sockets, private_pids, creations))
 }
 
 /// Every number up to [`LAST_CLASSIFIED`] the filter does not simply allow,
 /// with its rule, sorted by number: the refusals and argument checks, and
 /// `ENOSYS` for each number neither they nor the allow-list name.
 pub(crate) fn rules(sockets: impl Into<Sockets>, private_pids: bool) -> Vec<(u32, Rule)> {
+    rules_for(sockets, private_pids, false)
+}
+
+/// [`rules`], with the calls that make a name sent to the supervisor when `creations`.
+pub(crate) fn rules_for(
+    sockets: impl Into<Sockets>,
+    private_pids: bool,
+    creations: bool,
+) -> Vec<(u32, Rule)> {
     let sockets = sockets.into();
     let mut rules = named_rules(sockets, private_pids);
+    if creations {
+        supervise_creations(&mut rules);
+    }
     let mut allowed: Vec<u32> = crate::allowed::ALLOWED
         .iter()
         .map(|&call| number(call))
@@ -320,7 +340,7 @@ pub fn classified_system_calls(network_denied: bool, private_pids: bool) -> Vec<
 #[doc(hidden)]
 pub fn filters_for_bench(network_denied: bool, private_pids: bool) -> FiltersForBench {
     FiltersForBench {
-        allow_list: program(network_denied, private_pids).to_vec(),
+        allow_list: program(network_denied, private_pids, false).to_vec(),
         deny_list: build_deny_list(network_denied, private_pids),
     }
 }
@@ -453,6 +473,50 @@ pub(crate) fn named_rules(sockets: impl Into<Sockets>, private_pids: bool) -> Ve
     rules
 }
 
+/// The calls that make a new name in a directory, besides `open`/`openat`
+/// with `O_CREAT`: in a run with supervised creations each goes to the
+/// supervisor, which makes the name itself or refuses it (`creations.rs`).
+/// `openat2` is refused with `ENOSYS` in every run (its flags are out of the
+/// filter's reach), and `io_uring` with `EPERM`, so no other door makes a name.
+pub(crate) const CREATING: &[libc::c_long] = &[
+    libc::SYS_mkdirat,
+    libc::SYS_mknodat,
+    libc::SYS_renameat2,
+    libc::SYS_linkat,
+    libc::SYS_symlinkat,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_renameat,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_mkdir,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_mknod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_rename,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_link,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_symlink,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_creat,
+];
+
+/// Replaces the rules of the calls that make a name (`CREATING`, and
+/// `open`/`openat` with `O_CREAT`) by the supervisor's notification. The
+/// supervisor checks the set-id bits of their modes itself.
+fn supervise_creations(rules: &mut Vec<(u32, Rule)>) {
+    let mut supervised: Vec<(libc::c_long, Rule)> =
+        CREATING.iter().map(|&call| (call, Rule::Notify)).collect();
+    supervised.push((libc::SYS_openat, Rule::NotifyCreate { flags: 2, mode: 3 }));
+    #[cfg(target_arch = "x86_64")]
+    supervised.push((libc::SYS_open, Rule::NotifyCreate { flags: 1, mode: 2 }));
+    for (call, rule) in supervised {
+        let call = number(call);
+        rules.retain(|&(other, _)| other != call);
+        rules.push((call, rule));
+    }
+    rules.sort_unstable_by_key(|&(call, _)| call);
+}
+
 /// The program in the form `seccomp(2)` takes.
 pub(crate) fn fprog(program: &'static [libc::sock_filter]) -> libc::sock_fprog {
     libc::sock_fprog {
@@ -538,7 +602,7 @@ pub(crate) fn probe() -> Result<(), String> {
             std::env::consts::ARCH
         ));
     }
-    let filter = fprog(program(false, false));
+    let filter = fprog(program(false, false, false));
     let mut stack = vec![0_u8; 64 * 1024];
     // SAFETY: a vfork-style clone whose child only makes system calls on
     // its own stack, then exits; the filter applies to the child alone.
@@ -1210,6 +1274,58 @@ mod tests {
                     };
                     let verdict = Verdict::from_return(interpret(&program, &data));
                     assert_eq!(verdict, expected, "socket({family}, {kind})");
+                }
+            }
+        }
+    }
+
+    /// With supervised creations, every call that makes a name goes to the
+    /// supervisor (`open`/`openat` only with `O_CREAT`), and every other call
+    /// gets what the same kind of run without supervision gets.
+    #[test]
+    fn with_supervised_creations_every_call_that_makes_a_name_is_supervised() {
+        use crate::bpf::build_for;
+        use crate::seccomp::{CREATING, Sockets};
+        let open_calls: Vec<(libc::c_long, usize)> = {
+            let mut calls = vec![(libc::SYS_openat, 2)];
+            #[cfg(target_arch = "x86_64")]
+            calls.push((libc::SYS_open, 1));
+            calls
+        };
+        for sockets in [
+            Sockets::Any,
+            Sockets::Proxied,
+            Sockets::ProxiedUnix,
+            Sockets::None,
+        ] {
+            for private_pids in [false, true] {
+                let supervised = build_for(sockets, private_pids, true);
+                let plain = build(sockets, private_pids);
+                check_jumps(&supervised);
+                for nr in numbers() {
+                    for args in argument_sets() {
+                        let data = Data {
+                            nr,
+                            arch: AUDIT_ARCH,
+                            args,
+                        };
+                        let verdict = Verdict::from_return(interpret(&supervised, &data));
+                        let call = libc::c_long::from(nr);
+                        let expected = if CREATING.contains(&call) {
+                            Verdict::Notify
+                        } else if let Some(&(_, flags)) =
+                            open_calls.iter().find(|&&(open, _)| open == call)
+                        {
+                            if args[flags] & 0o100 != 0 {
+                                Verdict::Notify
+                            } else {
+                                Verdict::from_return(interpret(&plain, &data))
+                            }
+                        } else {
+                            Verdict::from_return(interpret(&plain, &data))
+                        };
+                        assert_eq!(verdict, expected, "{sockets:?}, nr {nr}, args {args:x?}");
+                    }
                 }
             }
         }

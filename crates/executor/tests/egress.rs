@@ -514,3 +514,53 @@ fn a_prepared_sandbox_serves_its_call_through_its_own_proxy() {
         assert_eq!(hosts.a.hits(), 3);
     });
 }
+
+/// `tcp_rmem` ("min default max") as three numbers.
+fn receive_memory(text: &str) -> [u64; 3] {
+    let numbers: Vec<u64> = text
+        .split_whitespace()
+        .map(|word| word.parse().unwrap())
+        .collect();
+    numbers.try_into().unwrap()
+}
+
+/// A proxied run's sockets start with a wide receive window (`egress/window.rs`), set in
+/// its own network namespace before `/proc/sys` became read-only for it, with private
+/// mounts and without, prepared or not; the host's default stays as it was.
+#[test]
+fn a_proxied_runs_sockets_start_with_a_wide_window_and_the_hosts_stay() {
+    let host = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rmem").unwrap();
+    let [_, _, max] = receive_memory(&host);
+    let executor = Executor::new(ExecutorConfig {
+        backend: BackendChoice::Auto,
+        max_concurrent: None,
+    })
+    .unwrap();
+    executor.keep_prepared(true);
+    let cat = Path::new("/bin/cat");
+    for private in [false, true] {
+        let sandbox = Sandbox {
+            private_pids: private,
+            private_mounts: private,
+            ..proxied(&["a.test"])
+        };
+        // The first call prepares the next one's sandbox, which the second call uses.
+        for _ in 0..2 {
+            let outcome = run(
+                &executor,
+                &command(cat, &["/proc/sys/net/ipv4/tcp_rmem"], sandbox.clone()),
+            );
+            assert!(outcome.success(), "{outcome:?}");
+            let [_, default, run_max] = receive_memory(&outcome.stdout.text_lossy());
+            assert_eq!(run_max, max, "the maximum is kept");
+            assert!(
+                default >= (4 << 20u64).min(max),
+                "private mounts {private}: {outcome:?}"
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rmem").unwrap(),
+        host
+    );
+}

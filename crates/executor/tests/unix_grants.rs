@@ -74,7 +74,8 @@ impl Server {
                         &raw mut size,
                     )
                 };
-                let _ignored = writeln!(stream, "uid {}", credentials.uid);
+                // One write: the client reads what one `recv` brings.
+                let _ignored = stream.write_all(format!("uid {}\n", credentials.uid).as_bytes());
             }
         });
         Server { hits }

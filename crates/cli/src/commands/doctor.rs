@@ -83,7 +83,7 @@ struct Report<'run> {
     executor: &'run Executor,
     catalog: Catalog,
     kernel: Vec<Check>,
-    support: [Support<'run>; 7],
+    support: [Support<'run>; 8],
     sandbox: Vec<Check>,
     secrets: Secrets,
     /// `[secrets.NAME]`: each defined secret and who gets it, and the tools that declare a

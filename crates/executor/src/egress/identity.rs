@@ -30,19 +30,54 @@ pub(crate) struct Identity {
 impl Identity {
     /// The credentials of thread `tid` (the effective ids).
     pub(crate) fn of_thread(tid: u32) -> Result<Identity, i32> {
-        Identity::parse(
-            &std::fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| libc::ESRCH)?,
-        )
+        Identity::parse(&proc_status(&format!("{tid}/status"))?)
     }
 
     /// The calling thread's credentials.
     pub(crate) fn own() -> Result<Identity, i32> {
-        Identity::parse(
-            &std::fs::read_to_string("/proc/thread-self/status").map_err(|_| libc::ESRCH)?,
-        )
+        Identity::parse(&proc_status("thread-self/status")?)
     }
 
-    fn parse(status: &str) -> Result<Identity, i32> {
+    /// The calling thread's credentials, asked of the kernel directly (cheaper
+    /// than its `status`, and the same fields).
+    pub(crate) fn current() -> Result<Identity, i32> {
+        let (mut real, mut uid, mut saved) = (0, 0, 0);
+        let (mut real_gid, mut gid, mut saved_gid) = (0, 0, 0);
+        // SAFETY: each call fills three ids.
+        let ids = unsafe {
+            libc::getresuid(&raw mut real, &raw mut uid, &raw mut saved) == 0
+                && libc::getresgid(&raw mut real_gid, &raw mut gid, &raw mut saved_gid) == 0
+        };
+        if !ids {
+            return Err(last_errno());
+        }
+        // SAFETY: with a size of 0, getgroups returns the count and writes nothing.
+        let count = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+        let mut groups = vec![0; usize::try_from(count).map_err(|_| last_errno())?];
+        // SAFETY: the buffer holds `count` gids.
+        let count = unsafe { libc::getgroups(count, groups.as_mut_ptr()) };
+        groups.truncate(usize::try_from(count).map_err(|_| last_errno())?);
+        groups.sort_unstable();
+        let mut header = CapHeader {
+            version: CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        // SAFETY: zeroed plain C structures.
+        let mut data: [CapData; 2] = unsafe { zeroed() };
+        // SAFETY: capget fills two CapData for version 3.
+        if unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) } != 0 {
+            return Err(last_errno());
+        }
+        Ok(Identity {
+            uid,
+            gid,
+            groups,
+            effective: u64::from(data[0].effective) | (u64::from(data[1].effective) << 32),
+        })
+    }
+
+    /// The credentials in a thread's `status`.
+    pub(crate) fn parse(status: &str) -> Result<Identity, i32> {
         let field = |name: &str| {
             status
                 .lines()
@@ -70,6 +105,39 @@ impl Identity {
                 .map_err(|_| libc::ESRCH)?,
         })
     }
+}
+
+/// Reads `path` below toolsmith's `/proc`, through a descriptor opened once:
+/// a supervisor thread may be inside a run's root (`creations.rs`), where
+/// `/proc` is the run's own.
+pub(crate) fn proc_status(path: &str) -> Result<String, i32> {
+    use std::io::Read;
+    let proc = host_proc().ok_or(libc::ESRCH)?;
+    let path = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a descriptor and a NUL-terminated path; a fresh descriptor or -1.
+    let fd = unsafe { libc::openat(proc, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(libc::ESRCH);
+    }
+    // SAFETY: fresh and ours.
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    // A status is about 1.5 KiB: one read of a buffer that holds it, not a
+    // growing string's many (each generates the whole file again).
+    let mut bytes = Vec::with_capacity(4096);
+    file.read_to_end(&mut bytes).map_err(|_| libc::ESRCH)?;
+    String::from_utf8(bytes).map_err(|_| libc::ESRCH)
+}
+
+/// toolsmith's `/proc`, opened by the first thread that asks (in toolsmith's root).
+pub(crate) fn host_proc() -> Option<libc::c_int> {
+    static PROC: std::sync::OnceLock<Option<std::os::fd::OwnedFd>> = std::sync::OnceLock::new();
+    PROC.get_or_init(|| {
+        std::fs::File::open("/proc")
+            .ok()
+            .map(std::os::fd::OwnedFd::from)
+    })
+    .as_ref()
+    .map(std::os::fd::AsRawFd::as_raw_fd)
 }
 
 /// Why [`as_caller`] did not run its action, or did and could not restore.
@@ -100,7 +168,8 @@ pub(crate) fn as_caller<T>(
     }
     let switched = enter(&narrowed, own, permitted, inheritable);
     let result = switched.is_ok().then(action);
-    if leave(own, &narrowed, permitted, inheritable).is_err() || Identity::own().as_ref() != Ok(own)
+    if leave(own, &narrowed, permitted, inheritable).is_err()
+        || Identity::current().as_ref() != Ok(own)
     {
         return Err(Switch::Stuck);
     }
@@ -248,5 +317,12 @@ mod tests {
             })
         );
         assert!(Identity::parse("Uid:\t0\n").is_err());
+    }
+
+    /// The check after a switch back asks the kernel directly; it must read what
+    /// the thread's `status` says.
+    #[test]
+    fn the_kernel_and_the_status_agree_on_the_threads_identity() {
+        assert_eq!(Identity::current(), Identity::own());
     }
 }

@@ -31,25 +31,7 @@ pub(crate) struct EgressChannel {
 
 impl EgressChannel {
     pub(crate) fn new(egress: Egress) -> Result<EgressChannel, Error> {
-        let mut fds = [-1; 2];
-        // SAFETY: socketpair writes two descriptors into the array.
-        let made = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        };
-        if made != 0 {
-            return Err(Error::Sys {
-                call: "socketpair (egress channel)",
-                source: io::Error::last_os_error(),
-            });
-        }
-        // SAFETY: both descriptors are fresh and ours.
-        let (parent, child) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (parent, child) = pair()?;
         Ok(EgressChannel {
             egress,
             parent,
@@ -105,6 +87,72 @@ impl EgressChannel {
             source,
         })
     }
+}
+
+/// The channel of a run whose filter has a listener but no egress channel
+/// carries it (a run with supervised creations, `creations.rs`): the
+/// namespace's first process sends the listener, the executor receives it once.
+#[derive(Debug)]
+pub(crate) struct NotifyChannel {
+    parent: OwnedFd,
+    child: OwnedFd,
+    listener: Mutex<Option<OwnedFd>>,
+}
+
+impl NotifyChannel {
+    pub(crate) fn new() -> Result<NotifyChannel, Error> {
+        let (parent, child) = pair()?;
+        Ok(NotifyChannel {
+            parent,
+            child,
+            listener: Mutex::new(None),
+        })
+    }
+
+    /// The end the namespace's first process sends the listener on.
+    pub(crate) fn child_fd(&self) -> RawFd {
+        self.child.as_raw_fd()
+    }
+
+    /// A duplicate of the run's filter listener, received on the first call.
+    pub(crate) fn listener(&self) -> Result<OwnedFd, Error> {
+        let mut held = self
+            .listener
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if held.is_none() {
+            *held = Some(receive(self.parent.as_raw_fd())?);
+        }
+        let listener = held
+            .as_ref()
+            .ok_or_else(|| lost("no notification listener"))?;
+        listener.try_clone().map_err(|source| Error::Sys {
+            call: "dup (seccomp notification listener)",
+            source,
+        })
+    }
+}
+
+/// A datagram socket pair (close-on-exec): the executor's end, the child's end.
+fn pair() -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [-1; 2];
+    // SAFETY: socketpair writes two descriptors into the array.
+    let made = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if made != 0 {
+        return Err(Error::Sys {
+            call: "socketpair (egress channel)",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both descriptors are fresh and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 fn lost(what: &str) -> Error {

@@ -39,7 +39,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use super::bounded::{Stopper, connect_bounded, prepare_thread};
-use super::identity::{Identity, Switch, as_caller};
+use super::identity::{Identity, Switch, as_caller, host_proc, proc_status};
+use crate::creations::{Creations, WriteAttempt};
 use crate::{EgressEvent, EgressProtocol, EgressVerdict, Error};
 
 /// At most this many connects of one run are recorded (each is still decided).
@@ -49,7 +50,8 @@ const MAX_RECORDS: usize = 4096;
 const MAX_ADDRESS: usize = size_of::<libc::sockaddr_storage>();
 
 /// Whether this kernel has what the supervisor needs: user notifications
-/// (Linux 5.0), `pidfd_getfd` (5.6) and `openat2` (5.6); the reason when not.
+/// (Linux 5.0), `pidfd_getfd` (5.6), `openat2` (5.6) and the notification's
+/// `ADDFD` (5.9); the reason when not.
 pub(crate) fn supported() -> Result<(), String> {
     static SUPPORTED: OnceLock<Result<(), String>> = OnceLock::new();
     SUPPORTED.get_or_init(probe).clone()
@@ -72,6 +74,10 @@ fn probe() -> Result<(), String> {
             io::Error::last_os_error()
         ));
     }
+    // SECCOMP_IOCTL_NOTIF_ADDFD (Linux 5.9) has no probe short of a listener.
+    if kernel_release() < (5, 9) {
+        return Err("seccomp's ADDFD is unavailable (Linux 5.9)".to_owned());
+    }
     for (call, name) in [
         (libc::SYS_pidfd_getfd, "pidfd_getfd (Linux 5.6)"),
         (libc::SYS_openat2, "openat2 (Linux 5.6)"),
@@ -85,18 +91,52 @@ fn probe() -> Result<(), String> {
     Ok(())
 }
 
+/// The running kernel's major and minor version (0.0 when unknown).
+fn kernel_release() -> (u32, u32) {
+    // SAFETY: uname fills a zeroed utsname.
+    let mut name: libc::utsname = unsafe { zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::uname(&raw mut name) } != 0 {
+        return (0, 0);
+    }
+    let release: String = name
+        .release
+        .iter()
+        .take_while(|&&byte| byte != 0)
+        .map(|&byte| byte as u8 as char)
+        .collect();
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|part| part.parse().ok());
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+}
+
 /// A running supervisor; [`UnixSupervisor::finish`] stops it and returns its events.
 #[derive(Debug)]
-pub(crate) struct UnixSupervisor {
+pub(super) struct UnixSupervisor {
     stop: OwnedFd,
     thread: JoinHandle<()>,
     events: Arc<Mutex<Vec<EgressEvent>>>,
+    writes: Arc<Mutex<Vec<WriteAttempt>>>,
     stopper: Arc<Stopper>,
 }
 
 impl UnixSupervisor {
-    /// Answers the notifications of `listener` on a thread of its own.
-    pub(crate) fn start(listener: OwnedFd, granted: Vec<PathBuf>) -> Result<Self, Error> {
+    /// Answers the notifications of `listener` on a thread of its own: the
+    /// `connect`s of a run with Unix socket grants (`granted`), and the calls
+    /// that make a name of a run with supervised creations (`creations.rs`).
+    pub(crate) fn start(
+        listener: OwnedFd,
+        granted: Vec<PathBuf>,
+        creations: Option<Arc<Creations>>,
+    ) -> Result<Self, Error> {
+        // Opened here, in toolsmith's root, for the supervisor's reads of /proc.
+        if host_proc().is_none() {
+            return Err(Error::Sys {
+                call: "opening /proc (supervisor)",
+                source: io::Error::last_os_error(),
+            });
+        }
         // SAFETY: eventfd returns a fresh descriptor or -1.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
         if stop < 0 {
@@ -112,8 +152,15 @@ impl UnixSupervisor {
             source,
         })?;
         let events = Arc::new(Mutex::new(Vec::new()));
+        let writes = Arc::new(Mutex::new(Vec::new()));
         let stopper = Arc::new(Stopper::default());
         let supervisor = Supervisor {
+            creations,
+            writes: Arc::clone(&writes),
+            host: None,
+            run_view: std::cell::RefCell::new(None),
+            in_run_view: std::cell::Cell::new(false),
+            proc: None,
             listener,
             stop: stop_copy,
             granted: granted
@@ -136,6 +183,7 @@ impl UnixSupervisor {
             stop,
             thread,
             events,
+            writes,
             stopper,
         })
     }
@@ -143,7 +191,7 @@ impl UnixSupervisor {
     /// Stops answering (a call still waiting then fails with `ENOSYS`, as
     /// the kernel answers a notification no one listens to) and returns
     /// every connect the run's Unix sockets asked for.
-    pub(crate) async fn finish(self) -> Vec<EgressEvent> {
+    pub(crate) async fn finish(self) -> (Vec<EgressEvent>, Vec<WriteAttempt>) {
         self.stopper.stop();
         let one = 1_u64;
         // SAFETY: an eventfd takes an 8-byte write.
@@ -151,24 +199,39 @@ impl UnixSupervisor {
         let (thread, stopper) = (self.thread, Arc::clone(&self.stopper));
         // A connect in progress is ended at once (bounded.rs), not at its bound.
         let _joined = tokio::task::spawn_blocking(move || {
+            // The thread sees the eventfd at once unless a connect holds it;
+            // a short pause keeps the call's end from waiting long for it.
             while !thread.is_finished() {
                 stopper.interrupt();
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(std::time::Duration::from_micros(200));
             }
             thread.join()
         })
         .await;
-        std::mem::take(
-            &mut *self
-                .events
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+        fn take<T>(held: &Mutex<Vec<T>>) -> Vec<T> {
+            std::mem::take(&mut *held.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        }
+        (take(&self.events), take(&self.writes))
     }
 }
 
 /// The supervisor's side: the listener, the granted paths as bytes, the events.
-struct Supervisor {
+pub(super) struct Supervisor {
+    /// What the run may not create, when its creations are supervised.
+    creations: Option<Arc<Creations>>,
+    pub(super) writes: Arc<Mutex<Vec<WriteAttempt>>>,
+    /// toolsmith's mount namespace and root, to come back to after a creation
+    /// in the caller's (`creating.rs`).
+    pub(super) host: Option<super::creating::Place>,
+    /// The run's mount namespace and root, opened at its first creation: every
+    /// process of a run shares them (the filter refuses `setns`, `chroot`,
+    /// `pivot_root` and new mount namespaces).
+    pub(super) run_view: std::cell::RefCell<Option<super::creating::Place>>,
+    /// The thread is in the run's view (it stays there between creations, and
+    /// goes back to toolsmith's for a Unix socket's connect).
+    pub(super) in_run_view: std::cell::Cell<bool>,
+    /// toolsmith's `/proc`, to read the callers' and name descriptors.
+    pub(super) proc: Option<OwnedFd>,
     listener: OwnedFd,
     stop: OwnedFd,
     granted: Vec<Vec<u8>>,
@@ -176,7 +239,7 @@ struct Supervisor {
     /// The supervisor thread's own identity, taken back after each connect.
     own: Option<Identity>,
     /// The thread could not take its own identity back: it answers no more.
-    stuck: std::cell::Cell<bool>,
+    pub(super) stuck: std::cell::Cell<bool>,
     stopper: Arc<Stopper>,
 }
 
@@ -191,6 +254,15 @@ impl Supervisor {
         self.stopper.register();
         // Read on this thread: the identity the connects switch from and back to.
         self.own = Identity::own().ok();
+        if self.creations.is_some() {
+            self.host = super::creating::Place::own();
+            self.proc = host_proc().and_then(|proc| {
+                // SAFETY: the process-wide descriptor outlives this thread; this is a copy.
+                unsafe { std::os::fd::BorrowedFd::borrow_raw(proc) }
+                    .try_clone_to_owned()
+                    .ok()
+            });
+        }
         while !self.stuck.get() {
             let mut polled = [
                 libc::pollfd {
@@ -236,9 +308,78 @@ impl Supervisor {
                     _ => return,
                 }
             }
-            if let Some(errno) = self.answer(&notification) {
-                self.reply(notification.id, errno);
+            let answer = match (
+                &self.creations,
+                crate::creations::shape(i64::from(notification.data.nr), notification.data.args),
+            ) {
+                (Some(creations), Some(shape)) => {
+                    self.create(&Arc::clone(creations), &notification, &shape)
+                }
+                _ => self.answer(&notification).map(Answer::Errno),
+            };
+            match answer {
+                Some(Answer::Errno(errno)) => self.reply(notification.id, errno),
+                Some(Answer::Value(value)) => self.send(notification.id, value, 0),
+                Some(Answer::File(file, cloexec)) => {
+                    self.hand_over(notification.id, &file, cloexec)
+                }
+                None => {}
             }
+        }
+    }
+
+    /// Sends a successful result.
+    fn send(&self, id: u64, val: i64, error: i32) {
+        let response = libc::seccomp_notif_resp {
+            id,
+            val,
+            error,
+            flags: 0,
+        };
+        // SAFETY: SEND reads one seccomp_notif_resp; ENOENT leaves nothing to do.
+        unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                &raw const response,
+            )
+        };
+    }
+
+    /// Installs `file` in the caller's descriptor table and answers with its
+    /// number, in one step (`SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14), or in two.
+    fn hand_over(&self, id: u64, file: &OwnedFd, cloexec: bool) {
+        let mut add = libc::seccomp_notif_addfd {
+            id,
+            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+            srcfd: file.as_raw_fd() as u32,
+            newfd: 0,
+            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+        };
+        // SAFETY: ADDFD reads one seccomp_notif_addfd.
+        let added = unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+                &raw const add,
+            )
+        };
+        if added >= 0 || last_errno() != libc::EINVAL {
+            return;
+        }
+        add.flags = 0;
+        // SAFETY: as above.
+        let added = unsafe {
+            libc::ioctl(
+                self.listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+                &raw const add,
+            )
+        };
+        if added >= 0 {
+            self.send(id, i64::from(added), 0);
+        } else {
+            self.reply(id, last_errno());
         }
     }
 
@@ -263,7 +404,7 @@ impl Supervisor {
 
     /// Whether the notification `id` still waits for its answer: its caller
     /// is alive and still in the call, so what was read of it was its own.
-    fn still_waiting(&self, id: u64) -> bool {
+    pub(super) fn still_waiting(&self, id: u64) -> bool {
         // SAFETY: ID_VALID reads one u64.
         unsafe {
             libc::ioctl(
@@ -279,6 +420,10 @@ impl Supervisor {
     fn answer(&self, notification: &libc::seccomp_notif) -> Option<i32> {
         if i64::from(notification.data.nr) != libc::SYS_connect {
             return Some(libc::ENOSYS);
+        }
+        // A connect opens granted paths in toolsmith's view.
+        if !self.leave_run_view() {
+            return Some(libc::EACCES);
         }
         let [descriptor, address_at, length, ..] = notification.data.args;
         let Ok(length) = usize::try_from(length as u32 as i32) else {
@@ -325,7 +470,7 @@ impl Supervisor {
 
     /// Runs `action` on this thread with the caller's identity
     /// (`identity.rs`); the errno and reason when that cannot be done.
-    fn as_caller<T>(
+    pub(super) fn as_caller<T>(
         &self,
         caller: &Result<Identity, i32>,
         action: impl FnOnce() -> T,
@@ -409,6 +554,16 @@ impl Supervisor {
     }
 }
 
+/// The supervisor's answer to one notification.
+pub(super) enum Answer {
+    /// Failure with this errno, or success with 0.
+    Errno(i32),
+    /// Success with this value.
+    Value(i64),
+    /// Success: this file, installed in the caller's table (close-on-exec when asked).
+    File(OwnedFd, bool),
+}
+
 /// What a Unix socket address names, parsed from the supervisor's copy.
 #[derive(Debug, PartialEq, Eq)]
 enum UnixTarget {
@@ -460,7 +615,7 @@ fn last_errno() -> i32 {
 }
 
 /// Copies `length` bytes at `at` in process `pid`, once.
-fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i32> {
+pub(crate) fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i32> {
     let mut copy = vec![0_u8; length];
     if length == 0 {
         return Ok(copy);
@@ -484,7 +639,7 @@ fn read_memory(pid: u32, at: u64, length: usize) -> Result<Vec<u8>, i32> {
 
 /// A pidfd of thread `tid` (`PIDFD_THREAD`, Linux 6.9), or of its thread
 /// group on older kernels.
-fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
+pub(super) fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
     let open = |pid: u32, flags: libc::c_uint| -> Result<OwnedFd, i32> {
         // SAFETY: pidfd_open returns a fresh descriptor or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) };
@@ -500,7 +655,7 @@ fn open_pidfd(tid: u32) -> Result<OwnedFd, i32> {
 
 /// The thread group of `tid`, from `/proc`.
 fn thread_group(tid: u32) -> Result<u32, i32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| libc::ESRCH)?;
+    let status = proc_status(&format!("{tid}/status"))?;
     status
         .lines()
         .find_map(|line| line.strip_prefix("Tgid:"))
@@ -509,7 +664,7 @@ fn thread_group(tid: u32) -> Result<u32, i32> {
 }
 
 /// The caller's descriptor `fd`: the same open file, now also ours.
-fn take_descriptor(process: &OwnedFd, fd: i32) -> Result<OwnedFd, i32> {
+pub(super) fn take_descriptor(process: &OwnedFd, fd: i32) -> Result<OwnedFd, i32> {
     // SAFETY: pidfd_getfd returns a fresh descriptor (close-on-exec) or -1.
     let taken = unsafe { libc::syscall(libc::SYS_pidfd_getfd, process.as_raw_fd(), fd, 0_u32) };
     let taken = RawFd::try_from(taken).map_err(|_| libc::EBADF)?;

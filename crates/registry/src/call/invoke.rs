@@ -209,19 +209,16 @@ async fn invoke_tool(
     let (result, limits) = run(executor, command, limits, progress).await;
     // The files of large values are removed only now that the tool has ended.
     drop(out_of_band);
-    let reads = match &result {
-        Ok(outcome) => outcome.reads_denied.clone(),
-        Err(_) => Vec::new(),
+    let (reads, writes) = match &result {
+        Ok(outcome) => (outcome.reads_denied.clone(), outcome.writes_denied.clone()),
+        Err(_) => (Vec::new(), Vec::new()),
     };
     let mut envelope = outcome(tool, reading, result, &limits)?;
     if let Some(sandbox) = &mut envelope.metadata.sandbox {
         sandbox.secrets = secret_names;
-        crate::call::reads::report(
-            sandbox,
-            &crate::call::reads::section(tool),
-            &reads,
-            &config.read_masks.own_state,
-        );
+        let section = crate::call::reads::section(tool);
+        crate::call::reads::report(sandbox, &section, &reads, &config.read_masks.own_state);
+        crate::call::writes::report(sandbox, &section, &writes);
     }
     Ok(envelope)
 }
@@ -783,6 +780,7 @@ mod tests {
             stdin_unread: false,
             reads_denied: Vec::new(),
             reads_denied_more: 0,
+            writes_denied: Vec::new(),
             backend: Backend::ProcessGroup,
             sandbox: AppliedSandbox::none(),
             egress: Vec::new(),

@@ -18,3 +18,4 @@ pub(crate) mod prepare;
 pub(crate) mod progress;
 pub(crate) mod reads;
 pub(crate) mod secrets;
+pub(crate) mod writes;

@@ -82,7 +82,7 @@ pub(super) fn sandbox_checks(support: &[Support<'_>]) -> Vec<Check> {
         .collect()
 }
 
-pub(super) fn sandbox_support(features: &Features) -> [Support<'_>; 7] {
+pub(super) fn sandbox_support(features: &Features) -> [Support<'_>; 8] {
     [
         Support {
             mechanism: "network namespace",
@@ -125,6 +125,12 @@ pub(super) fn sandbox_support(features: &Features) -> [Support<'_>; 7] {
             purpose: "a tool's attempts to read a masked path (~/.ssh, ~/.aws, toolsmith's state) are reported as `kind: \"read\"` denials naming the `read_reveal` to add; without it the masks hide the same, silently",
             probe: &features.read_watch,
             fix: "use Linux 6.15 or later with FUSE (/dev/fuse present: `modprobe fuse`), as root, and cgroup v2 (a run is told apart by its cgroup)",
+        },
+        Support {
+            mechanism: "seccomp supervisor",
+            purpose: "network = [\"unix:/path\"] grants, and no new repository (.git, HEAD) or absent protected path made at any depth of a writable root; without it Unix socket grants fail closed and an absent protected path's directory is sealed against every new entry",
+            probe: &features.supervisor,
+            fix: "use Linux 5.9 or later (seccomp user notifications with ADDFD, pidfd_getfd, openat2) and run toolsmith as root",
         },
     ]
 }

@@ -6,18 +6,23 @@
 //! Every mechanism is applied in the clone child with raw system calls
 //! (see `spawn.rs`); everything that allocates happens here, in the parent.
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
+mod filesystem;
+
+use self::filesystem::{
+    FilesystemPlan, c_path, c_paths, masks_unavailable, own_dir_mount, plan_filesystem, plan_masks,
+    protect_missing, protected_mounts, unavailable,
+};
 use crate::mounts::MountPlan;
 use crate::privileges::PrivilegePlan;
 use crate::runs_dir::RunsDir;
-use crate::{Error, Features, Privileges, RunAs, landlock, seccomp};
+use crate::{Error, Features, Privileges, RunAs, seccomp};
 
 /// Whether a missing kernel feature fails the run or lets it run with less.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,12 +269,40 @@ pub(crate) struct SandboxPlan {
     /// The mask server's nodes of the run's masks, each with the hidden entry it masks: kept
     /// here for the run's watch when the spawn plan takes `mounts`.
     pub(crate) mask_nodes: Vec<(u64, std::path::PathBuf)>,
-    /// The filter sends `connect` to a supervisor and is installed with a
-    /// listener (a run with Unix socket grants).
+    /// The filter sends calls to a supervisor and is installed with a
+    /// listener (a run with Unix socket grants or supervised creations).
     pub(crate) seccomp_listener: bool,
+    /// What the run may not create, when its creations are supervised (`creations.rs`).
+    pub(crate) creations: Option<Arc<crate::creations::Creations>>,
+    /// The channel of the filter's listener when there is no egress channel to carry it.
+    pub(crate) notify: Option<crate::egress::NotifyChannel>,
 }
 
 impl SandboxPlan {
+    /// A duplicate of the filter's listener, for the run's supervisor.
+    pub(crate) fn notifier(&self) -> Result<OwnedFd, Error> {
+        match (&self.egress, &self.notify) {
+            (Some(channel), _) => channel.notifier(),
+            (None, Some(channel)) => channel.listener(),
+            (None, None) => Err(Error::Sys {
+                call: "receiving the filter's listener",
+                source: std::io::Error::other("the run has no channel for it"),
+            }),
+        }
+    }
+
+    /// The child's end of the channel the filter's listener goes to, if any.
+    pub(crate) fn notify_fd(&self) -> Option<std::os::fd::RawFd> {
+        if !self.seccomp_listener {
+            return None;
+        }
+        match (&self.egress, &self.notify) {
+            (Some(channel), _) => Some(channel.child_fd()),
+            (None, Some(channel)) => Some(channel.child_fd()),
+            (None, None) => None,
+        }
+    }
+
     /// The environment the program gets on top of its command's.
     pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
         let mut env = match &self.temp_dir {
@@ -323,31 +356,8 @@ pub(crate) fn plan(
     runs.check()?;
     let mut applied = AppliedSandbox::none();
     let (privileges, seccomp_program) = plan_privileges(sandbox, features, host, &mut applied)?;
-    let mut clone_flags = 0;
-    if let Some(enforcement) = sandbox.network.namespace() {
-        if features.network_namespace.available {
-            clone_flags |= libc::CLONE_NEWNET;
-            applied.network_denied = true;
-            applied.egress_proxy = matches!(sandbox.network, Network::Proxy(_));
-        } else {
-            unavailable(
-                enforcement,
-                "network = deny",
-                "a network namespace",
-                &features.network_namespace.detail,
-                &mut applied,
-            )?;
-        }
-    }
-    let private_pids = sandbox.private_pids && features.private_proc.available;
-    if private_pids {
-        clone_flags |= libc::CLONE_NEWPID | libc::CLONE_NEWNS;
-        applied.private_pids = true;
-    }
-    if sandbox.private_ipc && features.ipc_namespace.available {
-        clone_flags |= libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-        applied.private_ipc = true;
-    }
+    let mut clone_flags = plan_namespaces(sandbox, features, &mut applied)?;
+    let private_pids = applied.private_pids;
     let FilesystemPlan {
         writable_roots,
         landlock_ruleset,
@@ -365,6 +375,8 @@ pub(crate) fn plan(
     let restricted = applied.filesystem != FilesystemAccess::Full;
     let owner = applied.run_as.map(|run_as| (run_as.uid(), run_as.gid()));
     let hiding = !sandbox.hidden.is_empty();
+    let filtered = seccomp_program.is_some();
+    let mut creations = None;
     let mounts = if (sandbox.private_mounts || restricted || hiding) && mounts_available {
         clone_flags |= libc::CLONE_NEWNS;
         applied.private_mounts = true;
@@ -372,7 +384,14 @@ pub(crate) fn plan(
             FilesystemAccess::Project | FilesystemAccess::Paths => writable_roots,
             _ => Vec::new(),
         };
-        let (sealed, reopened) = sealing_below(&writable_roots, &sandbox.protected);
+        let (sealed, reopened);
+        (creations, sealed, reopened) = protect_missing(
+            sandbox,
+            features,
+            &writable_roots,
+            (filtered, host.is_root),
+            &mut applied,
+        );
         Some(MountPlan {
             proc: private_pids,
             host_proc: !private_pids,
@@ -404,16 +423,21 @@ pub(crate) fn plan(
     } else {
         None
     };
+    let supervised = creations.is_some();
     let mask_nodes = mounts
         .as_ref()
         .and_then(|mounts| mounts.masks.as_ref())
         .map(|masks| masks.nodes.clone())
         .unwrap_or_default();
     let sockets = sockets(&sandbox.network, &applied);
+    let (egress, notify) = plan_channels(sandbox, features, filtered, supervised, &mut applied)?;
     Ok(SandboxPlan {
         mask_nodes,
-        egress: plan_egress(&sandbox.network, seccomp_program.is_some(), &mut applied)?,
-        seccomp_listener: seccomp_program.is_some() && sockets == seccomp::Sockets::ProxiedUnix,
+        egress,
+        notify,
+        seccomp_listener: seccomp_program.is_some()
+            && (sockets == seccomp::Sockets::ProxiedUnix || creations.is_some()),
+        creations,
         clone_flags,
         mount_proc: private_pids && mounts.is_none(),
         mounts,
@@ -421,50 +445,70 @@ pub(crate) fn plan(
         landlock: landlock_ruleset,
         temp_dir,
         privileges,
-        seccomp: seccomp_program.map(|()| seccomp::program(sockets, applied.private_pids)),
+        seccomp: seccomp_program
+            .map(|()| seccomp::program(sockets, applied.private_pids, supervised)),
         applied,
     })
 }
 
-/// Notes, for a run that hides paths, that a mount namespace is unavailable: nothing is hidden.
-fn masks_unavailable(sandbox: &Sandbox, features: &Features, applied: &mut AppliedSandbox) {
-    if !sandbox.hidden.is_empty() && !features.private_mounts.available {
-        applied.relaxed.push(format!(
-            "read masks not applied: a mount namespace is unavailable ({})",
-            features.private_mounts.detail
-        ));
-    }
-}
-
-/// The protected paths bound read-only: under `project` or `paths`, those that exist.
-fn protected_mounts(sandbox: &Sandbox, access: FilesystemAccess) -> Result<Vec<CString>, Error> {
-    match access {
-        FilesystemAccess::Project | FilesystemAccess::Paths => sandbox
-            .protected
-            .iter()
-            .filter(|path| path.symlink_metadata().is_ok())
-            .map(|path| c_path(path))
-            .collect(),
-        _ => Ok(Vec::new()),
-    }
-}
-
-/// The masks of a run with a mount namespace; `applied` counts them and notes what was left out.
-fn plan_masks(
+/// The namespaces of a run: network (deny and the proxy), PID with its
+/// `/proc`, IPC with UTS, as `CLONE_NEW*` flags; `applied` says which apply.
+fn plan_namespaces(
     sandbox: &Sandbox,
-    runs: &RunsDir,
-    temp_dir: Option<&TempDir>,
+    features: &Features,
     applied: &mut AppliedSandbox,
-) -> Result<crate::masks::MaskPlan, Error> {
-    let (masks, notes) = crate::masks::plan(
-        &sandbox.hidden,
-        runs.path(),
-        temp_dir.map(|dir| dir.path.as_path()),
-        sandbox.own_dir.as_deref(),
-    )?;
-    applied.hidden = masks.hidden();
-    applied.relaxed.extend(notes);
-    Ok(masks)
+) -> Result<libc::c_int, Error> {
+    let mut clone_flags = 0;
+    if let Some(enforcement) = sandbox.network.namespace() {
+        if features.network_namespace.available {
+            clone_flags |= libc::CLONE_NEWNET;
+            applied.network_denied = true;
+            applied.egress_proxy = matches!(sandbox.network, Network::Proxy(_));
+        } else {
+            unavailable(
+                enforcement,
+                "network = deny",
+                "a network namespace",
+                &features.network_namespace.detail,
+                applied,
+            )?;
+        }
+    }
+    let private_pids = sandbox.private_pids && features.private_proc.available;
+    if private_pids {
+        clone_flags |= libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        applied.private_pids = true;
+    }
+    if sandbox.private_ipc && features.ipc_namespace.available {
+        clone_flags |= libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+        applied.private_ipc = true;
+    }
+    Ok(clone_flags)
+}
+
+/// The channels of a run: the egress channel of a proxied run, and the channel
+/// of the filter's listener for a run with supervised creations and no egress
+/// channel to carry it.
+fn plan_channels(
+    sandbox: &Sandbox,
+    features: &Features,
+    filtered: bool,
+    supervised: bool,
+    applied: &mut AppliedSandbox,
+) -> Result<
+    (
+        Option<crate::egress::EgressChannel>,
+        Option<crate::egress::NotifyChannel>,
+    ),
+    Error,
+> {
+    let egress = plan_egress(&sandbox.network, features, filtered, applied)?;
+    let notify = if supervised && egress.is_none() {
+        Some(crate::egress::NotifyChannel::new()?)
+    } else {
+        None
+    };
+    Ok((egress, notify))
 }
 
 /// Which sockets the filter lets a run make (`seccomp::Sockets`).
@@ -484,6 +528,7 @@ fn sockets(network: &Network, applied: &AppliedSandbox) -> seccomp::Sockets {
 /// run refused) with the other namespaces.
 fn plan_egress(
     network: &Network,
+    features: &Features,
     filtered: bool,
     applied: &mut AppliedSandbox,
 ) -> Result<Option<crate::egress::EgressChannel>, Error> {
@@ -494,7 +539,7 @@ fn plan_egress(
         // Fail closed: only the filter's notifications and the supervisor
         // (`egress/unix.rs`) keep a run's Unix sockets to the granted paths.
         let unsupported = if filtered {
-            crate::egress::unix_grants_supported().err()
+            (!features.supervisor.available).then(|| features.supervisor.detail.clone())
         } else {
             Some("the system-call filter is off for this run".to_owned())
         };
@@ -558,237 +603,4 @@ fn plan_privileges(
         }
     };
     Ok((privileges, seccomp_program))
-}
-
-/// The filesystem part of a plan: the directories Landlock leaves
-/// writable, its ruleset and the private TMPDIR; `applied` says what applies.
-struct FilesystemPlan<'sandbox> {
-    writable_roots: Vec<&'sandbox Path>,
-    landlock_ruleset: Option<OwnedFd>,
-    landlock_rights: u64,
-    temp_dir: Option<TempDir>,
-}
-
-/// Plans the sandbox's filesystem restriction, or fails closed when a
-/// required mechanism is unavailable.
-fn plan_filesystem<'sandbox>(
-    sandbox: &'sandbox Sandbox,
-    features: &Features,
-    runs: &Arc<RunsDir>,
-    run_name: &str,
-    applied: &mut AppliedSandbox,
-) -> Result<FilesystemPlan<'sandbox>, Error> {
-    let (writable_roots, enforcement, access) = match &sandbox.filesystem {
-        Filesystem::Full => (Vec::new(), Enforcement::IfPossible, FilesystemAccess::Full),
-        Filesystem::Project { root, enforcement } => (
-            vec![root.as_path()],
-            *enforcement,
-            FilesystemAccess::Project,
-        ),
-        Filesystem::ReadOnly(enforcement) => (Vec::new(), *enforcement, FilesystemAccess::ReadOnly),
-        Filesystem::Paths { roots, enforcement } => {
-            if roots.len() > crate::mounts::MAX_WRITABLE_ROOTS {
-                return Err(Error::TooManyWritablePaths {
-                    count: roots.len(),
-                    max: crate::mounts::MAX_WRITABLE_ROOTS,
-                });
-            }
-            for root in roots {
-                if !root.is_absolute() || root.symlink_metadata().is_err() {
-                    return Err(Error::WritablePath { path: root.clone() });
-                }
-            }
-            (
-                roots.iter().map(PathBuf::as_path).collect(),
-                *enforcement,
-                FilesystemAccess::Paths,
-            )
-        }
-    };
-    let requirement = match access {
-        FilesystemAccess::Project => "filesystem = project",
-        FilesystemAccess::Paths => "filesystem = a list of paths",
-        _ => "filesystem = read-only",
-    };
-    let mounts_available = features.private_mounts.available;
-    let mut landlock_ruleset = None;
-    let mut landlock_rights = 0;
-    let mut temp_dir = None;
-    if let Some(dir) = &sandbox.own_dir {
-        create_own_dir(dir, applied.run_as)?;
-    }
-    if access != FilesystemAccess::Full {
-        match features
-            .landlock_abi
-            .filter(|_| features.landlock.available)
-        {
-            Some(abi) => {
-                if !mounts_available {
-                    // Without capabilities (a non-root executor), a program cannot change
-                    // the metadata of files it does not own, so Landlock alone keeps the
-                    // promise there; a root executor's programs need the read-only mounts.
-                    let strict =
-                        enforcement == Enforcement::Required && nix::unistd::geteuid().is_root();
-                    unavailable(
-                        if strict {
-                            Enforcement::Required
-                        } else {
-                            Enforcement::IfPossible
-                        },
-                        requirement,
-                        "a mount namespace (read-only mounts: file metadata and device nodes)",
-                        &features.private_mounts.detail,
-                        applied,
-                    )?;
-                }
-                let dir = create_temp_dir(runs, run_name, applied.run_as)?;
-                let mut writable: Vec<&Path> = vec![&dir.path];
-                writable.extend(writable_roots.iter().copied());
-                writable.extend(sandbox.own_dir.as_deref());
-                landlock_ruleset = Some(landlock::ruleset(abi, &writable)?);
-                landlock_rights = landlock::writable_rights(abi);
-                temp_dir = Some(dir);
-                applied.filesystem = access;
-            }
-            None => unavailable(
-                enforcement,
-                requirement,
-                "Landlock",
-                &features.landlock.detail,
-                applied,
-            )?,
-        }
-    }
-    Ok(FilesystemPlan {
-        writable_roots,
-        landlock_ruleset,
-        landlock_rights,
-        temp_dir,
-    })
-}
-
-/// The sealed directories and their reopened entries below each writable root (see
-/// `mounts::sealing`).
-fn sealing_below(roots: &[&Path], protected: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let (mut sealed, mut reopened) = (Vec::new(), Vec::new());
-    for root in roots {
-        let (root_sealed, root_reopened) = crate::mounts::sealing(root, protected);
-        sealed.extend(root_sealed);
-        reopened.extend(root_reopened);
-    }
-    (sealed, reopened)
-}
-
-fn c_paths(paths: &[std::path::PathBuf]) -> Result<Vec<CString>, Error> {
-    paths.iter().map(|path| c_path(path)).collect()
-}
-
-fn c_path(path: &Path) -> Result<CString, Error> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::NulByte {
-        value: path.to_string_lossy().into_owned(),
-    })
-}
-
-fn unavailable(
-    enforcement: Enforcement,
-    requirement: &'static str,
-    mechanism: &'static str,
-    reason: &str,
-    applied: &mut AppliedSandbox,
-) -> Result<(), Error> {
-    match enforcement {
-        Enforcement::Required => Err(Error::SandboxUnavailable {
-            requirement,
-            mechanism,
-            reason: reason.to_owned(),
-        }),
-        Enforcement::IfPossible => {
-            applied.relaxed.push(format!(
-                "{requirement} not enforced: {mechanism} is unavailable ({reason})"
-            ));
-            Ok(())
-        }
-    }
-}
-
-/// The mount point of an own directory and its parent, for the mount plan.
-fn own_dir_mount(dir: &Path) -> Result<(CString, CString), Error> {
-    let parent = dir
-        .parent()
-        .filter(|parent| dir.is_absolute() && *parent != Path::new("/"))
-        .ok_or_else(|| Error::OwnDir {
-            path: dir.to_path_buf(),
-            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-        })?;
-    Ok((c_path(dir)?, c_path(parent)?))
-}
-
-/// Makes the run's own directory (and its parents) if missing: mode 0700, owned by `owner`
-/// when the run switches identity. A symbolic link in its place is refused: the directory
-/// the run may write is exactly the one named.
-fn create_own_dir(dir: &Path, owner: Option<RunAs>) -> Result<(), Error> {
-    use std::os::unix::fs::DirBuilderExt;
-    let own_dir_error = |source| Error::OwnDir {
-        path: dir.to_path_buf(),
-        source,
-    };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(own_dir_error)?;
-    let metadata = dir.symlink_metadata().map_err(own_dir_error)?;
-    if !metadata.is_dir() {
-        return Err(own_dir_error(std::io::Error::from(
-            std::io::ErrorKind::NotADirectory,
-        )));
-    }
-    if let Some(owner) = owner {
-        std::os::unix::fs::chown(dir, Some(owner.uid()), Some(owner.gid()))
-            .map_err(own_dir_error)?;
-    }
-    Ok(())
-}
-
-/// Creates the run's private temporary directory, owned by `owner` when the
-/// run switches identity (so that it can write there).
-fn create_temp_dir(
-    runs: &Arc<RunsDir>,
-    run_name: &str,
-    owner: Option<RunAs>,
-) -> Result<TempDir, Error> {
-    use std::os::unix::fs::DirBuilderExt;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    // Unique in the process, not only in one executor: two executors of one process (a
-    // library user's, the tests') number their runs alike, and the second would take the
-    // first one's directory out from under its Landlock rule.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = runs.path().join(format!("toolsmith-run-{run_name}-{n}"));
-    let create = || std::fs::DirBuilder::new().mode(0o700).create(&path);
-    // A directory of the same name is left over from a killed executor whose pid was reused.
-    create()
-        .or_else(|error| match error.kind() {
-            std::io::ErrorKind::AlreadyExists => {
-                std::fs::remove_dir_all(&path).and_then(|()| create())
-            }
-            _ => Err(error),
-        })
-        .map_err(|source| Error::Sys {
-            call: "mkdir(private temporary directory)",
-            source,
-        })?;
-    let dir = TempDir {
-        path,
-        _runs: Arc::clone(runs),
-    };
-    if let Some(owner) = owner {
-        std::os::unix::fs::chown(&dir.path, Some(owner.uid()), Some(owner.gid())).map_err(
-            |source| Error::Sys {
-                call: "chown(private temporary directory)",
-                source,
-            },
-        )?;
-    }
-    Ok(dir)
 }
