@@ -58,21 +58,11 @@ impl Identity {
         let count = unsafe { libc::getgroups(count, groups.as_mut_ptr()) };
         groups.truncate(usize::try_from(count).map_err(|_| last_errno())?);
         groups.sort_unstable();
-        let mut header = CapHeader {
-            version: CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        // SAFETY: zeroed plain C structures.
-        let mut data: [CapData; 2] = unsafe { zeroed() };
-        // SAFETY: capget fills two CapData for version 3.
-        if unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) } != 0 {
-            return Err(last_errno());
-        }
         Ok(Identity {
             uid,
             gid,
             groups,
-            effective: u64::from(data[0].effective) | (u64::from(data[1].effective) << 32),
+            effective: capability_sets()?.0,
         })
     }
 
@@ -237,6 +227,12 @@ fn set_uid(to: &Identity, from: &Identity) -> Result<(), i32> {
 
 /// The thread's permitted and inheritable capability sets.
 fn capabilities() -> Result<(u64, u64), i32> {
+    let (_, permitted, inheritable) = capability_sets()?;
+    Ok((permitted, inheritable))
+}
+
+/// The thread's effective, permitted and inheritable capability sets.
+fn capability_sets() -> Result<(u64, u64, u64), i32> {
     let mut header = CapHeader {
         version: CAPABILITY_VERSION_3,
         pid: 0,
@@ -249,6 +245,7 @@ fn capabilities() -> Result<(u64, u64), i32> {
     }
     let join = |low: u32, high: u32| u64::from(low) | (u64::from(high) << 32);
     Ok((
+        join(data[0].effective, data[1].effective),
         join(data[0].permitted, data[1].permitted),
         join(data[0].inheritable, data[1].inheritable),
     ))

@@ -72,20 +72,7 @@ impl EgressChannel {
     pub(crate) fn notifier(&self) -> Result<OwnedFd, Error> {
         // The proxy's listener comes first on the channel.
         drop(self.listener()?);
-        let mut held = self
-            .notifier
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if held.is_none() {
-            *held = Some(receive(self.parent.as_raw_fd())?);
-        }
-        let notifier = held
-            .as_ref()
-            .ok_or_else(|| lost("no notification listener"))?;
-        notifier.try_clone().map_err(|source| Error::Sys {
-            call: "dup (seccomp notification listener)",
-            source,
-        })
+        received_once(&self.notifier, self.parent.as_raw_fd())
     }
 }
 
@@ -116,21 +103,23 @@ impl NotifyChannel {
 
     /// A duplicate of the run's filter listener, received on the first call.
     pub(crate) fn listener(&self) -> Result<OwnedFd, Error> {
-        let mut held = self
-            .listener
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if held.is_none() {
-            *held = Some(receive(self.parent.as_raw_fd())?);
-        }
-        let listener = held
-            .as_ref()
-            .ok_or_else(|| lost("no notification listener"))?;
-        listener.try_clone().map_err(|source| Error::Sys {
-            call: "dup (seccomp notification listener)",
-            source,
-        })
+        received_once(&self.listener, self.parent.as_raw_fd())
     }
+}
+
+/// A duplicate of the seccomp listener `held` keeps, received from `channel` the first time.
+fn received_once(held: &Mutex<Option<OwnedFd>>, channel: RawFd) -> Result<OwnedFd, Error> {
+    let mut held = held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if held.is_none() {
+        *held = Some(receive(channel)?);
+    }
+    let listener = held
+        .as_ref()
+        .ok_or_else(|| lost("no notification listener"))?;
+    listener.try_clone().map_err(|source| Error::Sys {
+        call: "dup (seccomp notification listener)",
+        source,
+    })
 }
 
 /// A datagram socket pair (close-on-exec): the executor's end, the child's end.

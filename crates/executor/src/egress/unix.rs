@@ -383,23 +383,9 @@ impl Supervisor {
         }
     }
 
-    /// Sends the result of the caller's `connect`: 0, or `-1` with `errno`.
+    /// Sends the result of the caller's call: 0, or `-1` with `errno`.
     fn reply(&self, id: u64, errno: i32) {
-        let response = libc::seccomp_notif_resp {
-            id,
-            val: if errno == 0 { 0 } else { -1 },
-            error: -errno,
-            flags: 0,
-        };
-        // SAFETY: SEND reads one seccomp_notif_resp. ENOENT (the caller died
-        // or was interrupted) leaves nothing to do.
-        unsafe {
-            libc::ioctl(
-                self.listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_SEND,
-                &raw const response,
-            )
-        };
+        self.send(id, if errno == 0 { 0 } else { -1 }, -errno);
     }
 
     /// Whether the notification `id` still waits for its answer: its caller
