@@ -933,3 +933,89 @@ fn with_no_config_no_repository_is_made_through_links_renames_or_a_nested_clone(
         "{envelope:#}"
     );
 }
+
+/// A fault in the middle of supervised creations: toolsmith is killed while its tool makes
+/// name after name (each waiting in turn for the supervisor). Nothing waits on afterwards:
+/// every process of the run is gone within 2 s, the project holds only ordinary names, and
+/// the next run's creations are supervised as before.
+#[test]
+fn toolsmith_killed_while_its_tool_makes_names_leaves_nothing_waiting() {
+    let context = TestContext::new();
+    let project = &context.project;
+    write_file(&project.join(".git/HEAD"), "ref: refs/heads/main\n");
+    write_file(&project.join("docs/README"), "docs\n");
+    let marker = format!("CREATIONS_KILL_TEST={}-{}", std::process::id(), line!());
+    let (name, value) = marker.split_once('=').unwrap();
+    context.user_config(&format!("[env]\nset = {{ {name} = \"{value}\" }}\n"));
+    context.tool(
+        "maker",
+        &shell_tool(
+            "maker",
+            r#"{"type": "object"}"#,
+            "i=0; while :; do : > docs/f$i; mkdir docs/.git 2>/dev/null; i=$((i+1)); done",
+        ),
+    );
+    let mut toolsmith = context
+        .with_tools()
+        .args(["run", "maker", "--timeout", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !project.join("docs/f50").exists() {
+        assert!(std::time::Instant::now() < guard, "the tool made nothing");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The check below can see the tool: it is there before the kill.
+    assert!(
+        !crate::processes::marked(&marker).is_empty(),
+        "the tool's processes are out of the check's sight"
+    );
+    toolsmith.kill().unwrap();
+    toolsmith.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    let survivors = loop {
+        let survivors = crate::processes::marked(&marker);
+        if survivors.is_empty() || killed_at.elapsed() > std::time::Duration::from_secs(5) {
+            break survivors;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let took = killed_at.elapsed();
+    for pid in &survivors {
+        // SAFETY: these pids carry this test's marker; a failing test leaves nothing behind.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "the tool survived: {survivors:?}");
+    assert!(
+        took <= std::time::Duration::from_secs(2),
+        "the tool took {took:?} to die"
+    );
+    let names: Vec<String> = std::fs::read_dir(project.join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|name| name == "README" || name.starts_with('f')),
+        "{names:?}"
+    );
+    context.tool(
+        "planter",
+        &shell_tool(
+            "planter",
+            r#"{"type": "object"}"#,
+            "if mkdir docs/.git 2>/dev/null; then echo ESCAPED; else echo held; fi",
+        ),
+    );
+    let output = context
+        .with_tools()
+        .args(["run", "planter", "--input", "{}"])
+        .output()
+        .unwrap();
+    let envelope = stdout_json(&output);
+    assert_eq!(envelope["result"], "held", "{envelope:#}");
+}
