@@ -1689,9 +1689,12 @@ async fn http_every_tool_request_leaves_one_audit_line_with_its_outcome() {
         .call_tool(call("custom_tool_hello", json!({"name": "Bob"})))
         .await;
     assert!(refused.is_err(), "{refused:?}");
-    // The second client goes away mid-call: the call is killed, and audited.
-    abandoned.abort();
+    // The second client goes away mid-call: the call is killed, and audited. The session is
+    // closed before its call's task is dropped, so no cancellation can reach the server first
+    // (dropping the call's future first may send `notifications/cancelled`, audited as
+    // `cancelled`, which made this test flaky).
     other.cancel().await.unwrap();
+    abandoned.abort();
     wait_until_gone(&pids).await;
     let lines = audit_lines(&audit, 6).await;
     let outcomes: Vec<(&str, &str)> = lines
