@@ -61,6 +61,26 @@ pub(crate) fn marked(entry: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Waits up to 5 s for every process carrying `entry` to be gone, then kills (by pid) any
+/// that survived, so a failing test leaves nothing behind. Returns the survivors and how
+/// long the wait took.
+pub(crate) fn gone_or_killed(entry: &str) -> (Vec<u32>, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let survivors = loop {
+        let survivors = marked(entry);
+        if survivors.is_empty() || started.elapsed() > std::time::Duration::from_secs(5) {
+            break survivors;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let took = started.elapsed();
+    for pid in &survivors {
+        // SAFETY: these pids carry the caller's marker.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+    (survivors, took)
+}
+
 /// Live processes whose ancestry includes `pid`, those in `except` left out.
 pub(crate) fn descendants(pid: u32, except: &[u32]) -> Vec<u32> {
     let parents: BTreeMap<u32, u32> = pids()

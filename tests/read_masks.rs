@@ -661,19 +661,7 @@ fn c09_toolsmith_killed_while_its_tool_reads_masks_leaves_nothing_waiting() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     toolsmith.kill().unwrap();
     toolsmith.wait().unwrap();
-    let killed_at = std::time::Instant::now();
-    let survivors = loop {
-        let survivors = crate::processes::marked(&marker);
-        if survivors.is_empty() || killed_at.elapsed() > std::time::Duration::from_secs(5) {
-            break survivors;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
-    let took = killed_at.elapsed();
-    for pid in &survivors {
-        // SAFETY: these pids carry this test's marker; a failing test leaves nothing behind.
-        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
-    }
+    let (survivors, took) = crate::processes::gone_or_killed(&marker);
     assert!(survivors.is_empty(), "the tool survived: {survivors:?}");
     assert!(
         took <= std::time::Duration::from_secs(2),
