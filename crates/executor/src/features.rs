@@ -58,7 +58,7 @@ pub struct Features {
     pub read_watch: Probe,
     /// toolsmith's seccomp supervisor (user notifications, `pidfd_getfd`, `openat2`): Unix
     /// socket grants, and the supervised creations that refuse new repositories and missing
-    /// protected paths at any depth of a writable root (`creations.rs`). Without it Unix
+    /// protected paths at any depth of a writable root (`creations/`). Without it Unix
     /// socket grants fail closed and the missing protected paths' directories are sealed.
     pub supervisor: Probe,
     /// The Landlock ABI version, when Landlock is available.

@@ -214,7 +214,7 @@ pub(crate) enum Rule {
     ProxiedOrUnixStream,
     /// Sent to toolsmith's supervisor (`SECCOMP_RET_USER_NOTIF`), which
     /// answers it: `connect` in a run with Unix socket grants (`egress/unix.rs`),
-    /// the calls that make a name in a run with supervised creations (`creations.rs`).
+    /// the calls that make a name in a run with supervised creations (`creations/`).
     Notify,
     /// `open`/`openat` in a run with supervised creations: sent to the
     /// supervisor when argument `flags` has `O_CREAT`; else refused with
@@ -475,7 +475,7 @@ pub(crate) fn named_rules(sockets: impl Into<Sockets>, private_pids: bool) -> Ve
 
 /// The calls that make a new name in a directory, besides `open`/`openat`
 /// with `O_CREAT`: in a run with supervised creations each goes to the
-/// supervisor, which makes the name itself or refuses it (`creations.rs`).
+/// supervisor, which makes the name itself or refuses it (`creations/`).
 /// `openat2` is refused with `ENOSYS` in every run (its flags are out of the
 /// filter's reach), and `io_uring` with `EPERM`, so no other door makes a name.
 pub(crate) const CREATING: &[libc::c_long] = &[

@@ -1,4 +1,4 @@
-//! The supervisor's side of supervised creations (`creations.rs` decides
+//! The supervisor's side of supervised creations (`creations/` decides
 //! what may be made; this makes it): each notification of a call that makes
 //! a name is read once, then made by the supervisor's thread in the caller's
 //! mount namespace and root, with its identity and umask, or refused.

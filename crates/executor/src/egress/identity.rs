@@ -98,7 +98,7 @@ impl Identity {
 }
 
 /// Reads `path` below toolsmith's `/proc`, through a descriptor opened once:
-/// a supervisor thread may be inside a run's root (`creations.rs`), where
+/// a supervisor thread may be inside a run's root (`creations/`), where
 /// `/proc` is the run's own.
 pub(crate) fn proc_status(path: &str) -> Result<String, i32> {
     use std::io::Read;

@@ -77,7 +77,7 @@ impl EgressChannel {
 }
 
 /// The channel of a run whose filter has a listener but no egress channel
-/// carries it (a run with supervised creations, `creations.rs`): the
+/// carries it (a run with supervised creations, `creations/`): the
 /// namespace's first process sends the listener, the executor receives it once.
 #[derive(Debug)]
 pub(crate) struct NotifyChannel {

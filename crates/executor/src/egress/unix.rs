@@ -124,7 +124,7 @@ pub(super) struct UnixSupervisor {
 impl UnixSupervisor {
     /// Answers the notifications of `listener` on a thread of its own: the
     /// `connect`s of a run with Unix socket grants (`granted`), and the calls
-    /// that make a name of a run with supervised creations (`creations.rs`).
+    /// that make a name of a run with supervised creations (`creations/`).
     pub(crate) fn start(
         listener: OwnedFd,
         granted: Vec<PathBuf>,

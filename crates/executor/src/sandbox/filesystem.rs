@@ -1,6 +1,6 @@
 //! The filesystem side of a run's plan: writable roots, Landlock, the
 //! private TMPDIR, the run's own directory, the protected paths (bound,
-//! sealed or supervised: `creations.rs`) and the read masks.
+//! sealed or supervised: `creations/`) and the read masks.
 
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -60,7 +60,7 @@ pub(super) fn plan_masks(
     Ok(masks)
 }
 
-/// The supervision of a run's creations (`creations.rs`): for a run that writes
+/// The supervision of a run's creations (`creations/`): for a run that writes
 /// below `roots` under the filter (`filtered`), of a root executor (the
 /// supervisor enters the run's mount namespace, which a non-root executor's
 /// user namespace owns), when the kernel has what the supervisor needs.
@@ -205,7 +205,7 @@ pub(super) fn plan_filesystem<'sandbox>(
 /// The sealed directories and their reopened entries below each writable root (see
 /// `mounts::sealing`).
 /// How the protected paths that do not exist are kept from being made: by the
-/// supervisor (`creations.rs`) when `filtered` and `is_root` and the kernel allows it,
+/// supervisor (`creations/`) when `filtered` and `is_root` and the kernel allows it,
 /// else by sealing their nearest existing directories (the sealed ones and their
 /// entries bound writable again).
 pub(super) fn protect_missing(

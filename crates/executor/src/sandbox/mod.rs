@@ -272,7 +272,7 @@ pub(crate) struct SandboxPlan {
     /// The filter sends calls to a supervisor and is installed with a
     /// listener (a run with Unix socket grants or supervised creations).
     pub(crate) seccomp_listener: bool,
-    /// What the run may not create, when its creations are supervised (`creations.rs`).
+    /// What the run may not create, when its creations are supervised (`creations/`).
     pub(crate) creations: Option<Arc<crate::creations::Creations>>,
     /// The channel of the filter's listener when there is no egress channel to carry it.
     pub(crate) notify: Option<crate::egress::NotifyChannel>,
